@@ -1,0 +1,177 @@
+/* The annotation file: what the headers cannot say.
+ *
+ *   library NAME            cudart, cuda, ...
+ *   header FILE             a header to parse (several allowed)
+ *   variant -DMACRO ...     parse the headers again with these defines, to
+ *                           see the _ptds/_ptsz names they produce
+ *   status TYPE NOTSUP UNAVAIL  the status type, its not-supported value and
+ *                           its value when no server can be reached
+ *   errors ENUM             emit name and description tables of this enum
+ *   runtime                 the library keeps a per-thread last error
+ *   versioned               symbols carry a version node named after the soname
+ *
+ *   local PATTERN "why"     answered on the client, no procedure
+ *   hand PATTERN "why"      client and server code are hand-written
+ *   client PATTERN "why"    hand-written client calling a generated procedure
+ *   refuse PATTERN "why"    returns the not-supported status
+ *   refuse-superseded "why" an export without prototype whose NAME_vN exists
+ *   async PATTERN           may go without waiting for the reply
+ *   arg FUNC PARAM KIND [len=PARAM] [size=N]
+ *                           KIND: val in out inout str in-buf out-buf
+ *
+ * PATTERN is a name or an fnmatch glob.  A rule that matches nothing is an
+ * error: annotations must not rot silently. */
+#include "rgpu-gen.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *next_token(char **p, const char *path, int line)
+{
+    char *s = *p;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!*s || *s == '#')
+        return NULL;
+    if (*s == '"') {
+        char *end = strchr(s + 1, '"');
+        if (!end)
+            die("%s:%d: unterminated string", path, line);
+        *end = '\0';
+        *p = end + 1;
+        return s + 1;
+    }
+    char *start = s;
+    while (*s && !isspace((unsigned char)*s))
+        s++;
+    if (*s)
+        *s++ = '\0';
+    *p = s;
+    return start;
+}
+
+static enum gen_kind parse_kind(const char *s, const char *path, int line)
+{
+    static const struct { const char *name; enum gen_kind kind; } kinds[] = {
+        { "val", K_VAL }, { "in", K_IN }, { "out", K_OUT }, { "inout", K_INOUT },
+        { "str", K_STR }, { "in-buf", K_IN_BUF }, { "out-buf", K_OUT_BUF },
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(s, kinds[i].name) == 0)
+            return kinds[i].kind;
+    die("%s:%d: unknown parameter kind '%s'", path, line, s);
+}
+
+static struct ann_rule *add_rule(struct annotations *ann, enum ann_verb verb, int line)
+{
+    ann->rules = realloc(ann->rules, (size_t)(ann->nrules + 1) * sizeof *ann->rules);
+    if (!ann->rules)
+        die("out of memory");
+    struct ann_rule *r = &ann->rules[ann->nrules++];
+    memset(r, 0, sizeof *r);
+    r->verb = verb;
+    r->line = line;
+    return r;
+}
+
+static void parse_arg_rule(struct annotations *ann, char **p, int line)
+{
+    struct ann_rule *r = add_rule(ann, A_ARG, line);
+    char *fn = next_token(p, ann->path, line);
+    char *param = next_token(p, ann->path, line);
+    char *kind = next_token(p, ann->path, line);
+    if (!fn || !param || !kind)
+        die("%s:%d: arg needs FUNC PARAM KIND", ann->path, line);
+    r->pattern = xstrdup(fn);
+    r->param = xstrdup(param);
+    r->kind = parse_kind(kind, ann->path, line);
+    for (char *opt; (opt = next_token(p, ann->path, line));) {
+        if (strncmp(opt, "len=", 4) == 0)
+            r->len_param = xstrdup(opt + 4);
+        else if (strncmp(opt, "size=", 5) == 0)
+            r->size = (unsigned)strtoul(opt + 5, NULL, 0);
+        else
+            die("%s:%d: unknown arg option '%s'", ann->path, line, opt);
+    }
+    if ((r->kind == K_IN_BUF || r->kind == K_OUT_BUF) && !r->len_param)
+        die("%s:%d: %s needs len=PARAM", ann->path, line, kind);
+}
+
+static void parse_line(struct annotations *ann, char *p, int line)
+{
+    static const struct { const char *word; enum ann_verb verb; } verbs[] = {
+        { "local", A_LOCAL }, { "hand", A_HAND }, { "client", A_CLIENT },
+        { "refuse", A_REFUSE }, { "async", A_ASYNC },
+    };
+    char *word = next_token(&p, ann->path, line);
+    if (!word)
+        return;
+    if (strcmp(word, "library") == 0) {
+        ann->library = xstrdup(next_token(&p, ann->path, line));
+    } else if (strcmp(word, "header") == 0) {
+        if (ann->nheaders == 8)
+            die("%s:%d: too many headers", ann->path, line);
+        ann->headers[ann->nheaders++] = xstrdup(next_token(&p, ann->path, line));
+    } else if (strcmp(word, "variant") == 0) {
+        if (ann->nvariants == 8)
+            die("%s:%d: too many variants", ann->path, line);
+        while (isspace((unsigned char)*p))
+            p++;
+        ann->variants[ann->nvariants++] = xstrdup(p);
+    } else if (strcmp(word, "status") == 0) {
+        ann->status_type = xstrdup(next_token(&p, ann->path, line));
+        ann->not_supported = xstrdup(next_token(&p, ann->path, line));
+        ann->unavailable = xstrdup(next_token(&p, ann->path, line));
+    } else if (strcmp(word, "errors") == 0) {
+        ann->errors_enum = xstrdup(next_token(&p, ann->path, line));
+    } else if (strcmp(word, "runtime") == 0) {
+        ann->runtime = 1;
+    } else if (strcmp(word, "versioned") == 0) {
+        ann->versioned = 1;
+    } else if (strcmp(word, "arg") == 0) {
+        parse_arg_rule(ann, &p, line);
+    } else if (strcmp(word, "refuse-superseded") == 0) {
+        struct ann_rule *r = add_rule(ann, A_REFUSE_SUPERSEDED, line);
+        r->pattern = xstrdup("*");
+        r->reason = xstrdup(next_token(&p, ann->path, line));
+    } else {
+        size_t i;
+        for (i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+            if (strcmp(word, verbs[i].word) == 0)
+                break;
+        if (i == sizeof verbs / sizeof verbs[0])
+            die("%s:%d: unknown directive '%s'", ann->path, line, word);
+        struct ann_rule *r = add_rule(ann, verbs[i].verb, line);
+        char *pat = next_token(&p, ann->path, line);
+        if (!pat)
+            die("%s:%d: %s needs a function name or pattern", ann->path, line, word);
+        r->pattern = xstrdup(pat);
+        char *why = next_token(&p, ann->path, line);
+        if (!why && verbs[i].verb != A_ASYNC)
+            die("%s:%d: %s needs a reason in quotes", ann->path, line, word);
+        r->reason = why ? xstrdup(why) : NULL;
+    }
+}
+
+int ann_load(const char *path, struct annotations *ann)
+{
+    FILE *f = fopen(path, "r");
+    char buf[4096];
+    int line = 0;
+
+    if (!f)
+        die("%s: cannot open annotations", path);
+    memset(ann, 0, sizeof *ann);
+    ann->path = path;
+    while (fgets(buf, sizeof buf, f)) {
+        line++;
+        buf[strcspn(buf, "\n")] = '\0';
+        parse_line(ann, buf, line);
+    }
+    fclose(f);
+    if (!ann->library || !ann->status_type || ann->nheaders == 0)
+        die("%s: needs library, status and header lines", path);
+    return 0;
+}

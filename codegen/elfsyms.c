@@ -1,0 +1,69 @@
+/* The export list of a reference library: every defined function in its
+ * dynamic symbol table.  This, not the headers, decides what a stub must
+ * export, since the real libraries export functions no header declares. */
+#include "rgpu-gen.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static const Elf64_Shdr *find_section(const unsigned char *base, size_t size, Elf64_Word type)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+    if (eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > size)
+        return NULL;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; i++)
+        if (sh[i].sh_type == type)
+            return &sh[i];
+    return NULL;
+}
+
+char **elf_exported_functions(const char *path, int *n)
+{
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        die("%s: cannot open the reference library", path);
+    const unsigned char *base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED || (size_t)st.st_size < sizeof(Elf64_Ehdr) ||
+        memcmp(base, ELFMAG, SELFMAG) != 0 || base[EI_CLASS] != ELFCLASS64)
+        die("%s: not a 64-bit ELF file", path);
+
+    const Elf64_Shdr *dynsym = find_section(base, (size_t)st.st_size, SHT_DYNSYM);
+    if (!dynsym)
+        die("%s: no dynamic symbol table", path);
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+    const Elf64_Shdr *strtab = (const Elf64_Shdr *)(base + eh->e_shoff) + dynsym->sh_link;
+    const Elf64_Sym *syms = (const Elf64_Sym *)(base + dynsym->sh_offset);
+    size_t nsyms = dynsym->sh_size / sizeof(Elf64_Sym);
+    const char *names = (const char *)(base + strtab->sh_offset);
+
+    char **out = xcalloc(nsyms + 1, sizeof *out);
+    int count = 0;
+    for (size_t i = 0; i < nsyms; i++) {
+        if (ELF64_ST_TYPE(syms[i].st_info) != STT_FUNC || syms[i].st_shndx == SHN_UNDEF)
+            continue;
+        if (ELF64_ST_BIND(syms[i].st_info) == STB_LOCAL)
+            continue;
+        out[count++] = xstrdup(names + syms[i].st_name);
+    }
+    qsort(out, (size_t)count, sizeof *out, cmp_str);
+    /* A name exported under two versions appears twice: keep one. */
+    int w = 0;
+    for (int r = 0; r < count; r++)
+        if (w == 0 || strcmp(out[w - 1], out[r]) != 0)
+            out[w++] = out[r];
+    *n = w;
+    return out;
+}

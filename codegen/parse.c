@@ -1,0 +1,330 @@
+/* Reading the CUDA headers with libclang, and the default classification of
+ * every parameter.  What the types settle is settled here; what they cannot
+ * settle (void pointers, arrays, callbacks) is left K_NONE with a reason, for
+ * an annotation to decide. */
+#include "rgpu-gen.h"
+
+#include <clang-c/Index.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct parse_state {
+    struct gen_func *funcs;
+    int n, cap;
+};
+
+static char *cx_dup(CXString s)
+{
+    char *r = xstrdup(clang_getCString(s));
+    clang_disposeString(s);
+    return r;
+}
+
+static int is_scalar(CXType t)
+{
+    t = clang_getCanonicalType(t);
+    return (t.kind >= CXType_Bool && t.kind <= CXType_LongDouble) || t.kind == CXType_Enum;
+}
+
+/* A record is "opaque" when only declared: CUstream_st behind cudaStream_t. */
+static int is_incomplete_record(CXType t)
+{
+    t = clang_getCanonicalType(t);
+    return t.kind == CXType_Record && clang_Type_getSizeOf(t) < 0;
+}
+
+static int type_has_pointer(CXType t);
+
+static enum CXVisitorResult field_visitor(CXCursor c, CXClientData data)
+{
+    if (type_has_pointer(clang_getCursorType(c))) {
+        *(int *)data = 1;
+        return CXVisit_Break;
+    }
+    return CXVisit_Continue;
+}
+
+/* Whether bytes of this type can be copied between processes as they are. */
+static int type_has_pointer(CXType t)
+{
+    t = clang_getCanonicalType(t);
+    if (t.kind == CXType_Pointer)
+        return 1;
+    if (t.kind == CXType_ConstantArray)
+        return type_has_pointer(clang_getArrayElementType(t));
+    if (t.kind == CXType_Record) {
+        int found = 0;
+        clang_Type_visitFields(t, field_visitor, &found);
+        return found;
+    }
+    return 0;
+}
+
+static void set_none(struct gen_param *p, const char *why)
+{
+    p->kind = K_NONE;
+    p->why = xstrdup(why);
+}
+
+static void classify_pointer(struct gen_param *p, CXType canon)
+{
+    CXType pointee = clang_getPointeeType(canon);
+    CXType pc = clang_getCanonicalType(pointee);
+    int is_const = clang_isConstQualifiedType(pointee);
+    long long psize = clang_Type_getSizeOf(pc);
+
+    p->is_pointer = 1;
+    p->pointee_size = psize > 0 ? (unsigned)psize : 0;
+    if (pc.kind == CXType_FunctionProto || pc.kind == CXType_FunctionNoProto)
+        return set_none(p, "function pointer (a callback runs on the client)");
+    if (is_incomplete_record(pc)) {
+        p->kind = K_VAL;                /* an opaque handle, passed through */
+        p->size = 8;
+        return;
+    }
+    if (pc.kind == CXType_Void)
+        return set_none(p, "untyped pointer: host or device, and how large?");
+    if ((pc.kind == CXType_Char_S || pc.kind == CXType_Char_U) && is_const) {
+        p->kind = K_STR;
+        return;
+    }
+    if (pc.kind == CXType_Pointer) {
+        CXType inner = clang_getCanonicalType(clang_getPointeeType(pc));
+        if (inner.kind == CXType_Char_S || inner.kind == CXType_Char_U)
+            return set_none(p, "returns a pointer to a string");
+        if (is_const)
+            return set_none(p, "array of pointers");
+        p->kind = K_OUT;                /* T **: a pointer value comes back */
+        p->size = 8;
+        return;
+    }
+    if (is_const) {
+        if (pc.kind == CXType_Record && !type_has_pointer(pc)) {
+            p->kind = K_IN;
+            p->size = (unsigned)psize;
+            return;
+        }
+        return set_none(p, pc.kind == CXType_Record ? "structure holding pointers"
+                                                    : "const pointer: one value or an array?");
+    }
+    if (is_scalar(pc) || (pc.kind == CXType_Record && !type_has_pointer(pc))) {
+        p->kind = K_OUT;
+        p->size = (unsigned)psize;
+        return;
+    }
+    set_none(p, pc.kind == CXType_Record ? "structure holding pointers" : "pointer of unknown use");
+}
+
+static void classify(struct gen_param *p, CXType t)
+{
+    CXType canon = clang_getCanonicalType(t);
+    long long size = clang_Type_getSizeOf(canon);
+
+    p->len_arg = -1;
+    if (is_scalar(canon) && size > 0 && size <= 8) {
+        p->kind = K_VAL;
+        p->size = (unsigned)size;
+    } else if (canon.kind == CXType_Pointer) {
+        classify_pointer(p, canon);
+    } else if (canon.kind == CXType_Record && size > 0 && !type_has_pointer(canon)) {
+        p->kind = K_BYVAL;
+        p->size = (unsigned)size;
+    } else {
+        set_none(p, "type not understood");
+    }
+}
+
+static char *location_of(CXCursor c)
+{
+    CXFile file;
+    unsigned line, col, off;
+    char buf[1024];
+    clang_getExpansionLocation(clang_getCursorLocation(c), &file, &line, &col, &off);
+    CXString fname = clang_getFileName(file);
+    snprintf(buf, sizeof buf, "%s:%u", clang_getCString(fname) ? clang_getCString(fname) : "?", line);
+    clang_disposeString(fname);
+    return xstrdup(buf);
+}
+
+static int known(const struct parse_state *st, const char *name)
+{
+    for (int i = 0; i < st->n; i++)
+        if (strcmp(st->funcs[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static void record_function(struct parse_state *st, CXCursor c)
+{
+    char *name = cx_dup(clang_getCursorSpelling(c));
+    if (known(st, name)) {
+        free(name);
+        return;
+    }
+    if (st->n == st->cap) {
+        st->cap = st->cap ? st->cap * 2 : 512;
+        st->funcs = realloc(st->funcs, (size_t)st->cap * sizeof *st->funcs);
+        if (!st->funcs)
+            die("out of memory");
+    }
+    struct gen_func *f = &st->funcs[st->n++];
+    memset(f, 0, sizeof *f);
+    f->name = name;
+    f->ret = cx_dup(clang_getTypeSpelling(clang_getCursorResultType(c)));
+    f->where = location_of(c);
+    int n = clang_Cursor_getNumArguments(c);
+    if (n > MAX_PARAMS)
+        die("%s: %s has %d parameters, more than %d", f->where, name, n, MAX_PARAMS);
+    f->nparams = n < 0 ? 0 : n;
+    for (int i = 0; i < f->nparams; i++) {
+        CXCursor a = clang_Cursor_getArgument(c, (unsigned)i);
+        struct gen_param *p = &f->params[i];
+        char *pname = cx_dup(clang_getCursorSpelling(a));
+        if (!*pname) {
+            free(pname);
+            pname = xcalloc(1, 16);
+            snprintf(pname, 16, "a%d", i);
+        }
+        p->name = pname;
+        p->type = cx_dup(clang_getTypeSpelling(clang_getCursorType(a)));
+        classify(p, clang_getCursorType(a));
+    }
+}
+
+static enum CXChildVisitResult visit_top(CXCursor c, CXCursor parent, CXClientData data)
+{
+    (void)parent;
+    if (clang_getCursorKind(c) == CXCursor_FunctionDecl)
+        record_function(data, c);
+    return CXChildVisit_Continue;
+}
+
+static void parse_one(CXIndex index, struct parse_state *st, const char *header,
+                      const char *cuda_root, const char *variant)
+{
+    char incflag[1024], path[1024], vbuf[1024];
+    const char *args[40];
+    int nargs = 0;
+    snprintf(incflag, sizeof incflag, "-I%s/include", cuda_root);
+    snprintf(path, sizeof path, "%s/include/%s", cuda_root, header);
+    args[nargs++] = "-x";
+    args[nargs++] = "c";
+    args[nargs++] = "-std=gnu11";
+    args[nargs++] = incflag;
+    if (variant) {
+        snprintf(vbuf, sizeof vbuf, "%s", variant);
+        for (char *tok = strtok(vbuf, " \t"); tok && nargs < 38; tok = strtok(NULL, " \t"))
+            args[nargs++] = tok;
+    }
+    CXTranslationUnit tu = clang_parseTranslationUnit(index, path, args, nargs, NULL, 0,
+                                                      CXTranslationUnit_SkipFunctionBodies);
+    if (!tu)
+        die("%s: libclang could not parse it", path);
+    for (unsigned i = 0; i < clang_getNumDiagnostics(tu); i++) {
+        CXDiagnostic d = clang_getDiagnostic(tu, i);
+        if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
+            CXString s = clang_formatDiagnostic(d, clang_defaultDiagnosticDisplayOptions());
+            die("%s", clang_getCString(s));
+        }
+        clang_disposeDiagnostic(d);
+    }
+    clang_visitChildren(clang_getTranslationUnitCursor(tu), visit_top, st);
+    clang_disposeTranslationUnit(tu);
+}
+
+struct gen_func *parse_headers(const struct annotations *ann, const char *cuda_root, int *n)
+{
+    struct parse_state st = { 0 };
+    CXIndex index = clang_createIndex(0, 0);
+    for (int h = 0; h < ann->nheaders; h++) {
+        parse_one(index, &st, ann->headers[h], cuda_root, NULL);
+        for (int v = 0; v < ann->nvariants; v++)
+            parse_one(index, &st, ann->headers[h], cuda_root, ann->variants[v]);
+    }
+    clang_disposeIndex(index);
+    *n = st.n;
+    return st.funcs;
+}
+
+/* ---- the error enum: names and descriptions answered on the client ------- */
+
+struct enum_state {
+    const char *want;
+    struct gen_enum_const *consts;
+    int n, cap;
+};
+
+static char *collapse_space(char *s)
+{
+    char *w = s;
+    int space = 0;
+    for (char *r = s; *r; r++) {
+        if (*r == ' ' || *r == '\n' || *r == '\t') {
+            space = w != s;
+            continue;
+        }
+        if (space)
+            *w++ = ' ';
+        space = 0;
+        *w++ = *r;
+    }
+    *w = '\0';
+    return s;
+}
+
+static enum CXChildVisitResult visit_enum_consts(CXCursor c, CXCursor parent, CXClientData data)
+{
+    struct enum_state *st = data;
+    (void)parent;
+    if (clang_getCursorKind(c) != CXCursor_EnumConstantDecl)
+        return CXChildVisit_Continue;
+    if (st->n == st->cap) {
+        st->cap = st->cap ? st->cap * 2 : 256;
+        st->consts = realloc(st->consts, (size_t)st->cap * sizeof *st->consts);
+        if (!st->consts)
+            die("out of memory");
+    }
+    struct gen_enum_const *k = &st->consts[st->n++];
+    k->name = cx_dup(clang_getCursorSpelling(c));
+    k->value = clang_getEnumConstantDeclValue(c);
+    char *doc = cx_dup(clang_Cursor_getBriefCommentText(c));
+    k->doc = *doc ? collapse_space(doc) : NULL;
+    return CXChildVisit_Continue;
+}
+
+static enum CXChildVisitResult visit_enums(CXCursor c, CXCursor parent, CXClientData data)
+{
+    struct enum_state *st = data;
+    (void)parent;
+    if (clang_getCursorKind(c) == CXCursor_EnumDecl && st->n == 0) {
+        CXString s = clang_getCursorSpelling(c);
+        int match = strcmp(clang_getCString(s), st->want) == 0;
+        clang_disposeString(s);
+        if (match)
+            clang_visitChildren(c, visit_enum_consts, st);
+    }
+    return CXChildVisit_Continue;
+}
+
+struct gen_enum_const *parse_error_enum(const struct annotations *ann, const char *cuda_root,
+                                        int *n)
+{
+    struct enum_state st = { .want = ann->errors_enum };
+    char incflag[1024], path[1024];
+    const char *args[] = { "-x", "c", "-std=gnu11", incflag };
+    snprintf(incflag, sizeof incflag, "-I%s/include", cuda_root);
+    snprintf(path, sizeof path, "%s/include/%s", cuda_root, ann->headers[0]);
+    CXIndex index = clang_createIndex(0, 0);
+    CXTranslationUnit tu = clang_parseTranslationUnit(index, path, args, 4, NULL, 0,
+                                                      CXTranslationUnit_SkipFunctionBodies);
+    if (!tu)
+        die("%s: libclang could not parse it", path);
+    clang_visitChildren(clang_getTranslationUnitCursor(tu), visit_enums, &st);
+    clang_disposeTranslationUnit(tu);
+    clang_disposeIndex(index);
+    if (st.n == 0)
+        die("%s: no enum %s in %s", ann->path, ann->errors_enum, path);
+    *n = st.n;
+    return st.consts;
+}

@@ -1,0 +1,555 @@
+/* rgpu-gen: generates, for one CUDA library, the client stubs, the server
+ * dispatch, the linker version script and a coverage report.
+ *
+ *   rgpu-gen ANNOTATIONS CUDA_ROOT REFERENCE_LIB SONAME OUTDIR
+ *
+ * The reference library (NVIDIA's own, from the toolkit) says which
+ * functions the stub must export; the headers (parsed with libclang) give
+ * their prototypes; the annotation file says what neither can.  Every
+ * exported function ends up generated, hand-written, answered locally or
+ * refused with a reason; anything else stops the build with file:line.
+ *
+ * Output, all in OUTDIR, named after the library (e.g. cudart):
+ *   cudart_procs.h      procedure table declarations and per-function handles
+ *   cudart_table.c      parameter descriptions and the procedure table
+ *   cudart_client.c     client stubs of generated functions
+ *   cudart_refused.c    stubs of refused functions
+ *   cudart_server.c     server thunks, one per procedure
+ *   cudart_errors.c     error names and descriptions (with `errors`)
+ *   cudart.map          linker version script
+ *   cudart-coverage.txt what is served how, and what is refused and why
+ */
+#include "rgpu-gen.h"
+#include "../common/rgpu_proto.h"
+
+#include <ctype.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void die(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("rgpu-gen: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+/* Problems with one function are collected, so that one run lists them all. */
+static int nproblems;
+
+static void problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void problem(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("rgpu-gen: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    nproblems++;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        die("out of memory");
+    return p;
+}
+
+char *xstrdup(const char *s)
+{
+    char *p = strdup(s ? s : "");
+    if (!p)
+        die("out of memory");
+    return p;
+}
+
+/* ---- deciding each export's fate ------------------------------------------ */
+
+static int rule_matches(const struct ann_rule *r, const char *name)
+{
+    return fnmatch(r->pattern, name, 0) == 0;
+}
+
+static struct gen_func *find_proto(struct gen_func *funcs, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(funcs[i].name, name) == 0)
+            return &funcs[i];
+    return NULL;
+}
+
+static int has_versioned_sibling(char **exports, int n, const char *name)
+{
+    size_t len = strlen(name);
+    for (int i = 0; i < n; i++)
+        if (strncmp(exports[i], name, len) == 0 && exports[i][len] == '_' &&
+            exports[i][len + 1] == 'v' && isdigit((unsigned char)exports[i][len + 2]))
+            return 1;
+    return 0;
+}
+
+/* The first matching disposition rule wins; exact names are written before
+ * globs in the files, so they take precedence by order. */
+static void decide(struct export_fn *e, struct annotations *ann, char **exports, int nexp)
+{
+    e->disp = D_GENERATED;
+    for (int i = 0; i < ann->nrules; i++) {
+        struct ann_rule *r = &ann->rules[i];
+        if (r->verb == A_ARG || r->verb == A_ASYNC)
+            continue;
+        if (r->verb == A_REFUSE_SUPERSEDED) {
+            if (e->proto || !has_versioned_sibling(exports, nexp, e->name))
+                continue;
+        } else if (!rule_matches(r, e->name)) {
+            continue;
+        }
+        r->used = 1;
+        e->reason = r->reason;
+        switch (r->verb) {
+        case A_LOCAL: e->disp = D_LOCAL; break;
+        case A_HAND: e->disp = D_HAND; break;
+        case A_CLIENT: e->disp = D_CLIENT_HAND; break;
+        default: e->disp = D_REFUSED; break;
+        }
+        return;
+    }
+}
+
+static int param_index(const struct gen_func *f, const char *name)
+{
+    for (int i = 0; i < f->nparams; i++)
+        if (strcmp(f->params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static void apply_arg_rule(struct ann_rule *r, struct gen_func *f, const char *ann_path)
+{
+    int i = param_index(f, r->param);
+    if (i < 0)
+        die("%s:%d: %s has no parameter '%s' (%s)", ann_path, r->line, f->name, r->param,
+            f->where);
+    struct gen_param *p = &f->params[i];
+    p->kind = r->kind;
+    p->size = r->size;
+    if (!p->size && r->kind == K_VAL)
+        p->size = 8;
+    if (!p->size && (r->kind == K_IN || r->kind == K_OUT || r->kind == K_INOUT))
+        p->size = p->pointee_size;
+    if (!p->size && (r->kind == K_IN_BUF || r->kind == K_OUT_BUF))
+        p->size = p->pointee_size ? p->pointee_size : 1;
+    if (r->len_param) {
+        p->len_arg = param_index(f, r->len_param);
+        if (p->len_arg < 0 || f->params[p->len_arg].kind != K_VAL)
+            die("%s:%d: len=%s must name a by-value parameter of %s", ann_path, r->line,
+                r->len_param, f->name);
+    }
+    if ((r->kind == K_IN || r->kind == K_OUT || r->kind == K_INOUT) && !p->size)
+        die("%s:%d: %s.%s: give size=N", ann_path, r->line, f->name, r->param);
+}
+
+static void apply_param_rules(struct export_fn *e, struct annotations *ann)
+{
+    for (int i = 0; i < ann->nrules; i++) {
+        struct ann_rule *r = &ann->rules[i];
+        if (!rule_matches(r, e->name))
+            continue;
+        if (r->verb == A_ARG) {
+            r->used = 1;
+            apply_arg_rule(r, e->proto, ann->path);
+        } else if (r->verb == A_ASYNC) {
+            r->used = 1;
+            e->async = 1;
+        }
+    }
+}
+
+/* A generated function must be fully understood; say exactly what is not. */
+static void check_generated(struct export_fn *e, const struct annotations *ann)
+{
+    struct gen_func *f = e->proto;
+    if (!f) {
+        problem("%s: exported by the reference library but declared by no header: "
+            "annotate it in %s (hand, local or refuse)", e->name, ann->path);
+        return;
+    }
+    if (!f->ret_is_status)
+        problem("%s: %s returns %s, not %s: annotate it in %s (local or hand)", f->where,
+            e->name, f->ret, ann->status_type, ann->path);
+    for (int i = 0; i < f->nparams; i++)
+        if (f->params[i].kind == K_NONE)
+            problem("%s: %s: parameter '%s' (%s): %s; annotate it in %s (arg, hand or refuse)",
+                f->where, e->name, f->params[i].name, f->params[i].type, f->params[i].why,
+                ann->path);
+    if (e->async)
+        for (int i = 0; i < f->nparams; i++)
+            if (f->params[i].kind == K_OUT || f->params[i].kind == K_INOUT ||
+                f->params[i].kind == K_OUT_BUF)
+                problem("%s: %s is marked async but has output '%s'", f->where, e->name,
+                    f->params[i].name);
+}
+
+static int has_procedure(const struct export_fn *e)
+{
+    return e->disp == D_GENERATED || e->disp == D_CLIENT_HAND;
+}
+
+/* ---- emitting ----------------------------------------------------------- */
+
+struct gen {
+    const struct annotations *ann;
+    const char *lib;            /* cudart */
+    const char *soname;
+    const char *outdir;
+    struct export_fn *exp;
+    int nexp;
+    struct export_fn **procs;   /* exports with a procedure, sorted by id */
+    int nprocs;
+};
+
+static FILE *out_open(const struct gen *g, const char *suffix)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s%s", g->outdir, g->lib, suffix);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("%s: cannot write", path);
+    fprintf(f, "/* Generated by rgpu-gen from %s: do not edit. */\n", g->ann->path);
+    return f;
+}
+
+static void upper(char *dst, const char *src, size_t n)
+{
+    size_t i;
+    for (i = 0; i + 1 < n && src[i]; i++)
+        dst[i] = (char)toupper((unsigned char)src[i]);
+    dst[i] = '\0';
+}
+
+static const char *kind_name(enum gen_kind k)
+{
+    static const char *const names[] = {
+        "RGPU_VAL", "RGPU_BYVAL", "RGPU_IN", "RGPU_OUT", "RGPU_INOUT",
+        "RGPU_STR", "RGPU_IN_BUF", "RGPU_OUT_BUF",
+    };
+    return names[k];
+}
+
+static void emit_includes(FILE *f, const struct gen *g)
+{
+    for (int i = 0; i < g->ann->nheaders; i++)
+        fprintf(f, "#include <%s>\n", g->ann->headers[i]);
+}
+
+static void emit_procs_h(const struct gen *g)
+{
+    char up[64];
+    upper(up, g->lib, sizeof up);
+    FILE *f = out_open(g, "_procs.h");
+    fprintf(f, "#pragma once\n#include \"rgpu_marshal.h\"\n\n");
+    fprintf(f, "extern const struct rgpu_lib rgpu_%s_lib;\n", g->lib);
+    fprintf(f, "extern const struct rgpu_proc rgpu_%s_procs[%d];\n", g->lib, g->nprocs);
+    fprintf(f, "extern const struct rgpu_server_proc rgpu_%s_server_procs[%d];\n\n", g->lib,
+            g->nprocs);
+    for (int i = 0; i < g->nprocs; i++)
+        fprintf(f, "#define RGPU_%s_%s (&rgpu_%s_procs[%d])\n", up, g->procs[i]->name, g->lib, i);
+    if (g->ann->errors_enum) {
+        fprintf(f, "\nconst char *rgpu_%s_error_name(int code);\n", g->lib);
+        fprintf(f, "const char *rgpu_%s_error_string(int code);\n", g->lib);
+    }
+    fclose(f);
+}
+
+static void emit_table_c(const struct gen *g)
+{
+    FILE *f = out_open(g, "_table.c");
+    fprintf(f, "#include \"%s_procs.h\"\n", g->lib);
+    emit_includes(f, g);     /* for the status enumerators */
+    fprintf(f, "\n");
+    for (int i = 0; i < g->nprocs; i++) {
+        const struct gen_func *fn = g->procs[i]->proto;
+        if (fn->nparams == 0)
+            continue;
+        fprintf(f, "static const struct rgpu_param p_%s[] = {\n", fn->name);
+        for (int k = 0; k < fn->nparams; k++) {
+            const struct gen_param *p = &fn->params[k];
+            fprintf(f, "    { \"%s\", %s, %u, %d },\n", p->name, kind_name(p->kind), p->size,
+                    p->len_arg);
+        }
+        fprintf(f, "};\n");
+    }
+    fprintf(f, "\nconst struct rgpu_proc rgpu_%s_procs[%d] = {\n", g->lib, g->nprocs);
+    for (int i = 0; i < g->nprocs; i++) {
+        const struct export_fn *e = g->procs[i];
+        fprintf(f, "    { \"%s\", 0x%08xu, %s, %d, %s%s },\n", e->name,
+                rgpu_proc_id(g->lib, e->name), e->async ? "RGPU_PROC_ASYNC" : "0",
+                e->proto->nparams, e->proto->nparams ? "p_" : "NULL",
+                e->proto->nparams ? e->name : "");
+    }
+    fprintf(f, "};\n\nconst struct rgpu_lib rgpu_%s_lib = {\n", g->lib);
+    fprintf(f, "    \"%s\", \"%s\", %s, %s, %d, %d, rgpu_%s_procs,\n};\n", g->lib, g->soname,
+            g->ann->not_supported, g->ann->unavailable, g->ann->runtime, g->nprocs, g->lib);
+    fclose(f);
+}
+
+static void emit_prototype(FILE *f, const struct gen_func *fn)
+{
+    fprintf(f, "RGPU_EXPORT %s %s(", fn->ret, fn->name);
+    if (fn->nparams == 0)
+        fprintf(f, "void");
+    for (int k = 0; k < fn->nparams; k++)
+        fprintf(f, "%s%s %s", k ? ", " : "", fn->params[k].type, fn->params[k].name);
+    fprintf(f, ")\n");
+}
+
+static void emit_client_c(const struct gen *g)
+{
+    char up[64];
+    upper(up, g->lib, sizeof up);
+    FILE *f = out_open(g, "_client.c");
+    fprintf(f, "#include \"rgpu_client.h\"\n#include \"%s_procs.h\"\n", g->lib);
+    emit_includes(f, g);
+    for (int i = 0; i < g->nexp; i++) {
+        const struct export_fn *e = &g->exp[i];
+        if (e->disp != D_GENERATED)
+            continue;
+        const struct gen_func *fn = e->proto;
+        /* The headers #define many names to their _v2/_ptsz forms. */
+        fprintf(f, "\n#undef %s\n", fn->name);
+        emit_prototype(f, fn);
+        fprintf(f, "{\n");
+        if (fn->nparams) {
+            fprintf(f, "    const void *argv[] = {");
+            for (int k = 0; k < fn->nparams; k++)
+                fprintf(f, "%s&%s", k ? ", " : " ", fn->params[k].name);
+            fprintf(f, " };\n");
+        } else {
+            fprintf(f, "    const void *const *argv = 0;\n");
+        }
+        fprintf(f, "    return (%s)rgpu_call(&rgpu_%s_lib, RGPU_%s_%s, argv);\n}\n", fn->ret,
+                g->lib, up, fn->name);
+    }
+    fclose(f);
+}
+
+static void emit_refused_c(const struct gen *g)
+{
+    FILE *f = out_open(g, "_refused.c");
+    /* No CUDA header here: every refused stub has the same body, and the
+     * callee ignoring its arguments is harmless in the x86-64 ABI. */
+    fprintf(f, "#include \"rgpu_client.h\"\n#include \"%s_procs.h\"\n", g->lib);
+    for (int i = 0; i < g->nexp; i++) {
+        const struct export_fn *e = &g->exp[i];
+        if (e->disp != D_REFUSED)
+            continue;
+        fprintf(f, "\nRGPU_EXPORT int %s(void)\n{\n", e->name);
+        fprintf(f, "    static int logged;\n");
+        fprintf(f, "    return rgpu_refused(&rgpu_%s_lib, \"%s\", \"%s\", &logged);\n}\n",
+                g->lib, e->name, e->reason);
+    }
+    fclose(f);
+}
+
+static void emit_thunk(FILE *f, const struct gen_func *fn)
+{
+    fprintf(f, "\nstatic int t_%s(void *fn, void **a)\n{\n", fn->name);
+    fprintf(f, "    (void)a;\n    return (int)((%s (*)(", fn->ret);
+    if (fn->nparams == 0)
+        fprintf(f, "void");
+    for (int k = 0; k < fn->nparams; k++)
+        fprintf(f, "%s%s", k ? ", " : "", fn->params[k].type);
+    fprintf(f, "))fn)(");
+    for (int k = 0; k < fn->nparams; k++)
+        fprintf(f, "%s*(%s *)a[%d]", k ? ", " : "", fn->params[k].type, k);
+    fprintf(f, ");\n}\n");
+}
+
+static void emit_server_c(const struct gen *g)
+{
+    FILE *f = out_open(g, "_server.c");
+    fprintf(f, "#include \"%s_procs.h\"\n", g->lib);
+    emit_includes(f, g);
+    for (int i = 0; i < g->nprocs; i++)
+        emit_thunk(f, g->procs[i]->proto);
+    fprintf(f, "\nconst struct rgpu_server_proc rgpu_%s_server_procs[%d] = {\n", g->lib,
+            g->nprocs);
+    for (int i = 0; i < g->nprocs; i++)
+        fprintf(f, "    { &rgpu_%s_procs[%d], t_%s },\n", g->lib, i, g->procs[i]->name);
+    fprintf(f, "};\n");
+    fclose(f);
+}
+
+static void emit_c_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void emit_errors_c(const struct gen *g, const char *cuda_root)
+{
+    int n;
+    struct gen_enum_const *k = parse_error_enum(g->ann, cuda_root, &n);
+    FILE *f = out_open(g, "_errors.c");
+    fprintf(f, "#include \"%s_procs.h\"\n#include <stddef.h>\n\n", g->lib);
+    fprintf(f, "static const struct { int code; const char *name, *doc; } errs[] = {\n");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "    { %lld, \"%s\", ", k[i].value, k[i].name);
+        if (k[i].doc)
+            emit_c_string(f, k[i].doc);
+        else
+            fprintf(f, "NULL");
+        fprintf(f, " },\n");
+    }
+    fprintf(f, "};\n\n");
+    for (int which = 0; which < 2; which++) {
+        fprintf(f, "const char *rgpu_%s_error_%s(int code)\n{\n", g->lib,
+                which ? "string" : "name");
+        fprintf(f, "    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)\n");
+        fprintf(f, "        if (errs[i].code == code)\n");
+        fprintf(f, "            return errs[i].%s;\n    return NULL;\n}\n\n",
+                which ? "doc ? errs[i].doc : errs[i].name" : "name");
+    }
+    fclose(f);
+}
+
+static void emit_map(const struct gen *g)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s.map", g->outdir, g->lib);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("%s: cannot write", path);
+    fprintf(f, "/* Generated by rgpu-gen: the functions %s exports. */\n", g->soname);
+    fprintf(f, "%s {\n  global:\n", g->ann->versioned ? g->soname : "");
+    for (int i = 0; i < g->nexp; i++)
+        fprintf(f, "    %s;\n", g->exp[i].name);
+    fprintf(f, "  local:\n    *;\n};\n");
+    fclose(f);
+}
+
+static const char *disp_name(enum disposition d)
+{
+    static const char *const names[] = { "generated", "client-hand", "hand", "local", "refused" };
+    return names[d];
+}
+
+static void emit_coverage(const struct gen *g)
+{
+    int count[5] = { 0 };
+    char path[2048];
+    for (int i = 0; i < g->nexp; i++)
+        count[g->exp[i].disp]++;
+    snprintf(path, sizeof path, "%s/%s-coverage.txt", g->outdir, g->lib);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("%s: cannot write", path);
+    fprintf(f, "%s: %d exported functions\n", g->soname, g->nexp);
+    fprintf(f, "  served by generated code:    %d\n", count[D_GENERATED]);
+    fprintf(f, "  served by hand-written code: %d (client-hand %d, hand %d, local %d)\n",
+            count[D_CLIENT_HAND] + count[D_HAND] + count[D_LOCAL], count[D_CLIENT_HAND],
+            count[D_HAND], count[D_LOCAL]);
+    fprintf(f, "  refused (not supported):     %d\n\n", count[D_REFUSED]);
+    for (int i = 0; i < g->nexp; i++) {
+        const struct export_fn *e = &g->exp[i];
+        fprintf(f, "%-50s %-11s%s%s%s\n", e->name, disp_name(e->disp), e->async ? " async" : "",
+                e->reason ? "  " : "", e->reason ? e->reason : "");
+    }
+    fclose(f);
+}
+
+/* ---- main ------------------------------------------------------------------- */
+
+
+static const char *sort_lib;
+
+static int cmp_by_id(const void *a, const void *b)
+{
+    const struct export_fn *x = *(struct export_fn *const *)a, *y = *(struct export_fn *const *)b;
+    uint32_t ix = rgpu_proc_id(sort_lib, x->name), iy = rgpu_proc_id(sort_lib, y->name);
+    return ix < iy ? -1 : ix > iy;
+}
+
+static void check_rules_used(const struct annotations *ann)
+{
+    for (int i = 0; i < ann->nrules; i++)
+        if (!ann->rules[i].used)
+            die("%s:%d: rule '%s' matches no exported function", ann->path,
+                ann->rules[i].line, ann->rules[i].pattern);
+}
+
+int main(int argc, char **argv)
+{
+    struct annotations ann;
+    struct gen g = { 0 };
+    int nfuncs, nexports;
+
+    if (argc != 6)
+        die("usage: rgpu-gen ANNOTATIONS CUDA_ROOT REFERENCE_LIB SONAME OUTDIR");
+    ann_load(argv[1], &ann);
+    struct gen_func *funcs = parse_headers(&ann, argv[2], &nfuncs);
+    char **exports = elf_exported_functions(argv[3], &nexports);
+
+    for (int i = 0; i < nfuncs; i++) {
+        const char *r = funcs[i].ret;
+        funcs[i].ret_is_status = strcmp(r, ann.status_type) == 0;
+    }
+    g.ann = &ann;
+    g.lib = ann.library;
+    g.soname = argv[4];
+    g.outdir = argv[5];
+    g.nexp = nexports;
+    g.exp = xcalloc((size_t)nexports, sizeof *g.exp);
+    g.procs = xcalloc((size_t)nexports, sizeof *g.procs);
+    for (int i = 0; i < nexports; i++) {
+        struct export_fn *e = &g.exp[i];
+        e->name = exports[i];
+        e->proto = find_proto(funcs, nfuncs, e->name);
+        decide(e, &ann, exports, nexports);
+        if (has_procedure(e)) {
+            if (!e->proto) {
+                problem("%s: exported by the reference library but declared by no header: "
+                        "annotate it in %s (hand, local or refuse)", e->name, ann.path);
+                continue;
+            }
+            apply_param_rules(e, &ann);
+            check_generated(e, &ann);
+            g.procs[g.nprocs++] = e;
+        } else if (e->disp == D_REFUSED && e->proto && !e->proto->ret_is_status &&
+                   strcmp(e->proto->ret, "void") != 0) {
+            problem("%s: %s returns %s: a refused stub cannot answer that; use local or hand",
+                e->proto->where, e->name, e->proto->ret);
+        }
+    }
+    check_rules_used(&ann);
+    if (nproblems)
+        die("%d functions need annotations or fixes in %s", nproblems, ann.path);
+    sort_lib = g.lib;
+    qsort(g.procs, (size_t)g.nprocs, sizeof *g.procs, cmp_by_id);
+    for (int i = 1; i < g.nprocs; i++)
+        if (rgpu_proc_id(g.lib, g.procs[i]->name) == rgpu_proc_id(g.lib, g.procs[i - 1]->name))
+            die("procedure id collision: %s and %s", g.procs[i]->name, g.procs[i - 1]->name);
+
+    emit_procs_h(&g);
+    emit_table_c(&g);
+    emit_client_c(&g);
+    emit_refused_c(&g);
+    emit_server_c(&g);
+    if (ann.errors_enum)
+        emit_errors_c(&g, argv[2]);
+    emit_map(&g);
+    emit_coverage(&g);
+    return 0;
+}

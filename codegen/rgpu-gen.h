@@ -1,0 +1,98 @@
+/* rgpu-gen: the stub and dispatch generator (see rgpu-gen.c). */
+#ifndef RGPU_GEN_H
+#define RGPU_GEN_H
+
+#include <stddef.h>
+
+#define MAX_PARAMS 32
+
+/* How a parameter travels: mirrors enum rgpu_kind in common/rgpu_marshal.h. */
+enum gen_kind { K_VAL, K_BYVAL, K_IN, K_OUT, K_INOUT, K_STR, K_IN_BUF, K_OUT_BUF, K_NONE };
+
+struct gen_param {
+    char *name;             /* from the header, or a0, a1... */
+    char *type;             /* type spelling, for the generated prototype */
+    enum gen_kind kind;
+    unsigned size;
+    int len_arg;            /* *_BUF: index of the count parameter */
+    char *why;              /* when kind == K_NONE: why it cannot be classified */
+    int is_pointer;
+    unsigned pointee_size;  /* for pointers: sizeof the pointee (0 if void/incomplete) */
+};
+
+struct gen_func {
+    char *name;
+    char *ret;              /* return type spelling */
+    int ret_is_status;      /* returns the library's status type */
+    char *where;            /* file:line of the prototype */
+    int nparams;
+    struct gen_param params[MAX_PARAMS];
+};
+
+/* What the annotations decide for one exported function. */
+enum disposition { D_GENERATED, D_CLIENT_HAND, D_HAND, D_LOCAL, D_REFUSED };
+
+struct export_fn {
+    char *name;
+    struct gen_func *proto;     /* NULL when no header declares it */
+    enum disposition disp;
+    const char *reason;         /* refused/hand/local: why */
+    int async;
+};
+
+/* Annotations: one file per library (codegen/<lib>.ann). */
+enum ann_verb { A_LOCAL, A_HAND, A_CLIENT, A_REFUSE, A_ASYNC, A_ARG, A_REFUSE_SUPERSEDED };
+
+struct ann_rule {
+    enum ann_verb verb;
+    char *pattern;              /* function name or glob */
+    char *param;                /* A_ARG */
+    enum gen_kind kind;         /* A_ARG */
+    char *len_param;            /* A_ARG len=... */
+    unsigned size;              /* A_ARG size=N (0: from the type) */
+    char *reason;
+    int line;
+    int used;
+};
+
+struct annotations {
+    const char *path;
+    char *library;              /* cudart */
+    char *status_type;          /* cudaError_t */
+    char *not_supported;        /* cudaErrorNotSupported */
+    char *unavailable;          /* cudaErrorNoDevice: no server reachable */
+    char *headers[8];
+    int nheaders;
+    char *variants[8];          /* extra -D sets to parse with */
+    int nvariants;
+    char *errors_enum;          /* enum whose constants get local name/string tables */
+    int runtime;
+    int versioned;
+    struct ann_rule *rules;
+    int nrules;
+};
+
+void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void *xcalloc(size_t n, size_t size);
+char *xstrdup(const char *s);
+
+int ann_load(const char *path, struct annotations *ann);
+
+/* Parse the headers; returns the prototypes found (*n of them). */
+struct gen_func *parse_headers(const struct annotations *ann, const char *cuda_root,
+                               int *n);
+
+struct gen_enum_const {
+    char *name;
+    long long value;
+    char *doc;                  /* brief doc comment, or NULL */
+};
+
+/* Constants of the enum named ann->errors_enum (*n of them). */
+struct gen_enum_const *parse_error_enum(const struct annotations *ann, const char *cuda_root,
+                                        int *n);
+
+/* Exported function names of an ELF shared library. */
+char **elf_exported_functions(const char *path, int *n);
+
+#endif

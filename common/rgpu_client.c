@@ -1,0 +1,449 @@
+/* The client core (see rgpu_client.h). */
+#include "rgpu_client.h"
+#include "rgpu_log.h"
+#include "rgpu_wire.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- the session ---------------------------------------------------------- */
+
+struct waiter {
+    uint64_t serial;
+    int done;
+    char *frame;
+    size_t len;
+    struct waiter *next;
+};
+
+static struct {
+    pthread_once_t once;
+    int fd;                         /* -1 when no session */
+    int broken;                     /* the connection died: fail fast */
+    pthread_mutex_t send_lock;      /* one frame at a time on the socket */
+    pthread_mutex_t lock;           /* waiters and the reader role */
+    pthread_cond_t cond;
+    int reader_active;
+    struct waiter *waiters;
+    atomic_uint_fast64_t next_serial;
+    atomic_uint next_tid;
+    struct rgpu_server_info info;
+} S = {
+    .once = PTHREAD_ONCE_INIT,
+    .fd = -1,
+    .send_lock = PTHREAD_MUTEX_INITIALIZER,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .cond = PTHREAD_COND_INITIALIZER,
+};
+
+struct thread_state {
+    uint32_t tid;       /* our name for this thread on the server */
+    int last_error;     /* cudart's per-thread last error */
+};
+static _Thread_local struct thread_state T;
+
+static uint32_t thread_id(void)
+{
+    if (!T.tid)
+        T.tid = atomic_fetch_add(&S.next_tid, 1) + 1;
+    return T.tid;
+}
+
+static int parse_server(const char *spec, char *host, size_t hostlen, char *port,
+                        size_t portlen)
+{
+    const char *colon = strrchr(spec, ':');
+    if (spec[0] == '[') {                   /* [v6addr]:port */
+        const char *end = strchr(spec, ']');
+        if (!end)
+            return -1;
+        snprintf(host, hostlen, "%.*s", (int)(end - spec - 1), spec + 1);
+        colon = end[1] == ':' ? end + 1 : NULL;
+    } else {
+        snprintf(host, hostlen, "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
+    }
+    snprintf(port, portlen, "%s", colon ? colon + 1 : "9713");
+    return 0;
+}
+
+static int dial(const char *spec)
+{
+    char host[256], port[32];
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+    int fd = -1, rc;
+
+    if (parse_server(spec, host, sizeof host, port, sizeof port) < 0)
+        return -1;
+    rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0) {
+        rgpu_error("cannot resolve %s: %s", spec, gai_strerror(rc));
+        return -1;
+    }
+    for (ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd >= 0) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    return fd;
+}
+
+static int send_packed(int fd, const msgpack_sbuffer *buf, const void *payload, size_t plen)
+{
+    struct iovec iov[2] = { { buf->data, buf->size }, { (void *)payload, plen } };
+    return rgpu_write_frame(fd, iov, payload && plen ? 2 : 1);
+}
+
+/* Hello / welcome: check the protocol version, learn the server's CUDA. */
+static int handshake(int fd)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_zone zone;
+    msgpack_object root;
+    char *frame = NULL;
+    size_t len;
+    int ok = -1;
+
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_int(&pk, RGPU_MSG_HELLO);
+    msgpack_pack_int(&pk, RGPU_PROTO_VERSION);
+    msgpack_pack_str_with_body(&pk, "rgpu-client", 11);
+    msgpack_zone_init(&zone, 1024);
+    if (send_packed(fd, &sb, NULL, 0) < 0 || rgpu_read_frame(fd, &frame, &len) < 0) {
+        rgpu_error("no answer to hello: %s", strerror(errno));
+        goto out;
+    }
+    if (rgpu_unpack_frame(frame, len, &zone, &root) < 0 || root.type != MSGPACK_OBJECT_ARRAY ||
+        root.via.array.size < 7) {
+        rgpu_error("malformed welcome from the server");
+        goto out;
+    }
+    const msgpack_object *w = root.via.array.ptr;
+    int64_t ver = 0, status = 0, rt = 0, drv = 0;
+    if (rgpu_obj_i64(&w[1], &ver) < 0 || rgpu_obj_i64(&w[2], &status) < 0 ||
+        rgpu_obj_i64(&w[3], &rt) < 0 || rgpu_obj_i64(&w[4], &drv) < 0) {
+        rgpu_error("malformed welcome from the server");
+        goto out;
+    }
+    if (status != RGPU_OK) {
+        const msgpack_object *m = &w[6];
+        rgpu_error("server refused the session: %s%s%.*s", rgpu_status_name((int)status),
+                   m->type == MSGPACK_OBJECT_STR ? ": " : "",
+                   m->type == MSGPACK_OBJECT_STR ? (int)m->via.str.size : 0,
+                   m->type == MSGPACK_OBJECT_STR ? m->via.str.ptr : "");
+        goto out;
+    }
+    S.info.runtime_version = (int)rt;
+    S.info.driver_version = (int)drv;
+    if (w[5].type == MSGPACK_OBJECT_STR)
+        snprintf(S.info.name, sizeof S.info.name, "%.*s", (int)w[5].via.str.size,
+                 w[5].via.str.ptr);
+    ok = 0;
+out:
+    free(frame);
+    msgpack_zone_destroy(&zone);
+    msgpack_sbuffer_destroy(&sb);
+    return ok;
+}
+
+static void connect_once(void)
+{
+    const char *spec = getenv("RGPU_SERVER");
+    if (!spec || !*spec)
+        spec = "127.0.0.1:9713";
+    rgpu_log_init("rgpu", getenv("RGPU_LOG"));
+    int fd = dial(spec);
+    if (fd < 0) {
+        rgpu_error("cannot reach rgpud at %s: %s (is rgpud running? set RGPU_SERVER=HOST:PORT)",
+                   spec, strerror(errno));
+        S.broken = 1;
+        return;
+    }
+    if (handshake(fd) < 0) {
+        close(fd);
+        S.broken = 1;
+        return;
+    }
+    S.fd = fd;
+    rgpu_info("connected to %s (server %s, CUDA runtime %d, driver %d)", spec, S.info.name,
+              S.info.runtime_version, S.info.driver_version);
+}
+
+static int session(void)
+{
+    pthread_once(&S.once, connect_once);
+    return S.broken ? -1 : S.fd;
+}
+
+int rgpu_server_info(struct rgpu_server_info *info)
+{
+    if (session() < 0)
+        return -1;
+    *info = S.info;
+    return 0;
+}
+
+/* ---- replies: whoever waits, reads ----------------------------------------- */
+
+/* Called with S.lock held and the reader role taken: deliver a frame. */
+static void deliver(char *frame, size_t len)
+{
+    msgpack_zone zone;
+    msgpack_object root;
+    uint64_t serial = 0;
+
+    msgpack_zone_init(&zone, 256);
+    /* Only the serial is needed here; the waiter decodes the rest. */
+    if (rgpu_unpack_frame(frame, len, &zone, &root) == 0 && root.type == MSGPACK_OBJECT_ARRAY &&
+        root.via.array.size >= 2 && rgpu_obj_u64(&root.via.array.ptr[1], &serial) == 0) {
+        for (struct waiter *w = S.waiters; w; w = w->next) {
+            if (w->serial == serial) {
+                w->frame = frame;
+                w->len = len;
+                w->done = 1;
+                frame = NULL;
+                break;
+            }
+        }
+    }
+    msgpack_zone_destroy(&zone);
+    if (frame) {
+        rgpu_error("reply for no pending call (serial %llu): closing the session",
+                   (unsigned long long)serial);
+        free(frame);
+        S.broken = 1;
+    }
+}
+
+static void fail_all_waiters(void)
+{
+    for (struct waiter *w = S.waiters; w; w = w->next)
+        w->done = 1;
+}
+
+static int wait_reply(struct waiter *me)
+{
+    pthread_mutex_lock(&S.lock);
+    while (!me->done && !S.broken) {
+        if (S.reader_active) {
+            pthread_cond_wait(&S.cond, &S.lock);
+            continue;
+        }
+        S.reader_active = 1;
+        pthread_mutex_unlock(&S.lock);
+        char *frame = NULL;
+        size_t len = 0;
+        int rc = rgpu_read_frame(S.fd, &frame, &len);
+        pthread_mutex_lock(&S.lock);
+        S.reader_active = 0;
+        if (rc < 0) {
+            rgpu_error("connection to rgpud lost: %s", strerror(errno));
+            S.broken = 1;
+            fail_all_waiters();
+        } else {
+            deliver(frame, len);
+        }
+        pthread_cond_broadcast(&S.cond);
+    }
+    /* unlink */
+    for (struct waiter **pp = &S.waiters; *pp; pp = &(*pp)->next) {
+        if (*pp == me) {
+            *pp = me->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&S.lock);
+    return me->frame ? 0 : -1;
+}
+
+/* ---- requests --------------------------------------------------------------- */
+
+void rgpu_req_begin(struct rgpu_req *req, uint32_t proc_id, unsigned flags)
+{
+    msgpack_sbuffer_init(&req->buf);
+    msgpack_packer_init(&req->pk, &req->buf, msgpack_sbuffer_write);
+    req->serial = atomic_fetch_add(&S.next_serial, 1) + 1;
+    req->payload = NULL;
+    req->payload_len = 0;
+    req->flags = flags;
+    msgpack_pack_array(&req->pk, 6);
+    msgpack_pack_int(&req->pk, RGPU_MSG_CALL);
+    msgpack_pack_uint64(&req->pk, req->serial);
+    msgpack_pack_uint32(&req->pk, proc_id);
+    msgpack_pack_uint32(&req->pk, thread_id());
+    msgpack_pack_uint32(&req->pk, flags);
+}
+
+void rgpu_req_payload(struct rgpu_req *req, const void *data, size_t len)
+{
+    msgpack_pack_bin(&req->pk, len);
+    req->payload = data;
+    req->payload_len = len;
+}
+
+static int parse_reply(struct rgpu_reply *r, size_t len)
+{
+    msgpack_object root;
+    int64_t t, a, d;
+    if (rgpu_unpack_frame(r->frame, len, &r->zone, &root) < 0)
+        return RGPU_EPROTO;
+    if (root.type != MSGPACK_OBJECT_ARRAY || root.via.array.size != 6)
+        return RGPU_EPROTO;
+    const msgpack_object *o = root.via.array.ptr;
+    if (rgpu_obj_i64(&o[2], &t) < 0 || rgpu_obj_i64(&o[3], &a) < 0 || rgpu_obj_i64(&o[4], &d) < 0)
+        return RGPU_EPROTO;
+    r->transport = (int)t;
+    r->api = (int)a;
+    r->deferred = (int)d;
+    r->outs = o[5];
+    return RGPU_OK;
+}
+
+int rgpu_req_send(struct rgpu_req *req, struct rgpu_reply *reply)
+{
+    struct waiter me = { .serial = req->serial };
+    int fd = session(), rc;
+
+    if (fd < 0) {
+        msgpack_sbuffer_destroy(&req->buf);
+        return RGPU_EIO;
+    }
+    int want_reply = !(req->flags & RGPU_CALL_NOREPLY);
+    if (want_reply) {
+        /* Registered before sending: the reply may arrive at once. */
+        pthread_mutex_lock(&S.lock);
+        me.next = S.waiters;
+        S.waiters = &me;
+        pthread_mutex_unlock(&S.lock);
+    }
+    pthread_mutex_lock(&S.send_lock);
+    rc = send_packed(fd, &req->buf, req->payload, req->payload_len);
+    pthread_mutex_unlock(&S.send_lock);
+    msgpack_sbuffer_destroy(&req->buf);
+    if (rc < 0) {
+        rgpu_error("cannot send to rgpud: %s", strerror(errno));
+        pthread_mutex_lock(&S.lock);
+        S.broken = 1;
+        fail_all_waiters();
+        pthread_cond_broadcast(&S.cond);
+        pthread_mutex_unlock(&S.lock);
+    }
+    if (!want_reply)
+        return rc < 0 ? RGPU_EIO : RGPU_OK;
+    if (wait_reply(&me) < 0)
+        return RGPU_EIO;
+    memset(reply, 0, sizeof *reply);
+    reply->frame = me.frame;
+    msgpack_zone_init(&reply->zone, 1024);
+    if (parse_reply(reply, me.len) != RGPU_OK) {
+        rgpu_reply_free(reply);
+        return RGPU_EPROTO;
+    }
+    return RGPU_OK;
+}
+
+void rgpu_reply_free(struct rgpu_reply *reply)
+{
+    msgpack_zone_destroy(&reply->zone);
+    free(reply->frame);
+    reply->frame = NULL;
+}
+
+/* ---- statuses ----------------------------------------------------------------- */
+
+int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int transport)
+{
+    if (transport == RGPU_ENOSYM)
+        rgpu_warn("%s: the server's %s lacks it", what, lib->soname);
+    else if (transport != RGPU_EIO)     /* already reported once */
+        rgpu_error("%s: %s", what, rgpu_status_name(transport));
+    int status = transport == RGPU_EIO ? lib->unavailable : lib->not_supported;
+    return lib->is_runtime ? rgpu_runtime_result(status) : status;
+}
+
+int rgpu_reply_status(const struct rgpu_lib *lib, const struct rgpu_reply *reply)
+{
+    int status = reply->api;
+    /* An earlier asynchronous call failed: report it now, as CUDA reports
+     * an asynchronous error at the next call that waits. */
+    if (status == 0 && reply->deferred != 0)
+        status = reply->deferred;
+    return lib->is_runtime ? rgpu_runtime_result(status) : status;
+}
+
+int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+              const void *const *argv)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    unsigned flags = (proc->flags & RGPU_PROC_ASYNC) ? RGPU_CALL_NOREPLY : 0;
+
+    rgpu_req_begin(&req, proc->id, flags);
+    if (rgpu_encode_args(&req.pk, proc, argv) != RGPU_OK) {
+        msgpack_sbuffer_destroy(&req.buf);
+        return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
+    }
+    int rc = rgpu_req_send(&req, &reply);
+    if (rc != RGPU_OK)
+        return rgpu_transport_status(lib, proc->name, rc);
+    if (flags & RGPU_CALL_NOREPLY)
+        return 0;
+    if (reply.transport != RGPU_OK) {
+        rc = reply.transport;
+        rgpu_reply_free(&reply);
+        return rgpu_transport_status(lib, proc->name, rc);
+    }
+    if (rgpu_decode_outs(&reply.outs, proc, argv) != RGPU_OK) {
+        rgpu_reply_free(&reply);
+        return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
+    }
+    int status = rgpu_reply_status(lib, &reply);
+    rgpu_reply_free(&reply);
+    return status;
+}
+
+int rgpu_refused(const struct rgpu_lib *lib, const char *name, const char *reason, int *logged)
+{
+    if (!__atomic_exchange_n(logged, 1, __ATOMIC_RELAXED)) {
+        rgpu_log_init("rgpu", getenv("RGPU_LOG"));
+        rgpu_warn("%s is not supported by rgpu: %s", name, reason);
+    }
+    return lib->is_runtime ? rgpu_runtime_result(lib->not_supported) : lib->not_supported;
+}
+
+/* ---- runtime per-thread state ------------------------------------------------- */
+
+int rgpu_runtime_result(int err)
+{
+    if (err != 0)
+        T.last_error = err;
+    return err;
+}
+
+int rgpu_last_error(int clear)
+{
+    int e = T.last_error;
+    if (clear)
+        T.last_error = 0;
+    return e;
+}

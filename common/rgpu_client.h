@@ -1,0 +1,87 @@
+/* The client core: one per process, shared by every stub library.
+ *
+ * It lives in librgpu-client.so.0, which each stub (libcuda.so.1,
+ * libcudart.so.13, ...) links to, so that a process that loads several stubs
+ * still opens one session with rgpud.  Calls are thread-safe; each client
+ * thread is a thread of its own on the server too (current device, context,
+ * deferred errors). */
+#ifndef RGPU_CLIENT_H
+#define RGPU_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "rgpu_marshal.h"
+#include "rgpu_proto.h"
+
+#define RGPU_EXPORT __attribute__((visibility("default")))
+
+/* Make a generated call: argv[i] points at argument i.  Returns the
+ * function's status, the deferred status of an earlier asynchronous call,
+ * or the library's not-supported / unavailable status when the call could
+ * not be carried out. */
+int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+              const void *const *argv);
+
+/* The body of every refused stub: log the name once, return not-supported. */
+int rgpu_refused(const struct rgpu_lib *lib, const char *name, const char *reason,
+                 int *logged);
+
+/* ---- hand-written calls ------------------------------------------------- */
+
+/* A request under construction.  The packer writes the argument array; an
+ * optional bulk payload goes last, after a bin header written by
+ * rgpu_req_payload(), without being copied. */
+struct rgpu_req {
+    msgpack_sbuffer buf;
+    msgpack_packer pk;
+    uint64_t serial;
+    const void *payload;
+    size_t payload_len;
+    unsigned flags;
+};
+
+struct rgpu_reply {
+    int transport;          /* RGPU_OK or RGPU_E* */
+    int api;                /* the function's own status */
+    int deferred;           /* first failure of an earlier async call, or 0 */
+    msgpack_object outs;    /* array of outputs */
+    msgpack_zone zone;
+    char *frame;
+};
+
+/* Start a request for procedure id; the caller then packs an array of
+ * arguments with req->pk. */
+void rgpu_req_begin(struct rgpu_req *req, uint32_t proc_id, unsigned flags);
+/* Append a bin of len bytes whose body is sent straight from data. */
+void rgpu_req_payload(struct rgpu_req *req, const void *data, size_t len);
+/* Send and, unless RGPU_CALL_NOREPLY, wait for the reply.  Returns RGPU_OK
+ * or a transport status; on RGPU_OK the caller frees reply. */
+int rgpu_req_send(struct rgpu_req *req, struct rgpu_reply *reply);
+void rgpu_reply_free(struct rgpu_reply *reply);
+
+/* Map a transport failure to the library's status (logging it). */
+int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int transport);
+
+/* Fold the reply's statuses into what the CUDA function returns. */
+int rgpu_reply_status(const struct rgpu_lib *lib, const struct rgpu_reply *reply);
+
+/* ---- per-thread runtime state --------------------------------------------- */
+
+/* Record a runtime result as the thread's last error (cudart semantics:
+ * every failing call sets it) and return it. */
+int rgpu_runtime_result(int err);
+/* cudaGetLastError / cudaPeekAtLastError. */
+int rgpu_last_error(int clear);
+
+/* Server facts learnt at hello. */
+struct rgpu_server_info {
+    int runtime_version;
+    int driver_version;
+    char name[128];
+};
+int rgpu_server_info(struct rgpu_server_info *info);
+
+#endif

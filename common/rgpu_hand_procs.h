@@ -1,0 +1,51 @@
+/* Hand-written procedures: calls whose arguments the generator cannot
+ * describe (host buffers, kernel arguments, modules).  Client side in
+ * stubs/cudart_hand.c and friends, server side in daemon/hand_cudart.c and
+ * daemon/hand_cuda.c.  Their ids come from
+ * rgpu_proc_id() over these names, like the generated ones, so they are as
+ * stable; the "rgpu." prefix keeps them apart from CUDA's own names.
+ *
+ * Arguments (one msgpack array each; "bin" last where present):
+ */
+#ifndef RGPU_HAND_PROCS_H
+#define RGPU_HAND_PROCS_H
+
+/* [dst devptr, bin data]  -> []            host to device, one chunk */
+#define RGPU_H_HTOD          "rgpu.htod"
+/* [src devptr, count]     -> [bin data]    device to host, one chunk */
+#define RGPU_H_DTOH          "rgpu.dtoh"
+/* [dst, src, count, kind, stream, async]  -> []   device to device (or default) */
+#define RGPU_H_DTOD          "rgpu.dtod"
+/* [dst, dpitch, width, height, bin rows]  -> []   2D host to device */
+#define RGPU_H_HTOD_2D       "rgpu.htod2d"
+/* [src, spitch, width, height] -> [bin rows]      2D device to host */
+#define RGPU_H_DTOH_2D       "rgpu.dtoh2d"
+/* [stream] -> []  synchronize a stream (cudaMemcpy semantics after a copy) */
+#define RGPU_H_SYNC_STREAM   "rgpu.sync_stream"
+/* [bin image]  -> [library handle]          load a fatbin/cubin/PTX (runtime) */
+#define RGPU_H_LIB_LOAD      "rgpu.lib_load"
+/* [library, name] -> [kernel, [[offset, size]...]]  kernel and its layout */
+#define RGPU_H_KERNEL_GET    "rgpu.kernel_get"
+/* [library, name] -> [devptr, size]          a __device__ variable */
+#define RGPU_H_GLOBAL_GET    "rgpu.global_get"
+/* [kernel, gx, gy, gz, bx, by, bz, shmem, stream, bin params] -> []  (no reply) */
+#define RGPU_H_LAUNCH        "rgpu.launch"
+/* [kernel, attr] -> [value]                  cudaFuncGetAttributes fields */
+#define RGPU_H_FUNC_ATTRS    "rgpu.func_attrs"
+/* [kernel, attr, value] -> []                cudaFuncSetAttribute */
+#define RGPU_H_FUNC_SET_ATTR "rgpu.func_set_attr"
+
+/* Driver API (library "cuda"): */
+/* [bin image] -> [module] */
+#define RGPU_H_CU_MODULE_LOAD  "rgpu.cu_module_load"
+/* [bin image] -> [library] */
+#define RGPU_H_CU_LIBRARY_LOAD "rgpu.cu_library_load"
+/* [function] -> [[[offset, size]...]] */
+#define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"
+/* [function, gx, gy, gz, bx, by, bz, shmem, stream, bin params] -> [] (no reply) */
+#define RGPU_H_CU_LAUNCH       "rgpu.cu_launch"
+/* [dst, bin data] -> [] ; [src, count] -> [bin] */
+#define RGPU_H_CU_HTOD         "rgpu.cu_htod"
+#define RGPU_H_CU_DTOH         "rgpu.cu_dtoh"
+
+#endif

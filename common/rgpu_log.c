@@ -1,0 +1,56 @@
+#include "rgpu_log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static int log_level = RGPU_LOG_WARN;
+static const char *log_prefix = "rgpu";
+
+static int parse_level(const char *name, int fallback)
+{
+    static const char *const names[] = { "error", "warn", "info", "debug" };
+    if (!name || !*name)
+        return fallback;
+    for (int i = 0; i < 4; i++)
+        if (strcasecmp(name, names[i]) == 0)
+            return i;
+    return fallback;
+}
+
+void rgpu_log_init(const char *prefix, const char *level_name)
+{
+    log_prefix = prefix;
+    log_level = parse_level(level_name, log_level);
+}
+
+void rgpu_log_set_level(int level)
+{
+    log_level = level;
+}
+
+int rgpu_log_enabled(int level)
+{
+    return level <= log_level;
+}
+
+void rgpu_log(int level, const char *fmt, ...)
+{
+    static const char *const tags[] = { "error", "warning", "info", "debug" };
+    char line[1024];
+    va_list ap;
+    int n;
+
+    if (level > log_level)
+        return;
+    n = snprintf(line, sizeof line, "%s[%d]: %s: ", log_prefix, (int)getpid(), tags[level]);
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    strcat(line, "\n");
+    /* One write per line keeps lines whole when several processes log. */
+    if (write(STDERR_FILENO, line, strlen(line)) < 0)
+        return;
+}

@@ -1,0 +1,17 @@
+/* Levelled logging to stderr, shared by the client core and rgpud. */
+#ifndef RGPU_LOG_H
+#define RGPU_LOG_H
+
+enum rgpu_log_level { RGPU_LOG_ERROR, RGPU_LOG_WARN, RGPU_LOG_INFO, RGPU_LOG_DEBUG };
+
+void rgpu_log_init(const char *prefix, const char *level_name);
+void rgpu_log_set_level(int level);
+int rgpu_log_enabled(int level);
+void rgpu_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define rgpu_error(...) rgpu_log(RGPU_LOG_ERROR, __VA_ARGS__)
+#define rgpu_warn(...)  rgpu_log(RGPU_LOG_WARN, __VA_ARGS__)
+#define rgpu_info(...)  rgpu_log(RGPU_LOG_INFO, __VA_ARGS__)
+#define rgpu_debug(...) rgpu_log(RGPU_LOG_DEBUG, __VA_ARGS__)
+
+#endif

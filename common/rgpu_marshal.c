@@ -1,0 +1,297 @@
+#include "rgpu_marshal.h"
+#include "rgpu_proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers shared by both ends ---------------------------------------- */
+
+static int is_output(uint8_t kind)
+{
+    return kind == RGPU_OUT || kind == RGPU_INOUT || kind == RGPU_OUT_BUF;
+}
+
+/* The element count a *_BUF parameter's length argument holds.  The length
+ * argument is always a VAL parameter of at most 8 bytes. */
+static uint64_t count_from_value(const void *p, uint32_t size)
+{
+    uint64_t v = 0;
+    memcpy(&v, p, size < 8 ? size : 8);
+    return v;
+}
+
+static int buf_bytes(uint64_t count, uint32_t elem, size_t *bytes)
+{
+    if (elem && count > (uint64_t)RGPU_FRAME_MAX / elem)
+        return RGPU_ETOOBIG;
+    *bytes = (size_t)(count * elem);
+    return RGPU_OK;
+}
+
+const struct rgpu_proc *rgpu_lib_find(const struct rgpu_lib *lib, uint32_t id)
+{
+    size_t lo = 0, hi = lib->nprocs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint32_t got = lib->procs[mid].id;
+        if (got == id)
+            return &lib->procs[mid];
+        if (got < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* ---- client: encode arguments, decode outputs ---------------------------- */
+
+static void pack_bytes_or_nil(msgpack_packer *pk, const void *p, size_t n)
+{
+    if (!p) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_bin(pk, n);
+    msgpack_pack_bin_body(pk, p, n);
+}
+
+static size_t buf_len_client(const struct rgpu_proc *proc, const struct rgpu_param *prm,
+                             const void *const *argv)
+{
+    const struct rgpu_param *lp = &proc->params[prm->len_arg];
+    return (size_t)count_from_value(argv[prm->len_arg], lp->size) * prm->size;
+}
+
+int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
+                     const void *const *argv)
+{
+    msgpack_pack_array(pk, proc->nparams);
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        const struct rgpu_param *prm = &proc->params[i];
+        const void *ptr = prm->kind == RGPU_VAL || prm->kind == RGPU_BYVAL
+                              ? NULL : *(const void *const *)argv[i];
+        switch (prm->kind) {
+        case RGPU_VAL:
+            msgpack_pack_uint64(pk, count_from_value(argv[i], prm->size));
+            break;
+        case RGPU_BYVAL:
+            pack_bytes_or_nil(pk, argv[i], prm->size);
+            break;
+        case RGPU_IN:
+        case RGPU_INOUT:
+            pack_bytes_or_nil(pk, ptr, prm->size);
+            break;
+        case RGPU_OUT:
+            msgpack_pack_uint64(pk, ptr ? prm->size : 0);
+            break;
+        case RGPU_STR:
+            if (ptr)
+                msgpack_pack_str_with_body(pk, ptr, strlen(ptr));
+            else
+                msgpack_pack_nil(pk);
+            break;
+        case RGPU_IN_BUF:
+            pack_bytes_or_nil(pk, ptr, buf_len_client(proc, prm, argv));
+            break;
+        case RGPU_OUT_BUF:
+            msgpack_pack_uint64(pk, ptr ? buf_len_client(proc, prm, argv) : 0);
+            break;
+        default:
+            return RGPU_EPROTO;
+        }
+    }
+    return RGPU_OK;
+}
+
+int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
+                     const void *const *argv)
+{
+    unsigned k = 0;
+    if (outs->type != MSGPACK_OBJECT_ARRAY)
+        return RGPU_EPROTO;
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        const struct rgpu_param *prm = &proc->params[i];
+        if (!is_output(prm->kind))
+            continue;
+        if (k >= outs->via.array.size)
+            return RGPU_EPROTO;
+        const msgpack_object *o = &outs->via.array.ptr[k++];
+        void *dst = *(void *const *)argv[i];
+        if (o->type == MSGPACK_OBJECT_NIL || !dst)
+            continue;
+        if (o->type != MSGPACK_OBJECT_BIN)
+            return RGPU_EPROTO;
+        size_t cap = prm->kind == RGPU_OUT_BUF ? buf_len_client(proc, prm, argv) : prm->size;
+        if (o->via.bin.size > cap)
+            return RGPU_EPROTO;
+        memcpy(dst, o->via.bin.ptr, o->via.bin.size);
+    }
+    return k == outs->via.array.size ? RGPU_OK : RGPU_EPROTO;
+}
+
+/* ---- server: decode arguments, encode outputs ---------------------------- */
+
+static int decode_val(const msgpack_object *o, uint64_t *out)
+{
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return RGPU_EPROTO;
+    *out = o->via.u64;
+    return RGPU_OK;
+}
+
+/* A bin argument of exactly want bytes (or nil when nil_ok), copied into a
+ * buffer the frame owns so that the callee may keep or modify it. */
+static int decode_bytes(const msgpack_object *o, size_t want, int nil_ok,
+                        struct rgpu_call_frame *f, unsigned i)
+{
+    if (o->type == MSGPACK_OBJECT_NIL && nil_ok) {
+        f->slot[i] = 0;
+        return RGPU_OK;
+    }
+    if (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != want)
+        return RGPU_EPROTO;
+    void *p = malloc(want ? want : 1);
+    if (!p)
+        return RGPU_ENOMEM;
+    memcpy(p, o->via.bin.ptr, want);
+    f->owned[i] = p;
+    f->slot[i] = (uint64_t)(uintptr_t)p;
+    return RGPU_OK;
+}
+
+static int decode_str(const msgpack_object *o, struct rgpu_call_frame *f, unsigned i)
+{
+    if (o->type == MSGPACK_OBJECT_NIL) {
+        f->slot[i] = 0;
+        return RGPU_OK;
+    }
+    if (o->type != MSGPACK_OBJECT_STR)
+        return RGPU_EPROTO;
+    char *s = malloc(o->via.str.size + 1);
+    if (!s)
+        return RGPU_ENOMEM;
+    memcpy(s, o->via.str.ptr, o->via.str.size);
+    s[o->via.str.size] = '\0';
+    f->owned[i] = s;
+    f->slot[i] = (uint64_t)(uintptr_t)s;
+    return RGPU_OK;
+}
+
+/* An output buffer of the size the client asked for (0: the client passed
+ * NULL, and so does the callee). */
+static int alloc_out(const msgpack_object *o, size_t cap, struct rgpu_call_frame *f,
+                     unsigned i)
+{
+    uint64_t want;
+    int rc = decode_val(o, &want);
+    if (rc != RGPU_OK)
+        return rc;
+    if (want > cap)
+        return want > RGPU_FRAME_MAX ? RGPU_ETOOBIG : RGPU_EPROTO;
+    f->slot[i] = 0;
+    f->outlen[i] = 0;
+    if (want == 0)
+        return RGPU_OK;
+    void *p = calloc(1, want);
+    if (!p)
+        return RGPU_ENOMEM;
+    f->owned[i] = p;
+    f->slot[i] = (uint64_t)(uintptr_t)p;
+    f->outlen[i] = want;
+    return RGPU_OK;
+}
+
+static int buf_len_server(const struct rgpu_proc *proc, const struct rgpu_param *prm,
+                          const struct rgpu_call_frame *f, size_t *bytes)
+{
+    const struct rgpu_param *lp = &proc->params[prm->len_arg];
+    return buf_bytes(count_from_value(&f->slot[prm->len_arg], lp->size), prm->size, bytes);
+}
+
+static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, unsigned i,
+                      struct rgpu_call_frame *f)
+{
+    const struct rgpu_param *prm = &proc->params[i];
+    size_t bytes;
+    int rc;
+
+    /* Values live in the slot and the thunk dereferences the slot; for
+     * every pointer kind the slot holds the pointer and the thunk
+     * dereferences the slot to get it. */
+    f->argv[i] = &f->slot[i];
+    switch (prm->kind) {
+    case RGPU_VAL:
+        return decode_val(o, &f->slot[i]);
+    case RGPU_BYVAL:
+        rc = decode_bytes(o, prm->size, 0, f, i);
+        f->argv[i] = f->owned[i];   /* the struct itself */
+        return rc;
+    case RGPU_IN:
+        return decode_bytes(o, prm->size, 1, f, i);
+    case RGPU_INOUT:
+        rc = decode_bytes(o, prm->size, 1, f, i);
+        f->outlen[i] = f->slot[i] ? prm->size : 0;
+        return rc;
+    case RGPU_OUT:
+        return alloc_out(o, prm->size, f, i);
+    case RGPU_STR:
+        return decode_str(o, f, i);
+    case RGPU_IN_BUF:
+        rc = buf_len_server(proc, prm, f, &bytes);
+        return rc != RGPU_OK ? rc : decode_bytes(o, bytes, 1, f, i);
+    case RGPU_OUT_BUF:
+        rc = buf_len_server(proc, prm, f, &bytes);
+        return rc != RGPU_OK ? rc : alloc_out(o, bytes, f, i);
+    default:
+        return RGPU_EPROTO;
+    }
+}
+
+int rgpu_decode_args(const msgpack_object *args, const struct rgpu_proc *proc,
+                     struct rgpu_call_frame *f)
+{
+    memset(f, 0, sizeof *f);
+    if (args->type != MSGPACK_OBJECT_ARRAY || args->via.array.size != proc->nparams ||
+        proc->nparams > RGPU_MAX_PARAMS)
+        return RGPU_EPROTO;
+    /* Length arguments come before or after their buffers; decode the
+     * plain values first so that every buffer knows its size. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned i = 0; i < proc->nparams; i++) {
+            int is_val = proc->params[i].kind == RGPU_VAL;
+            if (is_val != (pass == 0))
+                continue;
+            int rc = decode_one(&args->via.array.ptr[i], proc, i, f);
+            if (rc != RGPU_OK)
+                return rc;
+        }
+    }
+    return RGPU_OK;
+}
+
+void rgpu_encode_outs(msgpack_packer *pk, const struct rgpu_proc *proc,
+                      const struct rgpu_call_frame *f)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < proc->nparams; i++)
+        n += is_output(proc->params[i].kind);
+    msgpack_pack_array(pk, n);
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        if (!is_output(proc->params[i].kind))
+            continue;
+        if (!f->slot[i]) {
+            msgpack_pack_nil(pk);
+            continue;
+        }
+        msgpack_pack_bin(pk, f->outlen[i]);
+        msgpack_pack_bin_body(pk, (const void *)(uintptr_t)f->slot[i], f->outlen[i]);
+    }
+}
+
+void rgpu_call_frame_release(struct rgpu_call_frame *f)
+{
+    for (unsigned i = 0; i < RGPU_MAX_PARAMS; i++)
+        free(f->owned[i]);
+    memset(f->owned, 0, sizeof f->owned);
+}

@@ -1,0 +1,69 @@
+/* rgpu wire protocol: what travels between the client core and rgpud.
+ *
+ * A frame is a 4-byte big-endian length followed by that many bytes of one
+ * msgpack array.  Lengths above RGPU_FRAME_MAX are a protocol error: the peer
+ * is told (where it can be) and the connection is closed.
+ *
+ *   hello    client -> server  [RGPU_MSG_HELLO, proto_version, client_name]
+ *   welcome  server -> client  [RGPU_MSG_WELCOME, proto_version, transport_status,
+ *                               cuda_runtime_version, cuda_driver_version,
+ *                               server_name, message]
+ *   request  client -> server  [RGPU_MSG_CALL, serial, proc_id, client_thread,
+ *                               flags, [args...]]
+ *   reply    server -> client  [RGPU_MSG_REPLY, serial, transport_status,
+ *                               api_status, deferred_status, [outs...]]
+ *
+ * transport_status says whether the server could carry out the call at all
+ * (RGPU_OK, or an RGPU_E* code); api_status is what the CUDA function itself
+ * returned and is meaningful only when transport_status is RGPU_OK.
+ *
+ * A request with RGPU_CALL_NOREPLY set gets no reply.  If it fails, the
+ * server keeps the first such failure per client thread and reports it as
+ * deferred_status in the next reply that thread gets (CUDA's sticky-error
+ * model: an asynchronous error shows up at the next call that waits).
+ *
+ * Procedure ids are a hash of "library/function" (rgpu_proc_id()), so they
+ * never change across builds or CUDA versions; hand-written procedures use
+ * the same scheme with names of their own ("cudart/rgpu.module_load").
+ */
+#ifndef RGPU_PROTO_H
+#define RGPU_PROTO_H
+
+#include <stdint.h>
+
+#define RGPU_PROTO_VERSION      1
+#define RGPU_DEFAULT_PORT       9713
+#define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
+#define RGPU_COPY_CHUNK         (4u << 20)    /* bulk copies travel in chunks */
+#define RGPU_MAX_DEPTH          8             /* msgpack nesting we accept */
+
+enum rgpu_msg {
+    RGPU_MSG_HELLO   = 1,
+    RGPU_MSG_WELCOME = 2,
+    RGPU_MSG_CALL    = 3,
+    RGPU_MSG_REPLY   = 4,
+};
+
+enum rgpu_call_flags {
+    RGPU_CALL_NOREPLY = 1u << 0,
+};
+
+/* Transport status: did the call reach the library? */
+enum rgpu_status {
+    RGPU_OK = 0,
+    RGPU_EPROTO = 1,        /* malformed frame or wrong types/counts */
+    RGPU_ENOPROC = 2,       /* unknown procedure id */
+    RGPU_ENOSYM = 3,        /* the server's library lacks this function */
+    RGPU_ETOOBIG = 4,       /* a size beyond what the server accepts */
+    RGPU_ENOMEM = 5,        /* the server could not allocate a buffer */
+    RGPU_EVERSION = 6,      /* protocol versions differ */
+    RGPU_EBUSY = 7,         /* session cap reached */
+    RGPU_EIO = 8,           /* connection lost (client side only) */
+};
+
+const char *rgpu_status_name(int status);
+
+/* FNV-1a over "lib/name": the stable procedure id. */
+uint32_t rgpu_proc_id(const char *lib, const char *name);
+
+#endif

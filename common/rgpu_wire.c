@@ -1,0 +1,222 @@
+#include "rgpu_wire.h"
+#include "rgpu_proto.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- frames --------------------------------------------------------------- */
+
+static int write_all_iov(int fd, struct iovec *iov, int n)
+{
+    while (n > 0) {
+        ssize_t w = writev(fd, iov, n > IOV_MAX ? IOV_MAX : n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+int rgpu_write_frame(int fd, const struct iovec *parts, int nparts)
+{
+    struct iovec iov[8];
+    size_t total = 0;
+    uint32_t be;
+
+    if (nparts < 1 || nparts > 7) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (int i = 0; i < nparts; i++) {
+        iov[i + 1] = parts[i];
+        total += parts[i].iov_len;
+    }
+    if (total > RGPU_FRAME_MAX) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    be = htonl((uint32_t)total);
+    iov[0].iov_base = &be;
+    iov[0].iov_len = sizeof be;
+    return write_all_iov(fd, iov, nparts + 1);
+}
+
+static int read_all(int fd, void *buf, size_t n, int eof_ok)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (r == 0) {
+            errno = (eof_ok && p == (char *)buf) ? EPIPE : ECONNRESET;
+            return -1;
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+int rgpu_read_frame(int fd, char **buf, size_t *len)
+{
+    uint32_t be;
+    if (read_all(fd, &be, sizeof be, 1) < 0)
+        return -1;
+    size_t n = ntohl(be);
+    if (n == 0 || n > RGPU_FRAME_MAX) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    char *p = malloc(n);
+    if (!p)
+        return -1;
+    if (read_all(fd, p, n, 0) < 0) {
+        free(p);
+        return -1;
+    }
+    *buf = p;
+    *len = n;
+    return 0;
+}
+
+/* ---- msgpack pre-check ------------------------------------------------------ */
+
+struct scan {
+    const unsigned char *p, *end;
+};
+
+static int take(struct scan *s, size_t n)
+{
+    if ((size_t)(s->end - s->p) < n)
+        return -1;
+    s->p += n;
+    return 0;
+}
+
+static int read_be(struct scan *s, unsigned bytes, uint64_t *v)
+{
+    if ((size_t)(s->end - s->p) < bytes)
+        return -1;
+    *v = 0;
+    for (unsigned i = 0; i < bytes; i++)
+        *v = (*v << 8) | s->p[i];
+    s->p += bytes;
+    return 0;
+}
+
+static int scan_object(struct scan *s, int depth);
+
+/* Every element takes at least one byte, so a count larger than what is
+ * left is a lie told to make the unpacker allocate. */
+static int scan_container(struct scan *s, uint64_t count, int per_item, int depth)
+{
+    if (depth >= RGPU_MAX_DEPTH || count > (uint64_t)(s->end - s->p))
+        return -1;
+    for (uint64_t i = 0; i < count * (uint64_t)per_item; i++)
+        if (scan_object(s, depth + 1) < 0)
+            return -1;
+    return 0;
+}
+
+static int scan_object(struct scan *s, int depth)
+{
+    uint64_t n;
+    if (s->p >= s->end)
+        return -1;
+    unsigned char b = *s->p++;
+
+    if (b <= 0x7f || b >= 0xe0)                 /* fixint */
+        return 0;
+    if ((b & 0xf0) == 0x80)                     /* fixmap */
+        return scan_container(s, b & 0x0f, 2, depth);
+    if ((b & 0xf0) == 0x90)                     /* fixarray */
+        return scan_container(s, b & 0x0f, 1, depth);
+    if ((b & 0xe0) == 0xa0)                     /* fixstr */
+        return take(s, b & 0x1f);
+
+    switch (b) {
+    case 0xc0: case 0xc2: case 0xc3:            /* nil, false, true */
+        return 0;
+    case 0xc4: case 0xd9:                       /* bin8, str8 */
+        return read_be(s, 1, &n) < 0 ? -1 : take(s, n);
+    case 0xc5: case 0xda:                       /* bin16, str16 */
+        return read_be(s, 2, &n) < 0 ? -1 : take(s, n);
+    case 0xc6: case 0xdb:                       /* bin32, str32 */
+        return read_be(s, 4, &n) < 0 ? -1 : take(s, n);
+    case 0xcc: case 0xd0: return take(s, 1);
+    case 0xcd: case 0xd1: return take(s, 2);
+    case 0xca: case 0xce: case 0xd2: return take(s, 4);
+    case 0xcb: case 0xcf: case 0xd3: return take(s, 8);
+    case 0xdc:                                  /* array16 */
+        return read_be(s, 2, &n) < 0 ? -1 : scan_container(s, n, 1, depth);
+    case 0xdd:                                  /* array32 */
+        return read_be(s, 4, &n) < 0 ? -1 : scan_container(s, n, 1, depth);
+    case 0xde:                                  /* map16 */
+        return read_be(s, 2, &n) < 0 ? -1 : scan_container(s, n, 2, depth);
+    case 0xdf:                                  /* map32 */
+        return read_be(s, 4, &n) < 0 ? -1 : scan_container(s, n, 2, depth);
+    default:                                    /* ext types: never ours */
+        return -1;
+    }
+}
+
+int rgpu_msgpack_check(const char *buf, size_t len)
+{
+    struct scan s = { (const unsigned char *)buf, (const unsigned char *)buf + len };
+    if (scan_object(&s, 0) < 0)
+        return -1;
+    return s.p == s.end ? 0 : -1;
+}
+
+int rgpu_unpack_frame(const char *buf, size_t len, msgpack_zone *zone,
+                      msgpack_object *root)
+{
+    size_t off = 0;
+    if (rgpu_msgpack_check(buf, len) < 0)
+        return -1;
+    if (msgpack_unpack(buf, len, &off, zone, root) != MSGPACK_UNPACK_SUCCESS || off != len)
+        return -1;
+    return 0;
+}
+
+int rgpu_obj_u64(const msgpack_object *o, uint64_t *v)
+{
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return -1;
+    *v = o->via.u64;
+    return 0;
+}
+
+int rgpu_obj_i64(const msgpack_object *o, int64_t *v)
+{
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        if (o->via.u64 > INT64_MAX)
+            return -1;
+        *v = (int64_t)o->via.u64;
+        return 0;
+    }
+    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+        *v = o->via.i64;
+        return 0;
+    }
+    return -1;
+}

@@ -1,0 +1,46 @@
+/* Argument helpers for hand-written procedures. */
+#include "rgpud.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int args_count(const struct hand_call *c, unsigned n)
+{
+    return c->args->type == MSGPACK_OBJECT_ARRAY && c->args->via.array.size == n ? 0 : -1;
+}
+
+static const msgpack_object *arg(const struct hand_call *c, unsigned i)
+{
+    if (c->args->type != MSGPACK_OBJECT_ARRAY || i >= c->args->via.array.size)
+        return NULL;
+    return &c->args->via.array.ptr[i];
+}
+
+int arg_u64(const struct hand_call *c, unsigned i, uint64_t *v)
+{
+    const msgpack_object *o = arg(c, i);
+    if (!o || o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return -1;
+    *v = o->via.u64;
+    return 0;
+}
+
+int arg_bin(const struct hand_call *c, unsigned i, const void **p, size_t *len)
+{
+    const msgpack_object *o = arg(c, i);
+    if (!o || o->type != MSGPACK_OBJECT_BIN)
+        return -1;
+    *p = o->via.bin.ptr;
+    *len = o->via.bin.size;
+    return 0;
+}
+
+int arg_str(const struct hand_call *c, unsigned i, char *buf, size_t size)
+{
+    const msgpack_object *o = arg(c, i);
+    if (!o || o->type != MSGPACK_OBJECT_STR || o->via.str.size >= size)
+        return -1;
+    memcpy(buf, o->via.str.ptr, o->via.str.size);
+    buf[o->via.str.size] = '\0';
+    return 0;
+}

@@ -1,0 +1,72 @@
+/* The libraries a session replays calls on.  Loaded after fork, in the
+ * session process only: the listener never touches CUDA (BRIEF 4.4). */
+#include "rgpud.h"
+#include "rgpu_log.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+struct backend_lib {
+    const char *lib;
+    const char *soname;
+    void *handle;
+};
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+static struct backend_lib libs[] = {
+    /* libcuda first: the runtime (real or fake) needs it loaded. */
+    { "cuda", "libcuda.so.1", NULL },
+    { "cudart", "libcudart.so." STR(RGPU_CUDA_MAJOR), NULL },
+};
+
+static void *open_lib(const char *dir, const char *soname)
+{
+    char path[4096];
+    if (!dir)
+        return dlopen(soname, RTLD_NOW | RTLD_GLOBAL);
+    snprintf(path, sizeof path, "%s/%s", dir, soname);
+    return dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+}
+
+int backend_open(const char *lib_dir)
+{
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+        libs[i].handle = open_lib(lib_dir, libs[i].soname);
+        if (!libs[i].handle)
+            rgpu_warn("cannot load %s: %s; its calls will be refused", libs[i].soname, dlerror());
+        else
+            rgpu_debug("loaded %s%s%s", lib_dir ? lib_dir : "", lib_dir ? "/" : "",
+                       libs[i].soname);
+    }
+    return libs[1].handle ? 0 : -1;
+}
+
+void *backend_sym(const char *lib, const char *name)
+{
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
+        if (strcmp(libs[i].lib, lib) == 0)
+            return libs[i].handle ? dlsym(libs[i].handle, name) : NULL;
+    return NULL;
+}
+
+static int query_version(const char *lib, const char *fn)
+{
+    int (*get)(int *) = (int (*)(int *))backend_sym(lib, fn);
+    int v = 0;
+    if (get && get(&v) != 0)
+        v = 0;
+    return v;
+}
+
+int backend_runtime_version(void)
+{
+    return query_version("cudart", "cudaRuntimeGetVersion");
+}
+
+int backend_driver_version(void)
+{
+    return query_version("cudart", "cudaDriverGetVersion");
+}

@@ -1,0 +1,204 @@
+/* Hand-written driver-API procedures, server side (client side:
+ * stubs/cuda_hand.c; argument lists: common/rgpu_hand_procs.h). */
+#include "rgpud.h"
+#include "rgpu_hand_procs.h"
+#include "rgpu_proto.h"
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REAL(name) ((__typeof__(&name))backend_sym("cuda", #name))
+#define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
+#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
+
+/* [dst, stream, bin] */
+static int h_htod(struct hand_call *c)
+{
+    uint64_t dst, stream;
+    const void *p;
+    size_t n;
+    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &stream) ||
+             arg_bin(c, 2, &p, &n));
+    NEED(REAL(cuMemcpyHtoDAsync_v2));
+    NEED(REAL(cuStreamSynchronize));
+    msgpack_pack_array(c->out, 0);
+    int rc = REAL(cuMemcpyHtoDAsync_v2)(dst, p, n, (CUstream)stream);
+    /* The frame is freed after we return: wait for the bytes to land. */
+    if (rc == CUDA_SUCCESS)
+        rc = REAL(cuStreamSynchronize)((CUstream)stream);
+    return rc;
+}
+
+/* [src, count, stream] -> [bin] */
+static int h_dtoh(struct hand_call *c)
+{
+    uint64_t src, count, stream;
+    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &src) || arg_u64(c, 1, &count) ||
+             arg_u64(c, 2, &stream));
+    if (count > RGPU_FRAME_MAX - 4096)
+        return -RGPU_ETOOBIG;
+    NEED(REAL(cuMemcpyDtoHAsync_v2));
+    NEED(REAL(cuStreamSynchronize));
+    void *buf = malloc(count ? count : 1);
+    if (!buf)
+        return -RGPU_ENOMEM;
+    int rc = REAL(cuMemcpyDtoHAsync_v2)(buf, src, count, (CUstream)stream);
+    if (!rc)
+        rc = REAL(cuStreamSynchronize)((CUstream)stream);
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_bin(c->out, rc ? 0 : count);
+    msgpack_pack_bin_body(c->out, buf, rc ? 0 : count);
+    free(buf);
+    return rc;
+}
+
+/* [bin image] -> [module] */
+static int h_module_load(struct hand_call *c)
+{
+    const void *p;
+    size_t n;
+    CUmodule mod = NULL;
+    PROTO_IF(args_count(c, 1) || arg_bin(c, 0, &p, &n));
+    NEED(REAL(cuModuleLoadData));
+    /* msgpack bins are not NUL-terminated: PTX text needs one. */
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return -RGPU_ENOMEM;
+    memcpy(copy, p, n);
+    copy[n] = '\0';
+    int rc = REAL(cuModuleLoadData)(&mod, copy);
+    free(copy);
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)mod);
+    return rc;
+}
+
+/* [bin image] -> [library] */
+static int h_library_load(struct hand_call *c)
+{
+    const void *p;
+    size_t n;
+    CUlibrary lib = NULL;
+    PROTO_IF(args_count(c, 1) || arg_bin(c, 0, &p, &n));
+    NEED(REAL(cuLibraryLoadData));
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return -RGPU_ENOMEM;
+    memcpy(copy, p, n);
+    copy[n] = '\0';
+    int rc = REAL(cuLibraryLoadData)(&lib, copy, NULL, NULL, 0, NULL, NULL, 0);
+    free(copy);
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)lib);
+    return rc;
+}
+
+/* Layouts asked for, by function: a launch must name one of these. */
+struct layout {
+    uint64_t func;
+    unsigned n;
+    uint32_t off[512], size[512];
+    struct layout *next;
+};
+static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct layout *layouts;
+
+static struct layout *find_layout(uint64_t func)
+{
+    struct layout *l;
+    pthread_mutex_lock(&layout_lock);
+    for (l = layouts; l && l->func != func; l = l->next)
+        ;
+    pthread_mutex_unlock(&layout_lock);
+    return l;
+}
+
+/* [function] -> [[[offset, size]...]] */
+static int h_param_layout(struct hand_call *c)
+{
+    uint64_t func;
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &func));
+    NEED(REAL(cuFuncGetParamInfo));
+    struct layout *l = find_layout(func);
+    int rc = CUDA_SUCCESS;
+    if (!l) {
+        l = calloc(1, sizeof *l);
+        if (!l)
+            return -RGPU_ENOMEM;
+        l->func = func;
+        size_t off, size;
+        while (l->n < 512) {
+            rc = REAL(cuFuncGetParamInfo)((CUfunction)func, l->n, &off, &size);
+            if (rc != CUDA_SUCCESS)
+                break;
+            l->off[l->n] = (uint32_t)off;
+            l->size[l->n] = (uint32_t)size;
+            l->n++;
+        }
+        /* Asking past the last parameter is how the end is found. */
+        if (rc == CUDA_ERROR_INVALID_VALUE || l->n == 512)
+            rc = CUDA_SUCCESS;
+        if (rc != CUDA_SUCCESS) {
+            free(l);
+            msgpack_pack_array(c->out, 1);
+            msgpack_pack_array(c->out, 0);
+            return rc;
+        }
+        pthread_mutex_lock(&layout_lock);
+        l->next = layouts;
+        layouts = l;
+        pthread_mutex_unlock(&layout_lock);
+    }
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_array(c->out, l->n);
+    for (unsigned i = 0; i < l->n; i++) {
+        msgpack_pack_array(c->out, 2);
+        msgpack_pack_uint32(c->out, l->off[i]);
+        msgpack_pack_uint32(c->out, l->size[i]);
+    }
+    return rc;
+}
+
+/* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] */
+static int h_launch(struct hand_call *c)
+{
+    uint64_t v[10];
+    const void *params;
+    size_t n;
+    void *argv[512];
+    PROTO_IF(args_count(c, 11) || arg_bin(c, 10, &params, &n));
+    for (unsigned i = 0; i < 10; i++)
+        PROTO_IF(arg_u64(c, i, &v[i]));
+    NEED(REAL(cuLaunchKernel));
+    msgpack_pack_array(c->out, 0);
+    if (v[9]) {     /* the caller packed the buffer itself (`extra`) */
+        size_t size = n;
+        void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)params,
+                          CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END };
+        return REAL(cuLaunchKernel)((CUfunction)v[0], (unsigned)v[1], (unsigned)v[2],
+                                    (unsigned)v[3], (unsigned)v[4], (unsigned)v[5],
+                                    (unsigned)v[6], (unsigned)v[7], (CUstream)v[8], NULL, extra);
+    }
+    struct layout *l = find_layout(v[0]);
+    if (!l)
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (unsigned i = 0; i < l->n; i++) {
+        PROTO_IF((size_t)l->off[i] + l->size[i] > n);
+        argv[i] = (char *)params + l->off[i];
+    }
+    return REAL(cuLaunchKernel)((CUfunction)v[0], (unsigned)v[1], (unsigned)v[2], (unsigned)v[3],
+                                (unsigned)v[4], (unsigned)v[5], (unsigned)v[6], (unsigned)v[7],
+                                (CUstream)v[8], argv, NULL);
+}
+
+const struct hand_proc hand_cuda_procs[] = {
+    { "cuda", RGPU_H_CU_HTOD, h_htod, 0 },
+    { "cuda", RGPU_H_CU_DTOH, h_dtoh, 0 },
+    { "cuda", RGPU_H_CU_MODULE_LOAD, h_module_load, 0 },
+    { "cuda", RGPU_H_CU_LIBRARY_LOAD, h_library_load, 0 },
+    { "cuda", RGPU_H_CU_PARAM_LAYOUT, h_param_layout, 0 },
+    { "cuda", RGPU_H_CU_LAUNCH, h_launch, 1 },
+};
+const int hand_cuda_nprocs = sizeof hand_cuda_procs / sizeof hand_cuda_procs[0];

@@ -1,0 +1,339 @@
+/* Hand-written runtime procedures, server side (client side:
+ * stubs/cudart_hand.c; argument lists: common/rgpu_hand_procs.h). */
+#include "rgpud.h"
+#include "rgpu_hand_procs.h"
+#include "rgpu_proto.h"
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The real runtime's functions, resolved on first use. */
+#define REAL(name) ((__typeof__(&name))real_sym(#name))
+
+static void *real_sym(const char *name)
+{
+    return backend_sym("cudart", name);
+}
+
+#define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
+#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
+
+/* ---- handles this session created: never trust the client's ------------ */
+
+struct kernel_rec {
+    uint64_t handle;
+    unsigned nparams;
+    uint32_t *offset, *size;
+    struct kernel_rec *next;
+};
+
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *libraries;
+static size_t nlibraries;
+static struct kernel_rec *kernels;
+
+static void remember_library(uint64_t lib)
+{
+    pthread_mutex_lock(&handles_lock);
+    uint64_t *n = realloc(libraries, (nlibraries + 1) * sizeof *n);
+    if (n) {
+        libraries = n;
+        libraries[nlibraries++] = lib;
+    }
+    pthread_mutex_unlock(&handles_lock);
+}
+
+static int known_library(uint64_t lib)
+{
+    int found = 0;
+    pthread_mutex_lock(&handles_lock);
+    for (size_t i = 0; i < nlibraries && !found; i++)
+        found = libraries[i] == lib;
+    pthread_mutex_unlock(&handles_lock);
+    return found;
+}
+
+static struct kernel_rec *find_kernel(uint64_t handle)
+{
+    struct kernel_rec *k;
+    pthread_mutex_lock(&handles_lock);
+    for (k = kernels; k && k->handle != handle; k = k->next)
+        ;
+    pthread_mutex_unlock(&handles_lock);
+    return k;
+}
+
+/* ---- copies ------------------------------------------------------------------ */
+
+static int sync_after(cudaStream_t stream, int rc)
+{
+    if (rc != cudaSuccess)
+        return rc;
+    return REAL(cudaStreamSynchronize)(stream);
+}
+
+/* [dst, stream, bin] */
+static int h_htod(struct hand_call *c)
+{
+    uint64_t dst, stream;
+    const void *p;
+    size_t n;
+    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &stream) ||
+             arg_bin(c, 2, &p, &n));
+    NEED(REAL(cudaMemcpyAsync));
+    /* The frame is freed after we return: wait for the copy to finish. */
+    int rc = sync_after((cudaStream_t)stream,
+                        REAL(cudaMemcpyAsync)((void *)dst, p, n, cudaMemcpyHostToDevice,
+                                              (cudaStream_t)stream));
+    msgpack_pack_array(c->out, 0);
+    return rc;
+}
+
+/* [src, count, stream] -> [bin] */
+static int h_dtoh(struct hand_call *c)
+{
+    uint64_t src, count, stream;
+    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &src) || arg_u64(c, 1, &count) ||
+             arg_u64(c, 2, &stream));
+    if (count > RGPU_FRAME_MAX - 4096)
+        return -RGPU_ETOOBIG;
+    NEED(REAL(cudaMemcpyAsync));
+    void *buf = malloc(count ? count : 1);
+    if (!buf)
+        return -RGPU_ENOMEM;
+    int rc = sync_after((cudaStream_t)stream,
+                        REAL(cudaMemcpyAsync)(buf, (const void *)src, count,
+                                              cudaMemcpyDeviceToHost, (cudaStream_t)stream));
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_bin(c->out, rc == cudaSuccess ? count : 0);
+    msgpack_pack_bin_body(c->out, buf, rc == cudaSuccess ? count : 0);
+    free(buf);
+    return rc;
+}
+
+/* [dst, src, count, kind, stream, async] */
+static int h_dtod(struct hand_call *c)
+{
+    uint64_t dst, src, count, kind, stream, async;
+    PROTO_IF(args_count(c, 6) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &src) ||
+             arg_u64(c, 2, &count) || arg_u64(c, 3, &kind) || arg_u64(c, 4, &stream) ||
+             arg_u64(c, 5, &async));
+    NEED(REAL(cudaMemcpyAsync));
+    msgpack_pack_array(c->out, 0);
+    if (async)
+        return REAL(cudaMemcpyAsync)((void *)dst, (const void *)src, count,
+                                     (enum cudaMemcpyKind)kind, (cudaStream_t)stream);
+    NEED(REAL(cudaMemcpy));
+    return REAL(cudaMemcpy)((void *)dst, (const void *)src, count, (enum cudaMemcpyKind)kind);
+}
+
+/* [dst, dpitch, width, height, stream, bin rows] */
+static int h_htod_2d(struct hand_call *c)
+{
+    uint64_t dst, dpitch, width, height, stream;
+    const void *p;
+    size_t n;
+    PROTO_IF(args_count(c, 6) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &dpitch) ||
+             arg_u64(c, 2, &width) || arg_u64(c, 3, &height) || arg_u64(c, 4, &stream) ||
+             arg_bin(c, 5, &p, &n));
+    PROTO_IF(width && height > n / width);
+    PROTO_IF(width * height != n);
+    NEED(REAL(cudaMemcpy2DAsync));
+    int rc = sync_after((cudaStream_t)stream,
+                        REAL(cudaMemcpy2DAsync)((void *)dst, dpitch, p, width, width, height,
+                                                cudaMemcpyHostToDevice, (cudaStream_t)stream));
+    msgpack_pack_array(c->out, 0);
+    return rc;
+}
+
+/* [src, spitch, width, height, stream] -> [bin rows] */
+static int h_dtoh_2d(struct hand_call *c)
+{
+    uint64_t src, spitch, width, height, stream;
+    PROTO_IF(args_count(c, 5) || arg_u64(c, 0, &src) || arg_u64(c, 1, &spitch) ||
+             arg_u64(c, 2, &width) || arg_u64(c, 3, &height) || arg_u64(c, 4, &stream));
+    if (width && height > (RGPU_FRAME_MAX - 4096) / width)
+        return -RGPU_ETOOBIG;
+    NEED(REAL(cudaMemcpy2DAsync));
+    size_t n = width * height;
+    void *buf = malloc(n ? n : 1);
+    if (!buf)
+        return -RGPU_ENOMEM;
+    int rc = sync_after((cudaStream_t)stream,
+                        REAL(cudaMemcpy2DAsync)(buf, width, (const void *)src, spitch, width,
+                                                height, cudaMemcpyDeviceToHost,
+                                                (cudaStream_t)stream));
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_bin(c->out, rc == cudaSuccess ? n : 0);
+    msgpack_pack_bin_body(c->out, buf, rc == cudaSuccess ? n : 0);
+    free(buf);
+    return rc;
+}
+
+/* ---- modules and kernels ------------------------------------------------------- */
+
+/* [bin image] -> [library] */
+static int h_lib_load(struct hand_call *c)
+{
+    const void *p;
+    size_t n;
+    cudaLibrary_t lib = NULL;
+    PROTO_IF(args_count(c, 1) || arg_bin(c, 0, &p, &n));
+    NEED(REAL(cudaLibraryLoadData));
+    /* The image must stay valid only during the call. */
+    int rc = REAL(cudaLibraryLoadData)(&lib, p, NULL, NULL, 0, NULL, NULL, 0);
+    if (rc == cudaSuccess)
+        remember_library((uint64_t)(uintptr_t)lib);
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)lib);
+    return rc;
+}
+
+static void layout_of(struct kernel_rec *k)
+{
+    __typeof__(&cudaFuncGetParamInfo) info = REAL(cudaFuncGetParamInfo);
+    size_t off, size;
+    k->nparams = 0;
+    while (info && k->nparams < 4096 &&
+           info((const void *)k->handle, k->nparams, &off, &size) == cudaSuccess) {
+        uint32_t *o = realloc(k->offset, (k->nparams + 1) * sizeof *o);
+        uint32_t *s = realloc(k->size, (k->nparams + 1) * sizeof *s);
+        if (o)
+            k->offset = o;
+        if (s)
+            k->size = s;
+        if (!o || !s)
+            break;
+        k->offset[k->nparams] = (uint32_t)off;
+        k->size[k->nparams] = (uint32_t)size;
+        k->nparams++;
+    }
+    /* Walking past the last parameter sets the runtime's last error. */
+    __typeof__(&cudaGetLastError) clear = REAL(cudaGetLastError);
+    if (clear)
+        clear();
+}
+
+/* [library, name] -> [kernel, [[offset, size]...]] */
+static int h_kernel_get(struct hand_call *c)
+{
+    uint64_t lib;
+    char name[4096];
+    cudaKernel_t kern = NULL;
+    PROTO_IF(args_count(c, 2) || arg_u64(c, 0, &lib) || arg_str(c, 1, name, sizeof name));
+    NEED(REAL(cudaLibraryGetKernel));
+    msgpack_pack_array(c->out, 2);
+    if (!known_library(lib)) {
+        msgpack_pack_uint64(c->out, 0);
+        msgpack_pack_array(c->out, 0);
+        return cudaErrorInvalidResourceHandle;
+    }
+    int rc = REAL(cudaLibraryGetKernel)(&kern, (cudaLibrary_t)lib, name);
+    struct kernel_rec *k = rc == cudaSuccess ? find_kernel((uint64_t)(uintptr_t)kern) : NULL;
+    if (rc == cudaSuccess && !k && (k = calloc(1, sizeof *k))) {
+        k->handle = (uint64_t)(uintptr_t)kern;
+        layout_of(k);
+        pthread_mutex_lock(&handles_lock);
+        k->next = kernels;
+        kernels = k;
+        pthread_mutex_unlock(&handles_lock);
+    }
+    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)kern);
+    msgpack_pack_array(c->out, k ? k->nparams : 0);
+    for (unsigned i = 0; k && i < k->nparams; i++) {
+        msgpack_pack_array(c->out, 2);
+        msgpack_pack_uint32(c->out, k->offset[i]);
+        msgpack_pack_uint32(c->out, k->size[i]);
+    }
+    return rc;
+}
+
+/* [library, name] -> [devptr, size] */
+static int h_global_get(struct hand_call *c)
+{
+    uint64_t lib;
+    char name[4096];
+    void *ptr = NULL;
+    size_t size = 0;
+    PROTO_IF(args_count(c, 2) || arg_u64(c, 0, &lib) || arg_str(c, 1, name, sizeof name));
+    NEED(REAL(cudaLibraryGetGlobal));
+    int rc = known_library(lib) ? REAL(cudaLibraryGetGlobal)(&ptr, &size, (cudaLibrary_t)lib, name)
+                                : cudaErrorInvalidResourceHandle;
+    msgpack_pack_array(c->out, 2);
+    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)ptr);
+    msgpack_pack_uint64(c->out, size);
+    return rc;
+}
+
+/* [kernel, gx, gy, gz, bx, by, bz, shmem, stream, bin params] */
+static int h_launch(struct hand_call *c)
+{
+    uint64_t v[9];
+    const void *params;
+    size_t n;
+    void *argv[512];
+    PROTO_IF(args_count(c, 10) || arg_bin(c, 9, &params, &n));
+    for (unsigned i = 0; i < 9; i++)
+        PROTO_IF(arg_u64(c, i, &v[i]));
+    msgpack_pack_array(c->out, 0);
+    struct kernel_rec *k = find_kernel(v[0]);
+    if (!k)
+        return cudaErrorInvalidDeviceFunction;
+    PROTO_IF(k->nparams > 512);
+    for (unsigned i = 0; i < k->nparams; i++) {
+        PROTO_IF((size_t)k->offset[i] + k->size[i] > n);
+        argv[i] = (char *)params + k->offset[i];
+    }
+    NEED(REAL(cudaLaunchKernel));
+    dim3 grid = { (unsigned)v[1], (unsigned)v[2], (unsigned)v[3] };
+    dim3 block = { (unsigned)v[4], (unsigned)v[5], (unsigned)v[6] };
+    return REAL(cudaLaunchKernel)((const void *)k->handle, grid, block, argv, v[7],
+                                  (cudaStream_t)v[8]);
+}
+
+/* [kernel] -> [bin struct cudaFuncAttributes] */
+static int h_func_attrs(struct hand_call *c)
+{
+    uint64_t kern;
+    struct cudaFuncAttributes attr;
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &kern));
+    NEED(REAL(cudaFuncGetAttributes));
+    memset(&attr, 0, sizeof attr);
+    int rc = find_kernel(kern) ? REAL(cudaFuncGetAttributes)(&attr, (const void *)kern)
+                               : cudaErrorInvalidDeviceFunction;
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_bin(c->out, sizeof attr);
+    msgpack_pack_bin_body(c->out, &attr, sizeof attr);
+    return rc;
+}
+
+/* [kernel, attr, value] */
+static int h_func_set_attr(struct hand_call *c)
+{
+    uint64_t kern, attr, value;
+    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &kern) || arg_u64(c, 1, &attr) ||
+             arg_u64(c, 2, &value));
+    NEED(REAL(cudaFuncSetAttribute));
+    msgpack_pack_array(c->out, 0);
+    if (!find_kernel(kern))
+        return cudaErrorInvalidDeviceFunction;
+    return REAL(cudaFuncSetAttribute)((const void *)kern, (enum cudaFuncAttribute)attr,
+                                      (int)(int64_t)value);
+}
+
+const struct hand_proc hand_cudart_procs[] = {
+    { "cudart", RGPU_H_HTOD, h_htod, 0 },
+    { "cudart", RGPU_H_DTOH, h_dtoh, 0 },
+    { "cudart", RGPU_H_DTOD, h_dtod, 0 },
+    { "cudart", RGPU_H_HTOD_2D, h_htod_2d, 0 },
+    { "cudart", RGPU_H_DTOH_2D, h_dtoh_2d, 0 },
+    { "cudart", RGPU_H_LIB_LOAD, h_lib_load, 0 },
+    { "cudart", RGPU_H_KERNEL_GET, h_kernel_get, 0 },
+    { "cudart", RGPU_H_GLOBAL_GET, h_global_get, 0 },
+    { "cudart", RGPU_H_LAUNCH, h_launch, 1 },
+    { "cudart", RGPU_H_FUNC_ATTRS, h_func_attrs, 0 },
+    { "cudart", RGPU_H_FUNC_SET_ATTR, h_func_set_attr, 0 },
+};
+const int hand_cudart_nprocs = sizeof hand_cudart_procs / sizeof hand_cudart_procs[0];

@@ -1,0 +1,63 @@
+/* rgpud internals shared by its files. */
+#ifndef RGPUD_H
+#define RGPUD_H
+
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "rgpu_marshal.h"
+
+struct rgpud_options {
+    const char *listen;         /* "127.0.0.1:9713" */
+    const char *lib_dir;        /* NULL: the system's NVIDIA libraries */
+    int foreground;
+    int max_sessions;
+};
+
+/* ---- backend.c: the real (or fake) CUDA libraries, loaded per session ---- */
+
+/* Load every library we serve; missing ones are logged and their calls
+ * answered RGPU_ENOSYM.  Returns 0 when at least the runtime loaded. */
+int backend_open(const char *lib_dir);
+/* A function of library lib ("cudart", "cuda"), or NULL. */
+void *backend_sym(const char *lib, const char *name);
+int backend_runtime_version(void);
+int backend_driver_version(void);
+
+/* ---- session.c -------------------------------------------------------------- */
+
+/* Serve one client on fd until it leaves; never returns. */
+void session_run(int fd, const struct rgpud_options *opt) __attribute__((noreturn));
+
+/* ---- hand-written procedures (hand_*.c) ------------------------------------ */
+
+struct hand_call {
+    const msgpack_object *args;     /* the argument array */
+    msgpack_packer *out;            /* the handler packs one array of outputs */
+};
+
+/* Returns the API status (>= 0), or -RGPU_E* for a transport failure, in
+ * which case it must not have packed anything. */
+typedef int (*hand_fn)(struct hand_call *c);
+
+struct hand_proc {
+    const char *lib;
+    const char *name;
+    hand_fn fn;
+    int noreply;        /* the client sends it without waiting */
+};
+
+extern const struct hand_proc hand_cudart_procs[];
+extern const int hand_cudart_nprocs;
+extern const struct hand_proc hand_cuda_procs[];
+extern const int hand_cuda_nprocs;
+
+/* Argument helpers for handlers: -1 when the argument is missing or of the
+ * wrong type (the handler then answers -RGPU_EPROTO). */
+int arg_u64(const struct hand_call *c, unsigned i, uint64_t *v);
+int arg_bin(const struct hand_call *c, unsigned i, const void **p, size_t *len);
+int arg_str(const struct hand_call *c, unsigned i, char *buf, size_t size);
+int args_count(const struct hand_call *c, unsigned n);
+
+#endif

@@ -1,0 +1,427 @@
+/* One client session, in its own forked process.
+ *
+ * The main thread reads frames.  Each client thread gets a worker thread
+ * here, so that the CUDA state the runtime keeps per thread (current
+ * device, context) is the client thread's own.  Requests of one client
+ * thread run in order on its worker.  A request sent without waiting for
+ * its reply has already "returned" on the client, so every later request,
+ * from any thread, must run after it: the reader holds back each request
+ * until all earlier no-reply requests have run.
+ *
+ * Any malformed frame ends the session after a clear error reply: a client
+ * that sends garbage cannot be trusted with a GPU context.  The session
+ * process exits, and with it everything the client held. */
+#include "rgpud.h"
+#include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
+#include "rgpu_proto.h"
+#include "rgpu_wire.h"
+#include "cudart_procs.h"
+#include "cuda_procs.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_CLIENT_THREADS 256
+
+struct request {
+    char *frame;
+    msgpack_zone zone;
+    uint64_t serial;
+    uint32_t proc_id;
+    uint32_t flags;
+    uint32_t tid;               /* the client thread it comes from */
+    const msgpack_object *args;
+    struct request *next;
+};
+
+struct worker {
+    uint32_t tid;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct request *head, *tail;
+    int deferred;               /* first failure of a no-reply call */
+};
+
+static struct {
+    int fd;
+    pthread_mutex_t write_lock;
+    pthread_mutex_t async_lock;
+    pthread_cond_t async_done;
+    int async_pending;
+    struct worker *workers[MAX_CLIENT_THREADS];
+    int nworkers;
+} S = {
+    .write_lock = PTHREAD_MUTEX_INITIALIZER,
+    .async_lock = PTHREAD_MUTEX_INITIALIZER,
+    .async_done = PTHREAD_COND_INITIALIZER,
+};
+
+/* ---- procedure lookup --------------------------------------------------------- */
+
+struct served_lib {
+    const struct rgpu_lib *lib;
+    const struct rgpu_server_proc *server;
+    void **fn;                  /* resolved lazily; (void *)-1: missing */
+};
+
+static struct served_lib served[] = {
+    { &rgpu_cudart_lib, rgpu_cudart_server_procs, NULL },
+    { &rgpu_cuda_lib, rgpu_cuda_server_procs, NULL },
+};
+#define NSERVED (sizeof served / sizeof served[0])
+
+static uint32_t *hand_ids[2];
+
+static void init_tables(void)
+{
+    for (size_t i = 0; i < NSERVED; i++) {
+        served[i].fn = calloc(served[i].lib->nprocs + 1, sizeof(void *));
+        if (!served[i].fn) {
+            rgpu_error("out of memory");
+            _exit(1);
+        }
+    }
+    const struct hand_proc *tabs[2] = { hand_cudart_procs, hand_cuda_procs };
+    const int counts[2] = { hand_cudart_nprocs, hand_cuda_nprocs };
+    for (int t = 0; t < 2; t++) {
+        hand_ids[t] = calloc((size_t)counts[t] + 1, sizeof(uint32_t));
+        for (int i = 0; i < counts[t]; i++)
+            hand_ids[t][i] = rgpu_proc_id(tabs[t][i].lib, tabs[t][i].name);
+    }
+}
+
+static const struct hand_proc *find_hand(uint32_t id)
+{
+    const struct hand_proc *tabs[2] = { hand_cudart_procs, hand_cuda_procs };
+    const int counts[2] = { hand_cudart_nprocs, hand_cuda_nprocs };
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < counts[t]; i++)
+            if (hand_ids[t][i] == id)
+                return &tabs[t][i];
+    return NULL;
+}
+
+static int find_generated(uint32_t id, struct served_lib **lib, size_t *index)
+{
+    for (size_t i = 0; i < NSERVED; i++) {
+        const struct rgpu_proc *p = rgpu_lib_find(served[i].lib, id);
+        if (p) {
+            *lib = &served[i];
+            *index = (size_t)(p - served[i].lib->procs);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int is_known_proc(uint32_t id)
+{
+    struct served_lib *l;
+    size_t idx;
+    return find_hand(id) || find_generated(id, &l, &idx) == 0;
+}
+
+static void *resolve(struct served_lib *l, size_t index)
+{
+    if (!l->fn[index]) {
+        void *fn = backend_sym(l->lib->name, l->lib->procs[index].name);
+        l->fn[index] = fn ? fn : (void *)-1;
+    }
+    return l->fn[index] == (void *)-1 ? NULL : l->fn[index];
+}
+
+/* ---- replies ------------------------------------------------------------------- */
+
+static void send_or_die(const msgpack_sbuffer *sb)
+{
+    struct iovec iov = { sb->data, sb->size };
+    pthread_mutex_lock(&S.write_lock);
+    int rc = rgpu_write_frame(S.fd, &iov, 1);
+    pthread_mutex_unlock(&S.write_lock);
+    if (rc < 0) {
+        rgpu_info("client gone (%s): ending the session", strerror(errno));
+        _exit(0);
+    }
+}
+
+static void pack_reply_head(msgpack_packer *pk, uint64_t serial, int transport, int api,
+                            int deferred)
+{
+    msgpack_pack_array(pk, 6);
+    msgpack_pack_int(pk, RGPU_MSG_REPLY);
+    msgpack_pack_uint64(pk, serial);
+    msgpack_pack_int(pk, transport);
+    msgpack_pack_int(pk, api);
+    msgpack_pack_int(pk, deferred);
+}
+
+/* A protocol error: tell the client what was wrong, then end the session. */
+static void protocol_error(uint64_t serial, int status, const char *why)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    rgpu_warn("protocol error from client: %s; closing the session", why);
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    pack_reply_head(&pk, serial, status, 0, 0);
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_str_with_body(&pk, why, strlen(why));
+    struct iovec iov = { sb.data, sb.size };
+    pthread_mutex_lock(&S.write_lock);
+    (void)rgpu_write_frame(S.fd, &iov, 1);
+    pthread_mutex_unlock(&S.write_lock);
+    _exit(2);
+}
+
+/* ---- executing one request ----------------------------------------------------- */
+
+static int run_generated(struct served_lib *l, size_t index, const msgpack_object *args,
+                         msgpack_packer *outs, int *transport)
+{
+    const struct rgpu_proc *proc = &l->lib->procs[index];
+    struct rgpu_call_frame frame;
+    void *fn = resolve(l, index);
+    int api = 0;
+
+    *transport = rgpu_decode_args(args, proc, &frame);
+    if (*transport == RGPU_OK && !fn)
+        *transport = RGPU_ENOSYM;
+    if (*transport == RGPU_OK) {
+        api = l->server[index].thunk(fn, frame.argv);
+        rgpu_encode_outs(outs, proc, &frame);
+    }
+    rgpu_call_frame_release(&frame);
+    return api;
+}
+
+static void execute(struct worker *w, struct request *rq)
+{
+    msgpack_sbuffer outbuf;
+    msgpack_packer outs;
+    struct served_lib *l;
+    size_t index;
+    int transport = RGPU_OK, api = 0;
+    const struct hand_proc *hp;
+
+    msgpack_sbuffer_init(&outbuf);
+    msgpack_packer_init(&outs, &outbuf, msgpack_sbuffer_write);
+    if (find_generated(rq->proc_id, &l, &index) == 0) {
+        api = run_generated(l, index, rq->args, &outs, &transport);
+        rgpu_debug("t%u %s -> %d/%d", w->tid, l->lib->procs[index].name, transport, api);
+    } else if ((hp = find_hand(rq->proc_id))) {
+        struct hand_call c = { rq->args, &outs };
+        api = hp->fn(&c);
+        if (api < 0) {
+            transport = -api;
+            api = 0;
+        }
+        rgpu_debug("t%u %s -> %d/%d", w->tid, hp->name, transport, api);
+    }
+    if (transport == RGPU_EPROTO || transport == RGPU_ETOOBIG)
+        protocol_error(rq->serial, transport, "arguments do not match the procedure");
+
+    if (rq->flags & RGPU_CALL_NOREPLY) {
+        if (!w->deferred && (transport != RGPU_OK || api != 0))
+            w->deferred = api ? api : -transport;
+    } else {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        pack_reply_head(&pk, rq->serial, transport, api, w->deferred);
+        w->deferred = 0;
+        if (transport == RGPU_OK && outbuf.size)
+            msgpack_sbuffer_write(&sb, outbuf.data, outbuf.size);
+        else
+            msgpack_pack_array(&pk, 0);
+        send_or_die(&sb);
+        msgpack_sbuffer_destroy(&sb);
+    }
+    msgpack_sbuffer_destroy(&outbuf);
+}
+
+static void request_free(struct request *rq)
+{
+    msgpack_zone_destroy(&rq->zone);
+    free(rq->frame);
+    free(rq);
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        while (!w->head)
+            pthread_cond_wait(&w->cond, &w->lock);
+        struct request *rq = w->head;
+        w->head = rq->next;
+        if (!w->head)
+            w->tail = NULL;
+        pthread_mutex_unlock(&w->lock);
+
+        int noreply = rq->flags & RGPU_CALL_NOREPLY;
+        execute(w, rq);
+        request_free(rq);
+        if (noreply) {
+            pthread_mutex_lock(&S.async_lock);
+            if (--S.async_pending == 0)
+                pthread_cond_broadcast(&S.async_done);
+            pthread_mutex_unlock(&S.async_lock);
+        }
+    }
+    return NULL;
+}
+
+static struct worker *worker_for(uint32_t tid, uint64_t serial)
+{
+    for (int i = 0; i < S.nworkers; i++)
+        if (S.workers[i]->tid == tid)
+            return S.workers[i];
+    if (S.nworkers == MAX_CLIENT_THREADS)
+        protocol_error(serial, RGPU_ETOOBIG, "too many client threads");
+    struct worker *w = calloc(1, sizeof *w);
+    if (!w)
+        protocol_error(serial, RGPU_ENOMEM, "out of memory");
+    w->tid = tid;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+        protocol_error(serial, RGPU_ENOMEM, "cannot start a worker thread");
+    S.workers[S.nworkers++] = w;
+    return w;
+}
+
+static void enqueue(struct worker *w, struct request *rq)
+{
+    pthread_mutex_lock(&S.async_lock);
+    while (S.async_pending > 0)
+        pthread_cond_wait(&S.async_done, &S.async_lock);
+    if (rq->flags & RGPU_CALL_NOREPLY)
+        S.async_pending++;
+    pthread_mutex_unlock(&S.async_lock);
+
+    pthread_mutex_lock(&w->lock);
+    rq->next = NULL;
+    if (w->tail)
+        w->tail->next = rq;
+    else
+        w->head = rq;
+    w->tail = rq;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* ---- reading requests ------------------------------------------------------------ */
+
+/* Parse [CALL, serial, proc, tid, flags, args]; protocol_error on anything off. */
+static struct request *read_request(void)
+{
+    struct request *rq = calloc(1, sizeof *rq);
+    msgpack_object root;
+    size_t len;
+    uint64_t msg, serial = 0, proc, tid, flags;
+
+    if (!rq)
+        protocol_error(0, RGPU_ENOMEM, "out of memory");
+    if (rgpu_read_frame(S.fd, &rq->frame, &len) < 0) {
+        if (errno == EMSGSIZE)
+            protocol_error(0, RGPU_ETOOBIG, "frame larger than the protocol allows");
+        rgpu_info("client closed the session");
+        _exit(0);
+    }
+    msgpack_zone_init(&rq->zone, 4096);
+    if (rgpu_unpack_frame(rq->frame, len, &rq->zone, &root) < 0)
+        protocol_error(0, RGPU_EPROTO, "frame is not well-formed msgpack");
+    if (root.type != MSGPACK_OBJECT_ARRAY || root.via.array.size != 6)
+        protocol_error(0, RGPU_EPROTO, "request is not a 6-element array");
+    const msgpack_object *o = root.via.array.ptr;
+    if (rgpu_obj_u64(&o[0], &msg) < 0 || msg != RGPU_MSG_CALL || rgpu_obj_u64(&o[1], &serial) < 0)
+        protocol_error(0, RGPU_EPROTO, "request lacks message type or serial");
+    if (rgpu_obj_u64(&o[2], &proc) < 0 || proc > UINT32_MAX || rgpu_obj_u64(&o[3], &tid) < 0 ||
+        tid > UINT32_MAX || rgpu_obj_u64(&o[4], &flags) < 0 || o[5].type != MSGPACK_OBJECT_ARRAY)
+        protocol_error(serial, RGPU_EPROTO, "request fields have wrong types");
+    if (!is_known_proc((uint32_t)proc))
+        protocol_error(serial, RGPU_ENOPROC, "unknown procedure id");
+    rq->serial = serial;
+    rq->proc_id = (uint32_t)proc;
+    rq->flags = (uint32_t)flags;
+    /* The root lives in the zone; keep a copy of the args object. */
+    msgpack_object *args = msgpack_zone_malloc(&rq->zone, sizeof *args);
+    if (!args)
+        protocol_error(serial, RGPU_ENOMEM, "out of memory");
+    *args = o[5];
+    rq->args = args;
+    rq->tid = (uint32_t)tid;
+    return rq;
+}
+
+/* ---- hello ------------------------------------------------------------------------- */
+
+static void send_welcome(int status, const char *message)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    char host[128] = "";
+    gethostname(host, sizeof host - 1);
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 7);
+    msgpack_pack_int(&pk, RGPU_MSG_WELCOME);
+    msgpack_pack_int(&pk, RGPU_PROTO_VERSION);
+    msgpack_pack_int(&pk, status);
+    msgpack_pack_int(&pk, status == RGPU_OK ? backend_runtime_version() : 0);
+    msgpack_pack_int(&pk, status == RGPU_OK ? backend_driver_version() : 0);
+    msgpack_pack_str_with_body(&pk, host, strlen(host));
+    msgpack_pack_str_with_body(&pk, message, strlen(message));
+    send_or_die(&sb);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static void handshake(void)
+{
+    char *frame = NULL;
+    size_t len;
+    msgpack_zone zone;
+    msgpack_object root;
+    uint64_t msg, ver;
+
+    msgpack_zone_init(&zone, 1024);
+    if (rgpu_read_frame(S.fd, &frame, &len) < 0 || rgpu_unpack_frame(frame, len, &zone, &root) < 0 ||
+        root.type != MSGPACK_OBJECT_ARRAY || root.via.array.size < 2 ||
+        rgpu_obj_u64(&root.via.array.ptr[0], &msg) < 0 || msg != RGPU_MSG_HELLO ||
+        rgpu_obj_u64(&root.via.array.ptr[1], &ver) < 0) {
+        rgpu_warn("client did not say hello properly; closing");
+        _exit(2);
+    }
+    if (ver != RGPU_PROTO_VERSION) {
+        char m[128];
+        snprintf(m, sizeof m, "server speaks protocol %d, client %llu", RGPU_PROTO_VERSION,
+                 (unsigned long long)ver);
+        send_welcome(RGPU_EVERSION, m);
+        rgpu_warn("%s; closing", m);
+        _exit(2);
+    }
+    send_welcome(RGPU_OK, "");
+    free(frame);
+    msgpack_zone_destroy(&zone);
+}
+
+void session_run(int fd, const struct rgpud_options *opt)
+{
+    S.fd = fd;
+    init_tables();
+    if (backend_open(opt->lib_dir) < 0)
+        rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
+                   opt->lib_dir ? " from " : "", opt->lib_dir ? opt->lib_dir : "");
+    handshake();
+    for (;;) {
+        struct request *rq = read_request();
+        enqueue(worker_for(rq->tid, rq->serial), rq);
+    }
+}

@@ -1,0 +1,550 @@
+/* Hand-written parts of libcuda.so.1: everything codegen/cuda.ann marks
+ * `hand`, `client` or `local`.  Server side: daemon/hand_cuda.c. */
+#include "rgpu_client.h"
+#include "rgpu_hand_procs.h"
+#include "client_ranges.h"
+#include "cuda_procs.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIB (&rgpu_cuda_lib)
+
+static int transport(const char *what, int rc)
+{
+    return rgpu_transport_status(LIB, what, rc);
+}
+
+/* Send req, wait; returns -1 with reply to read, or the status to return. */
+static int exchange(const char *what, struct rgpu_req *req, struct rgpu_reply *reply)
+{
+    int rc = rgpu_req_send(req, reply);
+    if (rc != RGPU_OK)
+        return transport(what, rc);
+    if (reply->transport != RGPU_OK) {
+        rc = reply->transport;
+        rgpu_reply_free(reply);
+        return transport(what, rc);
+    }
+    return -1;
+}
+
+static uint64_t out_u64(const struct rgpu_reply *r, unsigned i)
+{
+    if (r->outs.type != MSGPACK_OBJECT_ARRAY || i >= r->outs.via.array.size ||
+        r->outs.via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return 0;
+    return r->outs.via.array.ptr[i].via.u64;
+}
+
+/* ---- answered locally ---------------------------------------------------------- */
+
+#undef cuGetErrorName
+RGPU_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pStr = rgpu_cuda_error_name(error);
+    return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+#undef cuGetErrorString
+RGPU_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pStr = rgpu_cuda_error_string(error);
+    return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* cuGetProcAddress hands back our own functions.  The newest _vN form wins
+ * (the headers' choice for CUDA 13); per-thread-stream callers get the
+ * _ptsz/_ptds form where one exists. */
+static void *own_symbol(const char *symbol, int per_thread)
+{
+    static const char *const ptds[] = { "_v3_ptsz", "_v2_ptsz", "_v2_ptds", "_ptsz", "_ptds" };
+    static const char *const plain[] = { "_v4", "_v3", "_v2", "" };
+    char name[256];
+    void *self = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *fn = NULL;
+    if (!self)
+        return NULL;
+    for (size_t i = 0; per_thread && !fn && i < sizeof ptds / sizeof ptds[0]; i++) {
+        snprintf(name, sizeof name, "%s%s", symbol, ptds[i]);
+        fn = dlsym(self, name);
+    }
+    for (size_t i = 0; !fn && i < sizeof plain / sizeof plain[0]; i++) {
+        snprintf(name, sizeof name, "%s%s", symbol, plain[i]);
+        fn = dlsym(self, name);
+    }
+    dlclose(self);
+    return fn;
+}
+
+#undef cuGetProcAddress_v2
+RGPU_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                         cuuint64_t flags,
+                                         CUdriverProcAddressQueryResult *symbolStatus)
+{
+    (void)cudaVersion;
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pfn = own_symbol(symbol, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
+    if (symbolStatus)
+        *symbolStatus = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+/* Pinned host memory is plain client memory. */
+#undef cuMemAllocHost
+RGPU_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    if (!pp)
+        return CUDA_ERROR_INVALID_VALUE;
+    return posix_memalign(pp, 4096, bytesize ? bytesize : 1) == 0 ? CUDA_SUCCESS
+                                                                  : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+#undef cuMemHostAlloc
+RGPU_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    if (Flags & CU_MEMHOSTALLOC_DEVICEMAP) {
+        static int logged;
+        return rgpu_refused(LIB, "cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP)",
+                            "mapped host memory lives on the client", &logged);
+    }
+    return cuMemAllocHost_v2(pp, bytesize);
+}
+
+#undef cuMemFreeHost
+RGPU_EXPORT CUresult cuMemFreeHost(void *p)
+{
+    free(p);
+    return CUDA_SUCCESS;
+}
+
+#undef cuMemHostRegister
+RGPU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+    (void)bytesize;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (Flags & CU_MEMHOSTREGISTER_DEVICEMAP) {
+        static int logged;
+        return rgpu_refused(LIB, "cuMemHostRegister(CU_MEMHOSTREGISTER_DEVICEMAP)",
+                            "mapped host memory lives on the client", &logged);
+    }
+    return CUDA_SUCCESS;
+}
+
+#undef cuMemHostUnregister
+RGPU_EXPORT CUresult cuMemHostUnregister(void *p)
+{
+    return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+#undef cuMemHostGetFlags
+RGPU_EXPORT CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
+{
+    (void)p;
+    if (!pFlags)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pFlags = 0;
+    return CUDA_SUCCESS;
+}
+
+/* ---- allocations and contexts --------------------------------------------------- */
+
+#undef cuMemAlloc
+RGPU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    const void *argv[] = { &dptr, &bytesize };
+    int rc = rgpu_call(LIB, RGPU_CUDA_cuMemAlloc_v2, argv);
+    if (rc == CUDA_SUCCESS && dptr)
+        rgpu_ranges_add(*dptr, bytesize);
+    return rc;
+}
+
+#undef cuMemFree
+RGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    const void *argv[] = { &dptr };
+    int rc = rgpu_call(LIB, RGPU_CUDA_cuMemFree_v2, argv);
+    if (rc == CUDA_SUCCESS)
+        rgpu_ranges_remove(dptr);
+    return rc;
+}
+
+#undef cuCtxCreate
+RGPU_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
+                                    unsigned int flags, CUdevice dev)
+{
+    const void *argv[] = { &pctx, &ctxCreateParams, &flags, &dev };
+    if (ctxCreateParams) {
+        /* Its members point at arrays in this process. */
+        static int logged;
+        return rgpu_refused(LIB, "cuCtxCreate with creation parameters",
+                            "execution-affinity and CIG parameters: not remoted yet", &logged);
+    }
+    return rgpu_call(LIB, RGPU_CUDA_cuCtxCreate_v4, argv);
+}
+
+/* ---- copies ------------------------------------------------------------------------- */
+
+static CUresult htod(CUdeviceptr dst, const void *src, size_t count, CUstream stream)
+{
+    size_t off = 0;
+    do {
+        size_t n = count - off < RGPU_COPY_CHUNK ? count - off : RGPU_COPY_CHUNK;
+        int last = off + n >= count;
+        struct rgpu_req req;
+        struct rgpu_reply reply;
+        rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_HTOD), last ? 0 : RGPU_CALL_NOREPLY);
+        msgpack_pack_array(&req.pk, 3);
+        msgpack_pack_uint64(&req.pk, dst + off);
+        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
+        rgpu_req_payload(&req, (const char *)src + off, n);
+        if (!last) {
+            int t = rgpu_req_send(&req, NULL);
+            if (t != RGPU_OK)
+                return transport("cuMemcpyHtoD", t);
+        } else {
+            int rc = exchange("cuMemcpyHtoD", &req, &reply);
+            if (rc >= 0)
+                return rc;
+            rc = rgpu_reply_status(LIB, &reply);
+            rgpu_reply_free(&reply);
+            return rc;
+        }
+        off += n;
+    } while (off < count);
+    return CUDA_SUCCESS;
+}
+
+static CUresult dtoh(void *dst, CUdeviceptr src, size_t count, CUstream stream)
+{
+    size_t off = 0;
+    do {
+        size_t n = count - off < RGPU_COPY_CHUNK ? count - off : RGPU_COPY_CHUNK;
+        struct rgpu_req req;
+        struct rgpu_reply reply;
+        rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_DTOH), 0);
+        msgpack_pack_array(&req.pk, 3);
+        msgpack_pack_uint64(&req.pk, src + off);
+        msgpack_pack_uint64(&req.pk, n);
+        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
+        int rc = exchange("cuMemcpyDtoH", &req, &reply);
+        if (rc >= 0)
+            return rc;
+        rc = rgpu_reply_status(LIB, &reply);
+        const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY &&
+                                          reply.outs.via.array.size == 1
+                                      ? &reply.outs.via.array.ptr[0] : NULL;
+        if (rc == CUDA_SUCCESS && o && o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == n)
+            memcpy((char *)dst + off, o->via.bin.ptr, n);
+        else if (rc == CUDA_SUCCESS)
+            rc = transport("cuMemcpyDtoH", RGPU_EPROTO);
+        rgpu_reply_free(&reply);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+        off += n;
+    } while (off < count);
+    return CUDA_SUCCESS;
+}
+
+#undef cuMemcpyHtoD
+RGPU_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+    return htod(dstDevice, srcHost, ByteCount, NULL);
+}
+
+#undef cuMemcpyHtoDAsync
+RGPU_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
+                                          size_t ByteCount, CUstream hStream)
+{
+    return htod(dstDevice, srcHost, ByteCount, hStream);
+}
+
+#undef cuMemcpyDtoH
+RGPU_EXPORT CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    return dtoh(dstHost, srcDevice, ByteCount, NULL);
+}
+
+#undef cuMemcpyDtoHAsync
+RGPU_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                          CUstream hStream)
+{
+    return dtoh(dstHost, srcDevice, ByteCount, hStream);
+}
+
+/* ---- modules -------------------------------------------------------------------------- */
+
+#define FATBIN_WRAPPER_MAGIC 0x466243b1u
+#define FATBIN_MAGIC 0xba55ed50u
+
+struct fatbin_header {
+    uint32_t magic;
+    uint16_t version, header_size;
+    uint64_t fat_size;
+};
+
+/* The size of a module image, read from its own headers: fatbin, cubin
+ * (ELF) or PTX text.  0 when it is none of those. */
+static size_t image_size(const void **image)
+{
+    const unsigned char *p = *image;
+    uint32_t magic;
+    memcpy(&magic, p, sizeof magic);
+    if (magic == FATBIN_WRAPPER_MAGIC) {
+        const void *const *data = (const void *const *)(p + 8);
+        *image = *data;
+        return image_size(image);
+    }
+    if (magic == FATBIN_MAGIC) {
+        size_t total = 0;
+        for (;;) {
+            const struct fatbin_header *h = (const void *)(p + total);
+            if (h->magic != FATBIN_MAGIC)
+                return total;
+            total += h->header_size + h->fat_size;
+        }
+    }
+    if (memcmp(p, ELFMAG, SELFMAG) == 0 && p[EI_CLASS] == ELFCLASS64) {
+        const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
+        size_t end = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+        size_t ph = eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize;
+        return end > ph ? end : ph;
+    }
+    return strlen((const char *)p) + 1;     /* PTX */
+}
+
+static CUresult load_image(const char *proc, uint64_t *handle, const void *image)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!handle || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t size = image_size(&image);
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", proc), 0);
+    msgpack_pack_array(&req.pk, 1);
+    rgpu_req_payload(&req, image, size);
+    int rc = exchange(proc, &req, &reply);
+    if (rc >= 0)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == CUDA_SUCCESS)
+        *handle = out_u64(&reply, 0);
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+RGPU_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    return load_image(RGPU_H_CU_MODULE_LOAD, (uint64_t *)module, image);
+}
+
+RGPU_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
+                                        unsigned int numOptions, CUjit_option *options,
+                                        void **optionValues)
+{
+    /* JIT options only tune PTX compilation or ask for logs; the logs
+     * would be server buffers, so they are not filled. */
+    (void)numOptions; (void)options; (void)optionValues;
+    return load_image(RGPU_H_CU_MODULE_LOAD, (uint64_t *)module, image);
+}
+
+RGPU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
+                                       CUjit_option *jitOptions, void **jitOptionsValues,
+                                       unsigned int numJitOptions,
+                                       CUlibraryOption *libraryOptions,
+                                       void **libraryOptionValues,
+                                       unsigned int numLibraryOptions)
+{
+    (void)jitOptions; (void)jitOptionsValues; (void)numJitOptions;
+    (void)libraryOptions; (void)libraryOptionValues;
+    if (numLibraryOptions) {
+        static int logged;
+        return rgpu_refused(LIB, "cuLibraryLoadData with library options",
+                            "library options: not remoted yet", &logged);
+    }
+    return load_image(RGPU_H_CU_LIBRARY_LOAD, (uint64_t *)library, code);
+}
+
+/* ---- launches ------------------------------------------------------------------------ */
+
+struct layout {
+    uint64_t func;
+    unsigned nparams;
+    uint32_t *offset, *size;
+    size_t bytes;
+    struct layout *next;
+};
+
+static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct layout *layouts;
+
+static struct layout *layout_parse(uint64_t func, const msgpack_object *arr)
+{
+    if (arr->type != MSGPACK_OBJECT_ARRAY)
+        return NULL;
+    struct layout *l = calloc(1, sizeof *l);
+    unsigned n = arr->via.array.size;
+    if (!l || !(l->offset = calloc(n + 1, 4)) || !(l->size = calloc(n + 1, 4)))
+        return NULL;
+    l->func = func;
+    for (unsigned i = 0; i < n; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
+            e->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+            e->via.array.ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return NULL;
+        l->offset[i] = (uint32_t)e->via.array.ptr[0].via.u64;
+        l->size[i] = (uint32_t)e->via.array.ptr[1].via.u64;
+        if (l->offset[i] + l->size[i] > l->bytes)
+            l->bytes = l->offset[i] + l->size[i];
+    }
+    l->nparams = n;
+    return l;
+}
+
+/* A function's parameter layout, asked from the server once and cached. */
+static CUresult layout_of(CUfunction f, struct layout **out)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    uint64_t func = (uint64_t)(uintptr_t)f;
+    struct layout *l;
+
+    pthread_mutex_lock(&layout_lock);
+    for (l = layouts; l && l->func != func; l = l->next)
+        ;
+    pthread_mutex_unlock(&layout_lock);
+    if (l) {
+        *out = l;
+        return CUDA_SUCCESS;
+    }
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_PARAM_LAYOUT), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, func);
+    int rc = exchange("cuLaunchKernel", &req, &reply);
+    if (rc >= 0)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == CUDA_SUCCESS) {
+        l = reply.outs.type == MSGPACK_OBJECT_ARRAY && reply.outs.via.array.size == 1
+                ? layout_parse(func, &reply.outs.via.array.ptr[0]) : NULL;
+        if (!l) {
+            rc = transport("cuLaunchKernel", RGPU_EPROTO);
+        } else {
+            pthread_mutex_lock(&layout_lock);
+            l->next = layouts;
+            layouts = l;
+            pthread_mutex_unlock(&layout_lock);
+            *out = l;
+        }
+    }
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+/* Kernel arguments as one buffer: either packed by the caller (`extra`) or
+ * from kernelParams by the layout. */
+static CUresult pack_params(CUfunction f, void **kernelParams, void **extra,
+                            const void **buf, size_t *len, unsigned char **owned)
+{
+    *owned = NULL;
+    if (extra) {
+        const void *p = NULL;
+        size_t n = 0;
+        for (unsigned i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+                p = extra[i + 1];
+            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+                n = *(const size_t *)extra[i + 1];
+            else
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+        *buf = p;
+        *len = n;
+        return p || !n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    struct layout *l = NULL;
+    CUresult rc = layout_of(f, &l);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    unsigned char *b = calloc(1, l->bytes ? l->bytes : 1);
+    if (!b)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (unsigned i = 0; i < l->nparams; i++) {
+        if (!kernelParams) {
+            free(b);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        memcpy(b + l->offset[i], kernelParams[i], l->size[i]);
+    }
+    *buf = b;
+    *len = l->bytes;
+    *owned = b;
+    return CUDA_SUCCESS;
+}
+
+static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, unsigned shmem, CUstream stream,
+                       void **kernelParams, void **extra)
+{
+    struct rgpu_req req;
+    const void *buf;
+    size_t len;
+    unsigned char *owned;
+
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (kernelParams && extra)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = pack_params(f, kernelParams, extra, &buf, &len, &owned);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LAUNCH), RGPU_CALL_NOREPLY);
+    msgpack_pack_array(&req.pk, 11);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)f);
+    msgpack_pack_uint32(&req.pk, gx);
+    msgpack_pack_uint32(&req.pk, gy);
+    msgpack_pack_uint32(&req.pk, gz);
+    msgpack_pack_uint32(&req.pk, bx);
+    msgpack_pack_uint32(&req.pk, by);
+    msgpack_pack_uint32(&req.pk, bz);
+    msgpack_pack_uint32(&req.pk, shmem);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
+    msgpack_pack_uint32(&req.pk, extra ? 1 : 0);
+    rgpu_req_payload(&req, buf, len);
+    int t = rgpu_req_send(&req, NULL);
+    free(owned);
+    return t == RGPU_OK ? CUDA_SUCCESS : transport("cuLaunchKernel", t);
+}
+
+RGPU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                    unsigned int gridDimZ, unsigned int blockDimX,
+                                    unsigned int blockDimY, unsigned int blockDimZ,
+                                    unsigned int sharedMemBytes, CUstream hStream,
+                                    void **kernelParams, void **extra)
+{
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                  sharedMemBytes, hStream, kernelParams, extra);
+}
+
+RGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                         unsigned int gridDimY, unsigned int gridDimZ,
+                                         unsigned int blockDimX, unsigned int blockDimY,
+                                         unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                         CUstream hStream, void **kernelParams, void **extra)
+{
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                  sharedMemBytes, hStream ? hStream : CU_STREAM_PER_THREAD, kernelParams,
+                  extra);
+}

@@ -1,0 +1,626 @@
+/* Hand-written parts of libcudart: everything codegen/cudart.ann marks
+ * `hand`, `client` or `local`.  Server side: daemon/hand_cudart.c. */
+#include "rgpu_client.h"
+#include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
+#include "client_ranges.h"
+#include "cudart_procs.h"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIB (&rgpu_cudart_lib)
+#define RESULT(e) rgpu_runtime_result(e)
+
+/* ---- registration: what nvcc's generated constructors tell us ------------- */
+
+#define FATBIN_WRAPPER_MAGIC 0x466243b1u
+#define FATBIN_MAGIC 0xba55ed50u
+
+struct fatbin_wrapper {
+    uint32_t magic, version;
+    const void *data;
+    const void *filename_or_fatbins;
+};
+
+struct fatbin_header {
+    uint32_t magic;
+    uint16_t version, header_size;
+    uint64_t fat_size;
+};
+
+struct module {
+    const void *image;
+    size_t image_size;
+    uint64_t library;           /* server handle once loaded, else 0 */
+    pthread_mutex_t lock;
+};
+
+struct kernel {
+    struct module *mod;
+    const void *host_fn;        /* the host stub nvcc generated */
+    char *name;                 /* mangled device name */
+    uint64_t handle;            /* server cudaKernel_t once resolved */
+    unsigned nparams;
+    uint32_t *offset, *size;
+    size_t param_bytes;
+    struct kernel *next;
+};
+
+struct var {
+    struct module *mod;
+    const void *host_var;
+    char *name;
+    size_t size;
+    struct var *next;
+};
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kernel *kernels;
+static struct var *vars;
+
+/* A fatbin's size: one or more containers back to back. */
+static size_t fatbin_size(const void *data)
+{
+    const unsigned char *p = data;
+    size_t total = 0;
+    for (;;) {
+        const struct fatbin_header *h = (const void *)(p + total);
+        if (h->magic != FATBIN_MAGIC)
+            break;
+        total += h->header_size + h->fat_size;
+    }
+    return total;
+}
+
+RGPU_EXPORT void **__cudaRegisterFatBinary(void *fatCubin)
+{
+    const struct fatbin_wrapper *w = fatCubin;
+    struct module *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    pthread_mutex_init(&m->lock, NULL);
+    if (w && w->magic == FATBIN_WRAPPER_MAGIC) {
+        m->image = w->data;
+        m->image_size = fatbin_size(w->data);
+    }
+    /* Nothing travels now: a process like PyTorch registers thousands of
+     * fatbins and uses few (BRIEF 4.3). */
+    return (void **)m;
+}
+
+RGPU_EXPORT void __cudaRegisterFatBinaryEnd(void **handle)
+{
+    (void)handle;
+}
+
+RGPU_EXPORT void __cudaUnregisterFatBinary(void **handle)
+{
+    /* Kernels may still be referenced by function pointers during process
+     * exit; the server frees the module when the session ends. */
+    (void)handle;
+}
+
+RGPU_EXPORT void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
+                                        const char *deviceName, int thread_limit, void *tid,
+                                        void *bid, void *bDim, void *gDim, int *wSize)
+{
+    (void)deviceName; (void)thread_limit; (void)tid; (void)bid; (void)bDim; (void)gDim;
+    (void)wSize;
+    struct kernel *k = calloc(1, sizeof *k);
+    if (!k)
+        return;
+    k->mod = (struct module *)handle;
+    k->host_fn = hostFun;
+    k->name = strdup(deviceFun);
+    pthread_mutex_lock(&reg_lock);
+    k->next = kernels;
+    kernels = k;
+    pthread_mutex_unlock(&reg_lock);
+}
+
+RGPU_EXPORT void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress,
+                                   const char *deviceName, int ext, size_t size, int constant,
+                                   int global)
+{
+    (void)deviceName; (void)ext; (void)constant; (void)global;
+    struct var *v = calloc(1, sizeof *v);
+    if (!v)
+        return;
+    v->mod = (struct module *)handle;
+    v->host_var = hostVar;
+    v->name = strdup(deviceAddress);
+    v->size = size;
+    pthread_mutex_lock(&reg_lock);
+    v->next = vars;
+    vars = v;
+    pthread_mutex_unlock(&reg_lock);
+}
+
+RGPU_EXPORT void __cudaRegisterManagedVar(void **handle, void **hostVarPtrAddress,
+                                          char *deviceAddress, const char *deviceName, int ext,
+                                          size_t size, int constant, int global)
+{
+    (void)handle; (void)hostVarPtrAddress; (void)deviceName; (void)ext; (void)size;
+    (void)constant; (void)global;
+    rgpu_warn("managed variable %s is not supported by rgpu", deviceAddress);
+}
+
+RGPU_EXPORT void __cudaRegisterHostVar(void **handle, const char *deviceName, char *hostVar,
+                                       size_t size)
+{
+    (void)handle; (void)deviceName; (void)hostVar; (void)size;
+}
+
+RGPU_EXPORT void __cudaRegisterUnifiedTable(void **handle, void *table)
+{
+    (void)handle; (void)table;
+}
+
+RGPU_EXPORT char __cudaInitModule(void **handle)
+{
+    (void)handle;
+    return 1;
+}
+
+static struct kernel *kernel_by_host_fn(const void *fn)
+{
+    struct kernel *k;
+    pthread_mutex_lock(&reg_lock);
+    for (k = kernels; k && k->host_fn != fn && (const void *)k != fn; k = k->next)
+        ;
+    pthread_mutex_unlock(&reg_lock);
+    return k;
+}
+
+static struct var *var_by_host(const void *host)
+{
+    struct var *v;
+    pthread_mutex_lock(&reg_lock);
+    for (v = vars; v && v->host_var != host; v = v->next)
+        ;
+    pthread_mutex_unlock(&reg_lock);
+    return v;
+}
+
+/* ---- modules reach the server on first use -------------------------------- */
+
+static int call_simple(const char *proc, struct rgpu_req *req, struct rgpu_reply *reply)
+{
+    int rc = rgpu_req_send(req, reply);
+    if (rc != RGPU_OK)
+        return rgpu_transport_status(LIB, proc, rc);
+    if (reply->transport != RGPU_OK) {
+        rc = reply->transport;
+        rgpu_reply_free(reply);
+        return rgpu_transport_status(LIB, proc, rc);
+    }
+    return -1;  /* go on reading the reply */
+}
+
+static uint64_t out_u64(const struct rgpu_reply *r, unsigned i)
+{
+    if (r->outs.type != MSGPACK_OBJECT_ARRAY || i >= r->outs.via.array.size ||
+        r->outs.via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return 0;
+    return r->outs.via.array.ptr[i].via.u64;
+}
+
+static int module_load(struct module *m)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    int rc = cudaSuccess;
+
+    pthread_mutex_lock(&m->lock);
+    if (m->library)
+        goto out;
+    if (!m->image || !m->image_size) {
+        rc = cudaErrorInvalidKernelImage;
+        goto out;
+    }
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_LIB_LOAD), 0);
+    msgpack_pack_array(&req.pk, 1);
+    rgpu_req_payload(&req, m->image, m->image_size);
+    rc = call_simple(RGPU_H_LIB_LOAD, &req, &reply);
+    if (rc >= 0)
+        goto out;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == cudaSuccess)
+        m->library = out_u64(&reply, 0);
+    rgpu_reply_free(&reply);
+out:
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+static int read_layout(struct kernel *k, const msgpack_object *arr)
+{
+    if (arr->type != MSGPACK_OBJECT_ARRAY)
+        return -1;
+    unsigned n = arr->via.array.size;
+    k->offset = calloc(n + 1, sizeof *k->offset);
+    k->size = calloc(n + 1, sizeof *k->size);
+    if (!k->offset || !k->size)
+        return -1;
+    k->param_bytes = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
+            e->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+            e->via.array.ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return -1;
+        k->offset[i] = (uint32_t)e->via.array.ptr[0].via.u64;
+        k->size[i] = (uint32_t)e->via.array.ptr[1].via.u64;
+        if (k->offset[i] + k->size[i] > k->param_bytes)
+            k->param_bytes = k->offset[i] + k->size[i];
+    }
+    k->nparams = n;
+    return 0;
+}
+
+/* Load the module, resolve the kernel and learn its parameter layout, once. */
+static int kernel_resolve(struct kernel *k)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    int rc;
+
+    if (__atomic_load_n(&k->handle, __ATOMIC_ACQUIRE))
+        return cudaSuccess;
+    rc = module_load(k->mod);
+    if (rc != cudaSuccess)
+        return rc;
+    pthread_mutex_lock(&k->mod->lock);
+    if (k->handle) {
+        pthread_mutex_unlock(&k->mod->lock);
+        return cudaSuccess;
+    }
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_KERNEL_GET), 0);
+    msgpack_pack_array(&req.pk, 2);
+    msgpack_pack_uint64(&req.pk, k->mod->library);
+    msgpack_pack_str_with_body(&req.pk, k->name, strlen(k->name));
+    rc = call_simple(RGPU_H_KERNEL_GET, &req, &reply);
+    if (rc < 0) {
+        rc = rgpu_reply_status(LIB, &reply);
+        if (rc == cudaSuccess) {
+            if (reply.outs.type != MSGPACK_OBJECT_ARRAY || reply.outs.via.array.size != 2 ||
+                read_layout(k, &reply.outs.via.array.ptr[1]) < 0)
+                rc = RESULT(cudaErrorInvalidDeviceFunction);
+            else
+                __atomic_store_n(&k->handle, out_u64(&reply, 0), __ATOMIC_RELEASE);
+        }
+        rgpu_reply_free(&reply);
+    }
+    pthread_mutex_unlock(&k->mod->lock);
+    return rc;
+}
+
+/* ---- launch ---------------------------------------------------------------- */
+
+struct launch_config {
+    dim3 grid, block;
+    size_t shmem;
+    cudaStream_t stream;
+};
+
+static _Thread_local struct launch_config config_stack[16];
+static _Thread_local int config_depth;
+
+RGPU_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                                 struct CUstream_st *stream)
+{
+    if (config_depth == 16)
+        return 1;
+    config_stack[config_depth++] = (struct launch_config){ gridDim, blockDim, sharedMem, stream };
+    return 0;
+}
+
+RGPU_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim,
+                                                   size_t *sharedMem, void *stream)
+{
+    if (config_depth == 0)
+        return cudaErrorMissingConfiguration;
+    struct launch_config *c = &config_stack[--config_depth];
+    *gridDim = c->grid;
+    *blockDim = c->block;
+    *sharedMem = c->shmem;
+    *(cudaStream_t *)stream = c->stream;
+    return cudaSuccess;
+}
+
+/* The device's launch limits, asked once: a bad configuration must fail at
+ * the launch, as on a GPU, even though the launch itself does not wait. */
+static struct cudaDeviceProp limits;
+static pthread_once_t limits_once = PTHREAD_ONCE_INIT;
+
+static void fetch_limits(void)
+{
+    int saved = rgpu_last_error(0);
+    if (cudaGetDeviceProperties(&limits, 0) != cudaSuccess) {
+        limits.maxThreadsPerBlock = 1024;
+        limits.maxThreadsDim[0] = limits.maxThreadsDim[1] = 1024;
+        limits.maxThreadsDim[2] = 64;
+        limits.maxGridSize[0] = 0x7fffffff;
+        limits.maxGridSize[1] = limits.maxGridSize[2] = 65535;
+    }
+    rgpu_last_error(1);
+    rgpu_runtime_result(saved);
+}
+
+static int config_valid(dim3 grid, dim3 block)
+{
+    pthread_once(&limits_once, fetch_limits);
+    uint64_t threads = (uint64_t)block.x * block.y * block.z;
+    return grid.x && grid.y && grid.z && threads &&
+           threads <= (uint64_t)limits.maxThreadsPerBlock &&
+           block.x <= (unsigned)limits.maxThreadsDim[0] &&
+           block.y <= (unsigned)limits.maxThreadsDim[1] &&
+           block.z <= (unsigned)limits.maxThreadsDim[2] &&
+           grid.x <= (unsigned)limits.maxGridSize[0] && grid.y <= (unsigned)limits.maxGridSize[1] &&
+           grid.z <= (unsigned)limits.maxGridSize[2];
+}
+
+static cudaError_t launch(struct kernel *k, dim3 grid, dim3 block, void **args, size_t shmem,
+                          cudaStream_t stream)
+{
+    struct rgpu_req req;
+    unsigned char small[4096];
+    int rc;
+
+    if (!k)
+        return RESULT(cudaErrorInvalidDeviceFunction);
+    if (!config_valid(grid, block))
+        return RESULT(cudaErrorInvalidConfiguration);
+    rc = kernel_resolve(k);
+    if (rc != cudaSuccess)
+        return rc;
+    unsigned char *params = k->param_bytes <= sizeof small ? small : malloc(k->param_bytes);
+    if (!params)
+        return RESULT(cudaErrorMemoryAllocation);
+    memset(params, 0, k->param_bytes);
+    for (unsigned i = 0; i < k->nparams; i++)
+        memcpy(params + k->offset[i], args[i], k->size[i]);
+
+    /* A launch only enqueues work: it does not wait for the server. */
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_LAUNCH), RGPU_CALL_NOREPLY);
+    msgpack_pack_array(&req.pk, 10);
+    msgpack_pack_uint64(&req.pk, k->handle);
+    msgpack_pack_uint32(&req.pk, grid.x);
+    msgpack_pack_uint32(&req.pk, grid.y);
+    msgpack_pack_uint32(&req.pk, grid.z);
+    msgpack_pack_uint32(&req.pk, block.x);
+    msgpack_pack_uint32(&req.pk, block.y);
+    msgpack_pack_uint32(&req.pk, block.z);
+    msgpack_pack_uint64(&req.pk, shmem);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
+    rgpu_req_payload(&req, params, k->param_bytes);
+    rc = rgpu_req_send(&req, NULL);
+    if (params != small)
+        free(params);
+    return rc == RGPU_OK ? cudaSuccess : rgpu_transport_status(LIB, "kernel launch", rc);
+}
+
+RGPU_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *entry)
+{
+    struct kernel *k = kernel_by_host_fn(entry);
+    if (!k)
+        return RESULT(cudaErrorInvalidDeviceFunction);
+    /* The handle the program sees is our record; the server's stays ours. */
+    *kernel = (cudaKernel_t)k;
+    return cudaSuccess;
+}
+
+RGPU_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                           void **args, size_t sharedMem, cudaStream_t stream)
+{
+    return launch((struct kernel *)kernel, gridDim, blockDim, args, sharedMem, stream);
+}
+
+RGPU_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                                void **args, size_t sharedMem,
+                                                cudaStream_t stream)
+{
+    if (!stream)
+        stream = cudaStreamPerThread;
+    return launch((struct kernel *)kernel, gridDim, blockDim, args, sharedMem, stream);
+}
+
+#undef cudaLaunchKernel
+RGPU_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim,
+                                         void **args, size_t sharedMem, cudaStream_t stream)
+{
+    return launch(kernel_by_host_fn(func), gridDim, blockDim, args, sharedMem, stream);
+}
+
+RGPU_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
+                                              void **args, size_t sharedMem, cudaStream_t stream)
+{
+    if (!stream)
+        stream = cudaStreamPerThread;
+    return launch(kernel_by_host_fn(func), gridDim, blockDim, args, sharedMem, stream);
+}
+
+static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func, void **args,
+                             cudaStream_t default_stream)
+{
+    if (!config)
+        return RESULT(cudaErrorInvalidValue);
+    if (config->numAttrs) {
+        static int logged;
+        return rgpu_refused(LIB, "cudaLaunchKernelExC with launch attributes",
+                            "launch attributes: not remoted yet", &logged);
+    }
+    return launch(kernel_by_host_fn(func), config->gridDim, config->blockDim, args,
+                  config->dynamicSmemBytes, config->stream ? config->stream : default_stream);
+}
+
+#undef cudaLaunchKernelExC
+RGPU_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
+                                            void **args)
+{
+    return launch_ex(config, func, args, NULL);
+}
+
+RGPU_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config,
+                                                 const void *func, void **args)
+{
+    return launch_ex(config, func, args, cudaStreamPerThread);
+}
+
+RGPU_EXPORT cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr)
+{
+    return __cudaGetKernel(kernelPtr, entryFuncAddr);
+}
+
+RGPU_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr)
+{
+    (void)functionPtr; (void)symbolPtr;
+    static int logged;
+    return rgpu_refused(LIB, "cudaGetFuncBySymbol", "driver function handles of runtime kernels: not remoted yet", &logged);
+}
+
+RGPU_EXPORT cudaError_t __cudaGetProcAddress(void)
+{
+    static int logged;
+    return rgpu_refused(LIB, "__cudaGetProcAddress", "internal entry point", &logged);
+}
+
+RGPU_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    struct kernel *k = kernel_by_host_fn(func);
+    int rc;
+
+    if (!k || !attr)
+        return RESULT(!k ? cudaErrorInvalidDeviceFunction : cudaErrorInvalidValue);
+    if ((rc = kernel_resolve(k)) != cudaSuccess)
+        return rc;
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_FUNC_ATTRS), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, k->handle);
+    rc = call_simple(RGPU_H_FUNC_ATTRS, &req, &reply);
+    if (rc >= 0)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY && reply.outs.via.array.size
+                                  ? &reply.outs.via.array.ptr[0] : NULL;
+    if (rc == cudaSuccess && o && o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == sizeof *attr)
+        memcpy(attr, o->via.bin.ptr, sizeof *attr);
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+RGPU_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr,
+                                             int value)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    struct kernel *k = kernel_by_host_fn(func);
+    int rc;
+
+    if (!k)
+        return RESULT(cudaErrorInvalidDeviceFunction);
+    if ((rc = kernel_resolve(k)) != cudaSuccess)
+        return rc;
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_FUNC_SET_ATTR), 0);
+    msgpack_pack_array(&req.pk, 3);
+    msgpack_pack_uint64(&req.pk, k->handle);
+    msgpack_pack_uint64(&req.pk, (uint64_t)attr);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uint32_t)value);
+    rc = call_simple(RGPU_H_FUNC_SET_ATTR, &req, &reply);
+    if (rc >= 0)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+RGPU_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache cacheConfig)
+{
+    (void)cacheConfig;
+    /* A hint the hardware may ignore; Hopper has no separate L1 split. */
+    return kernel_by_host_fn(func) ? cudaSuccess : RESULT(cudaErrorInvalidDeviceFunction);
+}
+
+RGPU_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex,
+                                             size_t *paramOffset, size_t *paramSize)
+{
+    struct kernel *k = kernel_by_host_fn(func);
+    int rc;
+    if (!k)
+        return RESULT(cudaErrorInvalidDeviceFunction);
+    if ((rc = kernel_resolve(k)) != cudaSuccess)
+        return rc;
+    if (paramIndex >= k->nparams)
+        return RESULT(cudaErrorInvalidValue);
+    if (paramOffset)
+        *paramOffset = k->offset[paramIndex];
+    if (paramSize)
+        *paramSize = k->size[paramIndex];
+    return cudaSuccess;
+}
+
+static cudaError_t occupancy_refused(const char *name)
+{
+    static int logged;
+    return rgpu_refused(LIB, name, "occupancy of runtime kernels: not remoted yet", &logged);
+}
+
+RGPU_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks,
+                                                                      const void *func,
+                                                                      int blockSize,
+                                                                      size_t dynamicSMemSize)
+{
+    (void)numBlocks; (void)func; (void)blockSize; (void)dynamicSMemSize;
+    return occupancy_refused("cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+}
+
+RGPU_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags)
+{
+    (void)numBlocks; (void)func; (void)blockSize; (void)dynamicSMemSize; (void)flags;
+    return occupancy_refused("cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
+}
+
+RGPU_EXPORT cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize,
+                                                                  const void *func,
+                                                                  int numBlocks, int blockSize)
+{
+    (void)dynamicSmemSize; (void)func; (void)numBlocks; (void)blockSize;
+    return occupancy_refused("cudaOccupancyAvailableDynamicSMemPerBlock");
+}
+
+/* ---- __device__ variables ------------------------------------------------------ */
+
+/* The device address and size of a registered variable (internal to the
+ * runtime stub; used by the symbol copies). */
+int rgpu_cudart_symbol(const void *symbol, uint64_t *dev, size_t *size);
+int rgpu_cudart_symbol(const void *symbol, uint64_t *dev, size_t *size)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    struct var *v = var_by_host(symbol);
+    int rc;
+
+    if (!v)
+        return RESULT(cudaErrorInvalidSymbol);
+    if ((rc = module_load(v->mod)) != cudaSuccess)
+        return rc;
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GLOBAL_GET), 0);
+    msgpack_pack_array(&req.pk, 2);
+    msgpack_pack_uint64(&req.pk, v->mod->library);
+    msgpack_pack_str_with_body(&req.pk, v->name, strlen(v->name));
+    rc = call_simple(RGPU_H_GLOBAL_GET, &req, &reply);
+    if (rc >= 0)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    *dev = out_u64(&reply, 0);
+    *size = (size_t)out_u64(&reply, 1);
+    rgpu_reply_free(&reply);
+    return rc;
+}

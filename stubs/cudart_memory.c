@@ -1,0 +1,434 @@
+/* Hand-written memory calls of libcudart: allocations (tracked, so that
+ * cudaMemcpyDefault can tell device from host), copies that move host bytes
+ * with the call, pinned host memory (client memory: pinning is the
+ * server's business when the bytes arrive), and symbols. */
+#include "rgpu_client.h"
+#include "rgpu_hand_procs.h"
+#include "client_ranges.h"
+#include "cudart_procs.h"
+
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIB (&rgpu_cudart_lib)
+#define RESULT(e) rgpu_runtime_result(e)
+
+/* ---- allocations ------------------------------------------------------------ */
+
+#undef cudaMalloc
+RGPU_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
+{
+    const void *argv[] = { &devPtr, &size };
+    if (!devPtr)
+        return RESULT(cudaErrorInvalidValue);
+    int rc = rgpu_call(LIB, RGPU_CUDART_cudaMalloc, argv);
+    if (rc == cudaSuccess && *devPtr)
+        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, size);
+    return rc;
+}
+
+#undef cudaMallocPitch
+RGPU_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
+{
+    const void *argv[] = { &devPtr, &pitch, &width, &height };
+    if (!devPtr || !pitch)
+        return RESULT(cudaErrorInvalidValue);
+    int rc = rgpu_call(LIB, RGPU_CUDART_cudaMallocPitch, argv);
+    if (rc == cudaSuccess && *devPtr)
+        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, *pitch * height);
+    return rc;
+}
+
+static cudaError_t malloc_async(const struct rgpu_proc *proc, void **devPtr, size_t size,
+                                cudaStream_t stream)
+{
+    const void *argv[] = { &devPtr, &size, &stream };
+    if (!devPtr)
+        return RESULT(cudaErrorInvalidValue);
+    int rc = rgpu_call(LIB, proc, argv);
+    if (rc == cudaSuccess && *devPtr)
+        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, size);
+    return rc;
+}
+
+#undef cudaMallocAsync
+RGPU_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream)
+{
+    return malloc_async(RGPU_CUDART_cudaMallocAsync, devPtr, size, stream);
+}
+
+RGPU_EXPORT cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t stream)
+{
+    return malloc_async(RGPU_CUDART_cudaMallocAsync_ptsz, devPtr, size, stream);
+}
+
+#undef cudaFree
+RGPU_EXPORT cudaError_t cudaFree(void *devPtr)
+{
+    const void *argv[] = { &devPtr };
+    int rc = rgpu_call(LIB, RGPU_CUDART_cudaFree, argv);
+    if (rc == cudaSuccess && devPtr)
+        rgpu_ranges_remove((uint64_t)(uintptr_t)devPtr);
+    return rc;
+}
+
+static cudaError_t free_async(const struct rgpu_proc *proc, void *devPtr, cudaStream_t stream)
+{
+    const void *argv[] = { &devPtr, &stream };
+    int rc = rgpu_call(LIB, proc, argv);
+    if (rc == cudaSuccess && devPtr)
+        rgpu_ranges_remove((uint64_t)(uintptr_t)devPtr);
+    return rc;
+}
+
+#undef cudaFreeAsync
+RGPU_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream)
+{
+    return free_async(RGPU_CUDART_cudaFreeAsync, devPtr, stream);
+}
+
+RGPU_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream)
+{
+    return free_async(RGPU_CUDART_cudaFreeAsync_ptsz, devPtr, stream);
+}
+
+/* ---- pinned host memory: plain client memory --------------------------------- */
+
+RGPU_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+    if (!ptr)
+        return RESULT(cudaErrorInvalidValue);
+    /* Page-aligned like the real thing, so programs that rely on it work. */
+    if (posix_memalign(ptr, 4096, size ? size : 1) != 0)
+        return RESULT(cudaErrorMemoryAllocation);
+    return cudaSuccess;
+}
+
+RGPU_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+{
+    if (flags & cudaHostAllocMapped) {
+        static int logged;
+        return rgpu_refused(LIB, "cudaHostAlloc(cudaHostAllocMapped)",
+                            "mapped host memory lives on the client", &logged);
+    }
+    return cudaMallocHost(pHost, size);
+}
+
+RGPU_EXPORT cudaError_t cudaFreeHost(void *ptr)
+{
+    free(ptr);
+    return cudaSuccess;
+}
+
+RGPU_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+    (void)size;
+    if (!ptr)
+        return RESULT(cudaErrorInvalidValue);
+    if (flags & cudaHostRegisterMapped) {
+        static int logged;
+        return rgpu_refused(LIB, "cudaHostRegister(cudaHostRegisterMapped)",
+                            "mapped host memory lives on the client", &logged);
+    }
+    return cudaSuccess;
+}
+
+RGPU_EXPORT cudaError_t cudaHostUnregister(void *ptr)
+{
+    return ptr ? cudaSuccess : RESULT(cudaErrorInvalidValue);
+}
+
+RGPU_EXPORT cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost)
+{
+    (void)pHost;
+    if (!pFlags)
+        return RESULT(cudaErrorInvalidValue);
+    *pFlags = cudaHostAllocDefault;
+    return cudaSuccess;
+}
+
+RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
+                                                 const void *ptr)
+{
+    uint64_t base;
+    if (!attributes)
+        return RESULT(cudaErrorInvalidValue);
+    memset(attributes, 0, sizeof *attributes);
+    if (rgpu_ranges_find((uint64_t)(uintptr_t)ptr, &base, NULL)) {
+        attributes->type = cudaMemoryTypeDevice;
+        attributes->device = 0;     /* TODO: record the device per range */
+        attributes->devicePointer = (void *)ptr;
+    } else {
+        attributes->type = cudaMemoryTypeUnregistered;
+        attributes->device = -2;
+        attributes->hostPointer = (void *)ptr;
+    }
+    return cudaSuccess;
+}
+
+/* ---- copies --------------------------------------------------------------------- */
+
+static int is_device(const void *p)
+{
+    return rgpu_ranges_find((uint64_t)(uintptr_t)p, NULL, NULL);
+}
+
+/* cudaMemcpyDefault: decide from the pointers, as unified addressing does. */
+static enum cudaMemcpyKind resolve_kind(void *dst, const void *src, enum cudaMemcpyKind kind)
+{
+    if (kind != cudaMemcpyDefault)
+        return kind;
+    int d = is_device(dst), s = is_device(src);
+    return d ? (s ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+             : (s ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+}
+
+static int finish(const char *what, struct rgpu_req *req, struct rgpu_reply *reply)
+{
+    int rc = rgpu_req_send(req, reply);
+    if (rc != RGPU_OK)
+        return rgpu_transport_status(LIB, what, rc);
+    if (reply->transport != RGPU_OK) {
+        rc = reply->transport;
+        rgpu_reply_free(reply);
+        return rgpu_transport_status(LIB, what, rc);
+    }
+    return -1;
+}
+
+static cudaError_t htod(void *dst, const void *src, size_t count, cudaStream_t stream)
+{
+    int rc = cudaSuccess;
+    /* Chunks go without waiting, except the last, whose reply carries any
+     * deferred failure of the others: cudaMemcpy returns only once the
+     * bytes have landed. */
+    for (size_t off = 0; off < count || (count == 0 && off == 0);) {
+        size_t n = count - off < RGPU_COPY_CHUNK ? count - off : RGPU_COPY_CHUNK;
+        int last = off + n >= count;
+        struct rgpu_req req;
+        struct rgpu_reply reply;
+        rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_HTOD), last ? 0 : RGPU_CALL_NOREPLY);
+        msgpack_pack_array(&req.pk, 3);
+        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)dst + off);
+        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
+        rgpu_req_payload(&req, (const char *)src + off, n);
+        if (!last) {
+            int t = rgpu_req_send(&req, NULL);
+            if (t != RGPU_OK)
+                return rgpu_transport_status(LIB, "cudaMemcpy", t);
+        } else {
+            rc = finish("cudaMemcpy", &req, &reply);
+            if (rc >= 0)
+                return rc;
+            rc = rgpu_reply_status(LIB, &reply);
+            rgpu_reply_free(&reply);
+        }
+        off += n;
+        if (count == 0)
+            break;
+    }
+    return rc;
+}
+
+static cudaError_t dtoh(void *dst, const void *src, size_t count, cudaStream_t stream)
+{
+    int rc = cudaSuccess;
+    for (size_t off = 0; off < count || (count == 0 && off == 0);) {
+        size_t n = count - off < RGPU_COPY_CHUNK ? count - off : RGPU_COPY_CHUNK;
+        struct rgpu_req req;
+        struct rgpu_reply reply;
+        rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOH), 0);
+        msgpack_pack_array(&req.pk, 3);
+        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)src + off);
+        msgpack_pack_uint64(&req.pk, n);
+        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
+        rc = finish("cudaMemcpy", &req, &reply);
+        if (rc >= 0)
+            return rc;
+        rc = rgpu_reply_status(LIB, &reply);
+        const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY &&
+                                          reply.outs.via.array.size == 1
+                                      ? &reply.outs.via.array.ptr[0] : NULL;
+        if (rc == cudaSuccess && o && o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == n)
+            memcpy((char *)dst + off, o->via.bin.ptr, n);
+        else if (rc == cudaSuccess)
+            rc = rgpu_transport_status(LIB, "cudaMemcpy", RGPU_EPROTO);
+        rgpu_reply_free(&reply);
+        if (rc != cudaSuccess)
+            return rc;
+        off += n;
+        if (count == 0)
+            break;
+    }
+    return rc;
+}
+
+static cudaError_t dtod(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                        cudaStream_t stream, int async)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOD), 0);
+    msgpack_pack_array(&req.pk, 6);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)dst);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)src);
+    msgpack_pack_uint64(&req.pk, count);
+    msgpack_pack_uint64(&req.pk, (uint64_t)kind);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
+    msgpack_pack_uint64(&req.pk, (uint64_t)async);
+    int rc = finish("cudaMemcpy", &req, &reply);
+    if (rc >= 0)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                              cudaStream_t stream, int async)
+{
+    if ((unsigned)kind > cudaMemcpyDefault)
+        return RESULT(cudaErrorInvalidMemcpyDirection);
+    if (count == 0)
+        return cudaSuccess;
+    switch (resolve_kind(dst, src, kind)) {
+    case cudaMemcpyHostToHost:
+        memmove(dst, src, count);
+        return cudaSuccess;
+    case cudaMemcpyHostToDevice:
+        return htod(dst, src, count, stream);
+    case cudaMemcpyDeviceToHost:
+        return dtoh(dst, src, count, stream);
+    default:
+        return dtod(dst, src, count, kind, stream, async);
+    }
+}
+
+#undef cudaMemcpy
+RGPU_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
+                                   enum cudaMemcpyKind kind)
+{
+    return memcpy_any(dst, src, count, kind, NULL, 0);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
+                                        enum cudaMemcpyKind kind)
+{
+    return memcpy_any(dst, src, count, kind, cudaStreamPerThread, 0);
+}
+
+/* Host memory here is pageable as far as the GPU knows, so an async copy
+ * to or from the host completes before returning, as CUDA does for
+ * pageable memory; device-to-device stays asynchronous. */
+#undef cudaMemcpyAsync
+RGPU_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                                        enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return memcpy_any(dst, src, count, kind, stream, 1);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+                                             enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return memcpy_any(dst, src, count, kind, stream ? stream : cudaStreamPerThread, 1);
+}
+
+static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                            size_t width, size_t height, enum cudaMemcpyKind kind,
+                            cudaStream_t stream)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    int rc;
+
+    if (width > dpitch || width > spitch)
+        return RESULT(cudaErrorInvalidPitchValue);
+    if (width == 0 || height == 0)
+        return cudaSuccess;
+    if ((uint64_t)width * height > RGPU_FRAME_MAX - 4096)
+        return RESULT(cudaErrorInvalidValue);   /* TODO: split tall copies */
+    kind = resolve_kind(dst, src, kind);
+    if (kind == cudaMemcpyHostToHost) {
+        for (size_t r = 0; r < height; r++)
+            memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+        return cudaSuccess;
+    }
+    if (kind == cudaMemcpyDeviceToDevice) {
+        static int logged;
+        return rgpu_refused(LIB, "cudaMemcpy2D device to device", "not remoted yet", &logged);
+    }
+    if (kind == cudaMemcpyHostToDevice) {
+        char *rows = malloc(width * height);
+        if (!rows)
+            return RESULT(cudaErrorMemoryAllocation);
+        for (size_t r = 0; r < height; r++)
+            memcpy(rows + r * width, (const char *)src + r * spitch, width);
+        rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_HTOD_2D), 0);
+        msgpack_pack_array(&req.pk, 6);
+        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)dst);
+        msgpack_pack_uint64(&req.pk, dpitch);
+        msgpack_pack_uint64(&req.pk, width);
+        msgpack_pack_uint64(&req.pk, height);
+        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
+        rgpu_req_payload(&req, rows, width * height);
+        rc = finish("cudaMemcpy2D", &req, &reply);
+        free(rows);
+        if (rc >= 0)
+            return rc;
+        rc = rgpu_reply_status(LIB, &reply);
+        rgpu_reply_free(&reply);
+        return rc;
+    }
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOH_2D), 0);
+    msgpack_pack_array(&req.pk, 5);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)src);
+    msgpack_pack_uint64(&req.pk, spitch);
+    msgpack_pack_uint64(&req.pk, width);
+    msgpack_pack_uint64(&req.pk, height);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
+    rc = finish("cudaMemcpy2D", &req, &reply);
+    if (rc >= 0)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY &&
+                                      reply.outs.via.array.size == 1
+                                  ? &reply.outs.via.array.ptr[0] : NULL;
+    if (rc == cudaSuccess && o && o->type == MSGPACK_OBJECT_BIN &&
+        o->via.bin.size == width * height) {
+        for (size_t r = 0; r < height; r++)
+            memcpy((char *)dst + r * dpitch, (const char *)o->via.bin.ptr + r * width, width);
+    }
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+#undef cudaMemcpy2D
+RGPU_EXPORT cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                     size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+    return memcpy2d(dst, dpitch, src, spitch, width, height, kind, NULL);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src,
+                                          size_t spitch, size_t width, size_t height,
+                                          enum cudaMemcpyKind kind)
+{
+    return memcpy2d(dst, dpitch, src, spitch, width, height, kind, cudaStreamPerThread);
+}
+
+#undef cudaMemcpy2DAsync
+RGPU_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
+                                          size_t spitch, size_t width, size_t height,
+                                          enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return memcpy2d(dst, dpitch, src, spitch, width, height, kind, stream);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src,
+                                               size_t spitch, size_t width, size_t height,
+                                               enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return memcpy2d(dst, dpitch, src, spitch, width, height, kind,
+                    stream ? stream : cudaStreamPerThread);
+}

@@ -1,0 +1,312 @@
+#!/bin/bash
+# tests/gpu/run.sh [BUILD_DIR]   -- run on the GPU machine, from the repo root
+#
+# Runs every test program of BUILD_DIR/tests/progs twice, natively (the real
+# libcudart) and through rgpu (our stubs -> rgpud on 127.0.0.1 -> the real
+# libraries), and compares their stdout byte for byte; then runs rgpu-bench
+# both ways.  Writes $OUT/summary.txt and $OUT/logs.txt (OUT defaults to
+# /tmp/rgpu-gpu) and prints the summary.
+#
+# The build dir is carried from a development machine: the GPU machine has no
+# msgpack-c and no network, so nothing is rebuilt here (RGPU_REBUILD=1 tries
+# ninja anyway; if it fails, the carried binaries are used).
+#
+# Exit status: 0 whatever the tests did (the summary says); 2 when the build
+# dir or the daemon is missing or the daemon does not start.
+#
+# Tunables: RGPU_PROG_TIMEOUT (s, default 60), RGPU_BENCH_TIMEOUT (s, 240),
+# RGPU_BENCH_ARGS (e.g. --quick), CUDA_HOME (/usr/local/cuda).
+set -u
+
+BUILD_ARG=${1:-build}
+OUTDIR=${OUT:-/tmp/rgpu-gpu}
+CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
+PROG_TIMEOUT=${RGPU_PROG_TIMEOUT:-60}
+BENCH_TIMEOUT=${RGPU_BENCH_TIMEOUT:-240}
+BENCH_ARGS=${RGPU_BENCH_ARGS:-}
+
+SUMMARY=$OUTDIR/summary.txt
+LOGS=$OUTDIR/logs.txt
+WORK=$(mktemp -d /tmp/rgpu-gpu-work.XXXXXX)
+DAEMON_PID=
+PORT=
+
+die() {
+    echo "run.sh: $*" >&2
+    exit 2
+}
+
+# say LINE...: to the summary (written as we go, so that a run cut short
+# still leaves its results) and to stdout.
+say() {
+    printf '%s\n' "$*" | tee -a "$SUMMARY"
+}
+
+# log_file TITLE FILE: append at most 64 KiB of FILE to logs.txt.
+log_file() {
+    {
+        echo "===== $1"
+        if [ -s "$2" ]; then
+            head -c 65536 "$2"
+            [ "$(wc -c < "$2")" -gt 65536 ] && echo "... (cut at 64 KiB)"
+        else
+            echo "(empty)"
+        fi
+        echo
+    } >> "$LOGS"
+}
+
+# status_word RC: how a run ended, in one word.
+status_word() {
+    case $1 in
+        0) echo ok ;;
+        77) echo skip ;;
+        124) echo timeout ;;
+        137) echo killed ;;   # timeout's -k after the grace period
+        *) if [ "$1" -gt 128 ]; then echo "sig$(($1 - 128))"; else echo "exit$1"; fi ;;
+    esac
+}
+
+# --- the build dir ---------------------------------------------------------
+
+check_build() {
+    [ -d "$BUILD_ARG" ] || die "no build dir '$BUILD_ARG' (carry it to this machine)"
+    BUILD=$(cd "$BUILD_ARG" && pwd)
+    RGPUD=$BUILD/daemon/rgpud
+    STUBS=$BUILD/stubs
+    PROGS=$BUILD/tests/progs
+    BENCH=$BUILD/bench/rgpu-bench
+
+    if [ "${RGPU_REBUILD:-0}" = 1 ] && command -v ninja >/dev/null &&
+       [ -f "$BUILD/build.ninja" ]; then
+        # ld deletes its output when a link fails: keep copies of what we need.
+        cp -a "$BUILD/daemon" "$BUILD/stubs" "$WORK/" 2>/dev/null
+        if timeout 300 ninja -C "$BUILD" > "$WORK/ninja.log" 2>&1; then
+            say "build: rebuilt with ninja"
+        else
+            say "build: ninja failed (see logs.txt); using the carried binaries"
+            log_file "ninja -C $BUILD" "$WORK/ninja.log"
+            cp -an "$WORK/daemon/." "$BUILD/daemon/" 2>/dev/null
+            cp -an "$WORK/stubs/." "$BUILD/stubs/" 2>/dev/null
+        fi
+    else
+        say "build: carried $BUILD, not rebuilt"
+    fi
+    [ -x "$RGPUD" ] || die "no daemon at $RGPUD"
+    compgen -G "$STUBS/libcudart.so.*" >/dev/null || say "warning: no libcudart stub in $STUBS"
+}
+
+# --- the daemon ------------------------------------------------------------
+
+# tcp_port_state PORT STATE: true when a TCP socket has local port PORT and,
+# unless STATE is "any", that state (0A = listening).  Reads /proc rather than
+# connecting, which would start a session in rgpud.
+tcp_port_state() {
+    local hex f files=()
+    hex=$(printf '%04X' "$1")
+    for f in /proc/net/tcp /proc/net/tcp6; do [ -r "$f" ] && files+=("$f"); done
+    awk -v p=":$hex" -v s="$2" '
+        FNR > 1 && substr($2, length($2) - 4) == p && (s == "any" || $4 == s) { f = 1 }
+        END { exit !f }' "${files[@]}"
+}
+
+is_listening() { tcp_port_state "$1" 0A; }
+port_in_use() { tcp_port_state "$1" any; }
+
+# start_daemon: start rgpud on a free port, with the real NVIDIA libraries
+# (no --lib-dir); sets PORT and DAEMON_PID.  Retries on a new port if another
+# process took the port between our check and rgpud's bind.
+start_daemon() {
+    local try
+    for try in 1 2 3 4 5; do
+        PORT=$((20000 + RANDOM % 40000))
+        port_in_use "$PORT" && continue
+        echo "--- rgpud on 127.0.0.1:$PORT (try $try)" >> "$WORK/rgpud.log"
+        "$RGPUD" --foreground --listen "127.0.0.1:$PORT" >> "$WORK/rgpud.log" 2>&1 &
+        DAEMON_PID=$!
+        for _ in $(seq 100); do   # 10 s
+            if is_listening "$PORT"; then
+                say "rgpud: pid $DAEMON_PID listening on 127.0.0.1:$PORT"
+                return 0
+            fi
+            kill -0 "$DAEMON_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        stop_daemon
+    done
+    log_file "rgpud log" "$WORK/rgpud.log"
+    die "rgpud did not start listening (see $LOGS)"
+}
+
+stop_daemon() {
+    [ -n "$DAEMON_PID" ] || return 0
+    if kill -0 "$DAEMON_PID" 2>/dev/null; then
+        kill "$DAEMON_PID" 2>/dev/null
+        wait "$DAEMON_PID" 2>/dev/null
+    else
+        wait "$DAEMON_PID" 2>/dev/null
+        echo "--- rgpud had already exited, status $?" >> "$WORK/rgpud.log"
+    fi
+    DAEMON_PID=
+}
+
+# shellcheck disable=SC2317  # called through trap
+cleanup() {
+    stop_daemon
+    rm -rf "$WORK"
+}
+
+# --- running programs ------------------------------------------------------
+
+# cuda_libs_of PROG LD_LIBRARY_PATH: "soname path" for each CUDA library the
+# loader would pick for PROG ("not" as the path when it finds none).
+cuda_libs_of() {
+    LD_LIBRARY_PATH=$2 ldd "$1" 2>/dev/null |
+        awk '$1 ~ /^lib(cuda|cudart|cublas|cublasLt|cudnn)\.so/ && $2 == "=>" { print $1, $3 }'
+}
+
+# run_one MODE PROG TIMEOUT ARGS...: run PROG natively (MODE native) or
+# through rgpu (MODE rgpu); stdout to $WORK/NAME.MODE.out, stderr to .err;
+# prints the exit status.
+run_one() {
+    local mode=$1 prog=$2 limit=$3 name rc
+    shift 3
+    name=$(basename "$prog")
+    if [ "$mode" = native ]; then
+        # The real runtime first; nvcc links no rpath, so the loader would
+        # otherwise depend on ldconfig knowing /usr/local/cuda/lib64.
+        env -u RGPU_SERVER LD_LIBRARY_PATH="$CUDA_LIB" \
+            timeout -k 5 "$limit" "$prog" "$@" \
+            > "$WORK/$name.$mode.out" 2> "$WORK/$name.$mode.err" < /dev/null
+    else
+        env LD_LIBRARY_PATH="$STUBS" RGPU_SERVER="127.0.0.1:$PORT" \
+            timeout -k 5 "$limit" "$prog" "$@" \
+            > "$WORK/$name.$mode.out" 2> "$WORK/$name.$mode.err" < /dev/null
+    fi
+    rc=$?
+    echo "$rc"
+}
+
+# check_loader PROG: note in the summary each CUDA library that would not
+# load from where it should: natively the real one, through rgpu our stub.
+check_loader() {
+    local prog=$1 name soname path
+    name=$(basename "$prog")
+    while read -r soname path; do
+        case $path in "$STUBS"/*|not) say "warning: $name natively loads $soname from '$path'" ;; esac
+    done < <(cuda_libs_of "$prog" "$CUDA_LIB")
+    while read -r soname path; do
+        case $path in "$STUBS"/*) ;; *) say "warning: $name through rgpu loads $soname from '$path', not our stub" ;; esac
+    done < <(cuda_libs_of "$prog" "$STUBS")
+}
+
+run_progs() {
+    local prog name nrc rgrc same result
+    say ""
+    say "== test programs (timeout ${PROG_TIMEOUT}s each; identical = stdout byte for byte)"
+    printf '%-20s %-8s %-8s %-9s %s\n' program native rgpu identical result | tee -a "$SUMMARY"
+    for prog in "$PROGS"/*; do
+        if [ ! -f "$prog" ] || [ ! -x "$prog" ]; then continue; fi
+        name=$(basename "$prog")
+        check_loader "$prog"
+        nrc=$(run_one native "$prog" "$PROG_TIMEOUT")
+        rgrc=$(run_one rgpu "$prog" "$PROG_TIMEOUT")
+        if cmp -s "$WORK/$name.native.out" "$WORK/$name.rgpu.out"; then same=yes; else same=no; fi
+        if [ "$nrc" = 0 ] && [ "$rgrc" = 0 ] && [ $same = yes ]; then
+            result=PASS
+        elif [ "$nrc" = 77 ] && [ "$rgrc" = 77 ]; then
+            result=SKIP
+        else
+            result=FAIL
+            log_failure "$name"
+        fi
+        printf '%-20s %-8s %-8s %-9s %s\n' "$name" "$(status_word "$nrc")" \
+            "$(status_word "$rgrc")" "$same" "$result" | tee -a "$SUMMARY"
+    done
+}
+
+# log_failure NAME: both runs' output and their difference into logs.txt.
+log_failure() {
+    local m
+    for m in native rgpu; do
+        log_file "$1 ($m) stdout" "$WORK/$1.$m.out"
+        log_file "$1 ($m) stderr" "$WORK/$1.$m.err"
+    done
+    diff -u "$WORK/$1.native.out" "$WORK/$1.rgpu.out" > "$WORK/$1.diff"
+    log_file "$1 stdout diff, native -> rgpu" "$WORK/$1.diff"
+}
+
+# --- the benchmark ---------------------------------------------------------
+
+# metric_value FILE NAME: the value of one "name value unit" line.
+metric_value() {
+    awk -v m="$2" '$1 == m { print $2; exit }' "$1"
+}
+
+run_bench() {
+    local nrc rgrc m n r unit
+    say ""
+    if [ ! -x "$BENCH" ]; then
+        say "== bench: no $BENCH"
+        return
+    fi
+    # shellcheck disable=SC2086  # BENCH_ARGS is a word list
+    nrc=$(run_one native "$BENCH" "$BENCH_TIMEOUT" $BENCH_ARGS)
+    # shellcheck disable=SC2086
+    rgrc=$(run_one rgpu "$BENCH" "$BENCH_TIMEOUT" $BENCH_ARGS)
+    say "== bench ${BENCH_ARGS:-(full size)}: native $(status_word "$nrc"), rgpu $(status_word "$rgrc"); ratio = rgpu / native"
+    grep -h '^#' "$WORK/rgpu-bench.native.out" | head -n 1 | tee -a "$SUMMARY"
+    printf '%-20s %12s %12s %8s %s\n' metric native rgpu ratio unit | tee -a "$SUMMARY"
+    # Metric names in the order either run printed them (a failed run may
+    # have printed fewer).
+    for m in $(cat "$WORK/rgpu-bench.native.out" "$WORK/rgpu-bench.rgpu.out" |
+               awk '!/^#/ && NF == 3 && !seen[$1]++ { print $1 }'); do
+        n=$(metric_value "$WORK/rgpu-bench.native.out" "$m")
+        r=$(metric_value "$WORK/rgpu-bench.rgpu.out" "$m")
+        unit=$(cat "$WORK/rgpu-bench.native.out" "$WORK/rgpu-bench.rgpu.out" |
+               awk -v m="$m" '$1 == m { print $3; exit }')
+        awk -v m="$m" -v n="${n:--}" -v r="${r:--}" -v u="$unit" 'BEGIN {
+                ratio = (n != "-" && r != "-" && n + 0 != 0) ? sprintf("%.2f", r / n) : "-"
+                printf "%-20s %12s %12s %8s %s\n", m, n, r, ratio, u }' | tee -a "$SUMMARY"
+    done
+    [ "$nrc" = 0 ] || { log_file "bench (native) stdout" "$WORK/rgpu-bench.native.out"
+                        log_file "bench (native) stderr" "$WORK/rgpu-bench.native.err"; }
+    [ "$rgrc" = 0 ] || { log_file "bench (rgpu) stdout" "$WORK/rgpu-bench.rgpu.out"
+                         log_file "bench (rgpu) stderr" "$WORK/rgpu-bench.rgpu.err"; }
+}
+
+gpu_name() {
+    local g
+    g=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+    echo "${g:-unknown (nvidia-smi failed)}"
+}
+
+# --- main ------------------------------------------------------------------
+
+main() {
+    mkdir -p "$OUTDIR" || die "cannot create $OUTDIR"
+    : > "$SUMMARY"
+    : > "$LOGS"
+    trap cleanup EXIT
+    trap 'exit 2' INT TERM
+
+    say "rgpu GPU test, $(date -u '+%Y-%m-%d %H:%M:%SZ') on $(hostname)"
+    say "gpu: $(gpu_name)"
+    check_build
+    start_daemon
+    if [ -d "$PROGS" ]; then
+        run_progs
+    else
+        say "== no test programs in $PROGS"
+    fi
+    run_bench
+
+    kill -0 "$DAEMON_PID" 2>/dev/null || say "warning: rgpud died during the run"
+    stop_daemon
+    log_file "rgpud log" "$WORK/rgpud.log"
+    say ""
+    say "logs: $LOGS"
+    exit 0
+}
+
+main

@@ -1,0 +1,94 @@
+// Test kernels shared by the integration programs in tests/progs/.
+//
+// The fake GPU backend (tests/fakegpu/) carries a CPU implementation of each
+// kernel here, looked up by its mangled name; a kernel added here needs its
+// CPU twin there, or launching it on the fake backend fails with
+// cudaErrorInvalidDeviceFunction.  Keep signatures plain so the mangled names
+// stay stable.
+#pragma once
+#include <stdint.h>
+
+struct rgpu_test_params {         // a struct parameter with mixed alignment
+    float *out;
+    const float *in;
+    int n;
+    float scale;
+    double offset;
+    char tag[12];
+};
+
+struct rgpu_test_big {            // a 4 KiB parameter block
+    long long v[512];
+};
+
+// Does nothing: launch-rate benchmark and the smallest launch.
+__global__ void k_empty(void) {}
+
+// p[i] = v for i < n.
+__global__ void k_fill_u32(uint32_t *p, uint32_t v, unsigned long long n)
+{
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n)
+        p[i] = v;
+}
+
+// y[i] = a * x[i] + y[i].
+__global__ void k_axpy(float a, const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = a * x[i] + y[i];
+}
+
+// out[i] = in[i] * scale + offset + tag[i % 12].
+__global__ void k_struct(struct rgpu_test_params p)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < p.n)
+        p.out[i] = p.in[i] * p.scale + (float)p.offset + (float)p.tag[i % 12];
+}
+
+// out[0] = sum of b.v[]; out[1] = b.v[511] (checks the tail arrived).
+__global__ void k_big(long long *out, struct rgpu_test_big b)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        long long s = 0;
+        for (int i = 0; i < 512; i++)
+            s += b.v[i];
+        out[0] = s;
+        out[1] = b.v[511];
+    }
+}
+
+// Scalars of every width, in an order that forces padding.
+__global__ void k_scalars(char c, short s, int i, long long l, float f,
+                          double d, unsigned char u, double *out)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        out[0] = c; out[1] = s; out[2] = i; out[3] = (double)l;
+        out[4] = f; out[5] = d; out[6] = u;
+    }
+}
+
+// p[i] += 1 for i < n: run many times to check stream ordering.
+__global__ void k_inc(int *p, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        p[i] += 1;
+}
+
+// dst[i] = src[i] * 2 for i < n: reads what an earlier launch wrote.
+__global__ void k_double(int *dst, const int *src, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        dst[i] = src[i] * 2;
+}
+
+// Writes through whatever pointer it is given: a bad pointer faults.
+__global__ void k_poke(int *p)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        *p = 42;
+}

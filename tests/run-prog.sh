@@ -1,0 +1,135 @@
+#!/bin/bash
+# Runs one integration program through rgpu against a private rgpud:
+#
+#   run-prog.sh <build-dir> <program> [args...]
+#
+# Starts <build-dir>/daemon/rgpud on a free loopback port with the fake GPU
+# backend (<build-dir>/tests/fakegpu), runs the program with the stub
+# libraries from <build-dir>/stubs first on LD_LIBRARY_PATH, stops the
+# daemon, and exits with the program's status.  The daemon log is printed
+# when something fails.  Environment: RGPU_PROG_TIMEOUT (seconds, default
+# 100), RGPU_LOG (default info; the check below needs at least info).
+set -u
+
+if [ $# -lt 2 ]; then
+    echo "usage: $0 <build-dir> <program> [args...]" >&2
+    exit 2
+fi
+build=$(cd "$1" && pwd) || exit 2
+prog=$2
+shift 2
+case $prog in */*) ;; *) prog=./$prog ;; esac
+
+rgpud=$build/daemon/rgpud
+for f in "$rgpud" "$prog"; do
+    if [ ! -x "$f" ]; then
+        echo "run-prog: $f is missing or not executable" >&2
+        exit 1
+    fi
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rgpu-prog.XXXXXX") || exit 1
+daemon_pid=
+prog_pid=
+
+stop_daemon() {
+    [ -n "$daemon_pid" ] || return 0
+    # rgpud was started with setsid, so its pid is also its process group:
+    # signalling the group also ends the session processes it forked.
+    kill -TERM -- "-$daemon_pid" 2>/dev/null
+    for _ in $(seq 50); do
+        kill -0 "$daemon_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL -- "-$daemon_pid" 2>/dev/null
+    wait "$daemon_pid" 2>/dev/null
+    daemon_pid=
+}
+# shellcheck disable=SC2317  # called from the EXIT trap
+cleanup() {
+    [ -n "$prog_pid" ] && kill -TERM "$prog_pid" 2>/dev/null
+    stop_daemon
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT    # meson's timeout or ^C: still clean up
+
+daemon_log() {
+    echo "---- rgpud log ----" >&2
+    cat "$tmp/rgpud.log" >&2
+    echo "---- end of rgpud log ----" >&2
+}
+
+# A port nobody listens on right now.  Another test may take it before
+# rgpud binds it; the retry loop below covers that.
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' \
+        2>/dev/null || echo $((20000 + RANDOM % 40000))
+}
+
+# True once a socket listens on 127.0.0.1:$1.  Reading /proc/net/tcp instead
+# of connecting keeps probe connections out of the daemon's sessions.
+listening() {
+    local hex
+    hex=$(printf '%04X' "$1")
+    grep -Eq "^ *[0-9]+: (0100007F|7F000001):$hex 00000000:0000 0A " /proc/net/tcp
+}
+
+port=
+for attempt in 1 2 3; do
+    p=$(free_port)
+    setsid "$rgpud" --foreground --listen "127.0.0.1:$p" --lib-dir "$build/tests/fakegpu" \
+        >"$tmp/rgpud.log" 2>&1 </dev/null &
+    daemon_pid=$!
+    for _ in $(seq 50); do          # up to about 5 s
+        if ! kill -0 "$daemon_pid" 2>/dev/null; then
+            break                   # exited, e.g. the port was taken: retry
+        fi
+        if listening "$p"; then
+            port=$p
+            break 2
+        fi
+        sleep 0.1
+    done
+    echo "run-prog: rgpud did not come up on port $p (attempt $attempt)" >&2
+    stop_daemon
+done
+if [ -z "$port" ]; then
+    daemon_log
+    exit 1
+fi
+
+# In the background, because bash runs traps only once a foreground command
+# has finished, while `wait` returns as soon as a signal arrives.
+LD_LIBRARY_PATH="$build/stubs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+RGPU_SERVER="127.0.0.1:$port" RGPU_LOG="${RGPU_LOG:-info}" \
+    timeout -k 5 "${RGPU_PROG_TIMEOUT:-100}" "$prog" "$@" >"$tmp/out" 2>"$tmp/err" &
+prog_pid=$!
+wait "$prog_pid"
+status=$?
+prog_pid=
+cat "$tmp/out"
+cat "$tmp/err" >&2
+
+failed=0
+if [ $status -ne 0 ]; then
+    [ $status -eq 124 ] && echo "run-prog: $prog timed out" >&2
+    echo "run-prog: $prog exited with status $status" >&2
+    failed=1
+fi
+# The client core prints this banner at RGPU_LOG=info.  Without it the
+# program ran on some other libcudart (say, a real GPU's), not through rgpu.
+if ! grep -q '^rgpu: connected to' "$tmp/err"; then
+    echo "run-prog: no 'rgpu: connected to' banner: $prog did not run through rgpu's stubs" >&2
+    failed=1
+    [ $status -eq 0 ] && status=1
+fi
+if ! kill -0 "$daemon_pid" 2>/dev/null; then
+    echo "run-prog: rgpud died while $prog ran" >&2
+    failed=1
+    [ $status -eq 0 ] && status=1
+fi
+
+stop_daemon
+[ $failed -eq 0 ] || daemon_log
+exit $status
