@@ -381,9 +381,26 @@ int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int tran
     return lib->is_runtime ? rgpu_runtime_result(status) : status;
 }
 
+/* Errors after which the context is unusable: every later call fails with
+ * them (the same numbers in the runtime and the driver). */
+static int sticky_error;
+
+static int is_sticky(int status)
+{
+    return status == 700 || (status >= 714 && status <= 720);
+}
+
+int rgpu_sticky_error(void)
+{
+    return __atomic_load_n(&sticky_error, __ATOMIC_RELAXED);
+}
+
 int rgpu_reply_status(const struct rgpu_lib *lib, const struct rgpu_reply *reply)
 {
     int status = reply->api;
+    if (is_sticky(status) || is_sticky(reply->deferred))
+        __atomic_store_n(&sticky_error, is_sticky(status) ? status : reply->deferred,
+                         __ATOMIC_RELAXED);
     /* An earlier asynchronous call failed: report it now, as CUDA reports
      * an asynchronous error at the next call that waits. */
     if (status == 0 && reply->deferred != 0)

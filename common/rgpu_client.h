@@ -73,6 +73,9 @@ int rgpu_reply_status(const struct rgpu_lib *lib, const struct rgpu_reply *reply
 /* Record a runtime result as the thread's last error (cudart semantics:
  * every failing call sets it) and return it. */
 int rgpu_runtime_result(int err);
+/* A fault that poisoned the context (illegal address...), or 0: calls that
+ * do not wait for the server return it, as the GPU would. */
+int rgpu_sticky_error(void);
 /* cudaGetLastError / cudaPeekAtLastError. */
 int rgpu_last_error(int clear);
 

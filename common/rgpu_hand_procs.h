@@ -35,6 +35,9 @@
 /* [kernel, attr, value] -> []                cudaFuncSetAttribute */
 #define RGPU_H_FUNC_SET_ATTR "rgpu.func_set_attr"
 
+/* [] -> [[code, string]...]  the server runtime's own error strings */
+#define RGPU_H_ERROR_STRINGS "rgpu.error_strings"
+
 /* Driver API (library "cuda"): */
 /* [bin image] -> [module] */
 #define RGPU_H_CU_MODULE_LOAD  "rgpu.cu_module_load"

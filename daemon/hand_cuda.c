@@ -129,8 +129,13 @@ static int h_param_layout(struct hand_call *c)
             return -RGPU_ENOMEM;
         l->func = func;
         size_t off, size;
+        /* A CUkernel cast to CUfunction is a valid launch handle too; its
+         * layout comes from cuKernelGetParamInfo. */
+        int as_kernel = REAL(cuFuncGetParamInfo)((CUfunction)func, 0, &off, &size) ==
+                            CUDA_ERROR_INVALID_HANDLE && REAL(cuKernelGetParamInfo);
         while (l->n < 512) {
-            rc = REAL(cuFuncGetParamInfo)((CUfunction)func, l->n, &off, &size);
+            rc = as_kernel ? REAL(cuKernelGetParamInfo)((CUkernel)func, l->n, &off, &size)
+                           : REAL(cuFuncGetParamInfo)((CUfunction)func, l->n, &off, &size);
             if (rc != CUDA_SUCCESS)
                 break;
             l->off[l->n] = (uint32_t)off;

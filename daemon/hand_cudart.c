@@ -323,7 +323,33 @@ static int h_func_set_attr(struct hand_call *c)
                                       (int)(int64_t)value);
 }
 
+/* [] -> [[code, string]...]: the texts cudaGetErrorString gives, which
+ * the headers do not hold.  Asked once per client. */
+static int h_error_strings(struct hand_call *c)
+{
+    __typeof__(&cudaGetErrorString) str = REAL(cudaGetErrorString);
+    __typeof__(&cudaGetErrorName) name = REAL(cudaGetErrorName);
+    unsigned n = 0;
+    PROTO_IF(args_count(c, 0));
+    NEED(str);
+    NEED(name);
+    for (int code = 0; code < 1024; code++)
+        n += strncmp(name((cudaError_t)code), "unrecognized", 12) != 0;
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_array(c->out, n);
+    for (int code = 0; code < 1024; code++) {
+        if (strncmp(name((cudaError_t)code), "unrecognized", 12) == 0)
+            continue;
+        const char *s = str((cudaError_t)code);
+        msgpack_pack_array(c->out, 2);
+        msgpack_pack_int(c->out, code);
+        msgpack_pack_str_with_body(c->out, s, strlen(s));
+    }
+    return cudaSuccess;
+}
+
 const struct hand_proc hand_cudart_procs[] = {
+    { "cudart", RGPU_H_ERROR_STRINGS, h_error_strings, 0 },
     { "cudart", RGPU_H_HTOD, h_htod, 0 },
     { "cudart", RGPU_H_DTOH, h_dtoh, 0 },
     { "cudart", RGPU_H_DTOD, h_dtod, 0 },

@@ -8,6 +8,7 @@
 struct range {
     uint64_t base;
     size_t size;
+    int kind;
 };
 
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -27,7 +28,7 @@ static size_t lower_bound(uint64_t p)
     return lo;      /* first range with base > p */
 }
 
-RGPU_EXPORT void rgpu_ranges_add(uint64_t base, size_t size)
+RGPU_EXPORT void rgpu_ranges_add(uint64_t base, size_t size, int kind)
 {
     pthread_rwlock_wrlock(&lock);
     if (count == cap) {
@@ -44,6 +45,7 @@ RGPU_EXPORT void rgpu_ranges_add(uint64_t base, size_t size)
     memmove(&ranges[i + 1], &ranges[i], (count - i) * sizeof *ranges);
     ranges[i].base = base;
     ranges[i].size = size ? size : 1;
+    ranges[i].kind = kind;
     count++;
     pthread_rwlock_unlock(&lock);
 }
@@ -65,7 +67,7 @@ RGPU_EXPORT int rgpu_ranges_find(uint64_t p, uint64_t *base, size_t *size)
     pthread_rwlock_rdlock(&lock);
     size_t i = lower_bound(p);
     if (i > 0 && p - ranges[i - 1].base < ranges[i - 1].size) {
-        found = 1;
+        found = ranges[i - 1].kind;
         if (base)
             *base = ranges[i - 1].base;
         if (size)

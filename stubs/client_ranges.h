@@ -7,9 +7,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-void rgpu_ranges_add(uint64_t base, size_t size);
+enum rgpu_range_kind {
+    RGPU_RANGE_DEVICE = 1,      /* device memory on the server */
+    RGPU_RANGE_PINNED = 2,      /* host memory the program believes pinned */
+};
+
+void rgpu_ranges_add(uint64_t base, size_t size, int kind);
 void rgpu_ranges_remove(uint64_t base);
-/* Whether p lies in a recorded device range; base and size describe it. */
+/* The kind of the recorded range holding p (0: none); base and size
+ * describe it where not NULL. */
 int rgpu_ranges_find(uint64_t p, uint64_t *base, size_t *size);
 
 #endif

@@ -166,7 +166,7 @@ RGPU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     const void *argv[] = { &dptr, &bytesize };
     int rc = rgpu_call(LIB, RGPU_CUDA_cuMemAlloc_v2, argv);
     if (rc == CUDA_SUCCESS && dptr)
-        rgpu_ranges_add(*dptr, bytesize);
+        rgpu_ranges_add(*dptr, bytesize, RGPU_RANGE_DEVICE);
     return rc;
 }
 
@@ -507,6 +507,14 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
         return CUDA_ERROR_INVALID_HANDLE;
     if (kernelParams && extra)
         return CUDA_ERROR_INVALID_VALUE;
+    if (rgpu_sticky_error())
+        return rgpu_sticky_error();
+    /* The launch does not wait for the server, so an impossible shape must
+     * fail here, as the driver fails it at once.  1024 threads per block
+     * is the limit of every GPU CUDA 13 supports. */
+    if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024 || bz > 64 ||
+        gy > 65535 || gz > 65535)
+        return CUDA_ERROR_INVALID_VALUE;
     CUresult rc = pack_params(f, kernelParams, extra, &buf, &len, &owned);
     if (rc != CUDA_SUCCESS)
         return rc;
@@ -547,4 +555,62 @@ RGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
     return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
                   sharedMemBytes, hStream ? hStream : CU_STREAM_PER_THREAD, kernelParams,
                   extra);
+}
+
+/* ---- unified copies and virtual memory ---------------------------------------- */
+
+#undef cuMemMap
+RGPU_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                              CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    const void *argv[] = { &ptr, &size, &offset, &handle, &flags };
+    int rc = rgpu_call(LIB, RGPU_CUDA_cuMemMap, argv);
+    if (rc == CUDA_SUCCESS)
+        rgpu_ranges_add(ptr, size, RGPU_RANGE_DEVICE);
+    return rc;
+}
+
+#undef cuMemUnmap
+RGPU_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    const void *argv[] = { &ptr, &size };
+    int rc = rgpu_call(LIB, RGPU_CUDA_cuMemUnmap, argv);
+    if (rc == CUDA_SUCCESS)
+        rgpu_ranges_remove(ptr);
+    return rc;
+}
+
+static int on_device(CUdeviceptr p)
+{
+    return rgpu_ranges_find(p, NULL, NULL) == RGPU_RANGE_DEVICE;
+}
+
+/* With unified addressing either side may be host memory: the bytes of
+ * host memory must travel, so decide from the ranges we handed out. */
+static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t count, CUstream stream,
+                             int async)
+{
+    int d = on_device(dst), s = on_device(src);
+    if (d && s)
+        return async ? cuMemcpyDtoDAsync_v2(dst, src, count, stream)
+                     : cuMemcpyDtoD_v2(dst, src, count);
+    if (d)
+        return htod(dst, (const void *)(uintptr_t)src, count, stream);
+    if (s)
+        return dtoh((void *)(uintptr_t)dst, src, count, stream);
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, count);
+    return CUDA_SUCCESS;
+}
+
+#undef cuMemcpy
+RGPU_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+    return unified_copy(dst, src, ByteCount, NULL, 0);
+}
+
+#undef cuMemcpyAsync
+RGPU_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                                   CUstream hStream)
+{
+    return unified_copy(dst, src, ByteCount, hStream, 1);
 }

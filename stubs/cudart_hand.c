@@ -351,6 +351,15 @@ static void fetch_limits(void)
     rgpu_runtime_result(saved);
 }
 
+/* CUDA 13 runtimes report an impossible launch configuration as
+ * cudaErrorInvalidValue (seen on the H200 with driver 580); CUDA 12 ones
+ * said cudaErrorInvalidConfiguration. */
+#if CUDART_VERSION >= 13000
+#define BAD_CONFIG_ERROR cudaErrorInvalidValue
+#else
+#define BAD_CONFIG_ERROR cudaErrorInvalidConfiguration
+#endif
+
 static int config_valid(dim3 grid, dim3 block)
 {
     pthread_once(&limits_once, fetch_limits);
@@ -373,8 +382,10 @@ static cudaError_t launch(struct kernel *k, dim3 grid, dim3 block, void **args, 
 
     if (!k)
         return RESULT(cudaErrorInvalidDeviceFunction);
+    if (rgpu_sticky_error())
+        return RESULT(rgpu_sticky_error());
     if (!config_valid(grid, block))
-        return RESULT(cudaErrorInvalidConfiguration);
+        return RESULT(BAD_CONFIG_ERROR);
     rc = kernel_resolve(k);
     if (rc != cudaSuccess)
         return rc;

@@ -24,7 +24,7 @@ RGPU_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
         return RESULT(cudaErrorInvalidValue);
     int rc = rgpu_call(LIB, RGPU_CUDART_cudaMalloc, argv);
     if (rc == cudaSuccess && *devPtr)
-        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, size);
+        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, size, RGPU_RANGE_DEVICE);
     return rc;
 }
 
@@ -36,7 +36,7 @@ RGPU_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t wid
         return RESULT(cudaErrorInvalidValue);
     int rc = rgpu_call(LIB, RGPU_CUDART_cudaMallocPitch, argv);
     if (rc == cudaSuccess && *devPtr)
-        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, *pitch * height);
+        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, *pitch * height, RGPU_RANGE_DEVICE);
     return rc;
 }
 
@@ -48,7 +48,7 @@ static cudaError_t malloc_async(const struct rgpu_proc *proc, void **devPtr, siz
         return RESULT(cudaErrorInvalidValue);
     int rc = rgpu_call(LIB, proc, argv);
     if (rc == cudaSuccess && *devPtr)
-        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, size);
+        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, size, RGPU_RANGE_DEVICE);
     return rc;
 }
 
@@ -102,6 +102,7 @@ RGPU_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
     /* Page-aligned like the real thing, so programs that rely on it work. */
     if (posix_memalign(ptr, 4096, size ? size : 1) != 0)
         return RESULT(cudaErrorMemoryAllocation);
+    rgpu_ranges_add((uint64_t)(uintptr_t)*ptr, size, RGPU_RANGE_PINNED);
     return cudaSuccess;
 }
 
@@ -117,13 +118,13 @@ RGPU_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int fl
 
 RGPU_EXPORT cudaError_t cudaFreeHost(void *ptr)
 {
+    rgpu_ranges_remove((uint64_t)(uintptr_t)ptr);
     free(ptr);
     return cudaSuccess;
 }
 
 RGPU_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 {
-    (void)size;
     if (!ptr)
         return RESULT(cudaErrorInvalidValue);
     if (flags & cudaHostRegisterMapped) {
@@ -131,12 +132,16 @@ RGPU_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int fl
         return rgpu_refused(LIB, "cudaHostRegister(cudaHostRegisterMapped)",
                             "mapped host memory lives on the client", &logged);
     }
+    rgpu_ranges_add((uint64_t)(uintptr_t)ptr, size, RGPU_RANGE_PINNED);
     return cudaSuccess;
 }
 
 RGPU_EXPORT cudaError_t cudaHostUnregister(void *ptr)
 {
-    return ptr ? cudaSuccess : RESULT(cudaErrorInvalidValue);
+    if (!ptr)
+        return RESULT(cudaErrorInvalidValue);
+    rgpu_ranges_remove((uint64_t)(uintptr_t)ptr);
+    return cudaSuccess;
 }
 
 RGPU_EXPORT cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost)
@@ -155,7 +160,12 @@ RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a
     if (!attributes)
         return RESULT(cudaErrorInvalidValue);
     memset(attributes, 0, sizeof *attributes);
-    if (rgpu_ranges_find((uint64_t)(uintptr_t)ptr, &base, NULL)) {
+    int kind = rgpu_ranges_find((uint64_t)(uintptr_t)ptr, &base, NULL);
+    if (kind == RGPU_RANGE_PINNED) {
+        attributes->type = cudaMemoryTypeHost;
+        attributes->device = 0;
+        attributes->hostPointer = (void *)ptr;
+    } else if (kind == RGPU_RANGE_DEVICE) {
         attributes->type = cudaMemoryTypeDevice;
         attributes->device = 0;     /* TODO: record the device per range */
         attributes->devicePointer = (void *)ptr;
@@ -171,7 +181,7 @@ RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a
 
 static int is_device(const void *p)
 {
-    return rgpu_ranges_find((uint64_t)(uintptr_t)p, NULL, NULL);
+    return rgpu_ranges_find((uint64_t)(uintptr_t)p, NULL, NULL) == RGPU_RANGE_DEVICE;
 }
 
 /* cudaMemcpyDefault: decide from the pointers, as unified addressing does. */

@@ -75,10 +75,15 @@ listening() {
     grep -Eq "^ *[0-9]+: (0100007F|7F000001):$hex 00000000:0000 0A " /proc/net/tcp
 }
 
+# RGPU_REAL_GPU=1: rgpud loads the system's NVIDIA libraries (example.sh on a
+# GPU host); otherwise the fake backend.
+libargs=(--lib-dir "$build/tests/fakegpu")
+[ -n "${RGPU_REAL_GPU:-}" ] && libargs=()
+
 port=
 for attempt in 1 2 3; do
     p=$(free_port)
-    setsid "$rgpud" --foreground --listen "127.0.0.1:$p" --lib-dir "$build/tests/fakegpu" \
+    setsid "$rgpud" --foreground --listen "127.0.0.1:$p" "${libargs[@]}" \
         >"$tmp/rgpud.log" 2>&1 </dev/null &
     daemon_pid=$!
     for _ in $(seq 50); do          # up to about 5 s
@@ -119,7 +124,7 @@ if [ $status -ne 0 ]; then
 fi
 # The client core prints this banner at RGPU_LOG=info.  Without it the
 # program ran on some other libcudart (say, a real GPU's), not through rgpu.
-if ! grep -q '^rgpu: connected to' "$tmp/err"; then
+if ! grep -Eq '^rgpu\[[0-9]+\]: info: connected to' "$tmp/err"; then
     echo "run-prog: no 'rgpu: connected to' banner: $prog did not run through rgpu's stubs" >&2
     failed=1
     [ $status -eq 0 ] && status=1

@@ -122,7 +122,8 @@ start_daemon() {
         PORT=$((20000 + RANDOM % 40000))
         port_in_use "$PORT" && continue
         echo "--- rgpud on 127.0.0.1:$PORT (try $try)" >> "$WORK/rgpud.log"
-        "$RGPUD" --foreground --listen "127.0.0.1:$PORT" >> "$WORK/rgpud.log" 2>&1 &
+        LD_LIBRARY_PATH="$CUDA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+            "$RGPUD" --foreground -v --listen "127.0.0.1:$PORT" >> "$WORK/rgpud.log" 2>&1 &
         DAEMON_PID=$!
         for _ in $(seq 100); do   # 10 s
             if is_listening "$PORT"; then

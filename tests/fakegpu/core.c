@@ -1,0 +1,633 @@
+// Fake libcuda.so.1: the lock, handles, initialisation, the device and its
+// contexts.
+#include "fakegpu.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CTX_STACK_MAX 64
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+void fg_lock(void) { pthread_mutex_lock(&lock); }
+void fg_unlock(void) { pthread_mutex_unlock(&lock); }
+
+// ---- Handles ----------------------------------------------------------------------------
+//
+// handle = 0xFA << 56 | kind << 48 | generation << 32 | slot index
+
+#define HANDLE_TAG 0xFAull
+#define NO_SLOT    UINT32_MAX
+
+struct slot {
+    void *obj;                  // NULL when free
+    struct fg_ctx *owner;
+    uint16_t gen;
+    uint8_t kind;
+    uint32_t next_free;
+};
+
+static struct slot *slots;
+static uint32_t nslots, capslots, free_head = NO_SLOT;
+
+uint64_t fg_handle_new(enum fg_kind kind, void *obj, struct fg_ctx *owner)
+{
+    uint32_t i;
+
+    if (free_head != NO_SLOT) {
+        i = free_head;
+        free_head = slots[i].next_free;
+    } else {
+        if (nslots == capslots) {
+            uint32_t cap = capslots ? capslots * 2 : 256;
+            struct slot *n = realloc(slots, cap * sizeof *n);
+            if (!n)
+                return 0;
+            slots = n;
+            capslots = cap;
+        }
+        i = nslots++;
+        slots[i].gen = 1;
+    }
+    slots[i].obj = obj;
+    slots[i].owner = owner;
+    slots[i].kind = (uint8_t)kind;
+    return HANDLE_TAG << 56 | (uint64_t)kind << 48 |
+           (uint64_t)slots[i].gen << 32 | i;
+}
+
+static struct slot *slot_of(uint64_t h)
+{
+    uint32_t i = (uint32_t)h;
+
+    if (h >> 56 != HANDLE_TAG || i >= nslots || !slots[i].obj ||
+        slots[i].kind != ((h >> 48) & 0xff) ||
+        slots[i].gen != (uint16_t)(h >> 32))
+        return NULL;
+    return &slots[i];
+}
+
+void *fg_handle_get(uint64_t h, enum fg_kind kind)
+{
+    struct slot *s = slot_of(h);
+
+    return s && s->kind == kind ? s->obj : NULL;
+}
+
+void fg_handle_drop(uint64_t h)
+{
+    struct slot *s = slot_of(h);
+
+    if (!s)
+        return;
+    s->obj = NULL;
+    s->gen++;
+    s->next_free = free_head;
+    free_head = (uint32_t)(s - slots);
+}
+
+void fg_handle_each_owned(struct fg_ctx *owner,
+                          void (*fn)(enum fg_kind, void *, uint64_t))
+{
+    for (uint32_t i = 0; i < nslots; i++) {
+        struct slot *s = &slots[i];
+        if (s->obj && s->owner == owner)
+            fn((enum fg_kind)s->kind, s->obj,
+               HANDLE_TAG << 56 | (uint64_t)s->kind << 48 |
+               (uint64_t)s->gen << 32 | i);
+    }
+}
+
+// ---- Contexts ---------------------------------------------------------------------------
+
+static int inited;
+static struct fg_ctx *primary;      // exists from cuInit on
+static unsigned primary_refs;       // retains; active while > 0
+
+// The calling thread's context stack, as handles (they may go stale).
+static _Thread_local CUcontext ctx_stack[CTX_STACK_MAX];
+static _Thread_local int ctx_depth;
+
+static struct fg_ctx *ctx_get(CUcontext h)
+{
+    return fg_handle_get((uint64_t)(uintptr_t)h, FG_CTX);
+}
+
+// Frees everything a context owns; the context itself stays.
+static void free_owned(enum fg_kind kind, void *obj, uint64_t h)
+{
+    switch (kind) {
+    case FG_MOD:
+        fg_module_free(obj);        // drops its functions' handles too
+        break;
+    case FG_STREAM:
+    case FG_EVENT:
+        fg_handle_drop(h);
+        free(obj);
+        break;
+    default:
+        break;
+    }
+}
+
+static void ctx_teardown(struct fg_ctx *c)
+{
+    fg_handle_each_owned(c, free_owned);
+    fg_mem_release_owned(c);
+    c->pending = c->sticky = CUDA_SUCCESS;
+}
+
+CUresult fg_enter(int flags, struct fg_ctx **out, int *skip)
+{
+    struct fg_ctx *c;
+
+    if (skip)
+        *skip = 0;
+    *out = NULL;
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (ctx_depth == 0)
+        return (flags & FG_CTX_OPTIONAL) ? CUDA_SUCCESS
+                                         : CUDA_ERROR_INVALID_CONTEXT;
+    c = ctx_get(ctx_stack[ctx_depth - 1]);
+    // Destroyed, or a primary context whose last retain was released.
+    if (!c || (c->primary && primary_refs == 0))
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (c->sticky)
+        return c->sticky;
+    if (c->pending) {
+        if (flags & FG_ENQUEUE) {
+            *skip = 1;
+        } else {
+            c->sticky = c->pending;
+            return c->sticky;
+        }
+    }
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+static CUresult check_device(CUdevice dev)
+{
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+static struct fg_ctx *ctx_new(int is_primary, unsigned flags)
+{
+    struct fg_ctx *c = calloc(1, sizeof *c);
+
+    if (!c)
+        return NULL;
+    c->primary = is_primary;
+    c->flags = flags;
+    c->handle = (CUcontext)(uintptr_t)fg_handle_new(FG_CTX, c, NULL);
+    if (!c->handle) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+CUresult CUDAAPI cuInit(unsigned int flags)
+{
+    CUresult r = CUDA_SUCCESS;
+
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    if (!inited) {
+        r = fg_mem_init();
+        if (r == CUDA_SUCCESS) {
+            primary = ctx_new(1, 0);
+            if (!primary)
+                r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        inited = r == CUDA_SUCCESS;
+    }
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int *version)
+{
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    *version = FG_DRIVER_VERSION;
+    return CUDA_SUCCESS;
+}
+
+// ---- Context API --------------------------------------------------------------------------
+
+static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
+{
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = check_device(dev);
+    if (r == CUDA_SUCCESS && ctx_depth == CTX_STACK_MAX)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        c = ctx_new(0, flags);
+        if (!c) {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            ctx_stack[ctx_depth++] = c->handle;     // made current
+            *pctx = c->handle;
+        }
+    }
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params,
+                                unsigned int flags, CUdevice dev)
+{
+    if (params && (params->numExecAffinityParams > 0 || params->cigParams))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return ctx_create(pctx, flags, dev);
+}
+
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags,
+                                CUdevice dev);
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags,
+                                CUdevice dev)
+{
+    return ctx_create(pctx, flags, dev);
+}
+
+CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params,
+                                int nparams, unsigned int flags, CUdevice dev);
+CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params,
+                                int nparams, unsigned int flags, CUdevice dev)
+{
+    if (params && nparams > 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return ctx_create(pctx, flags, dev);
+}
+
+CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
+{
+    struct fg_ctx *c;
+    CUresult r = CUDA_SUCCESS;
+
+    fg_lock();
+    c = ctx_get(ctx);
+    if (!inited)
+        r = CUDA_ERROR_NOT_INITIALIZED;
+    else if (!c || c->primary)      // the primary is released, not destroyed
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r == CUDA_SUCCESS) {
+        ctx_teardown(c);
+        fg_handle_drop((uint64_t)(uintptr_t)ctx);
+        free(c);
+        // Popped if current here; other threads keep a stale handle.
+        if (ctx_depth > 0 && ctx_stack[ctx_depth - 1] == ctx)
+            ctx_depth--;
+    }
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
+{
+    CUresult r = CUDA_SUCCESS;
+
+    fg_lock();
+    if (!inited)
+        r = CUDA_ERROR_NOT_INITIALIZED;
+    else if (!ctx) {
+        if (ctx_depth > 0)
+            ctx_depth--;
+    } else if (!ctx_get(ctx))
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    else if (ctx_depth == 0)
+        ctx_stack[ctx_depth++] = ctx;
+    else
+        ctx_stack[ctx_depth - 1] = ctx;
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
+{
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    *pctx = ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    CUresult r = CUDA_SUCCESS;
+
+    fg_lock();
+    if (!inited)
+        r = CUDA_ERROR_NOT_INITIALIZED;
+    else if (!ctx_get(ctx))
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    else if (ctx_depth == CTX_STACK_MAX)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    else
+        ctx_stack[ctx_depth++] = ctx;
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (ctx_depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    ctx_depth--;
+    if (pctx)
+        *pctx = ctx_stack[ctx_depth];
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice *dev)
+{
+    CUresult r = CUDA_SUCCESS;
+
+    // Which device is current can be asked after a fault too: no fg_enter.
+    if (!dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    if (!inited)
+        r = CUDA_ERROR_NOT_INITIALIZED;
+    else if (ctx_depth == 0)
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    else if (!ctx_get(ctx_stack[ctx_depth - 1]))
+        r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    else
+        *dev = 0;
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuCtxSynchronize(void)
+{
+    struct fg_ctx *c;
+    CUresult r;
+
+    // Work ran when it was enqueued; all that is left is reporting faults.
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    fg_unlock();
+    return r;
+}
+
+// ---- Primary context -------------------------------------------------------------------
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    CUresult r;
+
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = check_device(dev);
+    if (r == CUDA_SUCCESS) {
+        primary_refs++;
+        *pctx = primary->handle;
+    }
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    CUresult r;
+
+    fg_lock();
+    r = check_device(dev);
+    if (r == CUDA_SUCCESS && primary_refs == 0)
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r == CUDA_SUCCESS && --primary_refs == 0)
+        ctx_teardown(primary);      // inactive: its resources go
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    CUresult r;
+
+    // Frees all the primary context's resources and clears a sticky error;
+    // retains already taken stay, so cudaDeviceReset can go on using it.
+    fg_lock();
+    r = check_device(dev);
+    if (r == CUDA_SUCCESS)
+        ctx_teardown(primary);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
+                                            int *active)
+{
+    CUresult r;
+
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = check_device(dev);
+    if (r == CUDA_SUCCESS) {
+        *flags = primary->flags;
+        *active = primary_refs > 0;
+    }
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+    CUresult r;
+
+    fg_lock();
+    r = check_device(dev);
+    if (r == CUDA_SUCCESS)
+        primary->flags = flags;
+    fg_unlock();
+    return r;
+}
+
+// ---- Device queries -------------------------------------------------------------------
+
+// Loosely an H100-class part with 4 SMs; every value a program may size
+// things by is consistent with cudaGetDeviceProperties.
+static const int attrs[CU_DEVICE_ATTRIBUTE_MAX] = {
+    [CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = FG_MAX_THREADS,
+    [CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X] = FG_MAX_BLOCK_X,
+    [CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y] = FG_MAX_BLOCK_Y,
+    [CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z] = FG_MAX_BLOCK_Z,
+    [CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X] = (int)FG_MAX_GRID_X,
+    [CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y] = FG_MAX_GRID_YZ,
+    [CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z] = FG_MAX_GRID_YZ,
+    [CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK] = FG_SHMEM_PER_BLOCK,
+    [CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY] = 65536,
+    [CU_DEVICE_ATTRIBUTE_WARP_SIZE] = 32,
+    [CU_DEVICE_ATTRIBUTE_MAX_PITCH] = 2147483647,
+    [CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK] = 65536,
+    [CU_DEVICE_ATTRIBUTE_CLOCK_RATE] = 1755000,
+    [CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT] = 512,
+    [CU_DEVICE_ATTRIBUTE_GPU_OVERLAP] = 1,
+    [CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT] = 4,
+    [CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY] = 1,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH] = 131072,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH] = 131072,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT] = 65536,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH] = 16384,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT] = 16384,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH] = 16384,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS] = 2048,
+    [CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT] = 512,
+    [CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS] = 1,
+    [CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE] = 2619000,
+    [CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH] = 5120,
+    [CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE] = 50331648,
+    [CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR] = 2048,
+    [CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT] = 2,
+    [CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING] = 1,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS] = 2048,
+    [CU_DEVICE_ATTRIBUTE_CAN_TEX2D_GATHER] = 1,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE] = 8192,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE] = 8192,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE] = 32768,
+    [CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT] = 32,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS] = 2046,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH] = 131072,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT] = 65536,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH] = 16384,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT] = 16384,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH] = 16384,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS] = 2048,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_HEIGHT] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS] = 2048,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS] = 2046,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH] = 131072,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT] = 65000,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH] = 2097120,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT] = 32768,
+    [CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR] = FG_CC_MAJOR,
+    [CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR] = FG_CC_MINOR,
+    [CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH] = 32768,
+    [CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED] = 1,
+    [CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED] = 1,
+    [CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED] = 1,
+    [CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR] = 233472,
+    [CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR] = 65536,
+    [CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY] = 1,
+    [CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO] = 2,
+    [CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS] = 1,
+    [CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED] = 1,
+    [CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM] = 1,
+    [CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH] = 1,
+    [CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN] = 232448,
+    [CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED] = 1,
+    [CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED] = 1,
+    [CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED] = 1,
+    [CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR] = 32,
+    [CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE] = 134213632,
+    [CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK] = 1024,
+    [CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED] = 1,
+    [CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS] = 1,
+    [CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR] = 1,
+    [CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT] = 1,
+    [CU_DEVICE_ATTRIBUTE_NUMA_ID] = -1,
+    [CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID] = -1,
+};
+
+CUresult CUDAAPI cuDeviceGet(CUdevice *dev, int ordinal)
+{
+    if (!dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (ordinal != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *dev = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int *count)
+{
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    *count = 1;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!name || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    strncpy(name, FG_DEVICE_NAME, (size_t)len - 1);
+    name[len - 1] = '\0';
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
+                                      CUdevice dev)
+{
+    CUresult r = check_device(dev);
+
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pi || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pi = attrs[attrib];
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    *bytes = FG_TOTAL_MEM;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    static const char id[16] = "rgpu-fakegpu-000";     // not NUL terminated
+    CUresult r = check_device(dev);
+
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!uuid)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(uuid->bytes, id, sizeof uuid->bytes);
+    return CUDA_SUCCESS;
+}

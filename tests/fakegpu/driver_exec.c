@@ -1,0 +1,735 @@
+// Fake libcuda.so.1: modules, libraries, kernels and launches, streams,
+// events.
+//
+// Work runs on the calling thread when it is enqueued, so every stream is
+// always idle and ordering holds trivially.  Events record a CLOCK_MONOTONIC
+// timestamp.
+#include "fakegpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STREAM_PRIORITY_GREATEST (-5)   // as an H100 reports
+
+struct fg_stream {
+    CUstream handle;
+    unsigned flags;
+    int priority;
+};
+
+struct fg_event {
+    CUevent handle;
+    unsigned flags;
+    int recorded;
+    uint64_t ns;
+};
+
+static uint64_t h64(const void *h) { return (uint64_t)(uintptr_t)h; }
+
+static struct fg_module *mod_get(CUmodule h) { return fg_handle_get(h64(h), FG_MOD); }
+static struct fg_func *func_get(CUfunction h) { return fg_handle_get(h64(h), FG_FUNC); }
+static struct fg_stream *stream_get(CUstream h) { return fg_handle_get(h64(h), FG_STREAM); }
+static struct fg_event *event_get(CUevent h) { return fg_handle_get(h64(h), FG_EVENT); }
+
+CUresult fg_check_stream(CUstream s)
+{
+    if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
+        stream_get(s))
+        return CUDA_SUCCESS;
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+// ---- Modules ------------------------------------------------------------------------------
+
+static CUresult load(const void *image, int is_library, int flags,
+                     CUmodule *out)
+{
+    struct fg_module *m;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(flags, &c, NULL);
+    if (r == CUDA_SUCCESS)
+        r = fg_module_load(image, is_library, c, &m);
+    if (r == CUDA_SUCCESS)
+        *out = m->handle;
+    fg_unlock();
+    return r;
+}
+
+// Nothing is compiled, so JIT logs are empty: say so in any log buffer.
+static void empty_jit_logs(unsigned n, const CUjit_option *opt, void **val)
+{
+    for (unsigned i = 0; opt && val && i < n; i++) {
+        CUjit_option size_opt;
+
+        if (opt[i] == CU_JIT_INFO_LOG_BUFFER)
+            size_opt = CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES;
+        else if (opt[i] == CU_JIT_ERROR_LOG_BUFFER)
+            size_opt = CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
+        else
+            continue;
+        for (unsigned j = 0; j < n; j++)
+            if (opt[j] == size_opt && (uintptr_t)val[j] > 0 && val[i]) {
+                *(char *)val[i] = '\0';
+                val[j] = (void *)0;     // OUT: bytes of log written
+            }
+    }
+}
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
+{
+    return load(image, 0, 0, module);
+}
+
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
+                                    unsigned int n, CUjit_option *options,
+                                    void **values)
+{
+    empty_jit_logs(n, options, values);
+    return load(image, 0, 0, module);
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
+{
+    struct fg_module *m;
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    m = mod_get(hmod);
+    if (r == CUDA_SUCCESS && (!m || m->is_library))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        fg_module_free(m);
+    fg_unlock();
+    return r;
+}
+
+// Looks up a function or variable of a module under the lock.
+static CUresult lookup(CUmodule h, int flags, int want_library,
+                       const char *name, struct fg_func **f,
+                       struct fg_global **g)
+{
+    struct fg_module *m;
+    struct fg_ctx *c;
+    CUresult r = fg_enter(flags, &c, NULL);
+
+    if (r != CUDA_SUCCESS)
+        return r;
+    m = mod_get(h);
+    if (!m || (want_library >= 0 && m->is_library != want_library))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (f)
+        *f = fg_module_func(m, name);
+    if (g)
+        *g = fg_module_global(m, name);
+    return (f && *f) || (g && *g) ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
+                                     const char *name)
+{
+    struct fg_func *f;
+    CUresult r;
+
+    if (!hfunc)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = lookup(hmod, 0, -1, name, &f, NULL);
+    if (r == CUDA_SUCCESS)
+        *hfunc = f->handle;
+    fg_unlock();
+    return r;
+}
+
+static CUresult get_global(CUdeviceptr *dptr, size_t *bytes, CUmodule h,
+                           int want_library, const char *name)
+{
+    struct fg_global *g;
+    CUresult r;
+
+    fg_lock();
+    r = lookup(h, 0, want_library, name, NULL, &g);
+    if (r == CUDA_SUCCESS) {
+        if (dptr)
+            *dptr = g->dptr;
+        if (bytes)
+            *bytes = g->size;
+    }
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes,
+                                      CUmodule hmod, const char *name)
+{
+    return get_global(dptr, bytes, hmod, -1, name);
+}
+
+// ---- Libraries (context independent modules) ---------------------------------------------
+//
+// A CUlibrary is the same object as its CUmodule, and a CUkernel the same as
+// its CUfunction: one handle value serves both.
+
+CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
+                                   CUjit_option *jit_options,
+                                   void **jit_values, unsigned int n_jit,
+                                   CUlibraryOption *lib_options,
+                                   void **lib_values, unsigned int n_lib)
+{
+    CUmodule m;
+    CUresult r;
+
+    (void)lib_options;
+    (void)lib_values;
+    (void)n_lib;
+    if (!library)
+        return CUDA_ERROR_INVALID_VALUE;
+    empty_jit_logs(n_jit, jit_options, jit_values);
+    r = load(code, 1, FG_CTX_OPTIONAL, &m);
+    if (r == CUDA_SUCCESS)
+        *library = (CUlibrary)m;
+    return r;
+}
+
+CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
+{
+    struct fg_module *m;
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    m = mod_get((CUmodule)library);
+    if (r == CUDA_SUCCESS && (!m || !m->is_library))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        fg_module_free(m);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuLibraryGetKernel(CUkernel *kernel, CUlibrary library,
+                                    const char *name)
+{
+    struct fg_func *f;
+    CUresult r;
+
+    if (!kernel)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = lookup((CUmodule)library, FG_CTX_OPTIONAL, 1, name, &f, NULL);
+    if (r == CUDA_SUCCESS)
+        *kernel = (CUkernel)f->handle;
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuLibraryGetModule(CUmodule *mod, CUlibrary library)
+{
+    struct fg_module *m;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!mod)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    m = mod_get((CUmodule)library);
+    if (r == CUDA_SUCCESS && (!m || !m->is_library))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        *mod = m->handle;
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes,
+                                    CUlibrary library, const char *name)
+{
+    return get_global(dptr, bytes, (CUmodule)library, 1, name);
+}
+
+CUresult CUDAAPI cuKernelGetFunction(CUfunction *func, CUkernel kernel)
+{
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!func)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    if (r == CUDA_SUCCESS && !func_get((CUfunction)kernel))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        *func = (CUfunction)kernel;
+    fg_unlock();
+    return r;
+}
+
+// ---- Functions ----------------------------------------------------------------------------
+
+static CUresult param_info(CUfunction h, size_t i, size_t *off, size_t *size)
+{
+    struct fg_func *f;
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    f = func_get(h);
+    if (r == CUDA_SUCCESS && !f)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS && i >= f->nparams)
+        r = CUDA_ERROR_INVALID_VALUE;       // past the last parameter
+    if (r == CUDA_SUCCESS) {
+        if (off)
+            *off = f->params[i].offset;
+        if (size)
+            *size = f->params[i].size;
+    }
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t i, size_t *off,
+                                    size_t *size)
+{
+    return param_info(func, i, off, size);
+}
+
+CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t i, size_t *off,
+                                      size_t *size)
+{
+    return param_info((CUfunction)kernel, i, off, size);
+}
+
+static int func_attr(const struct fg_func *f, CUfunction_attribute a)
+{
+    switch (a) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return f->max_threads;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: return f->shared_size;
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: return (int)f->mod->const_size;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: return f->local_size;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: return f->num_regs;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: return f->arch;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: return f->arch;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        return FG_SHMEM_PER_BLOCK - f->shared_size;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: return -1;
+    default: return 0;
+    }
+}
+
+CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
+                                    CUfunction hfunc)
+{
+    struct fg_func *f;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!pi || attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    f = func_get(hfunc);
+    if (r == CUDA_SUCCESS && !f)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        *pi = func_attr(f, attrib);
+    fg_unlock();
+    return r;
+}
+
+// ---- Launch ---------------------------------------------------------------------------------
+
+static CUresult check_config(const struct fg_func *f, struct fg_dim g,
+                             struct fg_dim b, unsigned shmem)
+{
+    unsigned long long threads = (unsigned long long)b.x * b.y * b.z;
+
+    if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z ||
+        b.x > FG_MAX_BLOCK_X || b.y > FG_MAX_BLOCK_Y || b.z > FG_MAX_BLOCK_Z ||
+        threads > FG_MAX_THREADS || g.x > FG_MAX_GRID_X ||
+        g.y > FG_MAX_GRID_YZ || g.z > FG_MAX_GRID_YZ)
+        return CUDA_ERROR_INVALID_VALUE;
+    // More threads than __launch_bounds__ allows, or more shared memory than
+    // a block gets without opting in: a GPU refuses these too (the exact
+    // codes are a best guess).
+    if (threads > (unsigned long long)f->max_threads)
+        return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    if ((unsigned long long)shmem + (unsigned)f->shared_size > FG_SHMEM_PER_BLOCK)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+// Builds the packed parameter buffer from kernelParams (one pointer per
+// parameter) or from extra (CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE).
+static CUresult pack_params(const struct fg_func *f, void **kernel_params,
+                            void **extra, unsigned char *buf)
+{
+    if (kernel_params && extra)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (extra) {
+        const void *src = NULL;
+        const size_t *size = NULL;
+
+        for (unsigned i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+            if (i >= 64)
+                return CUDA_ERROR_INVALID_VALUE;
+            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+                src = extra[i + 1];
+            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+                size = extra[i + 1];
+            else
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+        if (f->param_size == 0)
+            return CUDA_SUCCESS;
+        if (!src || !size || *size < f->param_size)
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(buf, src, f->param_size);
+        return CUDA_SUCCESS;
+    }
+    if (f->nparams && !kernel_params)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < f->nparams; i++) {
+        if (!kernel_params[i])
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(buf + f->params[i].offset, kernel_params[i], f->params[i].size);
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult launch(CUfunction h, struct fg_dim g, struct fg_dim b,
+                       unsigned shmem, CUstream s, void **kernel_params,
+                       void **extra)
+{
+    struct fg_func *f;
+    struct fg_ctx *c;
+    unsigned char *buf;
+    int skip;
+    CUresult r = fg_enter(FG_ENQUEUE, &c, &skip);
+
+    if (r != CUDA_SUCCESS)
+        return r;
+    f = func_get(h);
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    r = check_config(f, g, b, shmem);
+    if (r == CUDA_SUCCESS)
+        r = fg_check_stream(s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!f->twin)
+        return CUDA_ERROR_NOT_FOUND;        // no CPU twin for this kernel
+    // Zeroed and 16 byte aligned, like the constant bank it stands for.
+    buf = aligned_alloc(16, (f->param_size + 15) / 16 * 16 + 16);
+    if (!buf)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memset(buf, 0, (f->param_size + 15) / 16 * 16 + 16);
+    r = pack_params(f, kernel_params, extra, buf);
+    if (r == CUDA_SUCCESS && !skip) {
+        // The launch itself succeeds; a fault shows at the next wait.
+        CUresult fault = fg_exec(f, g, b, buf);
+        if (fault != CUDA_SUCCESS)
+            c->pending = fault;
+    }
+    free(buf);
+    return r;
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                unsigned int gz, unsigned int bx,
+                                unsigned int by, unsigned int bz,
+                                unsigned int shmem, CUstream s,
+                                void **kernel_params, void **extra)
+{
+    CUresult r;
+
+    fg_lock();
+    r = launch(f, (struct fg_dim){ gx, gy, gz }, (struct fg_dim){ bx, by, bz },
+               shmem, s, kernel_params, extra);
+    fg_unlock();
+    return r;
+}
+
+// ---- Streams ---------------------------------------------------------------------------------
+
+static CUresult stream_new(unsigned flags, int priority, CUstream *out)
+{
+    struct fg_stream *st;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!out || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    if (r == CUDA_SUCCESS) {
+        st = calloc(1, sizeof *st);
+        if (st)
+            st->handle = (CUstream)(uintptr_t)fg_handle_new(FG_STREAM, st, c);
+        if (!st || !st->handle) {
+            free(st);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            // Out-of-range priorities are clamped, as CUDA does.
+            st->flags = flags;
+            st->priority = priority > 0 ? 0
+                         : priority < STREAM_PRIORITY_GREATEST
+                               ? STREAM_PRIORITY_GREATEST : priority;
+            *out = st->handle;
+        }
+    }
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream *ph, unsigned int flags)
+{
+    return stream_new(flags, 0, ph);
+}
+
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ph, unsigned int flags,
+                                            int priority)
+{
+    return stream_new(flags, priority, ph);
+}
+
+// The NULL, legacy and per-thread streams: flags 0, priority 0.
+static CUresult stream_query(CUstream h, unsigned *flags, int *priority)
+{
+    struct fg_stream *st;
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    if (r == CUDA_SUCCESS)
+        r = fg_check_stream(h);
+    st = stream_get(h);
+    if (r == CUDA_SUCCESS && flags)
+        *flags = st ? st->flags : 0;
+    if (r == CUDA_SUCCESS && priority)
+        *priority = st ? st->priority : 0;
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuStreamGetFlags(CUstream h, unsigned int *flags)
+{
+    return flags ? stream_query(h, flags, NULL) : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuStreamGetPriority(CUstream h, int *priority)
+{
+    return priority ? stream_query(h, NULL, priority) : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    fg_unlock();
+    if (r == CUDA_SUCCESS && least)
+        *least = 0;
+    if (r == CUDA_SUCCESS && greatest)
+        *greatest = STREAM_PRIORITY_GREATEST;
+    return r;
+}
+
+CUresult CUDAAPI cuStreamDestroy_v2(CUstream h)
+{
+    struct fg_stream *st;
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    st = stream_get(h);
+    if (r == CUDA_SUCCESS && !st)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS) {
+        fg_handle_drop(h64(h));
+        free(st);
+    }
+    fg_unlock();
+    return r;
+}
+
+// Synchronize and query: nothing is ever outstanding, so only faults and
+// bad handles are reported.
+static CUresult stream_wait(CUstream h)
+{
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    if (r == CUDA_SUCCESS)
+        r = fg_check_stream(h);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream h) { return stream_wait(h); }
+CUresult CUDAAPI cuStreamQuery(CUstream h) { return stream_wait(h); }
+
+CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags)
+{
+    struct fg_ctx *c;
+    int skip;
+    CUresult r;
+
+    if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(FG_ENQUEUE, &c, &skip);
+    if (r == CUDA_SUCCESS)
+        r = fg_check_stream(h);
+    if (r == CUDA_SUCCESS && !event_get(ev))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    fg_unlock();
+    return r;
+}
+
+// ---- Events ------------------------------------------------------------------------------------
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags)
+{
+    const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
+                           CU_EVENT_INTERPROCESS;
+    struct fg_event *ev;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!ph || (flags & ~known) ||
+        ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING)))
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    if (r == CUDA_SUCCESS) {
+        ev = calloc(1, sizeof *ev);
+        if (ev)
+            ev->handle = (CUevent)(uintptr_t)fg_handle_new(FG_EVENT, ev, c);
+        if (!ev || !ev->handle) {
+            free(ev);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            ev->flags = flags;
+            *ph = ev->handle;
+        }
+    }
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s)
+{
+    struct fg_event *ev;
+    struct fg_ctx *c;
+    int skip;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(FG_ENQUEUE, &c, &skip);
+    ev = event_get(h);
+    if (r == CUDA_SUCCESS && !ev)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        r = fg_check_stream(s);
+    if (r == CUDA_SUCCESS) {
+        ev->recorded = 1;
+        ev->ns = now_ns();
+    }
+    fg_unlock();
+    return r;
+}
+
+// Synchronize and query: a recorded event has always completed, and one
+// never recorded counts as complete too.
+static CUresult event_wait(CUevent h)
+{
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    if (r == CUDA_SUCCESS && !event_get(h))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent h) { return event_wait(h); }
+CUresult CUDAAPI cuEventQuery(CUevent h) { return event_wait(h); }
+
+CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+{
+    struct fg_event *a, *b;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!ms)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    a = event_get(start);
+    b = event_get(end);
+    // Unrecorded or timing-disabled events have no time to compare.
+    if (r == CUDA_SUCCESS &&
+        (!a || !b || !a->recorded || !b->recorded ||
+         ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        *ms = (float)((double)((int64_t)(b->ns - a->ns)) / 1e6);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuEventDestroy_v2(CUevent h)
+{
+    struct fg_event *ev;
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    ev = event_get(h);
+    if (r == CUDA_SUCCESS && !ev)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS) {
+        fg_handle_drop(h64(h));
+        free(ev);
+    }
+    fg_unlock();
+    return r;
+}
+
+// The pre-12.8 name, which cuda.h now maps to the _v2 one.
+#undef cuEventElapsedTime
+CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end);
+CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end)
+{
+    return cuEventElapsedTime_v2(ms, start, end);
+}

@@ -1,0 +1,404 @@
+// Fake libcuda.so.1: memory allocation, copies, fills, virtual memory
+// management.
+//
+// Copies that name a side as device memory (the D in HtoD) fail with
+// CUDA_ERROR_INVALID_VALUE unless the whole range lies in one or more live
+// allocations.  A side given as host memory is taken as device memory when
+// its address lies in the device range, as unified addressing does, and
+// otherwise as memory of this process.
+#include "fakegpu.h"
+
+static int uva_dev(uintptr_t p) { return fg_mem_in_arena(p); }
+
+// ---- Allocation -------------------------------------------------------------------------
+
+CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    if (r == CUDA_SUCCESS)
+        r = fg_mem_alloc(c, bytesize, dptr);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
+{
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    // Freeing 0 is taken as a no-op, as cudaFree(NULL) is documented to be
+    // (uncertain for cuMemFree itself).
+    if (r == CUDA_SUCCESS && dptr)
+        r = fg_mem_free(dptr);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+{
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!free_bytes || !total)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    if (r == CUDA_SUCCESS)
+        fg_mem_info(free_bytes, total);
+    fg_unlock();
+    return r;
+}
+
+// ---- Copies -------------------------------------------------------------------------------
+
+static CUresult copy(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev,
+                     size_t n, int async, CUstream s)
+{
+    struct fg_ctx *c;
+    int skip = 0;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(async ? FG_ENQUEUE : 0, &c, &skip);
+    if (r == CUDA_SUCCESS && async)
+        r = fg_check_stream(s);
+    if (r == CUDA_SUCCESS)
+        r = fg_copy(dst, dst_dev, src, src_dev, n, !skip);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+    return copy(dst, 1, (uintptr_t)src, uva_dev((uintptr_t)src), n, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+    return copy((uintptr_t)dst, uva_dev((uintptr_t)dst), src, 1, n, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return copy(dst, 1, src, 1, n, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return copy(dst, uva_dev(dst), src, uva_dev(src), n, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
+                                      size_t n, CUstream s)
+{
+    return copy(dst, 1, (uintptr_t)src, uva_dev((uintptr_t)src), n, 1, s);
+}
+
+CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
+                                      CUstream s)
+{
+    return copy((uintptr_t)dst, uva_dev((uintptr_t)dst), src, 1, n, 1, s);
+}
+
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
+                                      size_t n, CUstream s)
+{
+    return copy(dst, 1, src, 1, n, 1, s);
+}
+
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n,
+                               CUstream s)
+{
+    return copy(dst, uva_dev(dst), src, uva_dev(src), n, 1, s);
+}
+
+// One side of a 2D copy: its base address and whether it is device memory.
+static CUresult side_2d(CUmemorytype type, const void *host, CUdeviceptr dev,
+                        uintptr_t *base, int *is_dev)
+{
+    switch (type) {
+    case CU_MEMORYTYPE_HOST:
+        *base = (uintptr_t)host;
+        *is_dev = uva_dev(*base);
+        return CUDA_SUCCESS;
+    case CU_MEMORYTYPE_DEVICE:
+        *base = dev;
+        *is_dev = 1;
+        return CUDA_SUCCESS;
+    case CU_MEMORYTYPE_UNIFIED:
+        *base = dev;
+        *is_dev = uva_dev(dev);
+        return CUDA_SUCCESS;
+    case CU_MEMORYTYPE_ARRAY:
+        return CUDA_ERROR_NOT_SUPPORTED;    // no CUDA arrays in the fake
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+// Validates every row before copying any, so a bad range copies nothing.
+static CUresult copy_2d(const CUDA_MEMCPY2D *p, int run)
+{
+    uintptr_t sb, db;
+    int sd, dd;
+    CUresult r;
+
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    r = side_2d(p->srcMemoryType, p->srcHost, p->srcDevice, &sb, &sd);
+    if (r == CUDA_SUCCESS)
+        r = side_2d(p->dstMemoryType, p->dstHost, p->dstDevice, &db, &dd);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (p->Height > 1 &&
+        (p->srcPitch < p->WidthInBytes || p->dstPitch < p->WidthInBytes))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t y = 0; y < p->Height; y++) {
+            uintptr_t s = sb + (p->srcY + y) * p->srcPitch + p->srcXInBytes;
+            uintptr_t d = db + (p->dstY + y) * p->dstPitch + p->dstXInBytes;
+            r = fg_copy(d, dd, s, sd, p->WidthInBytes, pass && run);
+            if (r != CUDA_SUCCESS)
+                return r;
+        }
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy_2d_entry(const CUDA_MEMCPY2D *p, int async, CUstream s)
+{
+    struct fg_ctx *c;
+    int skip = 0;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(async ? FG_ENQUEUE : 0, &c, &skip);
+    if (r == CUDA_SUCCESS && async)
+        r = fg_check_stream(s);
+    if (r == CUDA_SUCCESS)
+        r = copy_2d(p, !skip);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
+{
+    return copy_2d_entry(p, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p)
+{
+    return copy_2d_entry(p, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream s)
+{
+    return copy_2d_entry(p, 1, s);
+}
+
+// ---- Fills --------------------------------------------------------------------------------
+
+// width is in elements, pitch in bytes; height 1 is a plain fill.
+static CUresult fill(CUdeviceptr p, size_t pitch, uint32_t v, size_t elem,
+                     size_t width, size_t height, int async, CUstream s)
+{
+    struct fg_ctx *c;
+    int skip = 0;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(async ? FG_ENQUEUE : 0, &c, &skip);
+    if (r == CUDA_SUCCESS && async)
+        r = fg_check_stream(s);
+    if (r == CUDA_SUCCESS && height > 1 &&
+        (pitch < width * elem || pitch % elem))
+        r = CUDA_ERROR_INVALID_VALUE;
+    for (int pass = 0; pass < 2 && r == CUDA_SUCCESS; pass++)
+        for (size_t y = 0; y < height && r == CUDA_SUCCESS; y++)
+            r = fg_fill(p + y * pitch, v, elem, width, pass && !skip);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n)
+{
+    return fill(p, 0, v, 1, n, 1, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr p, unsigned short v, size_t n)
+{
+    return fill(p, 0, v, 2, n, 1, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr p, unsigned int v, size_t n)
+{
+    return fill(p, 0, v, 4, n, 1, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n,
+                                 CUstream s)
+{
+    return fill(p, 0, v, 1, n, 1, 1, s);
+}
+
+CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr p, unsigned short v, size_t n,
+                                  CUstream s)
+{
+    return fill(p, 0, v, 2, n, 1, 1, s);
+}
+
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr p, unsigned int v, size_t n,
+                                  CUstream s)
+{
+    return fill(p, 0, v, 4, n, 1, 1, s);
+}
+
+CUresult CUDAAPI cuMemsetD2D8_v2(CUdeviceptr p, size_t pitch, unsigned char v,
+                                 size_t w, size_t h)
+{
+    return fill(p, pitch, v, 1, w, h, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemsetD2D16_v2(CUdeviceptr p, size_t pitch,
+                                  unsigned short v, size_t w, size_t h)
+{
+    return fill(p, pitch, v, 2, w, h, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemsetD2D32_v2(CUdeviceptr p, size_t pitch, unsigned int v,
+                                  size_t w, size_t h)
+{
+    return fill(p, pitch, v, 4, w, h, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemsetD2D8Async(CUdeviceptr p, size_t pitch,
+                                   unsigned char v, size_t w, size_t h,
+                                   CUstream s)
+{
+    return fill(p, pitch, v, 1, w, h, 1, s);
+}
+
+CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr p, size_t pitch,
+                                    unsigned short v, size_t w, size_t h,
+                                    CUstream s)
+{
+    return fill(p, pitch, v, 2, w, h, 1, s);
+}
+
+CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr p, size_t pitch,
+                                    unsigned int v, size_t w, size_t h,
+                                    CUstream s)
+{
+    return fill(p, pitch, v, 4, w, h, 1, s);
+}
+
+// ---- Virtual memory management ---------------------------------------------------------
+//
+// Physical handles and reservations belong to the process, not a context.
+
+static CUresult check_prop(const CUmemAllocationProp *prop)
+{
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    return prop->location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+// Runs op under the lock once the driver is initialised.
+#define VMM_CALL(op)                                          \
+    do {                                                      \
+        struct fg_ctx *c_;                                    \
+        CUresult r_;                                          \
+        fg_lock();                                            \
+        r_ = fg_enter(FG_CTX_OPTIONAL, &c_, NULL);            \
+        if (r_ == CUDA_SUCCESS)                               \
+            r_ = (op);                                        \
+        fg_unlock();                                          \
+        return r_;                                            \
+    } while (0)
+
+CUresult CUDAAPI cuMemGetAllocationGranularity(
+    size_t *granularity, const CUmemAllocationProp *prop,
+    CUmemAllocationGranularity_flags option)
+{
+    CUresult r;
+
+    (void)option;       // minimum and recommended are the same: 2 MiB
+    if (!granularity)
+        return CUDA_ERROR_INVALID_VALUE;
+    r = check_prop(prop);
+    if (r == CUDA_SUCCESS)
+        *granularity = FG_GRANULARITY;
+    return r;
+}
+
+CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                             const CUmemAllocationProp *prop,
+                             unsigned long long flags)
+{
+    CUresult r = check_prop(prop);
+
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!handle || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    VMM_CALL(fg_vmm_create(size, handle));
+}
+
+CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    VMM_CALL(fg_vmm_release(handle));
+}
+
+CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
+                                     size_t alignment, CUdeviceptr addr,
+                                     unsigned long long flags)
+{
+    if (!ptr || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    VMM_CALL(fg_vmm_reserve(size, alignment, addr, ptr));
+}
+
+CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    VMM_CALL(fg_vmm_addr_free(ptr, size));
+}
+
+CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                          CUmemGenericAllocationHandle handle,
+                          unsigned long long flags)
+{
+    if (flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    VMM_CALL(fg_vmm_map(ptr, size, offset, handle));
+}
+
+CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    VMM_CALL(fg_vmm_unmap(ptr, size));
+}
+
+CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size,
+                                const CUmemAccessDesc *desc, size_t count)
+{
+    int access = -1;
+
+    if (!desc || count == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (desc[i].location.id != 0)
+            return CUDA_ERROR_INVALID_DEVICE;
+        // Read-only is treated as read-write: nothing checks the difference.
+        access = desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    }
+    VMM_CALL(fg_vmm_set_access(ptr, size, access));
+}

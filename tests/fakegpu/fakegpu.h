@@ -1,0 +1,200 @@
+// Internal interface of the fake GPU core.  The core lives in the fake
+// libcuda.so.1; the fake libcudart.so.13 is built on top of libcuda's public
+// cu* functions only, so both libraries share one set of allocations,
+// contexts, streams and modules, as they do with NVIDIA's libraries.
+//
+// Locking: every public cu* entry point takes the one global lock (fg_lock)
+// around its work.  Functions declared here expect the lock to be held.
+#pragma once
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     // mmap flags, strdup, clock_gettime under -std=c11
+#endif
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// ---- Device facts (one device, ordinal 0) -----------------------------------
+
+#define FG_DEVICE_NAME      "rgpu fake GPU"
+#define FG_TOTAL_MEM        (16ull << 30)
+#define FG_CC_MAJOR         9
+#define FG_CC_MINOR         0
+#define FG_SM_ARCH          (FG_CC_MAJOR * 10 + FG_CC_MINOR)
+#define FG_GRANULARITY      (2ull << 20)        // VMM granularity, 2 MiB
+#define FG_DRIVER_VERSION   13000
+#define FG_MAX_THREADS      1024
+#define FG_MAX_BLOCK_X      1024
+#define FG_MAX_BLOCK_Y      1024
+#define FG_MAX_BLOCK_Z      64
+#define FG_MAX_GRID_X       2147483647u
+#define FG_MAX_GRID_YZ      65535u
+#define FG_SHMEM_PER_BLOCK  (48 * 1024)
+
+// ---- Lock --------------------------------------------------------------------
+
+void fg_lock(void);
+void fg_unlock(void);
+
+// ---- Contexts ----------------------------------------------------------------
+
+struct fg_ctx {
+    CUcontext handle;
+    int primary;
+    unsigned flags;
+    // A fault in a kernel is first "pending": work enqueued after it is
+    // dropped but still returns success, as the launch itself does.  The next
+    // call that waits turns it "sticky": from then on every call in this
+    // context returns it until the context is destroyed or reset.
+    CUresult pending;
+    CUresult sticky;
+};
+
+// Checks the calling thread's state before an API call does its work; the
+// lock must be held.  Fails with CUDA_ERROR_NOT_INITIALIZED before cuInit,
+// CUDA_ERROR_INVALID_CONTEXT without a current context (unless the call does
+// not need one: FG_CTX_OPTIONAL, *ctx is then NULL), or the context's sticky
+// error.  An FG_ENQUEUE call (launch, async copy, record) after a fault gets
+// *skip = 1: it must validate its arguments, then do nothing and succeed; any
+// other call turns the pending fault sticky and returns it.
+#define FG_CTX_OPTIONAL 1
+#define FG_ENQUEUE      2
+CUresult fg_enter(int flags, struct fg_ctx **ctx, int *skip);
+
+// CUDA_SUCCESS for the NULL/legacy/per-thread streams and live streams.
+CUresult fg_check_stream(CUstream s);
+
+// ---- Handles -------------------------------------------------------------------
+//
+// Handles handed out are tagged indices into one table, never pointers, so a
+// stale or forged handle is detected instead of dereferenced.
+
+enum fg_kind { FG_CTX = 1, FG_STREAM, FG_EVENT, FG_MOD, FG_FUNC, FG_PHYS };
+
+uint64_t fg_handle_new(enum fg_kind kind, void *obj, struct fg_ctx *owner);
+void *fg_handle_get(uint64_t h, enum fg_kind kind);
+void fg_handle_drop(uint64_t h);
+// Calls fn for every live handle owned by ctx (fn may drop handles).
+void fg_handle_each_owned(struct fg_ctx *owner,
+                          void (*fn)(enum fg_kind, void *obj, uint64_t h));
+
+// ---- Memory (mem.c) --------------------------------------------------------------
+
+CUresult fg_mem_init(void);
+CUresult fg_mem_alloc(struct fg_ctx *owner, size_t size, CUdeviceptr *out);
+CUresult fg_mem_free(CUdeviceptr p);
+// A module variable: not freeable with cuMemFree, not owned by a context.
+CUresult fg_mem_alloc_global(size_t size, const void *init, size_t init_size,
+                             CUdeviceptr *out);
+void fg_mem_free_global(CUdeviceptr p);
+void fg_mem_release_owned(struct fg_ctx *owner);
+void fg_mem_info(size_t *free_bytes, size_t *total);
+
+// Whether p lies in the device address range (accessible or not).
+int fg_mem_in_arena(uintptr_t p);
+// Longest accessible stretch starting at p: returns its length (0: p is not
+// accessible device memory) and the host address backing p.
+size_t fg_mem_span(CUdeviceptr p, unsigned char **host);
+// Whether all of [p, p+n) is accessible device memory.
+int fg_mem_valid(CUdeviceptr p, size_t n);
+
+// Copies n bytes; *_dev says whether each side is a device address (which
+// must then be valid) or a host address of this process.  With run == 0 it
+// only validates (work dropped after a fault still reports bad arguments).
+CUresult fg_copy(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev,
+                 size_t n, int run);
+// Fills count elements of elem_size bytes (1, 2 or 4) at device p.
+CUresult fg_fill(CUdeviceptr p, uint32_t value, size_t elem_size, size_t count,
+                 int run);
+
+// Virtual memory management (cuMemCreate / cuMemMap family).
+CUresult fg_vmm_create(size_t size, CUmemGenericAllocationHandle *out);
+CUresult fg_vmm_release(CUmemGenericAllocationHandle h);
+CUresult fg_vmm_reserve(size_t size, size_t align, CUdeviceptr hint,
+                        CUdeviceptr *out);
+CUresult fg_vmm_addr_free(CUdeviceptr p, size_t size);
+CUresult fg_vmm_map(CUdeviceptr p, size_t size, size_t offset,
+                    CUmemGenericAllocationHandle h);
+CUresult fg_vmm_unmap(CUdeviceptr p, size_t size);
+CUresult fg_vmm_set_access(CUdeviceptr p, size_t size, int access);
+
+// ---- Modules (module.c) ----------------------------------------------------------
+
+struct fg_param { uint32_t offset, size; };
+
+struct fg_twin;
+
+struct fg_func {
+    CUfunction handle;          // also the CUkernel value
+    struct fg_module *mod;
+    char *name;                 // mangled
+    unsigned nparams;
+    struct fg_param *params;    // by ordinal
+    uint32_t param_size;        // size of the packed parameter buffer
+    const struct fg_twin *twin; // CPU implementation, NULL when none
+    int num_regs, local_size, shared_size, max_threads, arch;
+};
+
+struct fg_global {
+    char *name;
+    CUdeviceptr dptr;
+    size_t size;
+};
+
+struct fg_module {
+    CUmodule handle;            // also the CUlibrary value
+    int is_library;
+    struct fg_ctx *owner;       // NULL for libraries (context independent)
+    int arch;
+    unsigned nfuncs, nglobals;
+    struct fg_func *funcs;
+    struct fg_global *globals;
+    size_t const_size;
+};
+
+CUresult fg_module_load(const void *image, int is_library, struct fg_ctx *owner,
+                        struct fg_module **out);
+void fg_module_free(struct fg_module *m);
+struct fg_func *fg_module_func(struct fg_module *m, const char *name);
+struct fg_global *fg_module_global(struct fg_module *m, const char *name);
+
+// ---- CPU kernels (kernels.c) -----------------------------------------------------
+
+struct fg_dim { unsigned x, y, z; };
+
+// What a CPU kernel sees of one GPU thread.
+struct fg_thread {
+    struct fg_dim gridDim, blockDim, blockIdx, threadIdx;
+    const unsigned char *params;    // packed parameter buffer
+    const struct fg_func *func;     // layout of params
+    CUresult fault;                 // first fault; stops the launch
+    // Last device extent touched: most accesses hit it again.
+    CUdeviceptr c_base;
+    size_t c_len;
+    unsigned char *c_host;
+};
+
+struct fg_twin {
+    const char *name;               // mangled kernel name
+    unsigned nparams;
+    uint32_t sizes[16];             // expected parameter sizes, by ordinal
+    void (*fn)(struct fg_thread *t);
+};
+
+// The twin for f, or NULL when there is none or its sizes disagree with f.
+const struct fg_twin *fg_twin_find(const struct fg_func *f);
+// Runs f over the whole grid; returns CUDA_SUCCESS or the fault it hit.
+CUresult fg_exec(const struct fg_func *f, struct fg_dim grid,
+                 struct fg_dim block, const unsigned char *params);
+
+// Accessors for CPU kernels.  A bad address records a fault and yields a
+// scratch location, so the kernel body never touches host memory it should
+// not; the launch stops after the thread that faulted.
+const void *fg_arg(struct fg_thread *t, unsigned i, size_t size);
+const void *fg_ld(struct fg_thread *t, CUdeviceptr a, size_t n);
+void *fg_st(struct fg_thread *t, CUdeviceptr a, size_t n);
+
+#define FG_ARG(t, i, T)  (*(const T *)fg_arg((t), (i), sizeof(T)))
+#define FG_LD(t, a, T)   (*(const T *)fg_ld((t), (a), sizeof(T)))
+#define FG_ST(t, a, T)   (*(T *)fg_st((t), (a), sizeof(T)))

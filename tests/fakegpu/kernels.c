@@ -1,0 +1,265 @@
+// CPU twins of the test kernels in tests/progs/kernels.cuh, and the loop that
+// runs one over a grid.
+//
+// A twin is written per thread, like the CUDA kernel: it reads its
+// parameters with FG_ARG (by ordinal, at the offset the cubin gives) and
+// touches device memory only through FG_LD / FG_ST, which check every
+// address against the fake allocations.  There is no __syncthreads: threads
+// run one after another.
+//
+// Arithmetic mirrors what nvcc emits by default: a*b+c contracts to one
+// fused multiply-add (-fmad=true), hence fmaf; integer overflow wraps.
+#include "fakegpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+// Scratch for accesses that fault: the kernel body reads zeros from it and
+// writes into it, never into host memory.
+static _Thread_local _Alignas(64) unsigned char scratch[4096];
+
+const void *fg_arg(struct fg_thread *t, unsigned i, size_t size)
+{
+    const struct fg_param *p;
+
+    // The twin's parameter sizes were checked against the cubin at load
+    // (fg_twin_find), so a mismatch here is a bug in a twin.
+    if (i >= t->func->nparams || t->func->params[i].size != size ||
+        size > sizeof scratch) {
+        if (!t->fault)
+            t->fault = CUDA_ERROR_LAUNCH_FAILED;
+        memset(scratch, 0, sizeof scratch);
+        return scratch;
+    }
+    p = &t->func->params[i];
+    return t->params + p->offset;
+}
+
+// Host address for [a, a+n), or NULL after recording the fault.
+static unsigned char *dev_access(struct fg_thread *t, CUdeviceptr a, size_t n)
+{
+    unsigned char *h;
+    size_t len;
+
+    if (n == 0 || n > sizeof scratch) {
+        t->fault = CUDA_ERROR_LAUNCH_FAILED;
+        return NULL;
+    }
+    // Natural alignment, as the hardware wants for 1..16 byte accesses.
+    if ((n & (n - 1)) == 0 && n <= 16 && a % n) {
+        t->fault = CUDA_ERROR_MISALIGNED_ADDRESS;
+        return NULL;
+    }
+    if (a >= t->c_base && a - t->c_base <= t->c_len &&
+        n <= t->c_len - (a - t->c_base))
+        return t->c_host + (a - t->c_base);
+    len = fg_mem_span(a, &h);
+    if (len < n) {
+        t->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+        return NULL;
+    }
+    t->c_base = a;
+    t->c_len = len;
+    t->c_host = h;
+    return h;
+}
+
+const void *fg_ld(struct fg_thread *t, CUdeviceptr a, size_t n)
+{
+    unsigned char *h = t->fault ? NULL : dev_access(t, a, n);
+
+    if (!h) {
+        memset(scratch, 0, n < sizeof scratch ? n : sizeof scratch);
+        return scratch;
+    }
+    return h;
+}
+
+void *fg_st(struct fg_thread *t, CUdeviceptr a, size_t n)
+{
+    unsigned char *h = t->fault ? NULL : dev_access(t, a, n);
+
+    return h ? h : scratch;
+}
+
+CUresult fg_exec(const struct fg_func *f, struct fg_dim grid,
+                 struct fg_dim block, const unsigned char *params)
+{
+    struct fg_thread t = {
+        .gridDim = grid, .blockDim = block, .params = params, .func = f,
+    };
+    struct fg_dim *b = &t.blockIdx, *th = &t.threadIdx;
+
+    for (b->z = 0; b->z < grid.z; b->z++)
+    for (b->y = 0; b->y < grid.y; b->y++)
+    for (b->x = 0; b->x < grid.x; b->x++)
+        for (th->z = 0; th->z < block.z; th->z++)
+        for (th->y = 0; th->y < block.y; th->y++)
+        for (th->x = 0; th->x < block.x; th->x++) {
+            f->twin->fn(&t);
+            if (t.fault)
+                return t.fault;
+        }
+    return CUDA_SUCCESS;
+}
+
+// ---- Twins -----------------------------------------------------------------------------
+
+// Global x index computed as the kernels do, in 32-bit unsigned arithmetic.
+static unsigned gid32(const struct fg_thread *t)
+{
+    return t->blockIdx.x * t->blockDim.x + t->threadIdx.x;
+}
+
+static int first_thread(const struct fg_thread *t)
+{
+    return t->blockIdx.x == 0 && t->threadIdx.x == 0;
+}
+
+// Device pointers inside parameters are plain 64-bit addresses.
+struct rgpu_test_params {
+    CUdeviceptr out, in;
+    int32_t n;
+    float scale;
+    double offset;
+    char tag[12];
+};
+_Static_assert(sizeof(struct rgpu_test_params) == 48, "kernels.cuh layout");
+
+struct rgpu_test_big { long long v[512]; };
+
+static void k_empty(struct fg_thread *t) { (void)t; }
+
+static void k_fill_u32(struct fg_thread *t)
+{
+    CUdeviceptr p = FG_ARG(t, 0, CUdeviceptr);
+    uint32_t v = FG_ARG(t, 1, uint32_t);
+    unsigned long long n = FG_ARG(t, 2, unsigned long long);
+    unsigned long long i = t->blockIdx.x * (unsigned long long)t->blockDim.x +
+                           t->threadIdx.x;
+
+    if (i < n)
+        FG_ST(t, p + i * 4, uint32_t) = v;
+}
+
+static void k_axpy(struct fg_thread *t)
+{
+    float a = FG_ARG(t, 0, float);
+    CUdeviceptr x = FG_ARG(t, 1, CUdeviceptr), y = FG_ARG(t, 2, CUdeviceptr);
+    int n = FG_ARG(t, 3, int);
+    int i = (int)gid32(t);
+
+    if (i < n) {
+        float xi = FG_LD(t, x + (int64_t)i * 4, float);
+        float yi = FG_LD(t, y + (int64_t)i * 4, float);
+        FG_ST(t, y + (int64_t)i * 4, float) = fmaf(a, xi, yi);
+    }
+}
+
+static void k_struct(struct fg_thread *t)
+{
+    const struct rgpu_test_params *p = &FG_ARG(t, 0, struct rgpu_test_params);
+    int i = (int)gid32(t);
+
+    if (i < p->n) {
+        float in = FG_LD(t, p->in + (int64_t)i * 4, float);
+        FG_ST(t, p->out + (int64_t)i * 4, float) =
+            fmaf(in, p->scale, (float)p->offset) + (float)p->tag[i % 12];
+    }
+}
+
+static void k_big(struct fg_thread *t)
+{
+    CUdeviceptr out = FG_ARG(t, 0, CUdeviceptr);
+    const struct rgpu_test_big *b = &FG_ARG(t, 1, struct rgpu_test_big);
+    unsigned long long s = 0;
+
+    if (!first_thread(t))
+        return;
+    for (int i = 0; i < 512; i++)
+        s += (unsigned long long)b->v[i];
+    FG_ST(t, out, long long) = (long long)s;
+    FG_ST(t, out + 8, long long) = b->v[511];
+}
+
+static void k_scalars(struct fg_thread *t)
+{
+    CUdeviceptr out = FG_ARG(t, 7, CUdeviceptr);
+
+    if (!first_thread(t))
+        return;
+    FG_ST(t, out + 0, double) = FG_ARG(t, 0, signed char);
+    FG_ST(t, out + 8, double) = FG_ARG(t, 1, short);
+    FG_ST(t, out + 16, double) = FG_ARG(t, 2, int);
+    FG_ST(t, out + 24, double) = (double)FG_ARG(t, 3, long long);
+    FG_ST(t, out + 32, double) = FG_ARG(t, 4, float);
+    FG_ST(t, out + 40, double) = FG_ARG(t, 5, double);
+    FG_ST(t, out + 48, double) = FG_ARG(t, 6, unsigned char);
+}
+
+static void k_inc(struct fg_thread *t)
+{
+    CUdeviceptr p = FG_ARG(t, 0, CUdeviceptr);
+    int n = FG_ARG(t, 1, int);
+    int i = (int)gid32(t);
+
+    if (i < n) {
+        uint32_t v = FG_LD(t, p + (int64_t)i * 4, uint32_t);
+        FG_ST(t, p + (int64_t)i * 4, uint32_t) = v + 1;
+    }
+}
+
+static void k_double(struct fg_thread *t)
+{
+    CUdeviceptr dst = FG_ARG(t, 0, CUdeviceptr), src = FG_ARG(t, 1, CUdeviceptr);
+    int n = FG_ARG(t, 2, int);
+    int i = (int)gid32(t);
+
+    if (i < n) {
+        uint32_t v = FG_LD(t, src + (int64_t)i * 4, uint32_t);
+        FG_ST(t, dst + (int64_t)i * 4, uint32_t) = v * 2;
+    }
+}
+
+static void k_poke(struct fg_thread *t)
+{
+    CUdeviceptr p = FG_ARG(t, 0, CUdeviceptr);
+
+    if (first_thread(t))
+        FG_ST(t, p, int) = 42;
+}
+
+// Mangled names as nvcc 13 emits them for kernels.cuh; sizes by ordinal.
+static const struct fg_twin twins[] = {
+    { "_Z7k_emptyv", 0, { 0 }, k_empty },
+    { "_Z10k_fill_u32Pjjy", 3, { 8, 4, 8 }, k_fill_u32 },
+    { "_Z6k_axpyfPKfPfi", 4, { 4, 8, 8, 4 }, k_axpy },
+    { "_Z8k_struct16rgpu_test_params", 1, { 48 }, k_struct },
+    { "_Z5k_bigPx13rgpu_test_big", 2, { 8, 4096 }, k_big },
+    { "_Z9k_scalarscsixfdhPd", 8, { 1, 2, 4, 8, 4, 8, 1, 8 }, k_scalars },
+    { "_Z5k_incPii", 2, { 8, 4 }, k_inc },
+    { "_Z8k_doublePiPKii", 3, { 8, 8, 4 }, k_double },
+    { "_Z6k_pokePi", 1, { 8 }, k_poke },
+};
+
+const struct fg_twin *fg_twin_find(const struct fg_func *f)
+{
+    for (size_t i = 0; i < sizeof twins / sizeof twins[0]; i++) {
+        const struct fg_twin *w = &twins[i];
+        int ok = w->nparams == f->nparams;
+
+        if (strcmp(w->name, f->name))
+            continue;
+        for (unsigned j = 0; ok && j < w->nparams; j++)
+            ok = w->sizes[j] == f->params[j].size;
+        if (!ok) {
+            // A twin that disagrees with the cubin would read garbage.
+            fprintf(stderr, "fakegpu: CPU twin of %s does not match its "
+                    "parameter layout; treating it as missing\n", f->name);
+            return NULL;
+        }
+        return w;
+    }
+    return NULL;
+}

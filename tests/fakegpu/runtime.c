@@ -1,0 +1,910 @@
+// Fake libcudart.so.13, built only on the public API of the fake
+// libcuda.so.1, as NVIDIA's runtime sits on its driver: one set of
+// allocations, streams and modules serves both libraries.
+//
+// Runtime state is per thread (current device, last error); the runtime
+// works in the current driver context, retaining the device's primary
+// context and making it current when the thread has none.
+//
+// Error codes: the runtime and driver enums give the same number to every
+// code passed through here (asserted below), so driver results are returned
+// as they are, except where the runtime reports a different code (bad
+// function handles, bad launch configurations, bad pitches).
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define SAME(rt, drv) _Static_assert((int)(rt) == (int)(drv), #rt)
+SAME(cudaErrorInvalidValue, CUDA_ERROR_INVALID_VALUE);
+SAME(cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY);
+SAME(cudaErrorInitializationError, CUDA_ERROR_NOT_INITIALIZED);
+SAME(cudaErrorInvalidDevice, CUDA_ERROR_INVALID_DEVICE);
+SAME(cudaErrorInvalidKernelImage, CUDA_ERROR_INVALID_IMAGE);
+SAME(cudaErrorDeviceUninitialized, CUDA_ERROR_INVALID_CONTEXT);
+SAME(cudaErrorNoKernelImageForDevice, CUDA_ERROR_NO_BINARY_FOR_GPU);
+SAME(cudaErrorInvalidResourceHandle, CUDA_ERROR_INVALID_HANDLE);
+SAME(cudaErrorSymbolNotFound, CUDA_ERROR_NOT_FOUND);
+SAME(cudaErrorNotReady, CUDA_ERROR_NOT_READY);
+SAME(cudaErrorIllegalAddress, CUDA_ERROR_ILLEGAL_ADDRESS);
+SAME(cudaErrorLaunchOutOfResources, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+SAME(cudaErrorContextIsDestroyed, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+SAME(cudaErrorMisalignedAddress, CUDA_ERROR_MISALIGNED_ADDRESS);
+SAME(cudaErrorLaunchFailure, CUDA_ERROR_LAUNCH_FAILED);
+SAME(cudaErrorNotSupported, CUDA_ERROR_NOT_SUPPORTED);
+SAME(cudaDevAttrComputeCapabilityMajor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+SAME(cudaDevAttrMaxSharedMemoryPerBlockOptin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+SAME(cudaJitInfoLogBuffer, CU_JIT_INFO_LOG_BUFFER);
+SAME(cudaJitErrorLogBufferSizeBytes, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
+SAME(cudaStreamNonBlocking, CU_STREAM_NON_BLOCKING);
+SAME(cudaEventDisableTiming, CU_EVENT_DISABLE_TIMING);
+SAME(cudaEventInterprocess, CU_EVENT_INTERPROCESS);
+
+#define PITCH_ALIGN 512
+
+static _Thread_local cudaError_t last_error;
+static _Thread_local int cur_device;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext primary;               // retained once, kept
+static _Atomic int sticky;              // a fault seen: reported until reset
+
+static int is_sticky(cudaError_t e)
+{
+    return e == cudaErrorIllegalAddress || e == cudaErrorHardwareStackError ||
+           e == cudaErrorIllegalInstruction || e == cudaErrorMisalignedAddress ||
+           e == cudaErrorInvalidAddressSpace || e == cudaErrorInvalidPc ||
+           e == cudaErrorLaunchFailure;
+}
+
+// Every runtime call returns through here: failures become the thread's
+// last error.
+static cudaError_t ret(cudaError_t e)
+{
+    if (e != cudaSuccess) {
+        last_error = e;
+        if (is_sticky(e))
+            atomic_store(&sticky, (int)e);
+    }
+    return e;
+}
+
+static cudaError_t rt(CUresult r) { return (cudaError_t)r; }
+
+// A bad function handle is a bad device function to the runtime.
+static cudaError_t rt_func(CUresult r)
+{
+    return r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_NOT_FOUND
+               ? cudaErrorInvalidDeviceFunction : rt(r);
+}
+
+// Makes sure the thread has a current context, as the runtime's implicit
+// initialisation does.
+static cudaError_t ctx(void)
+{
+    CUcontext cur = NULL;
+    CUresult r = cuInit(0);
+
+    if (r == CUDA_SUCCESS)
+        r = cuCtxGetCurrent(&cur);
+    if (r != CUDA_SUCCESS || cur)
+        return rt(r);
+    pthread_mutex_lock(&lock);
+    if (!primary)
+        r = cuDevicePrimaryCtxRetain(&primary, 0);
+    pthread_mutex_unlock(&lock);
+    if (r == CUDA_SUCCESS)
+        r = cuCtxSetCurrent(primary);
+    return rt(r);
+}
+
+// Runs a driver call in the thread's context and returns its result.
+#define CALL(expr)                                  \
+    do {                                            \
+        cudaError_t e_ = ctx();                     \
+        if (e_ == cudaSuccess)                      \
+            e_ = rt(expr);                          \
+        return ret(e_);                             \
+    } while (0)
+
+// ---- Errors -----------------------------------------------------------------------------
+
+cudaError_t CUDARTAPI cudaGetLastError(void)
+{
+    cudaError_t e = last_error;
+    int s = atomic_load(&sticky);
+
+    last_error = cudaSuccess;
+    return s ? (cudaError_t)s : e;
+}
+
+cudaError_t CUDARTAPI cudaPeekAtLastError(void)
+{
+    int s = atomic_load(&sticky);
+
+    return s ? (cudaError_t)s : last_error;
+}
+
+struct code_name { int code; const char *name; };
+
+static const struct code_name names[] = {
+// Generated from driver_types.h (CUDA 13.0) enum cudaError.
+    { 0, "cudaSuccess" },
+    { 1, "cudaErrorInvalidValue" },
+    { 2, "cudaErrorMemoryAllocation" },
+    { 3, "cudaErrorInitializationError" },
+    { 4, "cudaErrorCudartUnloading" },
+    { 5, "cudaErrorProfilerDisabled" },
+    { 6, "cudaErrorProfilerNotInitialized" },
+    { 7, "cudaErrorProfilerAlreadyStarted" },
+    { 8, "cudaErrorProfilerAlreadyStopped" },
+    { 9, "cudaErrorInvalidConfiguration" },
+    { 12, "cudaErrorInvalidPitchValue" },
+    { 13, "cudaErrorInvalidSymbol" },
+    { 16, "cudaErrorInvalidHostPointer" },
+    { 17, "cudaErrorInvalidDevicePointer" },
+    { 18, "cudaErrorInvalidTexture" },
+    { 19, "cudaErrorInvalidTextureBinding" },
+    { 20, "cudaErrorInvalidChannelDescriptor" },
+    { 21, "cudaErrorInvalidMemcpyDirection" },
+    { 22, "cudaErrorAddressOfConstant" },
+    { 23, "cudaErrorTextureFetchFailed" },
+    { 24, "cudaErrorTextureNotBound" },
+    { 25, "cudaErrorSynchronizationError" },
+    { 26, "cudaErrorInvalidFilterSetting" },
+    { 27, "cudaErrorInvalidNormSetting" },
+    { 28, "cudaErrorMixedDeviceExecution" },
+    { 31, "cudaErrorNotYetImplemented" },
+    { 32, "cudaErrorMemoryValueTooLarge" },
+    { 34, "cudaErrorStubLibrary" },
+    { 35, "cudaErrorInsufficientDriver" },
+    { 36, "cudaErrorCallRequiresNewerDriver" },
+    { 37, "cudaErrorInvalidSurface" },
+    { 43, "cudaErrorDuplicateVariableName" },
+    { 44, "cudaErrorDuplicateTextureName" },
+    { 45, "cudaErrorDuplicateSurfaceName" },
+    { 46, "cudaErrorDevicesUnavailable" },
+    { 49, "cudaErrorIncompatibleDriverContext" },
+    { 52, "cudaErrorMissingConfiguration" },
+    { 53, "cudaErrorPriorLaunchFailure" },
+    { 65, "cudaErrorLaunchMaxDepthExceeded" },
+    { 66, "cudaErrorLaunchFileScopedTex" },
+    { 67, "cudaErrorLaunchFileScopedSurf" },
+    { 68, "cudaErrorSyncDepthExceeded" },
+    { 69, "cudaErrorLaunchPendingCountExceeded" },
+    { 98, "cudaErrorInvalidDeviceFunction" },
+    { 100, "cudaErrorNoDevice" },
+    { 101, "cudaErrorInvalidDevice" },
+    { 102, "cudaErrorDeviceNotLicensed" },
+    { 103, "cudaErrorSoftwareValidityNotEstablished" },
+    { 127, "cudaErrorStartupFailure" },
+    { 200, "cudaErrorInvalidKernelImage" },
+    { 201, "cudaErrorDeviceUninitialized" },
+    { 205, "cudaErrorMapBufferObjectFailed" },
+    { 206, "cudaErrorUnmapBufferObjectFailed" },
+    { 207, "cudaErrorArrayIsMapped" },
+    { 208, "cudaErrorAlreadyMapped" },
+    { 209, "cudaErrorNoKernelImageForDevice" },
+    { 210, "cudaErrorAlreadyAcquired" },
+    { 211, "cudaErrorNotMapped" },
+    { 212, "cudaErrorNotMappedAsArray" },
+    { 213, "cudaErrorNotMappedAsPointer" },
+    { 214, "cudaErrorECCUncorrectable" },
+    { 215, "cudaErrorUnsupportedLimit" },
+    { 216, "cudaErrorDeviceAlreadyInUse" },
+    { 217, "cudaErrorPeerAccessUnsupported" },
+    { 218, "cudaErrorInvalidPtx" },
+    { 219, "cudaErrorInvalidGraphicsContext" },
+    { 220, "cudaErrorNvlinkUncorrectable" },
+    { 221, "cudaErrorJitCompilerNotFound" },
+    { 222, "cudaErrorUnsupportedPtxVersion" },
+    { 223, "cudaErrorJitCompilationDisabled" },
+    { 224, "cudaErrorUnsupportedExecAffinity" },
+    { 225, "cudaErrorUnsupportedDevSideSync" },
+    { 226, "cudaErrorContained" },
+    { 300, "cudaErrorInvalidSource" },
+    { 301, "cudaErrorFileNotFound" },
+    { 302, "cudaErrorSharedObjectSymbolNotFound" },
+    { 303, "cudaErrorSharedObjectInitFailed" },
+    { 304, "cudaErrorOperatingSystem" },
+    { 400, "cudaErrorInvalidResourceHandle" },
+    { 401, "cudaErrorIllegalState" },
+    { 402, "cudaErrorLossyQuery" },
+    { 500, "cudaErrorSymbolNotFound" },
+    { 600, "cudaErrorNotReady" },
+    { 700, "cudaErrorIllegalAddress" },
+    { 701, "cudaErrorLaunchOutOfResources" },
+    { 702, "cudaErrorLaunchTimeout" },
+    { 703, "cudaErrorLaunchIncompatibleTexturing" },
+    { 704, "cudaErrorPeerAccessAlreadyEnabled" },
+    { 705, "cudaErrorPeerAccessNotEnabled" },
+    { 708, "cudaErrorSetOnActiveProcess" },
+    { 709, "cudaErrorContextIsDestroyed" },
+    { 710, "cudaErrorAssert" },
+    { 711, "cudaErrorTooManyPeers" },
+    { 712, "cudaErrorHostMemoryAlreadyRegistered" },
+    { 713, "cudaErrorHostMemoryNotRegistered" },
+    { 714, "cudaErrorHardwareStackError" },
+    { 715, "cudaErrorIllegalInstruction" },
+    { 716, "cudaErrorMisalignedAddress" },
+    { 717, "cudaErrorInvalidAddressSpace" },
+    { 718, "cudaErrorInvalidPc" },
+    { 719, "cudaErrorLaunchFailure" },
+    { 720, "cudaErrorCooperativeLaunchTooLarge" },
+    { 721, "cudaErrorTensorMemoryLeak" },
+    { 800, "cudaErrorNotPermitted" },
+    { 801, "cudaErrorNotSupported" },
+    { 802, "cudaErrorSystemNotReady" },
+    { 803, "cudaErrorSystemDriverMismatch" },
+    { 804, "cudaErrorCompatNotSupportedOnDevice" },
+    { 805, "cudaErrorMpsConnectionFailed" },
+    { 806, "cudaErrorMpsRpcFailure" },
+    { 807, "cudaErrorMpsServerNotReady" },
+    { 808, "cudaErrorMpsMaxClientsReached" },
+    { 809, "cudaErrorMpsMaxConnectionsReached" },
+    { 810, "cudaErrorMpsClientTerminated" },
+    { 811, "cudaErrorCdpNotSupported" },
+    { 812, "cudaErrorCdpVersionMismatch" },
+    { 900, "cudaErrorStreamCaptureUnsupported" },
+    { 901, "cudaErrorStreamCaptureInvalidated" },
+    { 902, "cudaErrorStreamCaptureMerge" },
+    { 903, "cudaErrorStreamCaptureUnmatched" },
+    { 904, "cudaErrorStreamCaptureUnjoined" },
+    { 905, "cudaErrorStreamCaptureIsolation" },
+    { 906, "cudaErrorStreamCaptureImplicit" },
+    { 907, "cudaErrorCapturedEvent" },
+    { 908, "cudaErrorStreamCaptureWrongThread" },
+    { 909, "cudaErrorTimeout" },
+    { 910, "cudaErrorGraphExecUpdateFailure" },
+    { 911, "cudaErrorExternalDevice" },
+    { 912, "cudaErrorInvalidClusterSize" },
+    { 913, "cudaErrorFunctionNotLoaded" },
+    { 914, "cudaErrorInvalidResourceType" },
+    { 915, "cudaErrorInvalidResourceConfiguration" },
+    { 999, "cudaErrorUnknown" },
+    { 10000, "cudaErrorApiFailureBase" },
+};
+
+// Texts of codes the driver does not have under the same number.
+static const struct code_name texts[] = {
+    { cudaErrorInvalidConfiguration, "invalid configuration argument" },
+    { cudaErrorInvalidPitchValue, "invalid pitch argument" },
+    { cudaErrorInvalidSymbol, "invalid device symbol" },
+    { cudaErrorInvalidDevicePointer, "invalid device pointer" },
+    { cudaErrorInvalidMemcpyDirection, "invalid copy direction for memcpy" },
+    { cudaErrorMissingConfiguration, "__global__ function call is not configured" },
+    { cudaErrorInvalidDeviceFunction, "invalid device function" },
+};
+
+const char *CUDARTAPI cudaGetErrorName(cudaError_t error)
+{
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].code == (int)error)
+            return names[i].name;
+    return "unrecognized error code";
+}
+
+const char *CUDARTAPI cudaGetErrorString(cudaError_t error)
+{
+    const char *s = NULL;
+
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        if (texts[i].code == (int)error)
+            return texts[i].name;
+    if (cuGetErrorString((CUresult)error, &s) == CUDA_SUCCESS && s)
+        return s;
+    return "unrecognized error code";
+}
+
+// ---- Device -------------------------------------------------------------------------------
+
+cudaError_t CUDARTAPI cudaGetDeviceCount(int *count)
+{
+    CUresult r = cuInit(0);
+
+    if (!count)
+        return ret(cudaErrorInvalidValue);
+    if (r == CUDA_SUCCESS)
+        r = cuDeviceGetCount(count);
+    return ret(rt(r));
+}
+
+cudaError_t CUDARTAPI cudaSetDevice(int device)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+
+    if (e != cudaSuccess)
+        return e;
+    if (device < 0 || device >= n)
+        return ret(cudaErrorInvalidDevice);
+    cur_device = device;
+    // CUDA 12+ initialises the device's primary context right here.
+    return ret(ctx());
+}
+
+cudaError_t CUDARTAPI cudaGetDevice(int *device)
+{
+    if (!device)
+        return ret(cudaErrorInvalidValue);
+    *device = cur_device;
+    return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
+                                             int device)
+{
+    CUresult r = cuInit(0);
+
+    if (r == CUDA_SUCCESS)
+        r = cuDeviceGetAttribute(value, (CUdevice_attribute)attr, device);
+    return ret(rt(r));
+}
+
+static int attr(CUdevice_attribute a)
+{
+    int v = 0;
+
+    cuDeviceGetAttribute(&v, a, 0);
+    return v;
+}
+
+cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp *p,
+                                              int device)
+{
+    CUresult r = cuInit(0);
+
+    if (!p)
+        return ret(cudaErrorInvalidValue);
+    if (r == CUDA_SUCCESS)
+        r = cuDeviceTotalMem_v2(&p->totalGlobalMem, device);   // checks device
+    if (r != CUDA_SUCCESS)
+        return ret(rt(r));
+    memset(p, 0, sizeof *p);
+    cuDeviceTotalMem_v2(&p->totalGlobalMem, device);
+    cuDeviceGetName(p->name, sizeof p->name, device);
+    cuDeviceGetUuid_v2(&p->uuid, device);
+#define A(field, a) p->field = attr(CU_DEVICE_ATTRIBUTE_##a)
+    A(sharedMemPerBlock, MAX_SHARED_MEMORY_PER_BLOCK);
+    A(regsPerBlock, MAX_REGISTERS_PER_BLOCK);
+    A(warpSize, WARP_SIZE);
+    A(memPitch, MAX_PITCH);
+    A(maxThreadsPerBlock, MAX_THREADS_PER_BLOCK);
+    A(maxThreadsDim[0], MAX_BLOCK_DIM_X);
+    A(maxThreadsDim[1], MAX_BLOCK_DIM_Y);
+    A(maxThreadsDim[2], MAX_BLOCK_DIM_Z);
+    A(maxGridSize[0], MAX_GRID_DIM_X);
+    A(maxGridSize[1], MAX_GRID_DIM_Y);
+    A(maxGridSize[2], MAX_GRID_DIM_Z);
+    A(totalConstMem, TOTAL_CONSTANT_MEMORY);
+    A(major, COMPUTE_CAPABILITY_MAJOR);
+    A(minor, COMPUTE_CAPABILITY_MINOR);
+    A(textureAlignment, TEXTURE_ALIGNMENT);
+    A(texturePitchAlignment, TEXTURE_PITCH_ALIGNMENT);
+    A(multiProcessorCount, MULTIPROCESSOR_COUNT);
+    A(integrated, INTEGRATED);
+    A(canMapHostMemory, CAN_MAP_HOST_MEMORY);
+    A(maxTexture1D, MAXIMUM_TEXTURE1D_WIDTH);
+    A(maxTexture1DMipmap, MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH);
+    A(maxTexture2D[0], MAXIMUM_TEXTURE2D_WIDTH);
+    A(maxTexture2D[1], MAXIMUM_TEXTURE2D_HEIGHT);
+    A(maxTexture2DMipmap[0], MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH);
+    A(maxTexture2DMipmap[1], MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT);
+    A(maxTexture2DLinear[0], MAXIMUM_TEXTURE2D_LINEAR_WIDTH);
+    A(maxTexture2DLinear[1], MAXIMUM_TEXTURE2D_LINEAR_HEIGHT);
+    A(maxTexture2DLinear[2], MAXIMUM_TEXTURE2D_LINEAR_PITCH);
+    A(maxTexture2DGather[0], MAXIMUM_TEXTURE2D_GATHER_WIDTH);
+    A(maxTexture2DGather[1], MAXIMUM_TEXTURE2D_GATHER_HEIGHT);
+    A(maxTexture3D[0], MAXIMUM_TEXTURE3D_WIDTH);
+    A(maxTexture3D[1], MAXIMUM_TEXTURE3D_HEIGHT);
+    A(maxTexture3D[2], MAXIMUM_TEXTURE3D_DEPTH);
+    A(maxTexture3DAlt[0], MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE);
+    A(maxTexture3DAlt[1], MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE);
+    A(maxTexture3DAlt[2], MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE);
+    A(maxTextureCubemap, MAXIMUM_TEXTURECUBEMAP_WIDTH);
+    A(maxTexture1DLayered[0], MAXIMUM_TEXTURE1D_LAYERED_WIDTH);
+    A(maxTexture1DLayered[1], MAXIMUM_TEXTURE1D_LAYERED_LAYERS);
+    A(maxTexture2DLayered[0], MAXIMUM_TEXTURE2D_LAYERED_WIDTH);
+    A(maxTexture2DLayered[1], MAXIMUM_TEXTURE2D_LAYERED_HEIGHT);
+    A(maxTexture2DLayered[2], MAXIMUM_TEXTURE2D_LAYERED_LAYERS);
+    A(maxTextureCubemapLayered[0], MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH);
+    A(maxTextureCubemapLayered[1], MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS);
+    A(maxSurface1D, MAXIMUM_SURFACE1D_WIDTH);
+    A(maxSurface2D[0], MAXIMUM_SURFACE2D_WIDTH);
+    A(maxSurface2D[1], MAXIMUM_SURFACE2D_HEIGHT);
+    A(maxSurface3D[0], MAXIMUM_SURFACE3D_WIDTH);
+    A(maxSurface3D[1], MAXIMUM_SURFACE3D_HEIGHT);
+    A(maxSurface3D[2], MAXIMUM_SURFACE3D_DEPTH);
+    A(maxSurface1DLayered[0], MAXIMUM_SURFACE1D_LAYERED_WIDTH);
+    A(maxSurface1DLayered[1], MAXIMUM_SURFACE1D_LAYERED_LAYERS);
+    A(maxSurface2DLayered[0], MAXIMUM_SURFACE2D_LAYERED_WIDTH);
+    A(maxSurface2DLayered[1], MAXIMUM_SURFACE2D_LAYERED_HEIGHT);
+    A(maxSurface2DLayered[2], MAXIMUM_SURFACE2D_LAYERED_LAYERS);
+    A(maxSurfaceCubemap, MAXIMUM_SURFACECUBEMAP_WIDTH);
+    A(maxSurfaceCubemapLayered[0], MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH);
+    A(maxSurfaceCubemapLayered[1], MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS);
+    A(surfaceAlignment, SURFACE_ALIGNMENT);
+    A(concurrentKernels, CONCURRENT_KERNELS);
+    A(ECCEnabled, ECC_ENABLED);
+    A(pciBusID, PCI_BUS_ID);
+    A(pciDeviceID, PCI_DEVICE_ID);
+    A(pciDomainID, PCI_DOMAIN_ID);
+    A(tccDriver, TCC_DRIVER);
+    A(asyncEngineCount, ASYNC_ENGINE_COUNT);
+    A(unifiedAddressing, UNIFIED_ADDRESSING);
+    A(memoryBusWidth, GLOBAL_MEMORY_BUS_WIDTH);
+    A(l2CacheSize, L2_CACHE_SIZE);
+    A(persistingL2CacheMaxSize, MAX_PERSISTING_L2_CACHE_SIZE);
+    A(maxThreadsPerMultiProcessor, MAX_THREADS_PER_MULTIPROCESSOR);
+    A(streamPrioritiesSupported, STREAM_PRIORITIES_SUPPORTED);
+    A(globalL1CacheSupported, GLOBAL_L1_CACHE_SUPPORTED);
+    A(localL1CacheSupported, LOCAL_L1_CACHE_SUPPORTED);
+    A(sharedMemPerMultiprocessor, MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+    A(regsPerMultiprocessor, MAX_REGISTERS_PER_MULTIPROCESSOR);
+    A(managedMemory, MANAGED_MEMORY);
+    A(isMultiGpuBoard, MULTI_GPU_BOARD);
+    A(multiGpuBoardGroupID, MULTI_GPU_BOARD_GROUP_ID);
+    A(hostNativeAtomicSupported, HOST_NATIVE_ATOMIC_SUPPORTED);
+    A(pageableMemoryAccess, PAGEABLE_MEMORY_ACCESS);
+    A(concurrentManagedAccess, CONCURRENT_MANAGED_ACCESS);
+    A(computePreemptionSupported, COMPUTE_PREEMPTION_SUPPORTED);
+    A(canUseHostPointerForRegisteredMem, CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM);
+    A(cooperativeLaunch, COOPERATIVE_LAUNCH);
+    A(sharedMemPerBlockOptin, MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    A(pageableMemoryAccessUsesHostPageTables, PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES);
+    A(directManagedMemAccessFromHost, DIRECT_MANAGED_MEM_ACCESS_FROM_HOST);
+    A(maxBlocksPerMultiProcessor, MAX_BLOCKS_PER_MULTIPROCESSOR);
+    A(accessPolicyMaxWindowSize, MAX_ACCESS_POLICY_WINDOW_SIZE);
+    A(reservedSharedMemPerBlock, RESERVED_SHARED_MEMORY_PER_BLOCK);
+    A(hostRegisterSupported, HOST_REGISTER_SUPPORTED);
+    A(sparseCudaArraySupported, SPARSE_CUDA_ARRAY_SUPPORTED);
+    A(hostRegisterReadOnlySupported, READ_ONLY_HOST_REGISTER_SUPPORTED);
+    A(timelineSemaphoreInteropSupported, TIMELINE_SEMAPHORE_INTEROP_SUPPORTED);
+    A(memoryPoolsSupported, MEMORY_POOLS_SUPPORTED);
+    A(gpuDirectRDMASupported, GPU_DIRECT_RDMA_SUPPORTED);
+    A(gpuDirectRDMAFlushWritesOptions, GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS);
+    A(gpuDirectRDMAWritesOrdering, GPU_DIRECT_RDMA_WRITES_ORDERING);
+    A(memoryPoolSupportedHandleTypes, MEMPOOL_SUPPORTED_HANDLE_TYPES);
+    A(deferredMappingCudaArraySupported, DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED);
+    A(ipcEventSupported, IPC_EVENT_SUPPORTED);
+    A(clusterLaunch, CLUSTER_LAUNCH);
+    A(unifiedFunctionPointers, UNIFIED_FUNCTION_POINTERS);
+    A(deviceNumaConfig, NUMA_CONFIG);
+    A(deviceNumaId, NUMA_ID);
+    A(mpsEnabled, MPS_ENABLED);
+    A(hostNumaId, HOST_NUMA_ID);
+    A(gpuPciDeviceID, GPU_PCI_DEVICE_ID);
+    A(gpuPciSubsystemID, GPU_PCI_SUBSYSTEM_ID);
+    A(hostNumaMultinodeIpcSupported, HOST_NUMA_MULTINODE_IPC_SUPPORTED);
+#undef A
+    return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaDriverGetVersion(int *version)
+{
+    return ret(rt(cuDriverGetVersion(version)));
+}
+
+cudaError_t CUDARTAPI cudaRuntimeGetVersion(int *version)
+{
+    if (!version)
+        return ret(cudaErrorInvalidValue);
+    *version = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
+{
+    CALL(cuCtxSynchronize());
+}
+
+// Frees everything of the primary context and forgets a fault; the next
+// call starts afresh on the same (still retained) primary context.
+cudaError_t CUDARTAPI cudaDeviceReset(void)
+{
+    CUresult r = cuInit(0);
+
+    if (r == CUDA_SUCCESS)
+        r = cuDevicePrimaryCtxReset_v2(cur_device);
+    if (r == CUDA_SUCCESS) {
+        atomic_store(&sticky, 0);
+        last_error = cudaSuccess;
+    }
+    return ret(rt(r));
+}
+
+// ---- Memory -------------------------------------------------------------------------------
+
+cudaError_t CUDARTAPI cudaMalloc(void **p, size_t size)
+{
+    CUdeviceptr d = 0;
+    cudaError_t e;
+
+    if (!p)
+        return ret(cudaErrorInvalidValue);
+    e = ctx();
+    if (e == cudaSuccess && size > 0)
+        e = rt(cuMemAlloc_v2(&d, size));
+    if (e == cudaSuccess)
+        *p = (void *)(uintptr_t)d;      // size 0 gives NULL, as CUDA does
+    return ret(e);
+}
+
+cudaError_t CUDARTAPI cudaMallocPitch(void **p, size_t *pitch, size_t width,
+                                      size_t height)
+{
+    size_t pp = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+    cudaError_t e;
+
+    if (!p || !pitch)
+        return ret(cudaErrorInvalidValue);
+    if (height && pp > SIZE_MAX / height)
+        return ret(cudaErrorMemoryAllocation);
+    e = cudaMalloc(p, pp * height);
+    if (e == cudaSuccess)
+        *pitch = pp;
+    return e;
+}
+
+// cudaFree(NULL) does nothing but still reports a sticky error, which the
+// fake driver's cuMemFree(0) does too.
+cudaError_t CUDARTAPI cudaFree(void *p)
+{
+    CALL(cuMemFree_v2((CUdeviceptr)(uintptr_t)p));
+}
+
+cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free_bytes, size_t *total)
+{
+    CALL(cuMemGetInfo_v2(free_bytes, total));
+}
+
+static CUresult copy(void *dst, const void *src, size_t n,
+                     enum cudaMemcpyKind kind, int async, cudaStream_t s)
+{
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst;
+    CUdeviceptr sp = (CUdeviceptr)(uintptr_t)src;
+
+    switch (kind) {
+    case cudaMemcpyHostToDevice:
+        return async ? cuMemcpyHtoDAsync_v2(d, src, n, s)
+                     : cuMemcpyHtoD_v2(d, src, n);
+    case cudaMemcpyDeviceToHost:
+        return async ? cuMemcpyDtoHAsync_v2(dst, sp, n, s)
+                     : cuMemcpyDtoH_v2(dst, sp, n);
+    case cudaMemcpyDeviceToDevice:
+        return async ? cuMemcpyDtoDAsync_v2(d, sp, n, s)
+                     : cuMemcpyDtoD_v2(d, sp, n);
+    default:        // host to host, or inferred from the addresses
+        return async ? cuMemcpyAsync(d, sp, n, s) : cuMemcpy(d, sp, n);
+    }
+}
+
+static cudaError_t memcpy_entry(void *dst, const void *src, size_t n,
+                                enum cudaMemcpyKind kind, int async,
+                                cudaStream_t s)
+{
+    cudaError_t e = ctx();
+
+    if (e != cudaSuccess)
+        return ret(e);
+    if ((unsigned)kind > cudaMemcpyDefault)
+        return ret(cudaErrorInvalidMemcpyDirection);
+    return ret(rt(copy(dst, src, n, kind, async, s)));
+}
+
+cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t n,
+                                 enum cudaMemcpyKind kind)
+{
+    return memcpy_entry(dst, src, n, kind, 0, NULL);
+}
+
+cudaError_t CUDARTAPI cudaMemcpyAsync(void *dst, const void *src, size_t n,
+                                      enum cudaMemcpyKind kind, cudaStream_t s)
+{
+    return memcpy_entry(dst, src, n, kind, 1, s);
+}
+
+static CUmemorytype memtype(enum cudaMemcpyKind kind, int is_src)
+{
+    switch (kind) {
+    case cudaMemcpyHostToHost: return CU_MEMORYTYPE_HOST;
+    case cudaMemcpyHostToDevice: return is_src ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    case cudaMemcpyDeviceToHost: return is_src ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    case cudaMemcpyDeviceToDevice: return CU_MEMORYTYPE_DEVICE;
+    default: return CU_MEMORYTYPE_UNIFIED;
+    }
+}
+
+static cudaError_t memcpy2d_entry(void *dst, size_t dpitch, const void *src,
+                                  size_t spitch, size_t width, size_t height,
+                                  enum cudaMemcpyKind kind, int async,
+                                  cudaStream_t s)
+{
+    CUDA_MEMCPY2D c;
+    cudaError_t e = ctx();
+
+    if (e != cudaSuccess)
+        return ret(e);
+    if ((unsigned)kind > cudaMemcpyDefault)
+        return ret(cudaErrorInvalidMemcpyDirection);
+    if (dpitch < width || spitch < width)
+        return ret(cudaErrorInvalidPitchValue);
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = memtype(kind, 1);
+    c.dstMemoryType = memtype(kind, 0);
+    c.srcHost = src;
+    c.srcDevice = (CUdeviceptr)(uintptr_t)src;
+    c.srcPitch = spitch;
+    c.dstHost = dst;
+    c.dstDevice = (CUdeviceptr)(uintptr_t)dst;
+    c.dstPitch = dpitch;
+    c.WidthInBytes = width;
+    c.Height = height;
+    return ret(rt(async ? cuMemcpy2DAsync_v2(&c, s) : cuMemcpy2D_v2(&c)));
+}
+
+cudaError_t CUDARTAPI cudaMemcpy2D(void *dst, size_t dpitch, const void *src,
+                                   size_t spitch, size_t width, size_t height,
+                                   enum cudaMemcpyKind kind)
+{
+    return memcpy2d_entry(dst, dpitch, src, spitch, width, height, kind, 0,
+                          NULL);
+}
+
+cudaError_t CUDARTAPI cudaMemcpy2DAsync(void *dst, size_t dpitch,
+                                        const void *src, size_t spitch,
+                                        size_t width, size_t height,
+                                        enum cudaMemcpyKind kind,
+                                        cudaStream_t s)
+{
+    return memcpy2d_entry(dst, dpitch, src, spitch, width, height, kind, 1, s);
+}
+
+cudaError_t CUDARTAPI cudaMemset(void *p, int value, size_t n)
+{
+    CALL(cuMemsetD8_v2((CUdeviceptr)(uintptr_t)p, (unsigned char)value, n));
+}
+
+cudaError_t CUDARTAPI cudaMemsetAsync(void *p, int value, size_t n,
+                                      cudaStream_t s)
+{
+    CALL(cuMemsetD8Async((CUdeviceptr)(uintptr_t)p, (unsigned char)value, n, s));
+}
+
+cudaError_t CUDARTAPI cudaMemset2D(void *p, size_t pitch, int value,
+                                   size_t width, size_t height)
+{
+    CALL(cuMemsetD2D8_v2((CUdeviceptr)(uintptr_t)p, pitch,
+                         (unsigned char)value, width, height));
+}
+
+// ---- Streams and events -------------------------------------------------------------------
+
+cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t *s)
+{
+    CALL(cuStreamCreate(s, 0));
+}
+
+cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t *s,
+                                                unsigned int flags)
+{
+    CALL(cuStreamCreate(s, flags));
+}
+
+cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t *s,
+                                                   unsigned int flags,
+                                                   int priority)
+{
+    CALL(cuStreamCreateWithPriority(s, flags, priority));
+}
+
+cudaError_t CUDARTAPI cudaStreamGetFlags(cudaStream_t s, unsigned int *flags)
+{
+    CALL(cuStreamGetFlags(s, flags));
+}
+
+cudaError_t CUDARTAPI cudaStreamGetPriority(cudaStream_t s, int *priority)
+{
+    CALL(cuStreamGetPriority(s, priority));
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+{
+    CALL(cuCtxGetStreamPriorityRange(least, greatest));
+}
+
+cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t s)
+{
+    CALL(cuStreamDestroy_v2(s));
+}
+
+cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t s)
+{
+    CALL(cuStreamSynchronize(s));
+}
+
+cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t s)
+{
+    CALL(cuStreamQuery(s));
+}
+
+cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev,
+                                          unsigned int flags)
+{
+    CALL(cuStreamWaitEvent(s, ev, flags));
+}
+
+cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t *ev)
+{
+    CALL(cuEventCreate(ev, 0));
+}
+
+cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t *ev,
+                                               unsigned int flags)
+{
+    CALL(cuEventCreate(ev, flags));
+}
+
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t ev, cudaStream_t s)
+{
+    CALL(cuEventRecord(ev, s));
+}
+
+cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t ev)
+{
+    CALL(cuEventSynchronize(ev));
+}
+
+cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t ev)
+{
+    CALL(cuEventQuery(ev));
+}
+
+cudaError_t CUDARTAPI cudaEventElapsedTime(float *ms, cudaEvent_t start,
+                                           cudaEvent_t end)
+{
+    CALL(cuEventElapsedTime_v2(ms, start, end));
+}
+
+cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t ev)
+{
+    CALL(cuEventDestroy_v2(ev));
+}
+
+// ---- Libraries and kernels ---------------------------------------------------------------
+
+cudaError_t CUDARTAPI cudaLibraryLoadData(
+    cudaLibrary_t *library, const void *code, enum cudaJitOption *jit_options,
+    void **jit_values, unsigned int n_jit,
+    enum cudaLibraryOption *lib_options, void **lib_values,
+    unsigned int n_lib)
+{
+    CALL(cuLibraryLoadData(library, code, (CUjit_option *)jit_options,
+                           jit_values, n_jit, (CUlibraryOption *)lib_options,
+                           lib_values, n_lib));
+}
+
+cudaError_t CUDARTAPI cudaLibraryUnload(cudaLibrary_t library)
+{
+    CALL(cuLibraryUnload(library));
+}
+
+cudaError_t CUDARTAPI cudaLibraryGetKernel(cudaKernel_t *kernel,
+                                           cudaLibrary_t library,
+                                           const char *name)
+{
+    CALL(cuLibraryGetKernel(kernel, library, name));
+}
+
+cudaError_t CUDARTAPI cudaLibraryGetGlobal(void **dptr, size_t *bytes,
+                                           cudaLibrary_t library,
+                                           const char *name)
+{
+    CUdeviceptr d = 0;
+    cudaError_t e = ctx();
+
+    if (e == cudaSuccess)
+        e = rt(cuLibraryGetGlobal(&d, bytes, library, name));
+    if (e == cudaSuccess && dptr)
+        *dptr = (void *)(uintptr_t)d;
+    return ret(e);
+}
+
+// func is a cudaKernel_t from cudaLibraryGetKernel: the fake driver takes
+// the same value as a CUfunction.
+cudaError_t CUDARTAPI cudaFuncGetParamInfo(const void *func, size_t i,
+                                           size_t *offset, size_t *size)
+{
+    CUresult r;
+    cudaError_t e = ctx();
+
+    if (e != cudaSuccess)
+        return ret(e);
+    r = cuFuncGetParamInfo((CUfunction)(uintptr_t)func, i, offset, size);
+    return ret(r == CUDA_ERROR_INVALID_HANDLE ? cudaErrorInvalidDeviceFunction
+                                              : rt(r));
+}
+
+cudaError_t CUDARTAPI cudaFuncGetAttributes(struct cudaFuncAttributes *a,
+                                            const void *func)
+{
+    CUfunction f = (CUfunction)(uintptr_t)func;
+    int v[CU_FUNC_ATTRIBUTE_MAX];
+    CUresult r = CUDA_SUCCESS;
+    cudaError_t e = ctx();
+
+    if (e != cudaSuccess)
+        return ret(e);
+    if (!a)
+        return ret(cudaErrorInvalidValue);
+    for (int i = 0; i < CU_FUNC_ATTRIBUTE_MAX && r == CUDA_SUCCESS; i++)
+        r = cuFuncGetAttribute(&v[i], (CUfunction_attribute)i, f);
+    if (r != CUDA_SUCCESS)
+        return ret(rt_func(r));
+    memset(a, 0, sizeof *a);
+    a->sharedSizeBytes = (size_t)v[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES];
+    a->constSizeBytes = (size_t)v[CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES];
+    a->localSizeBytes = (size_t)v[CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES];
+    a->maxThreadsPerBlock = v[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
+    a->numRegs = v[CU_FUNC_ATTRIBUTE_NUM_REGS];
+    a->ptxVersion = v[CU_FUNC_ATTRIBUTE_PTX_VERSION];
+    a->binaryVersion = v[CU_FUNC_ATTRIBUTE_BINARY_VERSION];
+    a->cacheModeCA = v[CU_FUNC_ATTRIBUTE_CACHE_MODE_CA];
+    a->maxDynamicSharedSizeBytes = v[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES];
+    a->preferredShmemCarveout = v[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT];
+    a->clusterDimMustBeSet = v[CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET];
+    a->requiredClusterWidth = v[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH];
+    a->requiredClusterHeight = v[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT];
+    a->requiredClusterDepth = v[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH];
+    a->clusterSchedulingPolicyPreference =
+        v[CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE];
+    a->nonPortableClusterSizeAllowed =
+        v[CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED];
+    return cudaSuccess;
+}
+
+// What a launch with an impossible configuration reports.  Measured on an
+// H200 (driver 580, CUDA 13.0 runtime): cudaErrorInvalidValue for every such
+// launch (too many threads, an empty grid, too much shared memory); CUDA 12
+// runtimes said cudaErrorInvalidConfiguration.  More threads than the
+// kernel's __launch_bounds__ is left to the driver.
+#if CUDART_VERSION >= 13000
+#define BAD_LAUNCH cudaErrorInvalidValue
+#else
+#define BAD_LAUNCH cudaErrorInvalidConfiguration
+#endif
+
+static int config_ok(dim3 g, dim3 b)
+{
+    unsigned long long threads = (unsigned long long)b.x * b.y * b.z;
+
+    return g.x && g.y && g.z && b.x && b.y && b.z &&
+           b.x <= 1024 && b.y <= 1024 && b.z <= 64 && threads <= 1024 &&
+           g.x <= 2147483647u && g.y <= 65535 && g.z <= 65535;
+}
+
+cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
+                                       void **args, size_t shmem,
+                                       cudaStream_t s)
+{
+    CUfunction f = (CUfunction)(uintptr_t)func;
+    int max_threads = 0;
+    CUresult r;
+    cudaError_t e = ctx();
+
+    if (e != cudaSuccess)
+        return ret(e);
+    // A bad handle is reported before a bad configuration.
+    r = cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+    if (r != CUDA_SUCCESS)
+        return ret(rt_func(r));
+    if (!config_ok(grid, block) || shmem > UINT32_MAX)
+        return ret(BAD_LAUNCH);
+    r = cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                       (unsigned)shmem, s, args, NULL);
+    return ret(rt_func(r));
+}
