@@ -20,6 +20,8 @@
 #define RGPU_H_HTOD_2D       "rgpu.htod2d"
 /* [src, spitch, width, height] -> [bin rows]      2D device to host */
 #define RGPU_H_DTOH_2D       "rgpu.dtoh2d"
+/* [dst, dpitch, src, spitch, width, height, stream] -> []  2D device to device */
+#define RGPU_H_DTOD_2D       "rgpu.dtod2d"
 /* [stream] -> []  synchronize a stream (cudaMemcpy semantics after a copy) */
 #define RGPU_H_SYNC_STREAM   "rgpu.sync_stream"
 /* [bin image]  -> [library handle]          load a fatbin/cubin/PTX (runtime) */

@@ -172,6 +172,19 @@ static int h_dtoh_2d(struct hand_call *c)
     return rc;
 }
 
+/* [dst, dpitch, src, spitch, width, height, stream] */
+static int h_dtod_2d(struct hand_call *c)
+{
+    uint64_t v[7];
+    PROTO_IF(args_count(c, 7));
+    for (unsigned i = 0; i < 7; i++)
+        PROTO_IF(arg_u64(c, i, &v[i]));
+    NEED(REAL(cudaMemcpy2DAsync));
+    msgpack_pack_array(c->out, 0);
+    return REAL(cudaMemcpy2DAsync)((void *)v[0], v[1], (const void *)v[2], v[3], v[4], v[5],
+                                   cudaMemcpyDeviceToDevice, (cudaStream_t)v[6]);
+}
+
 /* ---- modules and kernels ------------------------------------------------------- */
 
 /* [bin image] -> [library] */
@@ -354,6 +367,7 @@ const struct hand_proc hand_cudart_procs[] = {
     { "cudart", RGPU_H_DTOH, h_dtoh, 0 },
     { "cudart", RGPU_H_DTOD, h_dtod, 0 },
     { "cudart", RGPU_H_HTOD_2D, h_htod_2d, 0 },
+    { "cudart", RGPU_H_DTOD_2D, h_dtod_2d, 0 },
     { "cudart", RGPU_H_DTOH_2D, h_dtoh_2d, 0 },
     { "cudart", RGPU_H_LIB_LOAD, h_lib_load, 0 },
     { "cudart", RGPU_H_KERNEL_GET, h_kernel_get, 0 },

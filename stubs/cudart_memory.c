@@ -365,8 +365,21 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
         return cudaSuccess;
     }
     if (kind == cudaMemcpyDeviceToDevice) {
-        static int logged;
-        return rgpu_refused(LIB, "cudaMemcpy2D device to device", "not remoted yet", &logged);
+        rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOD_2D), 0);
+        msgpack_pack_array(&req.pk, 7);
+        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)dst);
+        msgpack_pack_uint64(&req.pk, dpitch);
+        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)src);
+        msgpack_pack_uint64(&req.pk, spitch);
+        msgpack_pack_uint64(&req.pk, width);
+        msgpack_pack_uint64(&req.pk, height);
+        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
+        rc = finish("cudaMemcpy2D", &req, &reply);
+        if (rc >= 0)
+            return rc;
+        rc = rgpu_reply_status(LIB, &reply);
+        rgpu_reply_free(&reply);
+        return rc;
     }
     if (kind == cudaMemcpyHostToDevice) {
         char *rows = malloc(width * height);
