@@ -80,10 +80,23 @@ listening() {
 libargs=(--lib-dir "$build/tests/fakegpu")
 [ -n "${RGPU_REAL_GPU:-}" ] && libargs=()
 
+# Meson puts the directory of every library a test depends on into
+# LD_LIBRARY_PATH: our stubs and the fake backend.  rgpud must find neither
+# by soname: a stub libcuda.so.1 would forward the daemon's own calls back
+# to it, and with RGPU_REAL_GPU a fake one would stand in for the GPU.
+daemon_ldpath=
+IFS=: read -ra ld_dirs <<<"${LD_LIBRARY_PATH:-}"
+for d in "${ld_dirs[@]}"; do
+    case $(readlink -f "$d" 2>/dev/null) in
+        "$(readlink -f "$build/stubs")" | "$(readlink -f "$build/tests/fakegpu")") ;;
+        *) daemon_ldpath=${daemon_ldpath:+$daemon_ldpath:}$d ;;
+    esac
+done
+
 port=
 for attempt in 1 2 3; do
     p=$(free_port)
-    setsid "$rgpud" --foreground --listen "127.0.0.1:$p" "${libargs[@]}" \
+    LD_LIBRARY_PATH=$daemon_ldpath setsid "$rgpud" --foreground --listen "127.0.0.1:$p" "${libargs[@]}" \
         >"$tmp/rgpud.log" 2>&1 </dev/null &
     daemon_pid=$!
     for _ in $(seq 50); do          # up to about 5 s
@@ -125,7 +138,7 @@ fi
 # The client core prints this banner at RGPU_LOG=info.  Without it the
 # program ran on some other libcudart (say, a real GPU's), not through rgpu.
 if ! grep -Eq '^rgpu\[[0-9]+\]: info: connected to' "$tmp/err"; then
-    echo "run-prog: no 'rgpu: connected to' banner: $prog did not run through rgpu's stubs" >&2
+    echo "run-prog: no 'rgpu[PID]: info: connected to' banner: $prog did not run through rgpu's stubs" >&2
     failed=1
     [ $status -eq 0 ] && status=1
 fi

@@ -3,6 +3,7 @@
 #include "fakegpu.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,7 +102,7 @@ void fg_handle_each_owned(struct fg_ctx *owner,
 
 // ---- Contexts ---------------------------------------------------------------------------
 
-static int inited;
+static _Atomic int inited;          // read without the lock by a few calls
 static struct fg_ctx *primary;      // exists from cuInit on
 static unsigned primary_refs;       // retains; active while > 0
 

@@ -15,6 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Internal to libcuda.so.1 (the version script hides them too): hidden
+// visibility lets calls bind directly and inline, which the CPU kernels'
+// per-access helpers need to run at a useful speed.
+#pragma GCC visibility push(hidden)
+
 // ---- Device facts (one device, ordinal 0) -----------------------------------
 
 #define FG_DEVICE_NAME      "rgpu fake GPU"
@@ -188,9 +193,10 @@ const struct fg_twin *fg_twin_find(const struct fg_func *f);
 CUresult fg_exec(const struct fg_func *f, struct fg_dim grid,
                  struct fg_dim block, const unsigned char *params);
 
-// Accessors for CPU kernels.  A bad address records a fault and yields a
-// scratch location, so the kernel body never touches host memory it should
-// not; the launch stops after the thread that faulted.
+// Accessors for CPU kernels (FG_LD/FG_ST: values of at most 4 KiB).  A bad
+// address records a fault and yields a scratch location, so the kernel body
+// never touches host memory it should not; the launch stops after the
+// thread that faulted.
 const void *fg_arg(struct fg_thread *t, unsigned i, size_t size);
 const void *fg_ld(struct fg_thread *t, CUdeviceptr a, size_t n);
 void *fg_st(struct fg_thread *t, CUdeviceptr a, size_t n);
@@ -198,3 +204,5 @@ void *fg_st(struct fg_thread *t, CUdeviceptr a, size_t n);
 #define FG_ARG(t, i, T)  (*(const T *)fg_arg((t), (i), sizeof(T)))
 #define FG_LD(t, a, T)   (*(const T *)fg_ld((t), (a), sizeof(T)))
 #define FG_ST(t, a, T)   (*(T *)fg_st((t), (a), sizeof(T)))
+
+#pragma GCC visibility pop

@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 // Scratch for accesses that fault: the kernel body reads zeros from it and
@@ -21,19 +22,15 @@ static _Thread_local _Alignas(64) unsigned char scratch[4096];
 
 const void *fg_arg(struct fg_thread *t, unsigned i, size_t size)
 {
-    const struct fg_param *p;
-
     // The twin's parameter sizes were checked against the cubin at load
-    // (fg_twin_find), so a mismatch here is a bug in a twin.
-    if (i >= t->func->nparams || t->func->params[i].size != size ||
-        size > sizeof scratch) {
-        if (!t->fault)
-            t->fault = CUDA_ERROR_LAUNCH_FAILED;
-        memset(scratch, 0, sizeof scratch);
-        return scratch;
+    // (fg_twin_find), so a mismatch here is a bug in the twin's body: stop
+    // loudly rather than compute garbage.
+    if (i >= t->func->nparams || t->func->params[i].size != size) {
+        fprintf(stderr, "fakegpu: CPU twin of %s reads parameter %u as %zu "
+                "bytes, which the cubin does not say\n", t->func->name, i, size);
+        abort();
     }
-    p = &t->func->params[i];
-    return t->params + p->offset;
+    return t->params + t->func->params[i].offset;
 }
 
 // Host address for [a, a+n), or NULL after recording the fault.

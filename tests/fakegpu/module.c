@@ -385,7 +385,8 @@ static CUresult load_kernel(struct fg_module *m, const struct elf *e,
 {
     struct fg_func *f = &m->funcs[m->nfuncs];
     struct kparam_acc acc = { .f = f };
-    char secname[512];
+    size_t len = strlen(name) + sizeof ".nv.shared.";
+    char *secname = malloc(len);        // mangled names can be long
     Elf64_Shdr sh;
 
     memset(f, 0, sizeof *f);
@@ -393,20 +394,23 @@ static CUresult load_kernel(struct fg_module *m, const struct elf *e,
     f->arch = m->arch;
     f->max_threads = FG_MAX_THREADS;
     f->name = strdup(name);
-    if (!f->name)
+    if (!f->name || !secname) {
+        free(secname);
         return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     m->nfuncs++;
-    snprintf(secname, sizeof secname, ".nv.info.%s", name);
+    snprintf(secname, len, ".nv.info.%s", name);
     if (!elf_find_section(e, secname, &sh))
         nvinfo_each(e, &sh, kernel_attr, &acc);
     for (unsigned i = 0; i < f->nparams; i++)
         if (f->params[i].size == 0)
             acc.bad = 1;            // a gap in the ordinals
+    snprintf(secname, len, ".nv.shared.%s", name);
+    if (!acc.bad && !elf_find_section(e, secname, &sh))
+        f->shared_size = (int)sh.sh_size;
+    free(secname);
     if (acc.bad)
         return CUDA_ERROR_INVALID_IMAGE;
-    snprintf(secname, sizeof secname, ".nv.shared.%s", name);
-    if (!elf_find_section(e, secname, &sh))
-        f->shared_size = (int)sh.sh_size;
     f->handle = (CUfunction)(uintptr_t)fg_handle_new(FG_FUNC, f, m->owner);
     return f->handle ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
