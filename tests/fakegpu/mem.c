@@ -17,7 +17,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define ARENA_SIZE   (1ull << 40)   // device address space: 1 TiB
+#define ARENA_MAX    (1ull << 40)   // device address space: 1 TiB...
+#define ARENA_MIN    (2 * FG_TOTAL_MEM) // ...or less where that is refused
 #define ALLOC_ALIGN  512ull         // cuMemAlloc alignment (CUDA promises 256)
 
 enum region_kind { R_ALLOC, R_GLOBAL, R_RESERVE };
@@ -48,29 +49,33 @@ struct region {
 };
 
 static uintptr_t arena;
+static size_t arena_size;
 static struct region *regs;         // sorted by va, not overlapping
 static size_t nregs, capregs;
 static size_t used;                 // bytes of "device memory" in use
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+// Valgrind, for one, cannot map a terabyte: halve until it fits.
 CUresult fg_mem_init(void)
 {
-    void *p;
-
     if (arena)
         return CUDA_SUCCESS;
-    p = mmap(NULL, ARENA_SIZE, PROT_NONE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    arena = (uintptr_t)p;
-    return CUDA_SUCCESS;
+    for (size_t size = ARENA_MAX; size >= ARENA_MIN; size /= 2) {
+        void *p = mmap(NULL, size, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p != MAP_FAILED) {
+            arena = (uintptr_t)p;
+            arena_size = size;
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 int fg_mem_in_arena(uintptr_t p)
 {
-    return arena && p >= arena && p - arena < ARENA_SIZE;
+    return arena && p >= arena && p - arena < arena_size;
 }
 
 static unsigned char *host_map(size_t size)
@@ -149,9 +154,9 @@ static int range_free(CUdeviceptr va, size_t size)
 // First fit in the arena; honours hint when it is free.
 static CUdeviceptr va_find(size_t size, size_t align, CUdeviceptr hint)
 {
-    CUdeviceptr cur, end = arena + ARENA_SIZE;
+    CUdeviceptr cur, end = arena + arena_size;
 
-    if (size == 0 || size > ARENA_SIZE)
+    if (size == 0 || size > arena_size)
         return 0;
     if (hint && hint % align == 0 && fg_mem_in_arena(hint) &&
         end - hint >= size && range_free(hint, size))
