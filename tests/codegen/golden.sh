@@ -1,0 +1,49 @@
+#!/bin/bash
+# Golden tests of rgpu-gen: generate from a miniature header, annotation
+# file and reference library, and compare every output file with the
+# committed copy in tests/codegen/golden/.  Also checks that an unexplained
+# parameter stops the generator with file:line.
+#   golden.sh RGPU_GEN REFERENCE_LIB [--update]
+set -u
+gen=$(realpath "$1")
+ref=$(realpath "$2")
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail=0
+
+# Paths in the output are relative to tests/codegen, so they are stable.
+cd "$here"
+if ! "$gen" mini.ann root "$ref" libmini.so.1 "$out" 2>"$out/stderr"; then
+    echo "FAIL generate: $(cat "$out/stderr")"
+    exit 1
+fi
+rm -f "$out/stderr"
+if [ "${3:-}" = "--update" ]; then
+    rm -rf golden && mkdir golden && cp "$out"/* golden/
+    echo "updated $(ls golden | wc -l) golden files"
+    exit 0
+fi
+for f in golden/*; do
+    name=$(basename "$f")
+    if diff -u "$f" "$out/$name" >"$out/diff.txt"; then
+        echo "ok golden $name"
+    else
+        echo "FAIL golden $name:"; cat "$out/diff.txt"; fail=1
+    fi
+done
+rm -f "$out/diff.txt"
+if [ "$(cd "$out" && ls)" != "$(cd golden && ls)" ]; then
+    echo "FAIL the generator's set of output files changed:"
+    diff <(cd golden && ls) <(cd "$out" && ls); fail=1
+fi
+
+# An unexplained void pointer must stop the build and say where.
+if "$gen" bad.ann root "$ref" libmini.so.1 "$out/bad" 2>"$out/bad.err"; then
+    echo "FAIL bad.ann: the generator accepted an unexplained void pointer"; fail=1
+elif grep -q "mini.h:[0-9]*: miniMemset: parameter 'dst'" "$out/bad.err"; then
+    echo "ok unexplained parameter rejected with file:line"
+else
+    echo "FAIL bad.ann: unexpected message: $(cat "$out/bad.err")"; fail=1
+fi
+exit $fail
