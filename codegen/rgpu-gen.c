@@ -464,8 +464,14 @@ static void emit_coverage(const struct gen *g)
     fprintf(f, "  refused (not supported):     %d\n\n", count[D_REFUSED]);
     for (int i = 0; i < g->nexp; i++) {
         const struct export_fn *e = &g->exp[i];
-        fprintf(f, "%-50s %-11s%s%s%s\n", e->name, disp_name(e->disp), e->async ? " async" : "",
-                e->reason ? "  " : "", e->reason ? e->reason : "");
+        /* No trailing blanks: the report is read and diffed. */
+        fprintf(f, "%-50s %s", e->name, disp_name(e->disp));
+        if (e->async)
+            fprintf(f, " async");
+        if (e->reason)
+            fprintf(f, "%*s%s", (int)(12 - strlen(disp_name(e->disp)) - (e->async ? 6 : 0)), "",
+                    e->reason);
+        fprintf(f, "\n");
     }
     fclose(f);
 }

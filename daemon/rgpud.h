@@ -30,6 +30,17 @@ int backend_driver_version(void);
 /* Serve one client on fd until it leaves; never returns. */
 void session_run(int fd, const struct rgpud_options *opt) __attribute__((noreturn));
 
+/* ---- guards.c: checks around generated procedures ---------------------------- */
+
+struct guard {
+    const char *lib, *name;
+    int (*pre)(void **argv);                /* nonzero: return this instead */
+    void (*post)(void **argv, int status);  /* after the real call */
+};
+
+const struct guard *guard_for(const char *lib, const char *name);
+void guard_note_context(uint64_t ctx);
+
 /* ---- hand-written procedures (hand_*.c) ------------------------------------ */
 
 struct hand_call {

@@ -67,11 +67,12 @@ struct served_lib {
     const struct rgpu_lib *lib;
     const struct rgpu_server_proc *server;
     void **fn;                  /* resolved lazily; (void *)-1: missing */
+    const struct guard **guard; /* per procedure, or NULL */
 };
 
 static struct served_lib served[] = {
-    { &rgpu_cudart_lib, rgpu_cudart_server_procs, NULL },
-    { &rgpu_cuda_lib, rgpu_cuda_server_procs, NULL },
+    { &rgpu_cudart_lib, rgpu_cudart_server_procs, NULL, NULL },
+    { &rgpu_cuda_lib, rgpu_cuda_server_procs, NULL, NULL },
 };
 #define NSERVED (sizeof served / sizeof served[0])
 
@@ -81,10 +82,13 @@ static void init_tables(void)
 {
     for (size_t i = 0; i < NSERVED; i++) {
         served[i].fn = calloc(served[i].lib->nprocs + 1, sizeof(void *));
-        if (!served[i].fn) {
+        served[i].guard = calloc(served[i].lib->nprocs + 1, sizeof(struct guard *));
+        if (!served[i].fn || !served[i].guard) {
             rgpu_error("out of memory");
             _exit(1);
         }
+        for (size_t k = 0; k < served[i].lib->nprocs; k++)
+            served[i].guard[k] = guard_for(served[i].lib->name, served[i].lib->procs[k].name);
     }
     const struct hand_proc *tabs[2] = { hand_cudart_procs, hand_cuda_procs };
     const int counts[2] = { hand_cudart_nprocs, hand_cuda_nprocs };
@@ -192,7 +196,12 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
     if (*transport == RGPU_OK && !fn)
         *transport = RGPU_ENOSYM;
     if (*transport == RGPU_OK) {
-        api = l->server[index].thunk(fn, frame.argv);
+        const struct guard *g = l->guard[index];
+        api = g && g->pre ? g->pre(frame.argv) : 0;
+        if (api == 0)
+            api = l->server[index].thunk(fn, frame.argv);
+        if (g && g->post)
+            g->post(frame.argv, api);
         rgpu_encode_outs(outs, proc, &frame);
     }
     rgpu_call_frame_release(&frame);
