@@ -319,21 +319,32 @@ static int parse_reply(struct rgpu_reply *r, size_t len)
     return RGPU_OK;
 }
 
-int rgpu_req_send(struct rgpu_req *req, struct rgpu_reply *reply)
-{
-    struct waiter me = { .serial = req->serial };
-    int fd = session(), rc;
+struct rgpu_ticket {
+    struct waiter w;
+};
 
+/* Send a request; for one that wants a reply, register its waiter first
+ * (the reply may arrive at once) and hand back a ticket. */
+int rgpu_req_post(struct rgpu_req *req, struct rgpu_ticket **ticket)
+{
+    int fd = session(), rc;
+    struct rgpu_ticket *t = NULL;
+
+    *ticket = NULL;
     if (fd < 0) {
         msgpack_sbuffer_destroy(&req->buf);
         return RGPU_EIO;
     }
-    int want_reply = !(req->flags & RGPU_CALL_NOREPLY);
-    if (want_reply) {
-        /* Registered before sending: the reply may arrive at once. */
+    if (!(req->flags & RGPU_CALL_NOREPLY)) {
+        t = calloc(1, sizeof *t);
+        if (!t) {
+            msgpack_sbuffer_destroy(&req->buf);
+            return RGPU_ENOMEM;
+        }
+        t->w.serial = req->serial;
         pthread_mutex_lock(&S.lock);
-        me.next = S.waiters;
-        S.waiters = &me;
+        t->w.next = S.waiters;
+        S.waiters = &t->w;
         pthread_mutex_unlock(&S.lock);
     }
     pthread_mutex_lock(&S.send_lock);
@@ -348,18 +359,35 @@ int rgpu_req_send(struct rgpu_req *req, struct rgpu_reply *reply)
         pthread_cond_broadcast(&S.cond);
         pthread_mutex_unlock(&S.lock);
     }
-    if (!want_reply)
-        return rc < 0 ? RGPU_EIO : RGPU_OK;
-    if (wait_reply(&me) < 0)
-        return RGPU_EIO;
-    memset(reply, 0, sizeof *reply);
-    reply->frame = me.frame;
-    msgpack_zone_init(&reply->zone, 1024);
-    if (parse_reply(reply, me.len) != RGPU_OK) {
-        rgpu_reply_free(reply);
-        return RGPU_EPROTO;
+    *ticket = t;
+    return rc < 0 && !t ? RGPU_EIO : RGPU_OK;
+}
+
+int rgpu_req_wait(struct rgpu_ticket *t, struct rgpu_reply *reply)
+{
+    int rc = RGPU_OK;
+    if (wait_reply(&t->w) < 0) {
+        rc = RGPU_EIO;
+    } else {
+        memset(reply, 0, sizeof *reply);
+        reply->frame = t->w.frame;
+        msgpack_zone_init(&reply->zone, 1024);
+        if (parse_reply(reply, t->w.len) != RGPU_OK) {
+            rgpu_reply_free(reply);
+            rc = RGPU_EPROTO;
+        }
     }
-    return RGPU_OK;
+    free(t);
+    return rc;
+}
+
+int rgpu_req_send(struct rgpu_req *req, struct rgpu_reply *reply)
+{
+    struct rgpu_ticket *t;
+    int rc = rgpu_req_post(req, &t);
+    if (rc != RGPU_OK || !t)
+        return rc;
+    return rgpu_req_wait(t, reply);
 }
 
 void rgpu_reply_free(struct rgpu_reply *reply)

@@ -62,11 +62,29 @@ void rgpu_req_payload(struct rgpu_req *req, const void *data, size_t len);
 int rgpu_req_send(struct rgpu_req *req, struct rgpu_reply *reply);
 void rgpu_reply_free(struct rgpu_reply *reply);
 
+/* The same in two steps, so that several requests can be in flight:
+ * post sends and returns a ticket; wait collects that request's reply.
+ * Every ticket must be waited for. */
+struct rgpu_ticket;
+int rgpu_req_post(struct rgpu_req *req, struct rgpu_ticket **ticket);
+int rgpu_req_wait(struct rgpu_ticket *ticket, struct rgpu_reply *reply);
+
 /* Map a transport failure to the library's status (logging it). */
 int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int transport);
 
 /* Fold the reply's statuses into what the CUDA function returns. */
 int rgpu_reply_status(const struct rgpu_lib *lib, const struct rgpu_reply *reply);
+
+/* ---- bulk copies (rgpu_copy.c) ------------------------------------------ */
+
+/* Host to device through procedure proc_id, whose arguments are
+ * [dst, stream, bin]; chunked.  Returns the library status. */
+int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *what,
+                   uint64_t dst, const void *src, size_t count, uint64_t stream);
+/* Device to host through proc_id, arguments [src, count, stream] ->
+ * [bin]; chunked, several requests in flight. */
+int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *what, void *dst,
+                   uint64_t src, size_t count, uint64_t stream);
 
 /* ---- per-thread runtime state --------------------------------------------- */
 

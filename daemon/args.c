@@ -4,6 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
+void hand_payload(struct hand_call *c, void *buf, size_t len)
+{
+    msgpack_pack_bin(c->out, len);
+    c->payload = buf;
+    c->payload_len = len;
+}
+
 int args_count(const struct hand_call *c, unsigned n)
 {
     return c->args->type == MSGPACK_OBJECT_ARRAY && c->args->via.array.size == n ? 0 : -1;

@@ -48,9 +48,7 @@ static int h_dtoh(struct hand_call *c)
     if (!rc)
         rc = REAL(cuStreamSynchronize)((CUstream)stream);
     msgpack_pack_array(c->out, 1);
-    msgpack_pack_bin(c->out, rc ? 0 : count);
-    msgpack_pack_bin_body(c->out, buf, rc ? 0 : count);
-    free(buf);
+    hand_payload(c, buf, rc ? 0 : count);
     return rc;
 }
 

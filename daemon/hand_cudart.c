@@ -107,9 +107,7 @@ static int h_dtoh(struct hand_call *c)
                         REAL(cudaMemcpyAsync)(buf, (const void *)src, count,
                                               cudaMemcpyDeviceToHost, (cudaStream_t)stream));
     msgpack_pack_array(c->out, 1);
-    msgpack_pack_bin(c->out, rc == cudaSuccess ? count : 0);
-    msgpack_pack_bin_body(c->out, buf, rc == cudaSuccess ? count : 0);
-    free(buf);
+    hand_payload(c, buf, rc == cudaSuccess ? count : 0);
     return rc;
 }
 
@@ -166,9 +164,7 @@ static int h_dtoh_2d(struct hand_call *c)
                                                 height, cudaMemcpyDeviceToHost,
                                                 (cudaStream_t)stream));
     msgpack_pack_array(c->out, 1);
-    msgpack_pack_bin(c->out, rc == cudaSuccess ? n : 0);
-    msgpack_pack_bin_body(c->out, buf, rc == cudaSuccess ? n : 0);
-    free(buf);
+    hand_payload(c, buf, rc == cudaSuccess ? n : 0);
     return rc;
 }
 

@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +129,10 @@ static void serve(int lfd, const struct rgpud_options *opt)
             continue;
         }
         if (pid == 0) {
+            int one = 1;
             close(lfd);
+            /* Replies are small and awaited: never hold them back. */
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             signal(SIGCHLD, SIG_DFL);
             signal(SIGTERM, SIG_DFL);
             signal(SIGINT, SIG_DFL);

@@ -46,7 +46,16 @@ void guard_note_context(uint64_t ctx);
 struct hand_call {
     const msgpack_object *args;     /* the argument array */
     msgpack_packer *out;            /* the handler packs one array of outputs */
+    /* Bulk bytes that follow the packed outputs on the wire, sent straight
+     * from this buffer (the handler packs only the bin header) and freed
+     * after sending. */
+    void *payload;
+    size_t payload_len;
 };
+
+/* Set c's payload: pack a bin header of len bytes whose body is buf (which
+ * the session frees once sent). */
+void hand_payload(struct hand_call *c, void *buf, size_t len);
 
 /* Returns the API status (>= 0), or -RGPU_E* for a transport failure, in
  * which case it must not have packed anything. */

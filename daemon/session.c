@@ -55,6 +55,11 @@ static struct {
     int async_pending;
     struct worker *workers[MAX_CLIENT_THREADS];
     int nworkers;
+    /* The first client thread is served by the reader itself: no thread
+     * hand-off on the common single-threaded path.  Blocking there is safe:
+     * a CUDA call never waits for host calls not yet made. */
+    struct worker inline_worker;
+    int have_inline;
 } S = {
     .write_lock = PTHREAD_MUTEX_INITIALIZER,
     .async_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -141,16 +146,21 @@ static void *resolve(struct served_lib *l, size_t index)
 
 /* ---- replies ------------------------------------------------------------------- */
 
-static void send_or_die(const msgpack_sbuffer *sb)
+static void send_parts_or_die(const struct iovec *iov, int n)
 {
-    struct iovec iov = { sb->data, sb->size };
     pthread_mutex_lock(&S.write_lock);
-    int rc = rgpu_write_frame(S.fd, &iov, 1);
+    int rc = rgpu_write_frame(S.fd, iov, n);
     pthread_mutex_unlock(&S.write_lock);
     if (rc < 0) {
         rgpu_info("client gone (%s): ending the session", strerror(errno));
         _exit(0);
     }
+}
+
+static void send_or_die(const msgpack_sbuffer *sb)
+{
+    struct iovec iov = { sb->data, sb->size };
+    send_parts_or_die(&iov, 1);
 }
 
 static void pack_reply_head(msgpack_packer *pk, uint64_t serial, int transport, int api,
@@ -216,6 +226,7 @@ static void execute(struct worker *w, struct request *rq)
     size_t index;
     int transport = RGPU_OK, api = 0;
     const struct hand_proc *hp;
+    struct hand_call c = { rq->args, &outs, NULL, 0 };
 
     msgpack_sbuffer_init(&outbuf);
     msgpack_packer_init(&outs, &outbuf, msgpack_sbuffer_write);
@@ -223,7 +234,6 @@ static void execute(struct worker *w, struct request *rq)
         api = run_generated(l, index, rq->args, &outs, &transport);
         rgpu_debug("t%u %s -> %d/%d", w->tid, l->lib->procs[index].name, transport, api);
     } else if ((hp = find_hand(rq->proc_id))) {
-        struct hand_call c = { rq->args, &outs };
         api = hp->fn(&c);
         if (api < 0) {
             transport = -api;
@@ -244,13 +254,21 @@ static void execute(struct worker *w, struct request *rq)
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
         pack_reply_head(&pk, rq->serial, transport, api, w->deferred);
         w->deferred = 0;
-        if (transport == RGPU_OK && outbuf.size)
-            msgpack_sbuffer_write(&sb, outbuf.data, outbuf.size);
-        else
+        /* Head, outputs and bulk bytes go out as one frame, uncopied. */
+        struct iovec iov[3] = { { sb.data, sb.size } };
+        int n = 1;
+        if (transport == RGPU_OK && outbuf.size) {
+            iov[n++] = (struct iovec){ outbuf.data, outbuf.size };
+            if (c.payload_len)
+                iov[n++] = (struct iovec){ c.payload, c.payload_len };
+        } else {
             msgpack_pack_array(&pk, 0);
-        send_or_die(&sb);
+            iov[0] = (struct iovec){ sb.data, sb.size };
+        }
+        send_parts_or_die(iov, n);
         msgpack_sbuffer_destroy(&sb);
     }
+    free(c.payload);
     msgpack_sbuffer_destroy(&outbuf);
 }
 
@@ -304,6 +322,15 @@ static struct worker *worker_for(uint32_t tid, uint64_t serial)
         protocol_error(serial, RGPU_ENOMEM, "cannot start a worker thread");
     S.workers[S.nworkers++] = w;
     return w;
+}
+
+/* Every no-reply request received so far has run. */
+static void wait_async_done(void)
+{
+    pthread_mutex_lock(&S.async_lock);
+    while (S.async_pending > 0)
+        pthread_cond_wait(&S.async_done, &S.async_lock);
+    pthread_mutex_unlock(&S.async_lock);
 }
 
 static void enqueue(struct worker *w, struct request *rq)
@@ -431,6 +458,16 @@ void session_run(int fd, const struct rgpud_options *opt)
     handshake();
     for (;;) {
         struct request *rq = read_request();
-        enqueue(worker_for(rq->tid, rq->serial), rq);
+        if (!S.have_inline) {
+            S.have_inline = 1;
+            S.inline_worker.tid = rq->tid;
+        }
+        if (rq->tid == S.inline_worker.tid) {
+            wait_async_done();
+            execute(&S.inline_worker, rq);
+            request_free(rq);
+        } else {
+            enqueue(worker_for(rq->tid, rq->serial), rq);
+        }
     }
 }

@@ -198,63 +198,14 @@ RGPU_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreat
 
 static CUresult htod(CUdeviceptr dst, const void *src, size_t count, CUstream stream)
 {
-    size_t off = 0;
-    do {
-        size_t n = count - off < RGPU_COPY_CHUNK ? count - off : RGPU_COPY_CHUNK;
-        int last = off + n >= count;
-        struct rgpu_req req;
-        struct rgpu_reply reply;
-        rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_HTOD), last ? 0 : RGPU_CALL_NOREPLY);
-        msgpack_pack_array(&req.pk, 3);
-        msgpack_pack_uint64(&req.pk, dst + off);
-        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-        rgpu_req_payload(&req, (const char *)src + off, n);
-        if (!last) {
-            int t = rgpu_req_send(&req, NULL);
-            if (t != RGPU_OK)
-                return transport("cuMemcpyHtoD", t);
-        } else {
-            int rc = exchange("cuMemcpyHtoD", &req, &reply);
-            if (rc >= 0)
-                return rc;
-            rc = rgpu_reply_status(LIB, &reply);
-            rgpu_reply_free(&reply);
-            return rc;
-        }
-        off += n;
-    } while (off < count);
-    return CUDA_SUCCESS;
+    return rgpu_copy_htod(LIB, rgpu_proc_id("cuda", RGPU_H_CU_HTOD), "cuMemcpyHtoD", dst, src,
+                          count, (uint64_t)(uintptr_t)stream);
 }
 
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t count, CUstream stream)
 {
-    size_t off = 0;
-    do {
-        size_t n = count - off < RGPU_COPY_CHUNK ? count - off : RGPU_COPY_CHUNK;
-        struct rgpu_req req;
-        struct rgpu_reply reply;
-        rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_DTOH), 0);
-        msgpack_pack_array(&req.pk, 3);
-        msgpack_pack_uint64(&req.pk, src + off);
-        msgpack_pack_uint64(&req.pk, n);
-        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-        int rc = exchange("cuMemcpyDtoH", &req, &reply);
-        if (rc >= 0)
-            return rc;
-        rc = rgpu_reply_status(LIB, &reply);
-        const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY &&
-                                          reply.outs.via.array.size == 1
-                                      ? &reply.outs.via.array.ptr[0] : NULL;
-        if (rc == CUDA_SUCCESS && o && o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == n)
-            memcpy((char *)dst + off, o->via.bin.ptr, n);
-        else if (rc == CUDA_SUCCESS)
-            rc = transport("cuMemcpyDtoH", RGPU_EPROTO);
-        rgpu_reply_free(&reply);
-        if (rc != CUDA_SUCCESS)
-            return rc;
-        off += n;
-    } while (off < count);
-    return CUDA_SUCCESS;
+    return rgpu_copy_dtoh(LIB, rgpu_proc_id("cuda", RGPU_H_CU_DTOH), "cuMemcpyDtoH", dst, src,
+                          count, (uint64_t)(uintptr_t)stream);
 }
 
 #undef cuMemcpyHtoD

@@ -209,69 +209,14 @@ static int finish(const char *what, struct rgpu_req *req, struct rgpu_reply *rep
 
 static cudaError_t htod(void *dst, const void *src, size_t count, cudaStream_t stream)
 {
-    int rc = cudaSuccess;
-    /* Chunks go without waiting, except the last, whose reply carries any
-     * deferred failure of the others: cudaMemcpy returns only once the
-     * bytes have landed. */
-    for (size_t off = 0; off < count || (count == 0 && off == 0);) {
-        size_t n = count - off < RGPU_COPY_CHUNK ? count - off : RGPU_COPY_CHUNK;
-        int last = off + n >= count;
-        struct rgpu_req req;
-        struct rgpu_reply reply;
-        rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_HTOD), last ? 0 : RGPU_CALL_NOREPLY);
-        msgpack_pack_array(&req.pk, 3);
-        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)dst + off);
-        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-        rgpu_req_payload(&req, (const char *)src + off, n);
-        if (!last) {
-            int t = rgpu_req_send(&req, NULL);
-            if (t != RGPU_OK)
-                return rgpu_transport_status(LIB, "cudaMemcpy", t);
-        } else {
-            rc = finish("cudaMemcpy", &req, &reply);
-            if (rc >= 0)
-                return rc;
-            rc = rgpu_reply_status(LIB, &reply);
-            rgpu_reply_free(&reply);
-        }
-        off += n;
-        if (count == 0)
-            break;
-    }
-    return rc;
+    return rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cudaMemcpy",
+                          (uint64_t)(uintptr_t)dst, src, count, (uint64_t)(uintptr_t)stream);
 }
 
 static cudaError_t dtoh(void *dst, const void *src, size_t count, cudaStream_t stream)
 {
-    int rc = cudaSuccess;
-    for (size_t off = 0; off < count || (count == 0 && off == 0);) {
-        size_t n = count - off < RGPU_COPY_CHUNK ? count - off : RGPU_COPY_CHUNK;
-        struct rgpu_req req;
-        struct rgpu_reply reply;
-        rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOH), 0);
-        msgpack_pack_array(&req.pk, 3);
-        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)src + off);
-        msgpack_pack_uint64(&req.pk, n);
-        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-        rc = finish("cudaMemcpy", &req, &reply);
-        if (rc >= 0)
-            return rc;
-        rc = rgpu_reply_status(LIB, &reply);
-        const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY &&
-                                          reply.outs.via.array.size == 1
-                                      ? &reply.outs.via.array.ptr[0] : NULL;
-        if (rc == cudaSuccess && o && o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == n)
-            memcpy((char *)dst + off, o->via.bin.ptr, n);
-        else if (rc == cudaSuccess)
-            rc = rgpu_transport_status(LIB, "cudaMemcpy", RGPU_EPROTO);
-        rgpu_reply_free(&reply);
-        if (rc != cudaSuccess)
-            return rc;
-        off += n;
-        if (count == 0)
-            break;
-    }
-    return rc;
+    return rgpu_copy_dtoh(LIB, rgpu_proc_id("cudart", RGPU_H_DTOH), "cudaMemcpy", dst,
+                          (uint64_t)(uintptr_t)src, count, (uint64_t)(uintptr_t)stream);
 }
 
 static cudaError_t dtod(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,

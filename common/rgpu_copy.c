@@ -1,0 +1,122 @@
+/* Bulk copies between client memory and device memory, in chunks of
+ * RGPU_COPY_CHUNK, shared by the runtime and driver stubs.  Both directions
+ * keep the connection busy: host-to-device chunks go without waiting except
+ * the last, device-to-host requests are kept several in flight. */
+#include "rgpu_client.h"
+
+#include <string.h>
+
+#define DTOH_IN_FLIGHT 4
+
+static size_t chunk_len(size_t count, size_t off)
+{
+    return count - off < RGPU_COPY_CHUNK ? count - off : RGPU_COPY_CHUNK;
+}
+
+/* The status of a finished request; reply freed. */
+static int finish(const struct rgpu_lib *lib, const char *what, int rc,
+                  struct rgpu_reply *reply)
+{
+    if (rc != RGPU_OK)
+        return rgpu_transport_status(lib, what, rc);
+    if (reply->transport != RGPU_OK) {
+        rc = reply->transport;
+        rgpu_reply_free(reply);
+        return rgpu_transport_status(lib, what, rc);
+    }
+    rc = rgpu_reply_status(lib, reply);
+    rgpu_reply_free(reply);
+    return rc;
+}
+
+int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *what,
+                   uint64_t dst, const void *src, size_t count, uint64_t stream)
+{
+    size_t off = 0;
+    do {
+        size_t n = chunk_len(count, off);
+        int last = off + n >= count;
+        struct rgpu_req req;
+        struct rgpu_reply reply;
+        rgpu_req_begin(&req, proc_id, last ? 0 : RGPU_CALL_NOREPLY);
+        msgpack_pack_array(&req.pk, 3);
+        msgpack_pack_uint64(&req.pk, dst + off);
+        msgpack_pack_uint64(&req.pk, stream);
+        rgpu_req_payload(&req, (const char *)src + off, n);
+        if (last)
+            return finish(lib, what, rgpu_req_send(&req, &reply), &reply);
+        int rc = rgpu_req_send(&req, NULL);
+        if (rc != RGPU_OK)
+            return rgpu_transport_status(lib, what, rc);
+        off += n;
+    } while (off < count);
+    return 0;
+}
+
+/* Copy one device-to-host reply into place; the request asked for want. */
+static int land(const struct rgpu_lib *lib, const char *what, struct rgpu_ticket *t,
+                char *dst, size_t want)
+{
+    struct rgpu_reply reply;
+    int rc = rgpu_req_wait(t, &reply);
+    if (rc != RGPU_OK)
+        return rgpu_transport_status(lib, what, rc);
+    if (reply.transport != RGPU_OK) {
+        rc = reply.transport;
+        rgpu_reply_free(&reply);
+        return rgpu_transport_status(lib, what, rc);
+    }
+    rc = rgpu_reply_status(lib, &reply);
+    const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY &&
+                                      reply.outs.via.array.size == 1
+                                  ? &reply.outs.via.array.ptr[0] : NULL;
+    if (rc == 0 && o && o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == want)
+        memcpy(dst, o->via.bin.ptr, want);
+    else if (rc == 0)
+        rc = rgpu_transport_status(lib, what, RGPU_EPROTO);
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *what, void *dst,
+                   uint64_t src, size_t count, uint64_t stream)
+{
+    struct rgpu_ticket *ring[DTOH_IN_FLIGHT];
+    size_t at[DTOH_IN_FLIGHT], len[DTOH_IN_FLIGHT];
+    size_t posted = 0, landed = 0, off = 0;
+    int status = 0;
+
+    /* Post up to DTOH_IN_FLIGHT requests ahead, land them in order.  After
+     * a failure, the ones already posted are still collected. */
+    while (landed < posted || (off < count && status == 0) || (count == 0 && posted == 0)) {
+        if (posted - landed < DTOH_IN_FLIGHT && status == 0 &&
+            (off < count || (count == 0 && posted == 0))) {
+            size_t n = chunk_len(count, off);
+            struct rgpu_req req;
+            rgpu_req_begin(&req, proc_id, 0);
+            msgpack_pack_array(&req.pk, 3);
+            msgpack_pack_uint64(&req.pk, src + off);
+            msgpack_pack_uint64(&req.pk, n);
+            msgpack_pack_uint64(&req.pk, stream);
+            size_t slot = posted % DTOH_IN_FLIGHT;
+            int rc = rgpu_req_post(&req, &ring[slot]);
+            if (rc != RGPU_OK || !ring[slot]) {
+                status = rgpu_transport_status(lib, what, rc != RGPU_OK ? rc : RGPU_EPROTO);
+                continue;
+            }
+            at[slot] = off;
+            len[slot] = n;
+            posted++;
+            off += n;
+            continue;
+        }
+        size_t slot = landed % DTOH_IN_FLIGHT;
+        int rc = land(lib, what, ring[slot], (char *)dst + at[slot], len[slot]);
+        if (status == 0)
+            status = rc;
+        landed++;
+        if (count == 0)
+            break;
+    }
+    return status;
+}
