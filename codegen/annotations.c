@@ -6,6 +6,8 @@
  *                           see the _ptds/_ptsz names they produce
  *   status TYPE NOTSUP UNAVAIL  the status type, its not-supported value and
  *                           its value when no server can be reached
+ *   proc-address HEADER     emit the cuGetProcAddress table from the PFN_
+ *                           typedefs of HEADER (cudaTypedefs.h)
  *   errors ENUM             emit name and description tables of this enum
  *   runtime                 the library keeps a per-thread last error
  *   versioned               symbols carry a version node named after the soname
@@ -124,6 +126,8 @@ static void parse_line(struct annotations *ann, char *p, int line)
         ann->status_type = xstrdup(next_token(&p, ann->path, line));
         ann->not_supported = xstrdup(next_token(&p, ann->path, line));
         ann->unavailable = xstrdup(next_token(&p, ann->path, line));
+    } else if (strcmp(word, "proc-address") == 0) {
+        ann->typedefs = xstrdup(next_token(&p, ann->path, line));
     } else if (strcmp(word, "errors") == 0) {
         ann->errors_enum = xstrdup(next_token(&p, ann->path, line));
     } else if (strcmp(word, "runtime") == 0) {

@@ -555,6 +555,12 @@ int main(int argc, char **argv)
     emit_server_c(&g);
     if (ann.errors_enum)
         emit_errors_c(&g, argv[2]);
+    if (ann.typedefs) {
+        char in[2048], out[2048];
+        snprintf(in, sizeof in, "%s/include/%s", argv[2], ann.typedefs);
+        snprintf(out, sizeof out, "%s/%s_procaddr.c", g.outdir, g.lib);
+        emit_procaddr(in, out, g.lib, exports, nexports, ann.path);
+    }
     emit_map(&g);
     emit_coverage(&g);
     return 0;

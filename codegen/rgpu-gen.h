@@ -65,6 +65,7 @@ struct annotations {
     int nheaders;
     char *variants[8];          /* extra -D sets to parse with */
     int nvariants;
+    char *typedefs;             /* cudaTypedefs.h: emit the proc-address table */
     char *errors_enum;          /* enum whose constants get local name/string tables */
     int runtime;
     int versioned;
@@ -91,6 +92,10 @@ struct gen_enum_const {
 /* Constants of the enum named ann->errors_enum (*n of them). */
 struct gen_enum_const *parse_error_enum(const struct annotations *ann, const char *cuda_root,
                                         int *n);
+
+/* cuGetProcAddress's table from cudaTypedefs.h (procaddr.c). */
+void emit_procaddr(const char *typedefs, const char *outpath, const char *lib, char **exports,
+                   int nexp, const char *annpath);
 
 /* Exported function names of an ELF shared library. */
 char **elf_exported_functions(const char *path, int *n);

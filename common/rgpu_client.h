@@ -75,6 +75,15 @@ int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int tran
 /* Fold the reply's statuses into what the CUDA function returns. */
 int rgpu_reply_status(const struct rgpu_lib *lib, const struct rgpu_reply *reply);
 
+/* cuGetProcAddress's table (generated from cudaTypedefs.h): the symbol
+ * serving driver function `base` since CUDA `version`. */
+struct rgpu_procaddr {
+    const char *base;
+    unsigned version;
+    int per_thread;         /* the _ptds/_ptsz flavour */
+    const char *symbol;
+};
+
 /* ---- bulk copies (rgpu_copy.c) ------------------------------------------ */
 
 /* Host to device through procedure proc_id, whose arguments are

@@ -62,27 +62,31 @@ RGPU_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr)
     return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* cuGetProcAddress hands back our own functions.  The newest _vN form wins
- * (the headers' choice for CUDA 13); per-thread-stream callers get the
- * _ptsz/_ptds form where one exists. */
-static void *own_symbol(const char *symbol, int per_thread)
+/* cuGetProcAddress hands back our own functions, the ABI the caller asked
+ * for: the newest one not newer than cudaVersion, per-thread-stream
+ * flavour where asked and one exists (table: build/stubs/cuda_procaddr.c). */
+extern const struct rgpu_procaddr rgpu_cuda_procaddr[];
+
+static const struct rgpu_procaddr *best_abi(const char *symbol, int version, int per_thread,
+                                            int *known)
 {
-    static const char *const ptds[] = { "_v3_ptsz", "_v2_ptsz", "_v2_ptds", "_ptsz", "_ptds" };
-    static const char *const plain[] = { "_v4", "_v3", "_v2", "" };
-    char name[256];
+    const struct rgpu_procaddr *best = NULL;
+    for (const struct rgpu_procaddr *p = rgpu_cuda_procaddr; p->base; p++) {
+        if (strcmp(p->base, symbol) != 0 || p->per_thread != per_thread)
+            continue;
+        *known = 1;
+        if ((int)p->version <= version && (!best || p->version > best->version))
+            best = p;
+    }
+    return best;
+}
+
+static void *self_symbol(const char *name)
+{
     void *self = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    void *fn = NULL;
-    if (!self)
-        return NULL;
-    for (size_t i = 0; per_thread && !fn && i < sizeof ptds / sizeof ptds[0]; i++) {
-        snprintf(name, sizeof name, "%s%s", symbol, ptds[i]);
-        fn = dlsym(self, name);
-    }
-    for (size_t i = 0; !fn && i < sizeof plain / sizeof plain[0]; i++) {
-        snprintf(name, sizeof name, "%s%s", symbol, plain[i]);
-        fn = dlsym(self, name);
-    }
-    dlclose(self);
+    void *fn = self ? dlsym(self, name) : NULL;
+    if (self)
+        dlclose(self);
     return fn;
 }
 
@@ -91,12 +95,20 @@ RGPU_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
                                          cuuint64_t flags,
                                          CUdriverProcAddressQueryResult *symbolStatus)
 {
-    (void)cudaVersion;
+    int known = 0;
     if (!symbol || !pfn)
         return CUDA_ERROR_INVALID_VALUE;
-    *pfn = own_symbol(symbol, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
+    int per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    const struct rgpu_procaddr *p = best_abi(symbol, cudaVersion, per_thread, &known);
+    if (!p && per_thread)       /* most functions have no per-thread flavour */
+        p = best_abi(symbol, cudaVersion, 0, &known);
+    /* Functions without a PFN typedef are exported under their own name. */
+    *pfn = p ? self_symbol(p->symbol) : known ? NULL : self_symbol(symbol);
+    CUdriverProcAddressQueryResult r = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS
+                                       : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                                               : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     if (symbolStatus)
-        *symbolStatus = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        *symbolStatus = r;
     return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
