@@ -9,6 +9,8 @@
  *   proc-address HEADER     emit the cuGetProcAddress table from the PFN_
  *                           typedefs of HEADER (cudaTypedefs.h)
  *   errors ENUM             emit name and description tables of this enum
+ *   device-pointers TYPE... pointers to these types (and arrays of such
+ *                           pointers) are device memory, passed as values
  *   runtime                 the library keeps a per-thread last error
  *   versioned               symbols carry a version node named after the soname
  *
@@ -17,9 +19,14 @@
  *   client PATTERN "why"    hand-written client calling a generated procedure
  *   refuse PATTERN "why"    returns the not-supported status
  *   refuse-superseded "why" an export without prototype whose NAME_vN exists
- *   async PATTERN           may go without waiting for the reply
+ *   async PATTERN           may go without waiting for the reply, whenever
+ *                           the call fills no host memory
  *   arg FUNC PARAM KIND [len=PARAM] [size=N]
- *                           KIND: val in out inout str in-buf out-buf
+ *                           KIND: val in out inout str in-buf out-buf, or
+ *                           scalar scalar-out scalar-inout [type=P] [ctype=P]:
+ *                           host value or device pointer by the handle's
+ *                           pointer mode (cuBLAS); FUNC may be a glob, then
+ *                           functions without PARAM are passed over
  *
  * PATTERN is a name or an fnmatch glob.  A rule that matches nothing is an
  * error: annotations must not rot silently. */
@@ -59,6 +66,8 @@ static enum gen_kind parse_kind(const char *s, const char *path, int line)
     static const struct { const char *name; enum gen_kind kind; } kinds[] = {
         { "val", K_VAL }, { "in", K_IN }, { "out", K_OUT }, { "inout", K_INOUT },
         { "str", K_STR }, { "in-buf", K_IN_BUF }, { "out-buf", K_OUT_BUF },
+        { "scalar", K_SCALAR_IN }, { "scalar-out", K_SCALAR_OUT },
+        { "scalar-inout", K_SCALAR_INOUT },
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (strcmp(s, kinds[i].name) == 0)
@@ -90,8 +99,10 @@ static void parse_arg_rule(struct annotations *ann, char **p, int line)
     r->param = xstrdup(param);
     r->kind = parse_kind(kind, ann->path, line);
     for (char *opt; (opt = next_token(p, ann->path, line));) {
-        if (strncmp(opt, "len=", 4) == 0)
-            r->len_param = xstrdup(opt + 4);
+        if (strncmp(opt, "len=", 4) == 0 || strncmp(opt, "type=", 5) == 0)
+            r->len_param = xstrdup(strchr(opt, '=') + 1);
+        else if (strncmp(opt, "ctype=", 6) == 0)
+            r->aux_param = xstrdup(opt + 6);
         else if (strncmp(opt, "size=", 5) == 0)
             r->size = (unsigned)strtoul(opt + 5, NULL, 0);
         else
@@ -130,6 +141,9 @@ static void parse_line(struct annotations *ann, char *p, int line)
         ann->typedefs = xstrdup(next_token(&p, ann->path, line));
     } else if (strcmp(word, "errors") == 0) {
         ann->errors_enum = xstrdup(next_token(&p, ann->path, line));
+    } else if (strcmp(word, "device-pointers") == 0) {
+        for (char *t; (t = next_token(&p, ann->path, line)) && ann->ndevice_pointees < 16;)
+            ann->device_pointees[ann->ndevice_pointees++] = xstrdup(t);
     } else if (strcmp(word, "runtime") == 0) {
         ann->runtime = 1;
     } else if (strcmp(word, "versioned") == 0) {

@@ -12,7 +12,10 @@
 struct parse_state {
     struct gen_func *funcs;
     int n, cap;
+    const struct annotations *ann;
 };
+
+static const struct annotations *current_ann;
 
 static char *cx_dup(CXString s)
 {
@@ -67,9 +70,45 @@ static void set_none(struct gen_param *p, const char *why)
     p->why = xstrdup(why);
 }
 
-static void classify_pointer(struct gen_param *p, CXType canon)
+/* Whether t names one of the library's device-memory element types
+ * (device-pointers in the annotations), by its spelling without const or
+ * by its canonical spelling. */
+static int is_device_pointee(CXType t)
 {
-    CXType pointee = clang_getPointeeType(canon);
+    if (!current_ann)
+        return 0;
+    CXString s1 = clang_getTypeSpelling(t);
+    CXString s2 = clang_getTypeSpelling(clang_getCanonicalType(t));
+    const char *a = clang_getCString(s1), *b = clang_getCString(s2);
+    if (strncmp(a, "const ", 6) == 0)
+        a += 6;
+    if (strncmp(b, "const ", 6) == 0)
+        b += 6;
+    int found = 0;
+    for (int i = 0; i < current_ann->ndevice_pointees && !found; i++)
+        found = !strcmp(a, current_ann->device_pointees[i]) ||
+                !strcmp(b, current_ann->device_pointees[i]);
+    clang_disposeString(s1);
+    clang_disposeString(s2);
+    return found;
+}
+
+/* canon is a pointer type, or an array parameter (which C passes as a
+ * pointer to its element). */
+static CXType element_of(CXType t)
+{
+    return t.kind == CXType_Pointer ? clang_getPointeeType(t) : clang_getArrayElementType(t);
+}
+
+static void classify_pointer(struct gen_param *p, CXType canon, CXType orig)
+{
+    CXType pointee = element_of(canon);
+    /* Typedef names (cuComplex) survive only in the declared type. */
+    CXType declared = orig.kind == CXType_Typedef || orig.kind == CXType_Elaborated
+                          ? element_of(clang_getCanonicalType(orig)) : element_of(orig);
+    if (orig.kind == CXType_Pointer || orig.kind == CXType_IncompleteArray ||
+        orig.kind == CXType_ConstantArray)
+        declared = element_of(orig);
     CXType pc = clang_getCanonicalType(pointee);
     int is_const = clang_isConstQualifiedType(pointee);
     long long psize = clang_Type_getSizeOf(pc);
@@ -80,6 +119,15 @@ static void classify_pointer(struct gen_param *p, CXType canon)
         return set_none(p, "function pointer (a callback runs on the client)");
     if (is_incomplete_record(pc)) {
         p->kind = K_VAL;                /* an opaque handle, passed through */
+        p->size = 8;
+        return;
+    }
+    /* Device memory, or an array of device pointers (itself in device
+     * memory, as cuBLAS's batched calls take it). */
+    if (is_device_pointee(declared) ||
+        (clang_getCanonicalType(declared).kind == CXType_Pointer &&
+         is_device_pointee(clang_getPointeeType(declared)))) {
+        p->kind = K_VAL;
         p->size = 8;
         return;
     }
@@ -122,11 +170,13 @@ static void classify(struct gen_param *p, CXType t)
     long long size = clang_Type_getSizeOf(canon);
 
     p->len_arg = -1;
+    p->aux_arg = -1;
     if (is_scalar(canon) && size > 0 && size <= 8) {
         p->kind = K_VAL;
         p->size = (unsigned)size;
-    } else if (canon.kind == CXType_Pointer) {
-        classify_pointer(p, canon);
+    } else if (canon.kind == CXType_Pointer || canon.kind == CXType_IncompleteArray ||
+               canon.kind == CXType_ConstantArray) {
+        classify_pointer(p, canon, t);
     } else if (canon.kind == CXType_Record && size > 0 && !type_has_pointer(canon)) {
         p->kind = K_BYVAL;
         p->size = (unsigned)size;
@@ -237,6 +287,7 @@ struct gen_func *parse_headers(const struct annotations *ann, const char *cuda_r
 {
     struct parse_state st = { 0 };
     CXIndex index = clang_createIndex(0, 0);
+    current_ann = ann;
     for (int h = 0; h < ann->nheaders; h++) {
         parse_one(index, &st, ann->headers[h], cuda_root, NULL);
         for (int v = 0; v < ann->nvariants; v++)
@@ -303,6 +354,16 @@ static enum CXChildVisitResult visit_enums(CXCursor c, CXCursor parent, CXClient
         clang_disposeString(s);
         if (match)
             clang_visitChildren(c, visit_enum_consts, st);
+    }
+    /* typedef enum { ... } cublasStatus_t: found by the typedef's name. */
+    if (clang_getCursorKind(c) == CXCursor_TypedefDecl && st->n == 0) {
+        CXString s = clang_getCursorSpelling(c);
+        int match = strcmp(clang_getCString(s), st->want) == 0;
+        clang_disposeString(s);
+        CXCursor decl = clang_getTypeDeclaration(
+            clang_getCanonicalType(clang_getTypedefDeclUnderlyingType(c)));
+        if (match && clang_getCursorKind(decl) == CXCursor_EnumDecl)
+            clang_visitChildren(decl, visit_enum_consts, st);
     }
     return CXChildVisit_Continue;
 }

@@ -131,9 +131,26 @@ static int param_index(const struct gen_func *f, const char *name)
     return -1;
 }
 
+static int is_scalar_kind(enum gen_kind k)
+{
+    return k == K_SCALAR_IN || k == K_SCALAR_OUT || k == K_SCALAR_INOUT;
+}
+
+static int index_of_type_param(const struct gen_func *f, const char *name, const char *what,
+                               const struct ann_rule *r, const char *ann_path)
+{
+    int k = param_index(f, name);
+    if (k < 0 || f->params[k].kind != K_VAL)
+        die("%s:%d: %s=%s must name a by-value parameter of %s", ann_path, r->line, what, name,
+            f->name);
+    return k;
+}
+
 static void apply_arg_rule(struct ann_rule *r, struct gen_func *f, const char *ann_path)
 {
     int i = param_index(f, r->param);
+    if (i < 0 && strpbrk(r->pattern, "*?["))
+        return;     /* a glob rule names a parameter some functions lack */
     if (i < 0)
         die("%s:%d: %s has no parameter '%s' (%s)", ann_path, r->line, f->name, r->param,
             f->where);
@@ -146,12 +163,13 @@ static void apply_arg_rule(struct ann_rule *r, struct gen_func *f, const char *a
         p->size = p->pointee_size;
     if (!p->size && (r->kind == K_IN_BUF || r->kind == K_OUT_BUF))
         p->size = p->pointee_size ? p->pointee_size : 1;
-    if (r->len_param) {
-        p->len_arg = param_index(f, r->len_param);
-        if (p->len_arg < 0 || f->params[p->len_arg].kind != K_VAL)
-            die("%s:%d: len=%s must name a by-value parameter of %s", ann_path, r->line,
-                r->len_param, f->name);
-    }
+    if (!p->size && is_scalar_kind(r->kind))
+        p->size = p->pointee_size;  /* 0 for void *: the type parameters decide */
+    if (r->len_param)
+        p->len_arg = index_of_type_param(f, r->len_param, "len/type", r, ann_path);
+    if (r->aux_param)
+        p->aux_arg = index_of_type_param(f, r->aux_param, "ctype", r, ann_path);
+
     if ((r->kind == K_IN || r->kind == K_OUT || r->kind == K_INOUT) && !p->size)
         die("%s:%d: %s.%s: give size=N", ann_path, r->line, f->name, r->param);
 }
@@ -185,16 +203,17 @@ static void check_generated(struct export_fn *e, const struct annotations *ann)
         problem("%s: %s returns %s, not %s: annotate it in %s (local or hand)", f->where,
             e->name, f->ret, ann->status_type, ann->path);
     for (int i = 0; i < f->nparams; i++)
+        if (is_scalar_kind(f->params[i].kind) && !f->params[i].size && f->params[i].len_arg < 0)
+            problem("%s: %s: untyped scalar '%s': give type=PARAM in %s", f->where, e->name,
+                    f->params[i].name, ann->path);
+    for (int i = 0; i < f->nparams; i++)
         if (f->params[i].kind == K_NONE)
             problem("%s: %s: parameter '%s' (%s): %s; annotate it in %s (arg, hand or refuse)",
                 f->where, e->name, f->params[i].name, f->params[i].type, f->params[i].why,
                 ann->path);
-    if (e->async)
-        for (int i = 0; i < f->nparams; i++)
-            if (f->params[i].kind == K_OUT || f->params[i].kind == K_INOUT ||
-                f->params[i].kind == K_OUT_BUF)
-                problem("%s: %s is marked async but has output '%s'", f->where, e->name,
-                    f->params[i].name);
+    /* async with outputs is allowed: the client waits whenever a call
+     * fills host memory, and goes without waiting only when it does not
+     * (rgpu_has_host_outputs). */
 }
 
 static int has_procedure(const struct export_fn *e)
@@ -239,6 +258,7 @@ static const char *kind_name(enum gen_kind k)
     static const char *const names[] = {
         "RGPU_VAL", "RGPU_BYVAL", "RGPU_IN", "RGPU_OUT", "RGPU_INOUT",
         "RGPU_STR", "RGPU_IN_BUF", "RGPU_OUT_BUF",
+        "RGPU_SCALAR_IN", "RGPU_SCALAR_OUT", "RGPU_SCALAR_INOUT",
     };
     return names[k];
 }
@@ -281,8 +301,8 @@ static void emit_table_c(const struct gen *g)
         fprintf(f, "static const struct rgpu_param p_%s[] = {\n", fn->name);
         for (int k = 0; k < fn->nparams; k++) {
             const struct gen_param *p = &fn->params[k];
-            fprintf(f, "    { \"%s\", %s, %u, %d },\n", p->name, kind_name(p->kind), p->size,
-                    p->len_arg);
+            fprintf(f, "    { \"%s\", %s, %u, %d, %d },\n", p->name, kind_name(p->kind),
+                    p->size, p->len_arg, p->aux_arg);
         }
         fprintf(f, "};\n");
     }
@@ -300,13 +320,35 @@ static void emit_table_c(const struct gen *g)
     fclose(f);
 }
 
+/* An array parameter (float *const[]): the name goes before the brackets
+ * in a declaration; everywhere else it is the pointer it decays to. */
+static void print_param_decl(FILE *f, const struct gen_param *p)
+{
+    const char *br = strchr(p->type, '[');
+    if (br)
+        fprintf(f, "%.*s %s%s", (int)(br - p->type), p->type, p->name, br);
+    else
+        fprintf(f, "%s %s", p->type, p->name);
+}
+
+static void print_param_type(FILE *f, const struct gen_param *p)
+{
+    const char *br = strchr(p->type, '[');
+    if (br)
+        fprintf(f, "%.*s*", (int)(br - p->type), p->type);
+    else
+        fprintf(f, "%s", p->type);
+}
+
 static void emit_prototype(FILE *f, const struct gen_func *fn)
 {
     fprintf(f, "RGPU_EXPORT %s %s(", fn->ret, fn->name);
     if (fn->nparams == 0)
         fprintf(f, "void");
-    for (int k = 0; k < fn->nparams; k++)
-        fprintf(f, "%s%s %s", k ? ", " : "", fn->params[k].type, fn->params[k].name);
+    for (int k = 0; k < fn->nparams; k++) {
+        fprintf(f, "%s", k ? ", " : "");
+        print_param_decl(f, &fn->params[k]);
+    }
     fprintf(f, ")\n");
 }
 
@@ -364,11 +406,16 @@ static void emit_thunk(FILE *f, const struct gen_func *fn)
     fprintf(f, "    (void)a;\n    return (int)((%s (*)(", fn->ret);
     if (fn->nparams == 0)
         fprintf(f, "void");
-    for (int k = 0; k < fn->nparams; k++)
-        fprintf(f, "%s%s", k ? ", " : "", fn->params[k].type);
+    for (int k = 0; k < fn->nparams; k++) {
+        fprintf(f, "%s", k ? ", " : "");
+        print_param_type(f, &fn->params[k]);
+    }
     fprintf(f, "))fn)(");
-    for (int k = 0; k < fn->nparams; k++)
-        fprintf(f, "%s*(%s *)a[%d]", k ? ", " : "", fn->params[k].type, k);
+    for (int k = 0; k < fn->nparams; k++) {
+        fprintf(f, "%s*(", k ? ", " : "");
+        print_param_type(f, &fn->params[k]);
+        fprintf(f, " *)a[%d]", k);
+    }
     fprintf(f, ");\n}\n");
 }
 

@@ -7,14 +7,18 @@
 #define MAX_PARAMS 32
 
 /* How a parameter travels: mirrors enum rgpu_kind in common/rgpu_marshal.h. */
-enum gen_kind { K_VAL, K_BYVAL, K_IN, K_OUT, K_INOUT, K_STR, K_IN_BUF, K_OUT_BUF, K_NONE };
+enum gen_kind {
+    K_VAL, K_BYVAL, K_IN, K_OUT, K_INOUT, K_STR, K_IN_BUF, K_OUT_BUF,
+    K_SCALAR_IN, K_SCALAR_OUT, K_SCALAR_INOUT, K_NONE
+};
 
 struct gen_param {
     char *name;             /* from the header, or a0, a1... */
     char *type;             /* type spelling, for the generated prototype */
     enum gen_kind kind;
     unsigned size;
-    int len_arg;            /* *_BUF: index of the count parameter */
+    int len_arg;            /* *_BUF: index of the count parameter; SCALAR: of the type */
+    int aux_arg;            /* SCALAR: index of a second type parameter, or -1 */
     char *why;              /* when kind == K_NONE: why it cannot be classified */
     int is_pointer;
     unsigned pointee_size;  /* for pointers: sizeof the pointee (0 if void/incomplete) */
@@ -48,7 +52,8 @@ struct ann_rule {
     char *pattern;              /* function name or glob */
     char *param;                /* A_ARG */
     enum gen_kind kind;         /* A_ARG */
-    char *len_param;            /* A_ARG len=... */
+    char *len_param;            /* A_ARG len=... or type=... */
+    char *aux_param;            /* A_ARG ctype=... */
     unsigned size;              /* A_ARG size=N (0: from the type) */
     char *reason;
     int line;
@@ -69,6 +74,8 @@ struct annotations {
     char *errors_enum;          /* enum whose constants get local name/string tables */
     int runtime;
     int versioned;
+    char *device_pointees[16];  /* device-pointers: pointee types that are device memory */
+    int ndevice_pointees;
     struct ann_rule *rules;
     int nrules;
 };

@@ -432,8 +432,33 @@ int rgpu_reply_status(const struct rgpu_lib *lib, const struct rgpu_reply *reply
     /* An earlier asynchronous call failed: report it now, as CUDA reports
      * an asynchronous error at the next call that waits. */
     if (status == 0 && reply->deferred != 0)
-        status = reply->deferred;
+        status = reply->deferred > 0 ? reply->deferred : lib->not_supported;
     return lib->is_runtime ? rgpu_runtime_result(status) : status;
+}
+
+/* Scalar policies of the libraries that have them (cuBLAS). */
+static struct {
+    const struct rgpu_lib *lib;
+    const struct rgpu_scalar_policy *pol;
+} policies[8];
+
+void rgpu_register_scalar_policy(const struct rgpu_lib *lib, const struct rgpu_scalar_policy *pol)
+{
+    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
+        if (!policies[i].lib || policies[i].lib == lib) {
+            policies[i].pol = pol;
+            policies[i].lib = lib;
+            return;
+        }
+    }
+}
+
+static const struct rgpu_scalar_policy *policy_of(const struct rgpu_lib *lib)
+{
+    for (size_t i = 0; i < sizeof policies / sizeof policies[0] && policies[i].lib; i++)
+        if (policies[i].lib == lib)
+            return policies[i].pol;
+    return NULL;
 }
 
 int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
@@ -441,10 +466,14 @@ int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
 {
     struct rgpu_req req;
     struct rgpu_reply reply;
-    unsigned flags = (proc->flags & RGPU_PROC_ASYNC) ? RGPU_CALL_NOREPLY : 0;
+    const struct rgpu_scalar_policy *pol = policy_of(lib);
+    int host = pol && pol->host ? pol->host(proc, argv) : 1;
+    /* An asynchronous call waits only when host memory must be filled. */
+    unsigned flags = (proc->flags & RGPU_PROC_ASYNC) && !rgpu_has_host_outputs(proc, argv, host)
+                         ? RGPU_CALL_NOREPLY : 0;
 
     rgpu_req_begin(&req, proc->id, flags);
-    if (rgpu_encode_args(&req.pk, proc, argv) != RGPU_OK) {
+    if (rgpu_encode_args(&req.pk, proc, argv, pol, host) != RGPU_OK) {
         msgpack_sbuffer_destroy(&req.buf);
         return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
     }
@@ -458,7 +487,7 @@ int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
         rgpu_reply_free(&reply);
         return rgpu_transport_status(lib, proc->name, rc);
     }
-    if (rgpu_decode_outs(&reply.outs, proc, argv) != RGPU_OK) {
+    if (rgpu_decode_outs(&reply.outs, proc, argv, pol, host) != RGPU_OK) {
         rgpu_reply_free(&reply);
         return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
     }
@@ -491,4 +520,62 @@ int rgpu_last_error(int clear)
     if (clear)
         T.last_error = 0;
     return e;
+}
+
+/* ---- error texts of the server's libraries -------------------------------------- */
+
+#define MAX_ERROR_CODE 1024
+
+struct error_texts {
+    const struct rgpu_lib *lib;
+    char *text[MAX_ERROR_CODE];
+};
+
+static struct error_texts texts[8];
+static pthread_mutex_t texts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void fetch_error_texts(struct error_texts *t)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", "rgpu.error_strings"), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_str_with_body(&req.pk, t->lib->name, strlen(t->lib->name));
+    if (rgpu_req_send(&req, &reply) != RGPU_OK)
+        return;
+    const msgpack_object *o = &reply.outs;
+    if (reply.transport == RGPU_OK && o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 1 &&
+        o->via.array.ptr[0].type == MSGPACK_OBJECT_ARRAY) {
+        const msgpack_object_array *a = &o->via.array.ptr[0].via.array;
+        for (uint32_t i = 0; i < a->size; i++) {
+            const msgpack_object *e = &a->ptr[i];
+            if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
+                e->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+                e->via.array.ptr[0].via.u64 >= MAX_ERROR_CODE ||
+                e->via.array.ptr[1].type != MSGPACK_OBJECT_STR)
+                continue;
+            t->text[e->via.array.ptr[0].via.u64] =
+                strndup(e->via.array.ptr[1].via.str.ptr, e->via.array.ptr[1].via.str.size);
+        }
+    }
+    rgpu_reply_free(&reply);
+}
+
+const char *rgpu_server_error_string(const struct rgpu_lib *lib, int code)
+{
+    struct error_texts *t = NULL;
+    if (code < 0 || code >= MAX_ERROR_CODE)
+        return NULL;
+    pthread_mutex_lock(&texts_lock);
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0] && !t; i++) {
+        if (texts[i].lib == lib) {
+            t = &texts[i];
+        } else if (!texts[i].lib) {
+            t = &texts[i];
+            t->lib = lib;
+            fetch_error_texts(t);       /* once per library, under the lock */
+        }
+    }
+    pthread_mutex_unlock(&texts_lock);
+    return t ? t->text[code] : NULL;
 }

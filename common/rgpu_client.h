@@ -25,6 +25,15 @@
 int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
               const void *const *argv);
 
+/* The text the server's library gives for an error code (its
+ * cudaGetErrorString, cublasGetStatusString...), asked once; NULL when the
+ * server has none. */
+const char *rgpu_server_error_string(const struct rgpu_lib *lib, int code);
+
+/* Register how a library's scalars travel (cuBLAS's pointer mode). */
+void rgpu_register_scalar_policy(const struct rgpu_lib *lib,
+                                 const struct rgpu_scalar_policy *pol);
+
 /* The body of every refused stub: log the name once, return not-supported. */
 int rgpu_refused(const struct rgpu_lib *lib, const char *name, const char *reason,
                  int *logged);
@@ -94,6 +103,14 @@ int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
  * [bin]; chunked, several requests in flight. */
 int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *what, void *dst,
                    uint64_t src, size_t count, uint64_t stream);
+
+/* Strided copies through the runtime's 2D procedures: width bytes per row,
+ * height rows.  Statuses are the runtime's (or lib's, for transport). */
+int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const char *what, uint64_t dst, size_t dpitch,
+                      const void *src, size_t spitch, size_t width, size_t height,
+                      uint64_t stream);
+int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const char *what, void *dst, size_t dpitch,
+                      uint64_t src, size_t spitch, size_t width, size_t height, uint64_t stream);
 
 /* ---- per-thread runtime state --------------------------------------------- */
 

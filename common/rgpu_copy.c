@@ -4,6 +4,7 @@
  * the last, device-to-host requests are kept several in flight. */
 #include "rgpu_client.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define DTOH_IN_FLIGHT 4
@@ -119,4 +120,69 @@ int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
             break;
     }
     return status;
+}
+
+/* ---- strided copies (cudaMemcpy2D, cublasSetMatrix) -------------------------- */
+
+int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const char *what, uint64_t dst, size_t dpitch,
+                      const void *src, size_t spitch, size_t width, size_t height,
+                      uint64_t stream)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if ((uint64_t)width * height > RGPU_FRAME_MAX - 4096)
+        return rgpu_transport_status(lib, what, RGPU_ETOOBIG);   /* TODO: split tall copies */
+    char *rows = malloc(width * height + 1);
+    if (!rows)
+        return rgpu_transport_status(lib, what, RGPU_ENOMEM);
+    /* The rows travel packed; the server lays them out at dpitch. */
+    for (size_t r = 0; r < height; r++)
+        memcpy(rows + r * width, (const char *)src + r * spitch, width);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", "rgpu.htod2d"), 0);
+    msgpack_pack_array(&req.pk, 6);
+    msgpack_pack_uint64(&req.pk, dst);
+    msgpack_pack_uint64(&req.pk, dpitch);
+    msgpack_pack_uint64(&req.pk, width);
+    msgpack_pack_uint64(&req.pk, height);
+    msgpack_pack_uint64(&req.pk, stream);
+    rgpu_req_payload(&req, rows, width * height);
+    int rc = finish(lib, what, rgpu_req_send(&req, &reply), &reply);
+    free(rows);
+    return rc;
+}
+
+int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const char *what, void *dst, size_t dpitch,
+                      uint64_t src, size_t spitch, size_t width, size_t height, uint64_t stream)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if ((uint64_t)width * height > RGPU_FRAME_MAX - 4096)
+        return rgpu_transport_status(lib, what, RGPU_ETOOBIG);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", "rgpu.dtoh2d"), 0);
+    msgpack_pack_array(&req.pk, 5);
+    msgpack_pack_uint64(&req.pk, src);
+    msgpack_pack_uint64(&req.pk, spitch);
+    msgpack_pack_uint64(&req.pk, width);
+    msgpack_pack_uint64(&req.pk, height);
+    msgpack_pack_uint64(&req.pk, stream);
+    int rc = rgpu_req_send(&req, &reply);
+    if (rc != RGPU_OK)
+        return rgpu_transport_status(lib, what, rc);
+    if (reply.transport != RGPU_OK) {
+        rc = reply.transport;
+        rgpu_reply_free(&reply);
+        return rgpu_transport_status(lib, what, rc);
+    }
+    rc = rgpu_reply_status(lib, &reply);
+    const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY &&
+                                      reply.outs.via.array.size == 1
+                                  ? &reply.outs.via.array.ptr[0] : NULL;
+    if (rc == 0 && o && o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == width * height) {
+        for (size_t r = 0; r < height; r++)
+            memcpy((char *)dst + r * dpitch, (const char *)o->via.bin.ptr + r * width, width);
+    } else if (rc == 0) {
+        rc = rgpu_transport_status(lib, what, RGPU_EPROTO);
+    }
+    rgpu_reply_free(&reply);
+    return rc;
 }

@@ -37,7 +37,7 @@
 /* [kernel, attr, value] -> []                cudaFuncSetAttribute */
 #define RGPU_H_FUNC_SET_ATTR "rgpu.func_set_attr"
 
-/* [] -> [[code, string]...]  the server runtime's own error strings */
+/* [lib] -> [[code, string]...]  a server library's own error texts */
 #define RGPU_H_ERROR_STRINGS "rgpu.error_strings"
 
 /* Driver API (library "cuda"): */

@@ -8,7 +8,13 @@
 
 static int is_output(uint8_t kind)
 {
-    return kind == RGPU_OUT || kind == RGPU_INOUT || kind == RGPU_OUT_BUF;
+    return kind == RGPU_OUT || kind == RGPU_INOUT || kind == RGPU_OUT_BUF ||
+           kind == RGPU_SCALAR_OUT || kind == RGPU_SCALAR_INOUT;
+}
+
+static int is_scalar(uint8_t kind)
+{
+    return kind == RGPU_SCALAR_IN || kind == RGPU_SCALAR_OUT || kind == RGPU_SCALAR_INOUT;
 }
 
 /* The element count a *_BUF parameter's length argument holds.  The length
@@ -63,8 +69,50 @@ static size_t buf_len_client(const struct rgpu_proc *proc, const struct rgpu_par
     return (size_t)count_from_value(argv[prm->len_arg], lp->size) * prm->size;
 }
 
+static uint32_t scalar_size(const struct rgpu_proc *proc, unsigned i, const void *const *argv,
+                            const struct rgpu_scalar_policy *pol)
+{
+    uint32_t n = proc->params[i].size;
+    if (!n && pol && pol->size)
+        n = pol->size(proc, i, argv);
+    return n > RGPU_SCALAR_MAX ? RGPU_SCALAR_MAX : n;
+}
+
+/* A scalar: its bytes when the call's scalars are on the host, else the
+ * device pointer itself.  A host output travels as [size]. */
+static void pack_scalar(msgpack_packer *pk, const struct rgpu_proc *proc, unsigned i,
+                        const void *const *argv, const struct rgpu_scalar_policy *pol, int host)
+{
+    const void *ptr = *(const void *const *)argv[i];
+    if (!ptr) {
+        msgpack_pack_nil(pk);
+    } else if (!host) {
+        msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)ptr);
+    } else if (proc->params[i].kind == RGPU_SCALAR_OUT) {
+        msgpack_pack_array(pk, 1);
+        msgpack_pack_uint32(pk, scalar_size(proc, i, argv, pol));
+    } else {
+        uint32_t n = scalar_size(proc, i, argv, pol);
+        msgpack_pack_bin(pk, n);
+        msgpack_pack_bin_body(pk, ptr, n);
+    }
+}
+
+int rgpu_has_host_outputs(const struct rgpu_proc *proc, const void *const *argv, int host)
+{
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        uint8_t k = proc->params[i].kind;
+        if (k == RGPU_OUT || k == RGPU_INOUT || k == RGPU_OUT_BUF)
+            return 1;
+        if (host && (k == RGPU_SCALAR_OUT || k == RGPU_SCALAR_INOUT) &&
+            *(const void *const *)argv[i])
+            return 1;
+    }
+    return 0;
+}
+
 int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
-                     const void *const *argv)
+                     const void *const *argv, const struct rgpu_scalar_policy *pol, int host)
 {
     msgpack_pack_array(pk, proc->nparams);
     for (unsigned i = 0; i < proc->nparams; i++) {
@@ -97,6 +145,11 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
         case RGPU_OUT_BUF:
             msgpack_pack_uint64(pk, ptr ? buf_len_client(proc, prm, argv) : 0);
             break;
+        case RGPU_SCALAR_IN:
+        case RGPU_SCALAR_OUT:
+        case RGPU_SCALAR_INOUT:
+            pack_scalar(pk, proc, i, argv, pol, host);
+            break;
         default:
             return RGPU_EPROTO;
         }
@@ -105,7 +158,7 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
 }
 
 int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
-                     const void *const *argv)
+                     const void *const *argv, const struct rgpu_scalar_policy *pol, int host)
 {
     unsigned k = 0;
     if (outs->type != MSGPACK_OBJECT_ARRAY)
@@ -120,9 +173,11 @@ int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
         void *dst = *(void *const *)argv[i];
         if (o->type == MSGPACK_OBJECT_NIL || !dst)
             continue;
-        if (o->type != MSGPACK_OBJECT_BIN)
+        if (o->type != MSGPACK_OBJECT_BIN || (is_scalar(prm->kind) && !host))
             return RGPU_EPROTO;
-        size_t cap = prm->kind == RGPU_OUT_BUF ? buf_len_client(proc, prm, argv) : prm->size;
+        size_t cap = prm->kind == RGPU_OUT_BUF ? buf_len_client(proc, prm, argv)
+                     : is_scalar(prm->kind)    ? scalar_size(proc, i, argv, pol)
+                                               : prm->size;
         if (o->via.bin.size > cap)
             return RGPU_EPROTO;
         memcpy(dst, o->via.bin.ptr, o->via.bin.size);
@@ -179,7 +234,9 @@ static int decode_str(const msgpack_object *o, struct rgpu_call_frame *f, unsign
 }
 
 /* An output buffer of the size the client asked for (0: the client passed
- * NULL, and so does the callee). */
+ * NULL, and so does the callee).  Any size but 0 or cap is refused: the
+ * callee writes up to cap bytes whatever the client asked for, so a smaller
+ * buffer would be overrun. */
 static int alloc_out(const msgpack_object *o, size_t cap, struct rgpu_call_frame *f,
                      unsigned i)
 {
@@ -187,7 +244,7 @@ static int alloc_out(const msgpack_object *o, size_t cap, struct rgpu_call_frame
     int rc = decode_val(o, &want);
     if (rc != RGPU_OK)
         return rc;
-    if (want > cap)
+    if (want != 0 && want != cap)
         return want > RGPU_FRAME_MAX ? RGPU_ETOOBIG : RGPU_EPROTO;
     f->slot[i] = 0;
     f->outlen[i] = 0;
@@ -199,6 +256,41 @@ static int alloc_out(const msgpack_object *o, size_t cap, struct rgpu_call_frame
     f->owned[i] = p;
     f->slot[i] = (uint64_t)(uintptr_t)p;
     f->outlen[i] = want;
+    return RGPU_OK;
+}
+
+/* A scalar: bytes (host value), an unsigned (device pointer), [size] (a
+ * host output) or nil.  Host buffers are RGPU_SCALAR_MAX bytes, so a callee
+ * reading the largest scalar type never runs past them. */
+static int decode_scalar(const msgpack_object *o, uint8_t kind, struct rgpu_call_frame *f,
+                         unsigned i)
+{
+    f->slot[i] = 0;
+    f->outlen[i] = 0;
+    if (o->type == MSGPACK_OBJECT_NIL)
+        return RGPU_OK;
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        f->slot[i] = o->via.u64;            /* a device pointer: no output */
+        return RGPU_OK;
+    }
+    size_t n;
+    if (kind == RGPU_SCALAR_OUT && o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 1 &&
+        o->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        n = o->via.array.ptr[0].via.u64;
+    else if (kind != RGPU_SCALAR_OUT && o->type == MSGPACK_OBJECT_BIN)
+        n = o->via.bin.size;
+    else
+        return RGPU_EPROTO;
+    if (n > RGPU_SCALAR_MAX)
+        return RGPU_EPROTO;
+    void *p = calloc(1, RGPU_SCALAR_MAX);
+    if (!p)
+        return RGPU_ENOMEM;
+    if (o->type == MSGPACK_OBJECT_BIN)
+        memcpy(p, o->via.bin.ptr, n);
+    f->owned[i] = p;
+    f->slot[i] = (uint64_t)(uintptr_t)p;
+    f->outlen[i] = kind == RGPU_SCALAR_IN ? 0 : n;
     return RGPU_OK;
 }
 
@@ -243,6 +335,10 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
     case RGPU_OUT_BUF:
         rc = buf_len_server(proc, prm, f, &bytes);
         return rc != RGPU_OK ? rc : alloc_out(o, bytes, f, i);
+    case RGPU_SCALAR_IN:
+    case RGPU_SCALAR_OUT:
+    case RGPU_SCALAR_INOUT:
+        return decode_scalar(o, prm->kind, f, i);
     default:
         return RGPU_EPROTO;
     }
@@ -280,7 +376,8 @@ void rgpu_encode_outs(msgpack_packer *pk, const struct rgpu_proc *proc,
     for (unsigned i = 0; i < proc->nparams; i++) {
         if (!is_output(proc->params[i].kind))
             continue;
-        if (!f->slot[i]) {
+        /* A scalar output given as a device pointer was written there. */
+        if (!f->slot[i] || (is_scalar(proc->params[i].kind) && !f->owned[i])) {
             msgpack_pack_nil(pk);
             continue;
         }

@@ -23,13 +23,33 @@ enum rgpu_kind {
     RGPU_STR,       /* const char *: NUL-terminated, NULL allowed */
     RGPU_IN_BUF,    /* const void *: count(len_arg) * size bytes */
     RGPU_OUT_BUF,   /* void *: up to count(len_arg) * size bytes written */
+    /* A scalar that is a host value or a device pointer, as the call's
+     * handle says (cuBLAS's pointer mode); size 0: from the type params. */
+    RGPU_SCALAR_IN,
+    RGPU_SCALAR_OUT,
+    RGPU_SCALAR_INOUT,
 };
+
+/* Largest scalar (cuDoubleComplex) plus room: what the server allocates. */
+#define RGPU_SCALAR_MAX 64
 
 struct rgpu_param {
     const char *name;
     uint8_t kind;           /* enum rgpu_kind */
     uint32_t size;          /* value or element size in bytes */
-    int8_t len_arg;         /* *_BUF: index of the parameter holding the count */
+    int8_t len_arg;         /* *_BUF: index of the parameter holding the count;
+                               SCALAR_*: of the type parameter, or -1 */
+    int8_t aux_arg;         /* SCALAR_*: a second type parameter, or -1 */
+};
+
+struct rgpu_proc;
+
+/* How a library's scalars travel (client side, registered by its stub). */
+struct rgpu_scalar_policy {
+    /* Whether this call's scalars live on the host (else: device pointers). */
+    int (*host)(const struct rgpu_proc *proc, const void *const *argv);
+    /* Bytes of an untyped scalar parameter, from its type parameters. */
+    uint32_t (*size)(const struct rgpu_proc *proc, unsigned param, const void *const *argv);
 };
 
 enum rgpu_proc_flags {
@@ -68,12 +88,15 @@ struct rgpu_server_proc {
 /* Client side: append the arguments of a call (argv[i] points at argument
  * i) to pk as one msgpack array. */
 int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
-                     const void *const *argv);
+                     const void *const *argv, const struct rgpu_scalar_policy *pol, int host);
+
+/* Whether the call must wait for a reply to fill host outputs. */
+int rgpu_has_host_outputs(const struct rgpu_proc *proc, const void *const *argv, int host);
 
 /* Client side: copy the outputs in reply array outs back through argv.
  * Returns RGPU_OK or RGPU_EPROTO when the reply does not fit the call. */
 int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
-                     const void *const *argv);
+                     const void *const *argv, const struct rgpu_scalar_policy *pol, int host);
 
 /* Server side: storage for one call's decoded arguments. */
 struct rgpu_call_frame {

@@ -20,6 +20,8 @@ static struct backend_lib libs[] = {
     /* libcuda first: the runtime (real or fake) needs it loaded. */
     { "cuda", "libcuda.so.1", NULL },
     { "cudart", "libcudart.so." STR(RGPU_CUDA_MAJOR), NULL },
+    { "cublasLt", "libcublasLt.so." STR(RGPU_CUDA_MAJOR), NULL },
+    { "cublas", "libcublas.so." STR(RGPU_CUDA_MAJOR), NULL },
 };
 
 static void *open_lib(const char *dir, const char *soname)

@@ -4,6 +4,7 @@
 #include "rgpu_hand_procs.h"
 #include "rgpu_proto.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -332,29 +333,55 @@ static int h_func_set_attr(struct hand_call *c)
                                       (int)(int64_t)value);
 }
 
-/* [] -> [[code, string]...]: the texts cudaGetErrorString gives, which
- * the headers do not hold.  Asked once per client. */
+/* The error-text function of a library, as one signature. */
+static const char *error_text(const char *lib, int code)
+{
+    if (strcmp(lib, "cuda") == 0) {
+        CUresult (*fn)(CUresult, const char **) =
+            (CUresult (*)(CUresult, const char **))backend_sym("cuda", "cuGetErrorString");
+        const char *s = NULL;
+        return fn && fn((CUresult)code, &s) == 0 ? s : NULL;
+    }
+    static const struct { const char *lib, *fn; } table[] = {
+        { "cudart", "cudaGetErrorString" },
+        { "cublas", "cublasGetStatusString" },
+        { "cublasLt", "cublasLtGetStatusString" },
+        { "cudnn", "cudnnGetErrorString" },
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strcmp(lib, table[i].lib) == 0) {
+            const char *(*fn)(int) = (const char *(*)(int))backend_sym(lib, table[i].fn);
+            return fn ? fn(code) : NULL;
+        }
+    }
+    return NULL;
+}
+
+/* [lib] -> [[code, string]...]: the texts a library's error-string function
+ * gives, which the headers do not hold; codes whose text is the library's
+ * text for an unknown code are left out.  Asked once per client and
+ * library. */
 static int h_error_strings(struct hand_call *c)
 {
-    __typeof__(&cudaGetErrorString) str = REAL(cudaGetErrorString);
-    __typeof__(&cudaGetErrorName) name = REAL(cudaGetErrorName);
+    char lib[32] = "cudart";
+    PROTO_IF(args_count(c, 1) || arg_str(c, 0, lib, sizeof lib));
+    const char *unknown = error_text(lib, 0x7fffffff);
     unsigned n = 0;
-    PROTO_IF(args_count(c, 0));
-    NEED(str);
-    NEED(name);
-    for (int code = 0; code < 1024; code++)
-        n += strncmp(name((cudaError_t)code), "unrecognized", 12) != 0;
+    for (int code = 0; code < 1024; code++) {
+        const char *s = error_text(lib, code);
+        n += s && (!unknown || strcmp(s, unknown) != 0);
+    }
     msgpack_pack_array(c->out, 1);
     msgpack_pack_array(c->out, n);
     for (int code = 0; code < 1024; code++) {
-        if (strncmp(name((cudaError_t)code), "unrecognized", 12) == 0)
+        const char *s = error_text(lib, code);
+        if (!s || (unknown && strcmp(s, unknown) == 0))
             continue;
-        const char *s = str((cudaError_t)code);
         msgpack_pack_array(c->out, 2);
         msgpack_pack_int(c->out, code);
         msgpack_pack_str_with_body(c->out, s, strlen(s));
     }
-    return cudaSuccess;
+    return 0;
 }
 
 const struct hand_proc hand_cudart_procs[] = {

@@ -22,6 +22,7 @@
 
 static volatile sig_atomic_t nsessions;
 static volatile sig_atomic_t stopping;
+static volatile sig_atomic_t listen_fd = -1;    /* on_stop shuts it down */
 
 static void usage(FILE *f)
 {
@@ -46,10 +47,19 @@ static void on_child(int sig)
     errno = saved;
 }
 
+/* Setting the flag is not enough: a SIGTERM that lands while on_child runs
+ * (whose SA_RESTART then restarts accept) or just before accept() is
+ * entered would leave the listener blocked for good.  Shutting the
+ * listening socket down makes the pending and every later accept() fail
+ * at once. */
 static void on_stop(int sig)
 {
+    int saved = errno;
     (void)sig;
     stopping = 1;
+    if (listen_fd >= 0)
+        shutdown(listen_fd, SHUT_RDWR);
+    errno = saved;
 }
 
 static int is_loopback(const struct sockaddr *sa)
@@ -114,7 +124,7 @@ static void serve(int lfd, const struct rgpud_options *opt)
     while (!stopping) {
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EINTR)
+            if (errno != EINTR && !stopping)
                 rgpu_warn("accept: %s", strerror(errno));
             continue;
         }
@@ -187,6 +197,7 @@ int main(int argc, char **argv)
     int lfd = listen_on(opt.listen);
     if (lfd < 0)
         return 1;
+    listen_fd = lfd;
     rgpu_log(RGPU_LOG_INFO, "listening on %s%s%s", opt.listen,
              opt.lib_dir ? ", CUDA libraries from " : "", opt.lib_dir ? opt.lib_dir : "");
     serve(lfd, &opt);

@@ -18,6 +18,7 @@
 #include "rgpu_wire.h"
 #include "cudart_procs.h"
 #include "cuda_procs.h"
+#include "cublas_procs.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -44,8 +45,20 @@ struct worker {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     struct request *head, *tail;
-    int deferred;               /* first failure of a no-reply call */
+    /* First failure of a no-reply call, per library: a cuBLAS failure is
+     * reported by the next waiting cuBLAS call, never by cudaMemcpy. */
+    int deferred[8];
 };
+
+/* The deferred-status slot of a library. */
+static int lib_slot(const char *lib)
+{
+    static const char *const names[] = { "cudart", "cuda", "cublas", "cublasLt", "cudnn" };
+    for (int i = 0; i < 5; i++)
+        if (strcmp(names[i], lib) == 0)
+            return i;
+    return 7;
+}
 
 static struct {
     int fd;
@@ -78,6 +91,7 @@ struct served_lib {
 static struct served_lib served[] = {
     { &rgpu_cudart_lib, rgpu_cudart_server_procs, NULL, NULL },
     { &rgpu_cuda_lib, rgpu_cuda_server_procs, NULL, NULL },
+    { &rgpu_cublas_lib, rgpu_cublas_server_procs, NULL, NULL },
 };
 #define NSERVED (sizeof served / sizeof served[0])
 
@@ -230,10 +244,13 @@ static void execute(struct worker *w, struct request *rq)
 
     msgpack_sbuffer_init(&outbuf);
     msgpack_packer_init(&outs, &outbuf, msgpack_sbuffer_write);
+    int slot = 7;
     if (find_generated(rq->proc_id, &l, &index) == 0) {
+        slot = lib_slot(l->lib->name);
         api = run_generated(l, index, rq->args, &outs, &transport);
         rgpu_debug("t%u %s -> %d/%d", w->tid, l->lib->procs[index].name, transport, api);
     } else if ((hp = find_hand(rq->proc_id))) {
+        slot = lib_slot(hp->lib);
         api = hp->fn(&c);
         if (api < 0) {
             transport = -api;
@@ -245,15 +262,15 @@ static void execute(struct worker *w, struct request *rq)
         protocol_error(rq->serial, transport, "arguments do not match the procedure");
 
     if (rq->flags & RGPU_CALL_NOREPLY) {
-        if (!w->deferred && (transport != RGPU_OK || api != 0))
-            w->deferred = api ? api : -transport;
+        if (!w->deferred[slot] && (transport != RGPU_OK || api != 0))
+            w->deferred[slot] = api ? api : -transport;
     } else {
         msgpack_sbuffer sb;
         msgpack_packer pk;
         msgpack_sbuffer_init(&sb);
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        pack_reply_head(&pk, rq->serial, transport, api, w->deferred);
-        w->deferred = 0;
+        pack_reply_head(&pk, rq->serial, transport, api, w->deferred[slot]);
+        w->deferred[slot] = 0;
         /* Head, outputs and bulk bytes go out as one frame, uncopied. */
         struct iovec iov[3] = { { sb.data, sb.size } };
         int n = 1;

@@ -58,7 +58,11 @@ RGPU_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr)
 {
     if (!pStr)
         return CUDA_ERROR_INVALID_VALUE;
-    *pStr = rgpu_cuda_error_string(error);
+    /* The driver's texts come from the server's driver (asked once); the
+     * header's description stands in without one. */
+    *pStr = rgpu_server_error_string(LIB, error);
+    if (!*pStr)
+        *pStr = rgpu_cuda_error_string(error);
     return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 

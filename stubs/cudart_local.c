@@ -8,8 +8,6 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
-#include <pthread.h>
-#include "rgpu_hand_procs.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -23,45 +21,14 @@ RGPU_EXPORT const char *cudaGetErrorName(cudaError_t error)
     return s ? s : "cudaErrorUnknown";
 }
 
-/* The runtime's error texts are not in the headers: ask the server's
- * runtime for all of them once.  Without a server, the header's
- * description stands in. */
-#define MAX_ERROR_CODE 1024
-static char *error_text[MAX_ERROR_CODE];
-static pthread_once_t error_text_once = PTHREAD_ONCE_INIT;
-
-static void fetch_error_texts(void)
-{
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_ERROR_STRINGS), 0);
-    msgpack_pack_array(&req.pk, 0);
-    if (rgpu_req_send(&req, &reply) != RGPU_OK)
-        return;
-    const msgpack_object *o = &reply.outs;
-    if (reply.transport == RGPU_OK && o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 1 &&
-        o->via.array.ptr[0].type == MSGPACK_OBJECT_ARRAY) {
-        const msgpack_object_array *a = &o->via.array.ptr[0].via.array;
-        for (uint32_t i = 0; i < a->size; i++) {
-            const msgpack_object *e = &a->ptr[i];
-            if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
-                e->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-                e->via.array.ptr[0].via.u64 >= MAX_ERROR_CODE ||
-                e->via.array.ptr[1].type != MSGPACK_OBJECT_STR)
-                continue;
-            error_text[e->via.array.ptr[0].via.u64] =
-                strndup(e->via.array.ptr[1].via.str.ptr, e->via.array.ptr[1].via.str.size);
-        }
-    }
-    rgpu_reply_free(&reply);
-}
-
+/* The runtime's error texts are not in the headers: the server's runtime
+ * gives them (asked once).  Without a server, the header's description
+ * stands in. */
 RGPU_EXPORT const char *cudaGetErrorString(cudaError_t error)
 {
-    pthread_once(&error_text_once, fetch_error_texts);
-    if ((unsigned)error < MAX_ERROR_CODE && error_text[error])
-        return error_text[error];
-    const char *s = rgpu_cudart_error_string(error);
+    const char *s = rgpu_server_error_string(&rgpu_cudart_lib, error);
+    if (!s)
+        s = rgpu_cudart_error_string(error);
     return s ? s : "unrecognized error code";
 }
 

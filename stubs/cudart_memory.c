@@ -326,49 +326,11 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
         rgpu_reply_free(&reply);
         return rc;
     }
-    if (kind == cudaMemcpyHostToDevice) {
-        char *rows = malloc(width * height);
-        if (!rows)
-            return RESULT(cudaErrorMemoryAllocation);
-        for (size_t r = 0; r < height; r++)
-            memcpy(rows + r * width, (const char *)src + r * spitch, width);
-        rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_HTOD_2D), 0);
-        msgpack_pack_array(&req.pk, 6);
-        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)dst);
-        msgpack_pack_uint64(&req.pk, dpitch);
-        msgpack_pack_uint64(&req.pk, width);
-        msgpack_pack_uint64(&req.pk, height);
-        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-        rgpu_req_payload(&req, rows, width * height);
-        rc = finish("cudaMemcpy2D", &req, &reply);
-        free(rows);
-        if (rc >= 0)
-            return rc;
-        rc = rgpu_reply_status(LIB, &reply);
-        rgpu_reply_free(&reply);
-        return rc;
-    }
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOH_2D), 0);
-    msgpack_pack_array(&req.pk, 5);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)src);
-    msgpack_pack_uint64(&req.pk, spitch);
-    msgpack_pack_uint64(&req.pk, width);
-    msgpack_pack_uint64(&req.pk, height);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-    rc = finish("cudaMemcpy2D", &req, &reply);
-    if (rc >= 0)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY &&
-                                      reply.outs.via.array.size == 1
-                                  ? &reply.outs.via.array.ptr[0] : NULL;
-    if (rc == cudaSuccess && o && o->type == MSGPACK_OBJECT_BIN &&
-        o->via.bin.size == width * height) {
-        for (size_t r = 0; r < height; r++)
-            memcpy((char *)dst + r * dpitch, (const char *)o->via.bin.ptr + r * width, width);
-    }
-    rgpu_reply_free(&reply);
-    return rc;
+    if (kind == cudaMemcpyHostToDevice)
+        return rgpu_copy_htod_2d(LIB, "cudaMemcpy2D", (uint64_t)(uintptr_t)dst, dpitch, src,
+                                 spitch, width, height, (uint64_t)(uintptr_t)stream);
+    return rgpu_copy_dtoh_2d(LIB, "cudaMemcpy2D", dst, dpitch, (uint64_t)(uintptr_t)src, spitch,
+                             width, height, (uint64_t)(uintptr_t)stream);
 }
 
 #undef cudaMemcpy2D
