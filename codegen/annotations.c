@@ -9,6 +9,8 @@
  *   proc-address HEADER     emit the cuGetProcAddress table from the PFN_
  *                           typedefs of HEADER (cudaTypedefs.h)
  *   errors ENUM             emit name and description tables of this enum
+ *   handle-types TYPE...    typedefs of pointers to complete structs that are
+ *                           nonetheless opaque handles (cuBLASLt descriptors)
  *   device-pointers TYPE... pointers to these types (and arrays of such
  *                           pointers) are device memory, passed as values
  *   runtime                 the library keeps a per-thread last error
@@ -141,6 +143,9 @@ static void parse_line(struct annotations *ann, char *p, int line)
         ann->typedefs = xstrdup(next_token(&p, ann->path, line));
     } else if (strcmp(word, "errors") == 0) {
         ann->errors_enum = xstrdup(next_token(&p, ann->path, line));
+    } else if (strcmp(word, "handle-types") == 0) {
+        for (char *t; (t = next_token(&p, ann->path, line)) && ann->nhandle_types < 16;)
+            ann->handle_types[ann->nhandle_types++] = xstrdup(t);
     } else if (strcmp(word, "device-pointers") == 0) {
         for (char *t; (t = next_token(&p, ann->path, line)) && ann->ndevice_pointees < 16;)
             ann->device_pointees[ann->ndevice_pointees++] = xstrdup(t);

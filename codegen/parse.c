@@ -164,6 +164,22 @@ static void classify_pointer(struct gen_param *p, CXType canon, CXType orig)
     set_none(p, pc.kind == CXType_Record ? "structure holding pointers" : "pointer of unknown use");
 }
 
+/* A typedef the annotations call a handle, however complete its pointee. */
+static int is_handle_type(CXType t)
+{
+    if (!current_ann)
+        return 0;
+    CXString s = clang_getTypeSpelling(t);
+    const char *n = clang_getCString(s);
+    if (strncmp(n, "const ", 6) == 0)
+        n += 6;
+    int found = 0;
+    for (int i = 0; i < current_ann->nhandle_types && !found; i++)
+        found = !strcmp(n, current_ann->handle_types[i]);
+    clang_disposeString(s);
+    return found;
+}
+
 static void classify(struct gen_param *p, CXType t)
 {
     CXType canon = clang_getCanonicalType(t);
@@ -171,6 +187,12 @@ static void classify(struct gen_param *p, CXType t)
 
     p->len_arg = -1;
     p->aux_arg = -1;
+    if (is_handle_type(t)) {
+        p->kind = K_VAL;
+        p->size = 8;
+        p->is_pointer = 1;
+        return;
+    }
     if (is_scalar(canon) && size > 0 && size <= 8) {
         p->kind = K_VAL;
         p->size = (unsigned)size;

@@ -74,6 +74,8 @@ struct annotations {
     char *errors_enum;          /* enum whose constants get local name/string tables */
     int runtime;
     int versioned;
+    char *handle_types[16];     /* handle-types: pointer typedefs that are handles */
+    int nhandle_types;
     char *device_pointees[16];  /* device-pointers: pointee types that are device memory */
     int ndevice_pointees;
     struct ann_rule *rules;

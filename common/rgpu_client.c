@@ -467,13 +467,12 @@ int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
     struct rgpu_req req;
     struct rgpu_reply reply;
     const struct rgpu_scalar_policy *pol = policy_of(lib);
-    int host = pol && pol->host ? pol->host(proc, argv) : 1;
     /* An asynchronous call waits only when host memory must be filled. */
-    unsigned flags = (proc->flags & RGPU_PROC_ASYNC) && !rgpu_has_host_outputs(proc, argv, host)
+    unsigned flags = (proc->flags & RGPU_PROC_ASYNC) && !rgpu_has_host_outputs(proc, argv, pol)
                          ? RGPU_CALL_NOREPLY : 0;
 
     rgpu_req_begin(&req, proc->id, flags);
-    if (rgpu_encode_args(&req.pk, proc, argv, pol, host) != RGPU_OK) {
+    if (rgpu_encode_args(&req.pk, proc, argv, pol) != RGPU_OK) {
         msgpack_sbuffer_destroy(&req.buf);
         return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
     }
@@ -487,7 +486,7 @@ int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
         rgpu_reply_free(&reply);
         return rgpu_transport_status(lib, proc->name, rc);
     }
-    if (rgpu_decode_outs(&reply.outs, proc, argv, pol, host) != RGPU_OK) {
+    if (rgpu_decode_outs(&reply.outs, proc, argv, pol) != RGPU_OK) {
         rgpu_reply_free(&reply);
         return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
     }

@@ -80,9 +80,16 @@ static uint32_t scalar_size(const struct rgpu_proc *proc, unsigned i, const void
 
 /* A scalar: its bytes when the call's scalars are on the host, else the
  * device pointer itself.  A host output travels as [size]. */
-static void pack_scalar(msgpack_packer *pk, const struct rgpu_proc *proc, unsigned i,
-                        const void *const *argv, const struct rgpu_scalar_policy *pol, int host)
+static int scalar_on_host(const struct rgpu_proc *proc, unsigned i, const void *const *argv,
+                          const struct rgpu_scalar_policy *pol)
 {
+    return !pol || !pol->host || pol->host(proc, i, argv);
+}
+
+static void pack_scalar(msgpack_packer *pk, const struct rgpu_proc *proc, unsigned i,
+                        const void *const *argv, const struct rgpu_scalar_policy *pol)
+{
+    int host = scalar_on_host(proc, i, argv, pol);
     const void *ptr = *(const void *const *)argv[i];
     if (!ptr) {
         msgpack_pack_nil(pk);
@@ -98,21 +105,22 @@ static void pack_scalar(msgpack_packer *pk, const struct rgpu_proc *proc, unsign
     }
 }
 
-int rgpu_has_host_outputs(const struct rgpu_proc *proc, const void *const *argv, int host)
+int rgpu_has_host_outputs(const struct rgpu_proc *proc, const void *const *argv,
+                          const struct rgpu_scalar_policy *pol)
 {
     for (unsigned i = 0; i < proc->nparams; i++) {
         uint8_t k = proc->params[i].kind;
         if (k == RGPU_OUT || k == RGPU_INOUT || k == RGPU_OUT_BUF)
             return 1;
-        if (host && (k == RGPU_SCALAR_OUT || k == RGPU_SCALAR_INOUT) &&
-            *(const void *const *)argv[i])
+        if ((k == RGPU_SCALAR_OUT || k == RGPU_SCALAR_INOUT) && *(const void *const *)argv[i] &&
+            scalar_on_host(proc, i, argv, pol))
             return 1;
     }
     return 0;
 }
 
 int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
-                     const void *const *argv, const struct rgpu_scalar_policy *pol, int host)
+                     const void *const *argv, const struct rgpu_scalar_policy *pol)
 {
     msgpack_pack_array(pk, proc->nparams);
     for (unsigned i = 0; i < proc->nparams; i++) {
@@ -148,7 +156,7 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
         case RGPU_SCALAR_IN:
         case RGPU_SCALAR_OUT:
         case RGPU_SCALAR_INOUT:
-            pack_scalar(pk, proc, i, argv, pol, host);
+            pack_scalar(pk, proc, i, argv, pol);
             break;
         default:
             return RGPU_EPROTO;
@@ -158,7 +166,7 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
 }
 
 int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
-                     const void *const *argv, const struct rgpu_scalar_policy *pol, int host)
+                     const void *const *argv, const struct rgpu_scalar_policy *pol)
 {
     unsigned k = 0;
     if (outs->type != MSGPACK_OBJECT_ARRAY)
@@ -173,7 +181,8 @@ int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
         void *dst = *(void *const *)argv[i];
         if (o->type == MSGPACK_OBJECT_NIL || !dst)
             continue;
-        if (o->type != MSGPACK_OBJECT_BIN || (is_scalar(prm->kind) && !host))
+        if (o->type != MSGPACK_OBJECT_BIN ||
+            (is_scalar(prm->kind) && !scalar_on_host(proc, i, argv, pol)))
             return RGPU_EPROTO;
         size_t cap = prm->kind == RGPU_OUT_BUF ? buf_len_client(proc, prm, argv)
                      : is_scalar(prm->kind)    ? scalar_size(proc, i, argv, pol)

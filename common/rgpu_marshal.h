@@ -46,8 +46,9 @@ struct rgpu_proc;
 
 /* How a library's scalars travel (client side, registered by its stub). */
 struct rgpu_scalar_policy {
-    /* Whether this call's scalars live on the host (else: device pointers). */
-    int (*host)(const struct rgpu_proc *proc, const void *const *argv);
+    /* Whether scalar parameter `param` of this call lives on the host (else
+     * it is a device pointer). */
+    int (*host)(const struct rgpu_proc *proc, unsigned param, const void *const *argv);
     /* Bytes of an untyped scalar parameter, from its type parameters. */
     uint32_t (*size)(const struct rgpu_proc *proc, unsigned param, const void *const *argv);
 };
@@ -88,15 +89,16 @@ struct rgpu_server_proc {
 /* Client side: append the arguments of a call (argv[i] points at argument
  * i) to pk as one msgpack array. */
 int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
-                     const void *const *argv, const struct rgpu_scalar_policy *pol, int host);
+                     const void *const *argv, const struct rgpu_scalar_policy *pol);
 
 /* Whether the call must wait for a reply to fill host outputs. */
-int rgpu_has_host_outputs(const struct rgpu_proc *proc, const void *const *argv, int host);
+int rgpu_has_host_outputs(const struct rgpu_proc *proc, const void *const *argv,
+                          const struct rgpu_scalar_policy *pol);
 
 /* Client side: copy the outputs in reply array outs back through argv.
  * Returns RGPU_OK or RGPU_EPROTO when the reply does not fit the call. */
 int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
-                     const void *const *argv, const struct rgpu_scalar_policy *pol, int host);
+                     const void *const *argv, const struct rgpu_scalar_policy *pol);
 
 /* Server side: storage for one call's decoded arguments. */
 struct rgpu_call_frame {

@@ -19,6 +19,7 @@
 #include "cudart_procs.h"
 #include "cuda_procs.h"
 #include "cublas_procs.h"
+#include "cublasLt_procs.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -92,6 +93,7 @@ static struct served_lib served[] = {
     { &rgpu_cudart_lib, rgpu_cudart_server_procs, NULL, NULL },
     { &rgpu_cuda_lib, rgpu_cuda_server_procs, NULL, NULL },
     { &rgpu_cublas_lib, rgpu_cublas_server_procs, NULL, NULL },
+    { &rgpu_cublasLt_lib, rgpu_cublasLt_server_procs, NULL, NULL },
 };
 #define NSERVED (sizeof served / sizeof served[0])
 

@@ -64,8 +64,9 @@ static void forget_mode(cublasHandle_t h)
 }
 
 /* Every cuBLAS call with scalars takes the handle first. */
-static int scalars_on_host(const struct rgpu_proc *proc, const void *const *argv)
+static int scalars_on_host(const struct rgpu_proc *proc, unsigned param, const void *const *argv)
 {
+    (void)param;
     if (proc->nparams == 0 || strcmp(proc->params[0].name, "handle") != 0)
         return 1;
     cublasHandle_t h = *(const cublasHandle_t *)argv[0];

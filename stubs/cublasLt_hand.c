@@ -1,0 +1,271 @@
+/* Hand-written parts of libcublasLt: the pointer mode and scale type of
+ * each matmul and transform descriptor (which decide whether alpha and beta
+ * are host values or device pointers, and how large), and what is answered
+ * on the client.  Everything else is generated from codegen/cublasLt.ann. */
+#include "rgpu_client.h"
+#include "rgpu_log.h"
+#include "cublasLt_procs.h"
+
+#include <cublasLt.h>
+#include <cublas_api.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIB (&rgpu_cublasLt_lib)
+
+/* ---- descriptors the client knows the scalars of --------------------------------- */
+
+struct desc_info {
+    const void *desc;
+    int32_t pointer_mode;       /* cublasLtPointerMode_t */
+    int32_t scale_type;         /* cudaDataType */
+};
+
+static pthread_mutex_t descs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct desc_info *descs;
+static size_t ndescs, capdescs;
+
+static struct desc_info *find_desc(const void *d)
+{
+    for (size_t i = 0; i < ndescs; i++)
+        if (descs[i].desc == d)
+            return &descs[i];
+    return NULL;
+}
+
+static void remember_desc(const void *d, int32_t scale_type)
+{
+    pthread_mutex_lock(&descs_lock);
+    struct desc_info *info = find_desc(d);
+    if (!info && ndescs == capdescs) {
+        size_t ncap = capdescs ? capdescs * 2 : 16;
+        struct desc_info *n = realloc(descs, ncap * sizeof *n);
+        if (n) {
+            descs = n;
+            capdescs = ncap;
+        }
+    }
+    if (!info && ndescs < capdescs)
+        info = &descs[ndescs++];
+    if (info)
+        *info = (struct desc_info){ d, CUBLASLT_POINTER_MODE_HOST, scale_type };
+    pthread_mutex_unlock(&descs_lock);
+}
+
+static void forget_desc(const void *d)
+{
+    pthread_mutex_lock(&descs_lock);
+    struct desc_info *info = find_desc(d);
+    if (info)
+        *info = descs[--ndescs];
+    pthread_mutex_unlock(&descs_lock);
+}
+
+static void update_desc(const void *d, int is_mode, int32_t value)
+{
+    pthread_mutex_lock(&descs_lock);
+    struct desc_info *info = find_desc(d);
+    if (info && is_mode)
+        info->pointer_mode = value;
+    else if (info)
+        info->scale_type = value;
+    pthread_mutex_unlock(&descs_lock);
+}
+
+static int desc_of(const struct rgpu_proc *proc, unsigned param, const void *const *argv,
+                   struct desc_info *out)
+{
+    int idx = proc->params[param].len_arg;     /* annotated type=<descriptor> */
+    if (idx < 0)
+        return -1;
+    const void *d = *(const void *const *)argv[idx];
+    pthread_mutex_lock(&descs_lock);
+    struct desc_info *info = find_desc(d);
+    if (info)
+        *out = *info;
+    pthread_mutex_unlock(&descs_lock);
+    return info ? 0 : -1;
+}
+
+/* alpha is on the host only in host mode; beta also when the mode says
+ * "alpha device vector, beta host". */
+static int scalar_on_host(const struct rgpu_proc *proc, unsigned param, const void *const *argv)
+{
+    struct desc_info info;
+    if (desc_of(proc, param, argv, &info) < 0)
+        return 1;
+    if (info.pointer_mode == CUBLASLT_POINTER_MODE_HOST)
+        return 1;
+    return strcmp(proc->params[param].name, "beta") == 0 &&
+           info.pointer_mode == CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST;
+}
+
+static uint32_t scale_bytes(int type)
+{
+    switch (type) {
+    case CUDA_R_16F: case CUDA_R_16BF: return 2;
+    case CUDA_R_8I: case CUDA_R_8U: return 1;
+    case CUDA_R_32F: case CUDA_R_32I: case CUDA_C_16F: case CUDA_C_16BF: return 4;
+    case CUDA_R_64F: case CUDA_C_32F: return 8;
+    case CUDA_C_64F: return 16;
+    default: return 16;
+    }
+}
+
+static uint32_t scalar_size(const struct rgpu_proc *proc, unsigned param, const void *const *argv)
+{
+    struct desc_info info;
+    return desc_of(proc, param, argv, &info) < 0 ? 16 : scale_bytes(info.scale_type);
+}
+
+static const struct rgpu_scalar_policy lt_scalars = { scalar_on_host, scalar_size };
+
+__attribute__((constructor)) static void register_policy(void)
+{
+    rgpu_register_scalar_policy(LIB, &lt_scalars);
+}
+
+#undef cublasLtMatmulDescCreate
+RGPU_EXPORT cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulDesc,
+                                                    cublasComputeType_t computeType,
+                                                    cudaDataType_t scaleType)
+{
+    const void *argv[] = { &matmulDesc, &computeType, &scaleType };
+    int rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatmulDescCreate, argv);
+    if (rc == CUBLAS_STATUS_SUCCESS && matmulDesc)
+        remember_desc(*matmulDesc, scaleType);
+    return rc;
+}
+
+#undef cublasLtMatmulDescDestroy
+RGPU_EXPORT cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc)
+{
+    const void *argv[] = { &matmulDesc };
+    int rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatmulDescDestroy, argv);
+    if (rc == CUBLAS_STATUS_SUCCESS)
+        forget_desc(matmulDesc);
+    return rc;
+}
+
+static void note_attribute(const void *desc, int is_mode, int is_scale, const void *buf,
+                           size_t size)
+{
+    int32_t v;
+    if ((is_mode || is_scale) && buf && size == sizeof v) {
+        memcpy(&v, buf, sizeof v);
+        update_desc(desc, is_mode, v);
+    }
+}
+
+#undef cublasLtMatmulDescSetAttribute
+RGPU_EXPORT cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
+                                                          cublasLtMatmulDescAttributes_t attr,
+                                                          const void *buf, size_t sizeInBytes)
+{
+    const void *argv[] = { &matmulDesc, &attr, &buf, &sizeInBytes };
+    int rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatmulDescSetAttribute, argv);
+    if (rc == CUBLAS_STATUS_SUCCESS)
+        note_attribute(matmulDesc, attr == CUBLASLT_MATMUL_DESC_POINTER_MODE,
+                       attr == CUBLASLT_MATMUL_DESC_SCALE_TYPE, buf, sizeInBytes);
+    return rc;
+}
+
+#undef cublasLtMatrixTransformDescCreate
+RGPU_EXPORT cublasStatus_t cublasLtMatrixTransformDescCreate(
+    cublasLtMatrixTransformDesc_t *transformDesc, cudaDataType scaleType)
+{
+    const void *argv[] = { &transformDesc, &scaleType };
+    int rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatrixTransformDescCreate, argv);
+    if (rc == CUBLAS_STATUS_SUCCESS && transformDesc)
+        remember_desc(*transformDesc, scaleType);
+    return rc;
+}
+
+#undef cublasLtMatrixTransformDescDestroy
+RGPU_EXPORT cublasStatus_t cublasLtMatrixTransformDescDestroy(
+    cublasLtMatrixTransformDesc_t transformDesc)
+{
+    const void *argv[] = { &transformDesc };
+    int rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatrixTransformDescDestroy, argv);
+    if (rc == CUBLAS_STATUS_SUCCESS)
+        forget_desc(transformDesc);
+    return rc;
+}
+
+#undef cublasLtMatrixTransformDescSetAttribute
+RGPU_EXPORT cublasStatus_t cublasLtMatrixTransformDescSetAttribute(
+    cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr,
+    const void *buf, size_t sizeInBytes)
+{
+    const void *argv[] = { &transformDesc, &attr, &buf, &sizeInBytes };
+    int rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatrixTransformDescSetAttribute, argv);
+    if (rc == CUBLAS_STATUS_SUCCESS)
+        note_attribute(transformDesc, attr == CUBLASLT_MATRIX_TRANSFORM_DESC_POINTER_MODE,
+                       attr == CUBLASLT_MATRIX_TRANSFORM_DESC_SCALE_TYPE, buf, sizeInBytes);
+    return rc;
+}
+
+/* ---- answered on the client ---------------------------------------------------------- */
+
+RGPU_EXPORT const char *cublasLtGetStatusName(cublasStatus_t status)
+{
+    const char *s = rgpu_cublasLt_error_name(status);
+    return s ? s : "CUBLAS_STATUS_UNKNOWN";
+}
+
+RGPU_EXPORT const char *cublasLtGetStatusString(cublasStatus_t status)
+{
+    const char *s = rgpu_server_error_string(LIB, status);
+    return s ? s : cublasLtGetStatusName(status);
+}
+
+/* The version of the API this stub implements (the headers'): a program
+ * checks it against what it was built for. */
+RGPU_EXPORT size_t cublasLtGetVersion(void)
+{
+    return CUBLAS_VERSION;     /* cuBLASLt ships with cuBLAS, same version */
+}
+
+RGPU_EXPORT size_t cublasLtGetCudartVersion(void)
+{
+    return CUDART_VERSION;
+}
+
+/* Logging is configured and written here; the server's cuBLASLt logs stay
+ * on the server. */
+static cublasLtLoggerCallback_t log_callback;
+
+RGPU_EXPORT cublasStatus_t cublasLtLoggerSetCallback(cublasLtLoggerCallback_t callback)
+{
+    log_callback = callback;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+RGPU_EXPORT cublasStatus_t cublasLtLoggerSetFile(FILE *file)
+{
+    (void)file;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+RGPU_EXPORT cublasStatus_t cublasLtLoggerOpenFile(const char *logFile)
+{
+    return logFile ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+RGPU_EXPORT cublasStatus_t cublasLtLoggerSetLevel(int level)
+{
+    return level < 0 || level > 5 ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_SUCCESS;
+}
+
+RGPU_EXPORT cublasStatus_t cublasLtLoggerSetMask(int mask)
+{
+    (void)mask;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+RGPU_EXPORT cublasStatus_t cublasLtLoggerForceDisable(void)
+{
+    log_callback = NULL;
+    return CUBLAS_STATUS_SUCCESS;
+}
