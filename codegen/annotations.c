@@ -25,6 +25,8 @@
  *                           the call fills no host memory
  *   arg FUNC PARAM KIND [len=PARAM] [size=N]
  *                           KIND: val in out inout str in-buf out-buf, or
+ *                           in-buf/out-buf [elem=P:FUNC]: element size is
+ *                           FUNC(value of P) (FUNC in common/), or
  *                           scalar scalar-out scalar-inout [type=P] [ctype=P]:
  *                           host value or device pointer by the handle's
  *                           pointer mode (cuBLAS); FUNC may be a glob, then
@@ -105,6 +107,11 @@ static void parse_arg_rule(struct annotations *ann, char **p, int line)
             r->len_param = xstrdup(strchr(opt, '=') + 1);
         else if (strncmp(opt, "ctype=", 6) == 0)
             r->aux_param = xstrdup(opt + 6);
+        else if (strncmp(opt, "elem=", 5) == 0 && strchr(opt, ':')) {
+            r->elem_param = xstrdup(opt + 5);
+            *strchr(r->elem_param, ':') = '\0';
+            r->elem_func = xstrdup(strchr(opt, ':') + 1);
+        }
         else if (strncmp(opt, "size=", 5) == 0)
             r->size = (unsigned)strtoul(opt + 5, NULL, 0);
         else

@@ -110,7 +110,9 @@ static void classify_pointer(struct gen_param *p, CXType canon, CXType orig)
         orig.kind == CXType_ConstantArray)
         declared = element_of(orig);
     CXType pc = clang_getCanonicalType(pointee);
-    int is_const = clang_isConstQualifiedType(pointee);
+    /* An array parameter's element keeps its const only as declared. */
+    int is_const = clang_isConstQualifiedType(pointee) || clang_isConstQualifiedType(declared);
+    int open_array = orig.kind == CXType_IncompleteArray;
     long long psize = clang_Type_getSizeOf(pc);
 
     p->is_pointer = 1;
@@ -123,16 +125,21 @@ static void classify_pointer(struct gen_param *p, CXType canon, CXType orig)
         return;
     }
     /* Device memory, or an array of device pointers (itself in device
-     * memory, as cuBLAS's batched calls take it). */
+     * memory, as cuBLAS's batched calls take it: T *const[] or T *const *).
+     * A plain T ** is where a function returns a pointer: an output. */
+    int pointer_array = clang_getCanonicalType(declared).kind == CXType_Pointer &&
+                        (open_array || orig.kind == CXType_ConstantArray ||
+                         clang_isConstQualifiedType(declared));
     if (is_device_pointee(declared) ||
-        (clang_getCanonicalType(declared).kind == CXType_Pointer &&
-         is_device_pointee(clang_getPointeeType(declared)))) {
+        (pointer_array && is_device_pointee(clang_getPointeeType(declared)))) {
         p->kind = K_VAL;
         p->size = 8;
         return;
     }
     if (pc.kind == CXType_Void)
         return set_none(p, "untyped pointer: host or device, and how large?");
+    if (open_array)
+        return set_none(p, "array of unstated length");
     if ((pc.kind == CXType_Char_S || pc.kind == CXType_Char_U) && is_const) {
         p->kind = K_STR;
         return;

@@ -149,8 +149,13 @@ static int index_of_type_param(const struct gen_func *f, const char *name, const
 static void apply_arg_rule(struct ann_rule *r, struct gen_func *f, const char *ann_path)
 {
     int i = param_index(f, r->param);
-    if (i < 0 && strpbrk(r->pattern, "*?["))
-        return;     /* a glob rule names a parameter some functions lack */
+    /* A glob rule names parameters some functions lack: it applies only
+     * where all of them exist. */
+    if (strpbrk(r->pattern, "*?[") &&
+        (i < 0 || (r->len_param && param_index(f, r->len_param) < 0) ||
+         (r->aux_param && param_index(f, r->aux_param) < 0) ||
+         (r->elem_param && param_index(f, r->elem_param) < 0)))
+        return;
     if (i < 0)
         die("%s:%d: %s has no parameter '%s' (%s)", ann_path, r->line, f->name, r->param,
             f->where);
@@ -169,6 +174,11 @@ static void apply_arg_rule(struct ann_rule *r, struct gen_func *f, const char *a
         p->len_arg = index_of_type_param(f, r->len_param, "len/type", r, ann_path);
     if (r->aux_param)
         p->aux_arg = index_of_type_param(f, r->aux_param, "ctype", r, ann_path);
+    if (r->elem_param) {
+        p->aux_arg = index_of_type_param(f, r->elem_param, "elem", r, ann_path);
+        p->elem_func = r->elem_func;
+        p->size = 0;
+    }
 
     if ((r->kind == K_IN || r->kind == K_OUT || r->kind == K_INOUT) && !p->size)
         die("%s:%d: %s.%s: give size=N", ann_path, r->line, f->name, r->param);
@@ -281,6 +291,11 @@ static void emit_procs_h(const struct gen *g)
             g->nprocs);
     for (int i = 0; i < g->nprocs; i++)
         fprintf(f, "#define RGPU_%s_%s (&rgpu_%s_procs[%d])\n", up, g->procs[i]->name, g->lib, i);
+    /* Element-size functions the table names (hand-written, in common/). */
+    for (int i = 0; i < g->nprocs; i++)
+        for (int k = 0; k < g->procs[i]->proto->nparams; k++)
+            if (g->procs[i]->proto->params[k].elem_func)
+                fprintf(f, "uint32_t %s(int type);\n", g->procs[i]->proto->params[k].elem_func);
     if (g->ann->errors_enum) {
         fprintf(f, "\nconst char *rgpu_%s_error_name(int code);\n", g->lib);
         fprintf(f, "const char *rgpu_%s_error_string(int code);\n", g->lib);
@@ -301,8 +316,8 @@ static void emit_table_c(const struct gen *g)
         fprintf(f, "static const struct rgpu_param p_%s[] = {\n", fn->name);
         for (int k = 0; k < fn->nparams; k++) {
             const struct gen_param *p = &fn->params[k];
-            fprintf(f, "    { \"%s\", %s, %u, %d, %d },\n", p->name, kind_name(p->kind),
-                    p->size, p->len_arg, p->aux_arg);
+            fprintf(f, "    { \"%s\", %s, %u, %d, %d, %s },\n", p->name, kind_name(p->kind),
+                    p->size, p->len_arg, p->aux_arg, p->elem_func ? p->elem_func : "0");
         }
         fprintf(f, "};\n");
     }

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#define MAX_PARAMS 32
+#define MAX_PARAMS 40
 
 /* How a parameter travels: mirrors enum rgpu_kind in common/rgpu_marshal.h. */
 enum gen_kind {
@@ -18,7 +18,9 @@ struct gen_param {
     enum gen_kind kind;
     unsigned size;
     int len_arg;            /* *_BUF: index of the count parameter; SCALAR: of the type */
-    int aux_arg;            /* SCALAR: index of a second type parameter, or -1 */
+    int aux_arg;            /* SCALAR: index of a second type parameter, or -1;
+                               *_BUF with elem_func: of the element type */
+    char *elem_func;        /* *_BUF: function giving an element's size from its type */
     char *why;              /* when kind == K_NONE: why it cannot be classified */
     int is_pointer;
     unsigned pointee_size;  /* for pointers: sizeof the pointee (0 if void/incomplete) */
@@ -54,6 +56,8 @@ struct ann_rule {
     enum gen_kind kind;         /* A_ARG */
     char *len_param;            /* A_ARG len=... or type=... */
     char *aux_param;            /* A_ARG ctype=... */
+    char *elem_param;           /* A_ARG elem=PARAM:FUNC */
+    char *elem_func;
     unsigned size;              /* A_ARG size=N (0: from the type) */
     char *reason;
     int line;

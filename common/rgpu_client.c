@@ -578,3 +578,22 @@ const char *rgpu_server_error_string(const struct rgpu_lib *lib, int code)
     pthread_mutex_unlock(&texts_lock);
     return t ? t->text[code] : NULL;
 }
+
+size_t rgpu_server_size_query(const struct rgpu_lib *lib, const char *fn)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    size_t v = 0;
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", "rgpu.size_query"), 0);
+    msgpack_pack_array(&req.pk, 2);
+    msgpack_pack_str_with_body(&req.pk, lib->name, strlen(lib->name));
+    msgpack_pack_str_with_body(&req.pk, fn, strlen(fn));
+    if (rgpu_req_send(&req, &reply) != RGPU_OK)
+        return 0;
+    if (reply.transport == RGPU_OK && reply.outs.type == MSGPACK_OBJECT_ARRAY &&
+        reply.outs.via.array.size == 1 &&
+        reply.outs.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        v = (size_t)reply.outs.via.array.ptr[0].via.u64;
+    rgpu_reply_free(&reply);
+    return v;
+}

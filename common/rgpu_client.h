@@ -30,6 +30,9 @@ int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
  * server has none. */
 const char *rgpu_server_error_string(const struct rgpu_lib *lib, int code);
 
+/* A size_t query of the server's library (cudnnGetVersion); 0 on failure. */
+size_t rgpu_server_size_query(const struct rgpu_lib *lib, const char *fn);
+
 /* Register how a library's scalars travel (cuBLAS's pointer mode). */
 void rgpu_register_scalar_policy(const struct rgpu_lib *lib,
                                  const struct rgpu_scalar_policy *pol);

@@ -40,6 +40,9 @@
 /* [lib] -> [[code, string]...]  a server library's own error texts */
 #define RGPU_H_ERROR_STRINGS "rgpu.error_strings"
 
+/* [lib, function] -> [value]  a library's size_t *Version() query */
+#define RGPU_H_SIZE_QUERY    "rgpu.size_query"
+
 /* Driver API (library "cuda"): */
 /* [bin image] -> [module] */
 #define RGPU_H_CU_MODULE_LOAD  "rgpu.cu_module_load"

@@ -62,11 +62,22 @@ static void pack_bytes_or_nil(msgpack_packer *pk, const void *p, size_t n)
     msgpack_pack_bin_body(pk, p, n);
 }
 
+/* The element size of a buffer: fixed, or from its element-type argument. */
+static uint32_t elem_size(const struct rgpu_param *prm, const struct rgpu_param *tp,
+                          const void *type_value)
+{
+    if (!prm->elem)
+        return prm->size;
+    return prm->elem((int)count_from_value(type_value, tp->size));
+}
+
 static size_t buf_len_client(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                              const void *const *argv)
 {
     const struct rgpu_param *lp = &proc->params[prm->len_arg];
-    return (size_t)count_from_value(argv[prm->len_arg], lp->size) * prm->size;
+    uint32_t es = prm->elem ? elem_size(prm, &proc->params[prm->aux_arg], argv[prm->aux_arg])
+                            : prm->size;
+    return (size_t)count_from_value(argv[prm->len_arg], lp->size) * es;
 }
 
 static uint32_t scalar_size(const struct rgpu_proc *proc, unsigned i, const void *const *argv,
@@ -307,7 +318,11 @@ static int buf_len_server(const struct rgpu_proc *proc, const struct rgpu_param 
                           const struct rgpu_call_frame *f, size_t *bytes)
 {
     const struct rgpu_param *lp = &proc->params[prm->len_arg];
-    return buf_bytes(count_from_value(&f->slot[prm->len_arg], lp->size), prm->size, bytes);
+    uint32_t es = prm->elem ? elem_size(prm, &proc->params[prm->aux_arg], &f->slot[prm->aux_arg])
+                            : prm->size;
+    if (prm->elem && es == 0)
+        return RGPU_EPROTO;     /* an element type we do not know */
+    return buf_bytes(count_from_value(&f->slot[prm->len_arg], lp->size), es, bytes);
 }
 
 static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, unsigned i,

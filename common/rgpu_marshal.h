@@ -39,7 +39,9 @@ struct rgpu_param {
     uint32_t size;          /* value or element size in bytes */
     int8_t len_arg;         /* *_BUF: index of the parameter holding the count;
                                SCALAR_*: of the type parameter, or -1 */
-    int8_t aux_arg;         /* SCALAR_*: a second type parameter, or -1 */
+    int8_t aux_arg;         /* SCALAR_*: a second type parameter, or -1;
+                               *_BUF with elem: the element-type parameter */
+    uint32_t (*elem)(int type);     /* *_BUF: element size by type, or NULL */
 };
 
 struct rgpu_proc;
@@ -84,7 +86,7 @@ struct rgpu_server_proc {
 };
 
 /* Largest number of parameters a remoted function may have. */
-#define RGPU_MAX_PARAMS 32
+#define RGPU_MAX_PARAMS 40
 
 /* Client side: append the arguments of a call (argv[i] points at argument
  * i) to pk as one msgpack array. */

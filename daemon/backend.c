@@ -22,6 +22,7 @@ static struct backend_lib libs[] = {
     { "cudart", "libcudart.so." STR(RGPU_CUDA_MAJOR), NULL },
     { "cublasLt", "libcublasLt.so." STR(RGPU_CUDA_MAJOR), NULL },
     { "cublas", "libcublas.so." STR(RGPU_CUDA_MAJOR), NULL },
+    { "cudnn", "libcudnn.so.9", NULL },
 };
 
 static void *open_lib(const char *dir, const char *soname)

@@ -384,7 +384,23 @@ static int h_error_strings(struct hand_call *c)
     return 0;
 }
 
+/* [lib, function] -> [value]: a library's size_t query (cudnnGetVersion):
+ * only functions named *Version, which take no arguments. */
+static int h_size_query(struct hand_call *c)
+{
+    char lib[32], fn[64];
+    PROTO_IF(args_count(c, 2) || arg_str(c, 0, lib, sizeof lib) || arg_str(c, 1, fn, sizeof fn));
+    size_t len = strlen(fn);
+    PROTO_IF(len < 7 || strcmp(fn + len - 7, "Version") != 0);
+    size_t (*query)(void) = (size_t (*)(void))backend_sym(lib, fn);
+    NEED(query);
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_uint64(c->out, query());
+    return 0;
+}
+
 const struct hand_proc hand_cudart_procs[] = {
+    { "cudart", "rgpu.size_query", h_size_query, 0 },
     { "cudart", RGPU_H_ERROR_STRINGS, h_error_strings, 0 },
     { "cudart", RGPU_H_HTOD, h_htod, 0 },
     { "cudart", RGPU_H_DTOH, h_dtoh, 0 },

@@ -20,6 +20,7 @@
 #include "cuda_procs.h"
 #include "cublas_procs.h"
 #include "cublasLt_procs.h"
+#include "cudnn_procs.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -94,6 +95,7 @@ static struct served_lib served[] = {
     { &rgpu_cuda_lib, rgpu_cuda_server_procs, NULL, NULL },
     { &rgpu_cublas_lib, rgpu_cublas_server_procs, NULL, NULL },
     { &rgpu_cublasLt_lib, rgpu_cublasLt_server_procs, NULL, NULL },
+    { &rgpu_cudnn_lib, rgpu_cudnn_server_procs, NULL, NULL },
 };
 #define NSERVED (sizeof served / sizeof served[0])
 

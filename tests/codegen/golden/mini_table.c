@@ -3,54 +3,54 @@
 #include <mini.h>
 
 static const struct rgpu_param p_miniStreamSync[] = {
-    { "stream", RGPU_VAL, 8, -1, -1 },
+    { "stream", RGPU_VAL, 8, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniGetProps[] = {
-    { "props", RGPU_OUT, 48, -1, -1 },
-    { "device", RGPU_VAL, 4, -1, -1 },
+    { "props", RGPU_OUT, 48, -1, -1, 0 },
+    { "device", RGPU_VAL, 4, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniSetArray[] = {
-    { "values", RGPU_IN_BUF, 4, 1, -1 },
-    { "n", RGPU_VAL, 8, -1, -1 },
+    { "values", RGPU_IN_BUF, 4, 1, -1, 0 },
+    { "n", RGPU_VAL, 8, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniSetProps[] = {
-    { "props", RGPU_IN, 48, -1, -1 },
+    { "props", RGPU_IN, 48, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniLaunch[] = {
-    { "grid", RGPU_BYVAL, 12, -1, -1 },
-    { "scale", RGPU_VAL, 4, -1, -1 },
-    { "offset", RGPU_VAL, 8, -1, -1 },
-    { "s", RGPU_VAL, 8, -1, -1 },
+    { "grid", RGPU_BYVAL, 12, -1, -1, 0 },
+    { "scale", RGPU_VAL, 4, -1, -1, 0 },
+    { "offset", RGPU_VAL, 8, -1, -1, 0 },
+    { "s", RGPU_VAL, 8, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniGetName[] = {
-    { "name", RGPU_OUT_BUF, 1, 1, -1 },
-    { "len", RGPU_VAL, 4, -1, -1 },
-    { "device", RGPU_VAL, 4, -1, -1 },
+    { "name", RGPU_OUT_BUF, 1, 1, -1, 0 },
+    { "len", RGPU_VAL, 4, -1, -1, 0 },
+    { "device", RGPU_VAL, 4, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniMemset[] = {
-    { "dst", RGPU_VAL, 8, -1, -1 },
-    { "value", RGPU_VAL, 4, -1, -1 },
-    { "count", RGPU_VAL, 8, -1, -1 },
+    { "dst", RGPU_VAL, 8, -1, -1, 0 },
+    { "value", RGPU_VAL, 4, -1, -1, 0 },
+    { "count", RGPU_VAL, 8, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniGetCount[] = {
-    { "count", RGPU_OUT, 4, -1, -1 },
+    { "count", RGPU_OUT, 4, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniMemsetAsync[] = {
-    { "dst", RGPU_VAL, 8, -1, -1 },
-    { "value", RGPU_VAL, 4, -1, -1 },
-    { "count", RGPU_VAL, 8, -1, -1 },
-    { "s", RGPU_VAL, 8, -1, -1 },
+    { "dst", RGPU_VAL, 8, -1, -1, 0 },
+    { "value", RGPU_VAL, 4, -1, -1, 0 },
+    { "count", RGPU_VAL, 8, -1, -1, 0 },
+    { "s", RGPU_VAL, 8, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniFind[] = {
-    { "device", RGPU_OUT, 4, -1, -1 },
-    { "name", RGPU_STR, 0, -1, -1 },
+    { "device", RGPU_OUT, 4, -1, -1, 0 },
+    { "name", RGPU_STR, 0, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniStreamCreate[] = {
-    { "stream", RGPU_OUT, 8, -1, -1 },
-    { "flags", RGPU_VAL, 4, -1, -1 },
+    { "stream", RGPU_OUT, 8, -1, -1, 0 },
+    { "flags", RGPU_VAL, 4, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniInit[] = {
-    { "flags", RGPU_VAL, 4, -1, -1 },
+    { "flags", RGPU_VAL, 4, -1, -1, 0 },
 };
 
 const struct rgpu_proc rgpu_mini_procs[12] = {

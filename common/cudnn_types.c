@@ -1,0 +1,52 @@
+/* Element sizes of cuDNN backend attribute values, by cudnnBackendAttributeType_t:
+ * cudnnBackendSetAttribute/GetAttribute carry arrays whose element type is
+ * an argument, so both ends of the wire need this table (it sizes the
+ * buffers; 0 refuses an unknown type rather than guess). */
+#include <stdint.h>
+
+#include <cudnn_graph.h>
+
+uint32_t rgpu_cudnn_type_size(int type);
+
+uint32_t rgpu_cudnn_type_size(int type)
+{
+    switch (type) {
+    case CUDNN_TYPE_BOOLEAN:
+    case CUDNN_TYPE_CHAR:
+        return 1;
+    case CUDNN_TYPE_HANDLE:
+    case CUDNN_TYPE_INT64:
+    case CUDNN_TYPE_DOUBLE:
+    case CUDNN_TYPE_VOID_PTR:
+    case CUDNN_TYPE_BACKEND_DESCRIPTOR:
+        return 8;
+    case CUDNN_TYPE_FRACTION:
+        return sizeof(cudnnFraction_t);
+    case CUDNN_TYPE_FLOAT:
+    case CUDNN_TYPE_INT32:
+    case CUDNN_TYPE_DATA_TYPE:
+    case CUDNN_TYPE_CONVOLUTION_MODE:
+    case CUDNN_TYPE_HEUR_MODE:
+    case CUDNN_TYPE_KNOB_TYPE:
+    case CUDNN_TYPE_NAN_PROPOGATION:
+    case CUDNN_TYPE_NUMERICAL_NOTE:
+    case CUDNN_TYPE_LAYOUT_TYPE:
+    case CUDNN_TYPE_ATTRIB_NAME:
+    case CUDNN_TYPE_POINTWISE_MODE:
+    case CUDNN_TYPE_GENSTATS_MODE:
+    case CUDNN_TYPE_BN_FINALIZE_STATS_MODE:
+    case CUDNN_TYPE_REDUCTION_OPERATOR_TYPE:
+    case CUDNN_TYPE_BEHAVIOR_NOTE:
+    case CUDNN_TYPE_TENSOR_REORDERING_MODE:
+    case CUDNN_TYPE_RESAMPLE_MODE:
+    case CUDNN_TYPE_PADDING_MODE:
+    case CUDNN_TYPE_SIGNAL_MODE:
+    case CUDNN_TYPE_NORM_MODE:
+    case CUDNN_TYPE_NORM_FWD_PHASE:
+    case CUDNN_TYPE_RNG_DISTRIBUTION:
+    case CUDNN_TYPE_MOE_GROUPED_MATMUL_MODE:
+        return 4;       /* enums */
+    default:
+        return 0;
+    }
+}
