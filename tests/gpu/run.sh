@@ -21,6 +21,12 @@ set -u
 BUILD_ARG=${1:-build}
 OUTDIR=${OUT:-/tmp/rgpu-gpu}
 CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
+# cuDNN (and a newer cuBLAS) may live only in the Python wheels' folders on
+# the GPU host: add them after the toolkit's, for the native runs and rgpud.
+for pkg in cudnn cublas; do
+    d=$(python3 -c "import nvidia.$pkg, os; print(os.path.dirname(nvidia.$pkg.__file__) + '/lib')" 2>/dev/null)
+    [ -n "$d" ] && [ -d "$d" ] && CUDA_LIB=$CUDA_LIB:$d
+done
 PROG_TIMEOUT=${RGPU_PROG_TIMEOUT:-60}
 BENCH_TIMEOUT=${RGPU_BENCH_TIMEOUT:-240}
 BENCH_ARGS=${RGPU_BENCH_ARGS:-}
@@ -276,6 +282,14 @@ run_bench() {
                          log_file "bench (rgpu) stderr" "$WORK/rgpu-bench.rgpu.err"; }
 }
 
+# The PyTorch ladder (tests/gpu/ladder.py), natively and through rgpu.
+run_ladder() {
+    say ""
+    say "== PyTorch ladder: native vs rgpu (stubs preloaded)"
+    timeout 900 python3 "$(dirname "$0")/ladder.py" compare "$STUBS" "127.0.0.1:$PORT" \
+        ${RGPU_LADDER_RUNGS:-} 2>&1 | tee -a "$SUMMARY"
+}
+
 gpu_name() {
     local g
     g=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
@@ -301,6 +315,7 @@ main() {
         say "== no test programs in $PROGS"
     fi
     run_bench
+    [ -n "${RGPU_LADDER:-}" ] && run_ladder
 
     kill -0 "$DAEMON_PID" 2>/dev/null || say "warning: rgpud died during the run"
     stop_daemon
