@@ -20,6 +20,7 @@
  *   hand PATTERN "why"      client and server code are hand-written
  *   client PATTERN "why"    hand-written client calling a generated procedure
  *   refuse PATTERN "why"    returns the not-supported status
+ *   serve PATTERN           generated, even where a later glob refuses
  *   refuse-superseded "why" an export without prototype whose NAME_vN exists
  *   async PATTERN           may go without waiting for the reply, whenever
  *                           the call fills no host memory
@@ -125,7 +126,7 @@ static void parse_line(struct annotations *ann, char *p, int line)
 {
     static const struct { const char *word; enum ann_verb verb; } verbs[] = {
         { "local", A_LOCAL }, { "hand", A_HAND }, { "client", A_CLIENT },
-        { "refuse", A_REFUSE }, { "async", A_ASYNC },
+        { "refuse", A_REFUSE }, { "async", A_ASYNC }, { "serve", A_SERVE },
     };
     char *word = next_token(&p, ann->path, line);
     if (!word)
@@ -179,7 +180,7 @@ static void parse_line(struct annotations *ann, char *p, int line)
             die("%s:%d: %s needs a function name or pattern", ann->path, line, word);
         r->pattern = xstrdup(pat);
         char *why = next_token(&p, ann->path, line);
-        if (!why && verbs[i].verb != A_ASYNC)
+        if (!why && verbs[i].verb != A_ASYNC && verbs[i].verb != A_SERVE)
             die("%s:%d: %s needs a reason in quotes", ann->path, line, word);
         r->reason = why ? xstrdup(why) : NULL;
     }

@@ -114,6 +114,7 @@ static void decide(struct export_fn *e, struct annotations *ann, char **exports,
         r->used = 1;
         e->reason = r->reason;
         switch (r->verb) {
+        case A_SERVE: e->disp = D_GENERATED; break;
         case A_LOCAL: e->disp = D_LOCAL; break;
         case A_HAND: e->disp = D_HAND; break;
         case A_CLIENT: e->disp = D_CLIENT_HAND; break;

@@ -47,7 +47,7 @@ struct export_fn {
 };
 
 /* Annotations: one file per library (codegen/<lib>.ann). */
-enum ann_verb { A_LOCAL, A_HAND, A_CLIENT, A_REFUSE, A_ASYNC, A_ARG, A_REFUSE_SUPERSEDED };
+enum ann_verb { A_LOCAL, A_HAND, A_CLIENT, A_REFUSE, A_ASYNC, A_ARG, A_REFUSE_SUPERSEDED, A_SERVE };
 
 struct ann_rule {
     enum ann_verb verb;

@@ -43,6 +43,11 @@
 /* [lib, function] -> [value]  a library's size_t *Version() query */
 #define RGPU_H_SIZE_QUERY    "rgpu.size_query"
 
+/* [kernel, blockSize, dynamicSMemSize, flags] -> [numBlocks] */
+#define RGPU_H_OCCUPANCY      "rgpu.occupancy"
+/* [kernel, numBlocks, blockSize] -> [bytes] */
+#define RGPU_H_OCCUPANCY_SMEM "rgpu.occupancy_smem"
+
 /* Driver API (library "cuda"): */
 /* [bin image] -> [module] */
 #define RGPU_H_CU_MODULE_LOAD  "rgpu.cu_module_load"

@@ -319,6 +319,39 @@ static int h_func_attrs(struct hand_call *c)
     return rc;
 }
 
+/* [kernel, blockSize, dynamicSMemSize, flags] -> [numBlocks] */
+static int h_occupancy(struct hand_call *c)
+{
+    uint64_t kern, block, smem, flags;
+    int blocks = 0;
+    PROTO_IF(args_count(c, 4) || arg_u64(c, 0, &kern) || arg_u64(c, 1, &block) ||
+             arg_u64(c, 2, &smem) || arg_u64(c, 3, &flags));
+    NEED(REAL(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags));
+    int rc = find_kernel(kern)
+                 ? REAL(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)(
+                       &blocks, (const void *)kern, (int)block, smem, (unsigned)flags)
+                 : cudaErrorInvalidDeviceFunction;
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_int(c->out, blocks);
+    return rc;
+}
+
+/* [kernel, numBlocks, blockSize] -> [bytes] */
+static int h_occupancy_smem(struct hand_call *c)
+{
+    uint64_t kern, nblocks, block;
+    size_t bytes = 0;
+    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &kern) || arg_u64(c, 1, &nblocks) ||
+             arg_u64(c, 2, &block));
+    NEED(REAL(cudaOccupancyAvailableDynamicSMemPerBlock));
+    int rc = find_kernel(kern) ? REAL(cudaOccupancyAvailableDynamicSMemPerBlock)(
+                                     &bytes, (const void *)kern, (int)nblocks, (int)block)
+                               : cudaErrorInvalidDeviceFunction;
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_uint64(c->out, bytes);
+    return rc;
+}
+
 /* [kernel, attr, value] */
 static int h_func_set_attr(struct hand_call *c)
 {
@@ -414,5 +447,7 @@ const struct hand_proc hand_cudart_procs[] = {
     { "cudart", RGPU_H_LAUNCH, h_launch, 1 },
     { "cudart", RGPU_H_FUNC_ATTRS, h_func_attrs, 0 },
     { "cudart", RGPU_H_FUNC_SET_ATTR, h_func_set_attr, 0 },
+    { "cudart", RGPU_H_OCCUPANCY, h_occupancy, 0 },
+    { "cudart", RGPU_H_OCCUPANCY_SMEM, h_occupancy_smem, 0 },
 };
 const int hand_cudart_nprocs = sizeof hand_cudart_procs / sizeof hand_cudart_procs[0];

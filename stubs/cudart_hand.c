@@ -576,10 +576,46 @@ RGPU_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex
     return cudaSuccess;
 }
 
-static cudaError_t occupancy_refused(const char *name)
+/* Occupancy is the server's answer for the kernel's real resources. */
+static cudaError_t occupancy(const void *func, uint32_t proc, uint64_t a, uint64_t b, uint64_t c,
+                             int nargs, uint64_t *result)
 {
-    static int logged;
-    return rgpu_refused(LIB, name, "occupancy of runtime kernels: not remoted yet", &logged);
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    struct kernel *k = kernel_by_host_fn(func);
+    int rc;
+
+    if (!k)
+        return RESULT(cudaErrorInvalidDeviceFunction);
+    if ((rc = kernel_resolve(k)) != cudaSuccess)
+        return rc;
+    rgpu_req_begin(&req, proc, 0);
+    msgpack_pack_array(&req.pk, (uint32_t)nargs + 1);
+    msgpack_pack_uint64(&req.pk, k->handle);
+    msgpack_pack_uint64(&req.pk, a);
+    msgpack_pack_uint64(&req.pk, b);
+    if (nargs == 3)
+        msgpack_pack_uint64(&req.pk, c);
+    rc = call_simple("cudaOccupancy", &req, &reply);
+    if (rc >= 0)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    *result = out_u64(&reply, 0);
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+static cudaError_t max_active_blocks(int *numBlocks, const void *func, int blockSize,
+                                     size_t dynamicSMemSize, unsigned int flags)
+{
+    uint64_t n = 0;
+    if (!numBlocks || blockSize <= 0)
+        return RESULT(cudaErrorInvalidValue);
+    int rc = occupancy(func, rgpu_proc_id("cudart", RGPU_H_OCCUPANCY), (uint64_t)blockSize,
+                       dynamicSMemSize, flags, 3, &n);
+    if (rc == cudaSuccess)
+        *numBlocks = (int)n;
+    return rc;
 }
 
 RGPU_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks,
@@ -587,23 +623,70 @@ RGPU_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBl
                                                                       int blockSize,
                                                                       size_t dynamicSMemSize)
 {
-    (void)numBlocks; (void)func; (void)blockSize; (void)dynamicSMemSize;
-    return occupancy_refused("cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    return max_active_blocks(numBlocks, func, blockSize, dynamicSMemSize, cudaOccupancyDefault);
 }
 
 RGPU_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags)
 {
-    (void)numBlocks; (void)func; (void)blockSize; (void)dynamicSMemSize; (void)flags;
-    return occupancy_refused("cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
+    return max_active_blocks(numBlocks, func, blockSize, dynamicSMemSize, flags);
 }
 
 RGPU_EXPORT cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize,
                                                                   const void *func,
                                                                   int numBlocks, int blockSize)
 {
-    (void)dynamicSmemSize; (void)func; (void)numBlocks; (void)blockSize;
-    return occupancy_refused("cudaOccupancyAvailableDynamicSMemPerBlock");
+    uint64_t n = 0;
+    if (!dynamicSmemSize)
+        return RESULT(cudaErrorInvalidValue);
+    int rc = occupancy(func, rgpu_proc_id("cudart", RGPU_H_OCCUPANCY_SMEM), (uint64_t)numBlocks,
+                       (uint64_t)blockSize, 0, 2, &n);
+    if (rc == cudaSuccess)
+        *dynamicSmemSize = (size_t)n;
+    return rc;
+}
+
+/* ---- stream capture ----------------------------------------------------------------- */
+
+/* The dependency arrays cudaStreamGetCaptureInfo can hand back live in the
+ * server's memory: asking for them is refused, the rest is served. */
+static cudaError_t capture_info(const struct rgpu_proc *proc, cudaStream_t stream,
+                                enum cudaStreamCaptureStatus *captureStatus_out,
+                                unsigned long long *id_out, cudaGraph_t *graph_out,
+                                const cudaGraphNode_t **dependencies_out,
+                                const cudaGraphEdgeData **edgeData_out,
+                                size_t *numDependencies_out)
+{
+    const void *argv[] = { &stream, &captureStatus_out, &id_out, &graph_out,
+                           &dependencies_out, &edgeData_out, &numDependencies_out };
+    if (dependencies_out || edgeData_out) {
+        static int logged;
+        return rgpu_refused(LIB, "cudaStreamGetCaptureInfo with dependency arrays",
+                            "the arrays live in the server: not remoted yet", &logged);
+    }
+    return rgpu_call(LIB, proc, argv);
+}
+
+#undef cudaStreamGetCaptureInfo
+RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
+                                                 enum cudaStreamCaptureStatus *captureStatus_out,
+                                                 unsigned long long *id_out,
+                                                 cudaGraph_t *graph_out,
+                                                 const cudaGraphNode_t **dependencies_out,
+                                                 const cudaGraphEdgeData **edgeData_out,
+                                                 size_t *numDependencies_out)
+{
+    return capture_info(RGPU_CUDART_cudaStreamGetCaptureInfo, stream, captureStatus_out, id_out,
+                        graph_out, dependencies_out, edgeData_out, numDependencies_out);
+}
+
+RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(
+    cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out,
+    unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out,
+    const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out)
+{
+    return capture_info(RGPU_CUDART_cudaStreamGetCaptureInfo_ptsz, stream, captureStatus_out,
+                        id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
 }
 
 /* ---- __device__ variables ------------------------------------------------------ */
