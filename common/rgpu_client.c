@@ -492,6 +492,9 @@ int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
     }
     int status = rgpu_reply_status(lib, &reply);
     rgpu_reply_free(&reply);
+    if (status != 0)
+        rgpu_debug("%s returned %d%s", proc->name, status,
+                   reply.deferred && !reply.api ? " (an earlier call's deferred error)" : "");
     return status;
 }
 

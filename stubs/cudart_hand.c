@@ -231,6 +231,8 @@ static int module_load(struct module *m)
     rc = rgpu_reply_status(LIB, &reply);
     if (rc == cudaSuccess)
         m->library = out_u64(&reply, 0);
+    else
+        rgpu_debug("loading a module of %zu bytes failed: %d", m->image_size, rc);
     rgpu_reply_free(&reply);
 out:
     pthread_mutex_unlock(&m->lock);
@@ -296,6 +298,8 @@ static int kernel_resolve(struct kernel *k)
         rgpu_reply_free(&reply);
     }
     pthread_mutex_unlock(&k->mod->lock);
+    if (rc != cudaSuccess)
+        rgpu_debug("resolving kernel %s failed: %d", k->name, rc);
     return rc;
 }
 

@@ -142,7 +142,10 @@ def run_one(rung, env, timeout):
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:]), ""
-    return None, (p.stderr or p.stdout)[-1500:]
+    # The exception's message and rgpu's own lines, not the C++ backtrace.
+    lines = [l for l in (p.stderr + p.stdout).splitlines()
+             if "rgpu[" in l or "Error" in l or "error" in l][:40]
+    return None, "\n".join(lines) or (p.stderr or p.stdout)[-1500:]
 
 
 def compare(stubdir, server, rungs):
@@ -151,6 +154,7 @@ def compare(stubdir, server, rungs):
               "libcublas.so.13", "libcudnn.so.9") if os.path.exists(os.path.join(stubdir, n))]
     native = dict(os.environ)
     remote = dict(os.environ, LD_PRELOAD=":".join(stubs), RGPU_SERVER=server,
+                  RGPU_LOG=os.environ.get("RGPU_LADDER_LOG", "debug"),
                   LD_LIBRARY_PATH=stubdir + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
     print(f"{'rung':10} {'result':6} {'max rel diff':>13} {'native s':>9} {'rgpu s':>9}")
     failures = {}
