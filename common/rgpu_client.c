@@ -335,6 +335,13 @@ int rgpu_req_post(struct rgpu_req *req, struct rgpu_ticket **ticket)
         msgpack_sbuffer_destroy(&req->buf);
         return RGPU_EIO;
     }
+    /* Too large for one frame: refuse this call, keep the session. */
+    if (req->buf.size + req->payload_len > RGPU_FRAME_MAX) {
+        rgpu_error("a request of %zu bytes exceeds the protocol's frame limit of %u",
+                   req->buf.size + req->payload_len, RGPU_FRAME_MAX);
+        msgpack_sbuffer_destroy(&req->buf);
+        return RGPU_ETOOBIG;
+    }
     if (!(req->flags & RGPU_CALL_NOREPLY)) {
         t = calloc(1, sizeof *t);
         if (!t) {

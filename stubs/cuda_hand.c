@@ -274,13 +274,10 @@ static size_t image_size(const void **image)
         return image_size(image);
     }
     if (magic == FATBIN_MAGIC) {
-        size_t total = 0;
-        for (;;) {
-            const struct fatbin_header *h = (const void *)(p + total);
-            if (h->magic != FATBIN_MAGIC)
-                return total;
-            total += h->header_size + h->fat_size;
-        }
+        /* One container: others may follow in the caller's memory, but
+         * the driver reads the first only. */
+        const struct fatbin_header *h = (const void *)p;
+        return (size_t)h->header_size + h->fat_size;
     }
     if (memcmp(p, ELFMAG, SELFMAG) == 0 && p[EI_CLASS] == ELFCLASS64) {
         const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;

@@ -62,18 +62,14 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kernel *kernels;
 static struct var *vars;
 
-/* A fatbin's size: one or more containers back to back. */
+/* A registered fatbin's size: its own container.  The containers of all
+ * translation units of a library lie back to back in its .nv_fatbin
+ * section, so reading on past the first would upload the whole library
+ * (hundreds of MiB for PyTorch) with every module. */
 static size_t fatbin_size(const void *data)
 {
-    const unsigned char *p = data;
-    size_t total = 0;
-    for (;;) {
-        const struct fatbin_header *h = (const void *)(p + total);
-        if (h->magic != FATBIN_MAGIC)
-            break;
-        total += h->header_size + h->fat_size;
-    }
-    return total;
+    const struct fatbin_header *h = data;
+    return h->magic == FATBIN_MAGIC ? (size_t)h->header_size + h->fat_size : 0;
 }
 
 RGPU_EXPORT void **__cudaRegisterFatBinary(void *fatCubin)
