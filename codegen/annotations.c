@@ -25,7 +25,7 @@
  *   async PATTERN           may go without waiting for the reply, whenever
  *                           the call fills no host memory
  *   arg FUNC PARAM KIND [len=PARAM] [size=N]
- *                           KIND: val in out inout str in-buf out-buf, or
+ *                           KIND: val in out inout str in-buf out-buf inout-buf, or
  *                           in-buf/out-buf [elem=P:FUNC]: element size is
  *                           FUNC(value of P) (FUNC in common/), or
  *                           scalar scalar-out scalar-inout [type=P] [ctype=P]:
@@ -72,7 +72,7 @@ static enum gen_kind parse_kind(const char *s, const char *path, int line)
         { "val", K_VAL }, { "in", K_IN }, { "out", K_OUT }, { "inout", K_INOUT },
         { "str", K_STR }, { "in-buf", K_IN_BUF }, { "out-buf", K_OUT_BUF },
         { "scalar", K_SCALAR_IN }, { "scalar-out", K_SCALAR_OUT },
-        { "scalar-inout", K_SCALAR_INOUT },
+        { "scalar-inout", K_SCALAR_INOUT }, { "inout-buf", K_INOUT_BUF },
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (strcmp(s, kinds[i].name) == 0)
@@ -118,7 +118,7 @@ static void parse_arg_rule(struct annotations *ann, char **p, int line)
         else
             die("%s:%d: unknown arg option '%s'", ann->path, line, opt);
     }
-    if ((r->kind == K_IN_BUF || r->kind == K_OUT_BUF) && !r->len_param)
+    if ((r->kind == K_IN_BUF || r->kind == K_OUT_BUF || r->kind == K_INOUT_BUF) && !r->len_param)
         die("%s:%d: %s needs len=PARAM", ann->path, line, kind);
 }
 

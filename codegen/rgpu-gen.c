@@ -167,7 +167,7 @@ static void apply_arg_rule(struct ann_rule *r, struct gen_func *f, const char *a
         p->size = 8;
     if (!p->size && (r->kind == K_IN || r->kind == K_OUT || r->kind == K_INOUT))
         p->size = p->pointee_size;
-    if (!p->size && (r->kind == K_IN_BUF || r->kind == K_OUT_BUF))
+    if (!p->size && (r->kind == K_IN_BUF || r->kind == K_OUT_BUF || r->kind == K_INOUT_BUF))
         p->size = p->pointee_size ? p->pointee_size : 1;
     if (!p->size && is_scalar_kind(r->kind))
         p->size = p->pointee_size;  /* 0 for void *: the type parameters decide */
@@ -269,7 +269,7 @@ static const char *kind_name(enum gen_kind k)
     static const char *const names[] = {
         "RGPU_VAL", "RGPU_BYVAL", "RGPU_IN", "RGPU_OUT", "RGPU_INOUT",
         "RGPU_STR", "RGPU_IN_BUF", "RGPU_OUT_BUF",
-        "RGPU_SCALAR_IN", "RGPU_SCALAR_OUT", "RGPU_SCALAR_INOUT",
+        "RGPU_SCALAR_IN", "RGPU_SCALAR_OUT", "RGPU_SCALAR_INOUT", "RGPU_INOUT_BUF",
     };
     return names[k];
 }

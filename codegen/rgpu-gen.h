@@ -9,7 +9,7 @@
 /* How a parameter travels: mirrors enum rgpu_kind in common/rgpu_marshal.h. */
 enum gen_kind {
     K_VAL, K_BYVAL, K_IN, K_OUT, K_INOUT, K_STR, K_IN_BUF, K_OUT_BUF,
-    K_SCALAR_IN, K_SCALAR_OUT, K_SCALAR_INOUT, K_NONE
+    K_SCALAR_IN, K_SCALAR_OUT, K_SCALAR_INOUT, K_INOUT_BUF, K_NONE
 };
 
 struct gen_param {

@@ -9,6 +9,7 @@
 static int is_output(uint8_t kind)
 {
     return kind == RGPU_OUT || kind == RGPU_INOUT || kind == RGPU_OUT_BUF ||
+           kind == RGPU_INOUT_BUF ||
            kind == RGPU_SCALAR_OUT || kind == RGPU_SCALAR_INOUT;
 }
 
@@ -121,7 +122,7 @@ int rgpu_has_host_outputs(const struct rgpu_proc *proc, const void *const *argv,
 {
     for (unsigned i = 0; i < proc->nparams; i++) {
         uint8_t k = proc->params[i].kind;
-        if (k == RGPU_OUT || k == RGPU_INOUT || k == RGPU_OUT_BUF)
+        if (k == RGPU_OUT || k == RGPU_INOUT || k == RGPU_OUT_BUF || k == RGPU_INOUT_BUF)
             return 1;
         if ((k == RGPU_SCALAR_OUT || k == RGPU_SCALAR_INOUT) && *(const void *const *)argv[i] &&
             scalar_on_host(proc, i, argv, pol))
@@ -159,6 +160,7 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
                 msgpack_pack_nil(pk);
             break;
         case RGPU_IN_BUF:
+        case RGPU_INOUT_BUF:
             pack_bytes_or_nil(pk, ptr, buf_len_client(proc, prm, argv));
             break;
         case RGPU_OUT_BUF:
@@ -195,7 +197,8 @@ int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
         if (o->type != MSGPACK_OBJECT_BIN ||
             (is_scalar(prm->kind) && !scalar_on_host(proc, i, argv, pol)))
             return RGPU_EPROTO;
-        size_t cap = prm->kind == RGPU_OUT_BUF ? buf_len_client(proc, prm, argv)
+        size_t cap = prm->kind == RGPU_OUT_BUF || prm->kind == RGPU_INOUT_BUF
+                         ? buf_len_client(proc, prm, argv)
                      : is_scalar(prm->kind)    ? scalar_size(proc, i, argv, pol)
                                                : prm->size;
         if (o->via.bin.size > cap)
@@ -356,6 +359,12 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
     case RGPU_IN_BUF:
         rc = buf_len_server(proc, prm, f, &bytes);
         return rc != RGPU_OK ? rc : decode_bytes(o, bytes, 1, f, i);
+    case RGPU_INOUT_BUF:
+        rc = buf_len_server(proc, prm, f, &bytes);
+        if (rc == RGPU_OK)
+            rc = decode_bytes(o, bytes, 1, f, i);
+        f->outlen[i] = f->slot[i] ? bytes : 0;
+        return rc;
     case RGPU_OUT_BUF:
         rc = buf_len_server(proc, prm, f, &bytes);
         return rc != RGPU_OK ? rc : alloc_out(o, bytes, f, i);

@@ -28,6 +28,7 @@ enum rgpu_kind {
     RGPU_SCALAR_IN,
     RGPU_SCALAR_OUT,
     RGPU_SCALAR_INOUT,
+    RGPU_INOUT_BUF, /* void *: count(len_arg) * size bytes read and written */
 };
 
 /* Largest scalar (cuDoubleComplex) plus room: what the server allocates. */

@@ -689,6 +689,23 @@ RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(
                         id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
 }
 
+/* ---- graphs ---------------------------------------------------------------------- */
+
+/* Counting a graph's nodes is served; the node handles themselves would be
+ * the server's, so asking for the list is refused. */
+#undef cudaGraphGetNodes
+RGPU_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes,
+                                          size_t *numNodes)
+{
+    const void *argv[] = { &graph, &nodes, &numNodes };
+    if (nodes) {
+        static int logged;
+        return rgpu_refused(LIB, "cudaGraphGetNodes with a node array",
+                            "node lists live in the server: not remoted yet", &logged);
+    }
+    return rgpu_call(LIB, RGPU_CUDART_cudaGraphGetNodes, argv);
+}
+
 /* ---- __device__ variables ------------------------------------------------------ */
 
 /* The device address and size of a registered variable (internal to the
