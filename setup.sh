@@ -9,7 +9,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     meson ninja-build pkg-config gcc libc6-dev \
     libmsgpack-dev libclang-14-dev libssl-dev liblz4-dev libzstd-dev \
     binutils iproute2 \
-    debhelper dpkg-dev fakeroot lintian stunnel4 openssl >/dev/null
+    debhelper dpkg-dev fakeroot lintian stunnel4 openssl \
+    openssh-server openssh-client >/dev/null
 if [ ! -e /usr/local/cuda/include/cuda.h ]; then
     echo "setup.sh: no CUDA toolkit at /usr/local/cuda: install it, or pass" >&2
     echo "          -Dtoolkit=PREFIX to meson setup" >&2

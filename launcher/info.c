@@ -1,0 +1,182 @@
+/* `rgpu info`: what the server is and what it costs to talk to.
+ *
+ * The GPUs and the round trip come through the stub libcuda.so.1, loaded
+ * into the launcher with RGPU_SERVER pointing at the server: the very path
+ * a program's calls take, so what it prints is what a program will see. */
+#include "launcher.h"
+#include "rgpu_proto.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RTT_CALLS 20
+
+/* The few driver entry points we call, declared here rather than through
+ * cuda.h: the ABI of these has not changed since CUDA 3.2. */
+typedef int (*cu_init_t)(unsigned);
+typedef int (*cu_int_t)(int *);
+typedef int (*cu_device_get_t)(int *, int);
+typedef int (*cu_name_t)(char *, int, int);
+typedef int (*cu_mem_t)(size_t *, int);
+typedef int (*cu_attr_t)(int *, int, int);
+
+#define CU_ATTR_CC_MAJOR 75     /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+#define CU_ATTR_CC_MINOR 76
+
+struct driver {
+    void *handle;
+    cu_init_t init;
+    cu_int_t driver_version, device_count;
+    cu_device_get_t device_get;
+    cu_name_t name;
+    cu_mem_t total_mem;
+    cu_attr_t attr;
+};
+
+static int driver_load(const struct stubs *st, const struct server *s, struct driver *d)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/libcuda.so.1", st->dir);
+    /* The client core reads RGPU_SERVER when it first connects. */
+    setenv("RGPU_SERVER", s->addr, 1);
+    d->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!d->handle) {
+        printf("GPUs          unknown: cannot load %s: %s\n", path, dlerror());
+        return -1;
+    }
+    d->init = (cu_init_t)dlsym(d->handle, "cuInit");
+    d->driver_version = (cu_int_t)dlsym(d->handle, "cuDriverGetVersion");
+    d->device_count = (cu_int_t)dlsym(d->handle, "cuDeviceGetCount");
+    d->device_get = (cu_device_get_t)dlsym(d->handle, "cuDeviceGet");
+    d->name = (cu_name_t)dlsym(d->handle, "cuDeviceGetName");
+    d->total_mem = (cu_mem_t)dlsym(d->handle, "cuDeviceTotalMem_v2");
+    d->attr = (cu_attr_t)dlsym(d->handle, "cuDeviceGetAttribute");
+    if (!d->init || !d->driver_version || !d->device_count || !d->device_get || !d->name ||
+        !d->total_mem || !d->attr) {
+        printf("GPUs          unknown: %s lacks a driver function it should export\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+static void print_gpu(const struct driver *d, int ordinal)
+{
+    int dev, major = 0, minor = 0;
+    char name[256] = "?";
+    size_t mem = 0;
+    if (d->device_get(&dev, ordinal) != 0) {
+        printf("  %d  (cannot open)\n", ordinal);
+        return;
+    }
+    d->name(name, sizeof name, dev);
+    d->total_mem(&mem, dev);
+    d->attr(&major, CU_ATTR_CC_MAJOR, dev);
+    d->attr(&minor, CU_ATTR_CC_MINOR, dev);
+    printf("  %d  %s, %.1f GiB, compute capability %d.%d\n", ordinal, name,
+           (double)mem / (1u << 30), major, minor);
+}
+
+static int print_gpus(const struct driver *d)
+{
+    int n = 0, rc = d->init(0);
+    if (rc == 0)
+        rc = d->device_count(&n);
+    if (rc != 0) {
+        printf("GPUs          none usable: the server's driver says CUresult %d\n", rc);
+        return -1;
+    }
+    printf("GPUs          %d\n", n);
+    for (int i = 0; i < n; i++)
+        print_gpu(d, i);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* cuDriverGetVersion is a synchronous call the server answers (see
+ * build/stubs/cuda-coverage.txt): one round trip each, nothing else. */
+static void print_rtt(const struct driver *d, double hello_s)
+{
+    double t[RTT_CALLS];
+    int v;
+    for (int i = 0; i < RTT_CALLS; i++) {
+        double t0 = now_s();
+        if (d->driver_version(&v) != 0) {
+            printf("round trip    unknown: cuDriverGetVersion failed\n");
+            return;
+        }
+        t[i] = now_s() - t0;
+    }
+    qsort(t, RTT_CALLS, sizeof t[0], cmp_double);
+    printf("round trip    %.0f us median of %d calls (min %.0f us, max %.0f us); "
+           "connect and hello %.1f ms\n",
+           (t[RTT_CALLS / 2 - 1] + t[RTT_CALLS / 2]) / 2 * 1e6, RTT_CALLS, t[0] * 1e6,
+           t[RTT_CALLS - 1] * 1e6, hello_s * 1e3);
+}
+
+static void print_version(const char *what, int v, const char *none)
+{
+    if (v)
+        printf("%-14s%d.%d (%d)\n", what, v / 1000, v % 1000 / 10, v);
+    else
+        printf("%-14snone: %s\n", what, none);
+}
+
+static void print_usage_hint(const struct server *s, const struct stubs *st, int have_stubs)
+{
+    if (!have_stubs) {
+        printf("library path  unknown: no stub libraries found (--lib-dir)\n");
+        return;
+    }
+    printf("library path  LD_LIBRARY_PATH=%s\n", st->dir);
+    if (s->kind == SERVER_GIVEN)
+        printf("server env    RGPU_SERVER=%s\n", s->addr);
+    else
+        printf("server env    RGPU_SERVER=... of a server that stays up (this one is "
+               "stopped on exit)\n");
+    printf("with RPATH    programs that carry their own CUDA libraries (PyTorch wheels): "
+           "rgpu run -- CMD, which also sets LD_PRELOAD\n");
+}
+
+static void print_server(const struct server *s, const struct stubs *st, int have_stubs)
+{
+    printf("server        %s\n", s->desc);
+    printf("name          %s\n", s->w.name);
+    printf("protocol      %d\n", s->w.proto);
+    print_version("CUDA runtime", s->w.runtime_version, "rgpud could not load libcudart");
+    print_version("CUDA driver", s->w.driver_version, "no NVIDIA driver on the server");
+    if (have_stubs && st->cuda_major && s->w.runtime_version &&
+        s->w.runtime_version / 1000 != st->cuda_major)
+        printf("warning       the stubs are for CUDA %d, the server runs CUDA %d: "
+               "programs will fail\n", st->cuda_major, s->w.runtime_version / 1000);
+}
+
+int info_print(const struct server *s, const struct stubs *st, int have_stubs)
+{
+    struct driver d = { 0 };
+    int rc = 0;
+
+    print_server(s, st, have_stubs);
+    if (!s->w.runtime_version || !s->w.driver_version) {
+        printf("GPUs          none: the server cannot run CUDA\n");
+        rc = -1;
+    } else if (!have_stubs) {
+        printf("GPUs          unknown: no stub libraries to ask through\n");
+        rc = -1;
+    } else if (driver_load(st, s, &d) < 0) {
+        rc = -1;
+    } else if ((rc = print_gpus(&d)) == 0) {
+        print_rtt(&d, s->hello_s);
+    }
+    print_usage_hint(s, st, have_stubs);
+    fflush(stdout);
+    /* The stub's session stays open until exit; the daemon or tunnel is
+     * closed by the caller, after which the client core never calls. */
+    return rc;
+}
