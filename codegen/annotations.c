@@ -118,7 +118,8 @@ static void parse_arg_rule(struct annotations *ann, char **p, int line)
         else
             die("%s:%d: unknown arg option '%s'", ann->path, line, opt);
     }
-    if ((r->kind == K_IN_BUF || r->kind == K_OUT_BUF || r->kind == K_INOUT_BUF) && !r->len_param)
+    if ((r->kind == K_IN_BUF || r->kind == K_OUT_BUF || r->kind == K_INOUT_BUF) && !r->len_param &&
+        !r->elem_param)
         die("%s:%d: %s needs len=PARAM", ann->path, line, kind);
 }
 

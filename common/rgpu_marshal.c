@@ -75,9 +75,11 @@ static uint32_t elem_size(const struct rgpu_param *prm, const struct rgpu_param 
 static size_t buf_len_client(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                              const void *const *argv)
 {
-    const struct rgpu_param *lp = &proc->params[prm->len_arg];
     uint32_t es = prm->elem ? elem_size(prm, &proc->params[prm->aux_arg], argv[prm->aux_arg])
                             : prm->size;
+    if (prm->len_arg < 0)
+        return es;      /* one value whose type an argument names */
+    const struct rgpu_param *lp = &proc->params[prm->len_arg];
     return (size_t)count_from_value(argv[prm->len_arg], lp->size) * es;
 }
 
@@ -320,11 +322,13 @@ static int decode_scalar(const msgpack_object *o, uint8_t kind, struct rgpu_call
 static int buf_len_server(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                           const struct rgpu_call_frame *f, size_t *bytes)
 {
-    const struct rgpu_param *lp = &proc->params[prm->len_arg];
     uint32_t es = prm->elem ? elem_size(prm, &proc->params[prm->aux_arg], &f->slot[prm->aux_arg])
                             : prm->size;
     if (prm->elem && es == 0)
         return RGPU_EPROTO;     /* an element type we do not know */
+    if (prm->len_arg < 0)
+        return buf_bytes(1, es, bytes);
+    const struct rgpu_param *lp = &proc->params[prm->len_arg];
     return buf_bytes(count_from_value(&f->slot[prm->len_arg], lp->size), es, bytes);
 }
 

@@ -1,0 +1,40 @@
+/* Sizes of cuPointerGetAttribute's value by CUpointer_attribute: the value
+ * is an untyped pointer whose type the attribute decides, and both ends of
+ * the wire size the buffer by it (0 refuses an attribute we do not know). */
+#include <stdint.h>
+
+#include <cuda.h>
+
+uint32_t rgpu_cu_pointer_attr_size(int attribute);
+
+uint32_t rgpu_cu_pointer_attr_size(int attribute)
+{
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:          /* CUmemorytype */
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:          /* bool, as unsigned int */
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+        return 4;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+        return 8;
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS:
+        return sizeof(CUDA_POINTER_ATTRIBUTE_P2P_TOKENS);
+    default:
+        return 0;
+    }
+}
