@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-RUNGS = ["devices", "memory", "matmul", "conv", "train", "graphs", "compile"]
+RUNGS = ["devices", "memory", "matmul", "conv", "train", "graphs", "compile", "nanogpt"]
 
 
 def rung_devices(torch):
@@ -100,6 +100,19 @@ def rung_compile(torch):
     return {"r": f(a, b).double().sum().item()}
 
 
+def rung_nanogpt(torch):
+    """examples/nanogpt, 200 steps: every logged loss, and the step time."""
+    import subprocess as sp
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = os.path.join(here, "..", "..", "examples", "nanogpt", "train.py")
+    out = sp.run([sys.executable, script, "--steps", "200", "--log-every", "20",
+                  "--data", "/tmp/rgpu-nanogpt-data.txt"], capture_output=True, text=True,
+                 env=dict(os.environ), check=True).stdout
+    losses = [float(l.split()[3]) for l in out.splitlines() if l.startswith("step ")]
+    mean = [float(l.split()[1]) for l in out.splitlines() if l.startswith("mean_step_ms")]
+    return {"losses": losses, "_step_ms": mean[0] if mean else None}
+
+
 def worker(rung):
     import torch
     t0 = time.perf_counter()
@@ -169,7 +182,10 @@ def compare(stubdir, server, rungs):
             ok = diff <= 1e-4
         ta = f"{a['_seconds']:.3f}" if a else "-"
         tb = f"{b['_seconds']:.3f}" if b else "-"
-        print(f"{rung:10} {'PASS' if ok else 'FAIL':6} {diff:13.3g} {ta:>9} {tb:>9}", flush=True)
+        extra = ""
+        if a and b and a.get("_step_ms") and b.get("_step_ms"):
+            extra = f"   step ms: native {a['_step_ms']:.2f}, rgpu {b['_step_ms']:.2f}"
+        print(f"{rung:10} {'PASS' if ok else 'FAIL':6} {diff:13.3g} {ta:>9} {tb:>9}{extra}", flush=True)
     for rung, err in failures.items():
         print(f"\n--- {rung}: why\n{err}")
 
