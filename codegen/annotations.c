@@ -9,6 +9,8 @@
  *   proc-address HEADER     emit the cuGetProcAddress table from the PFN_
  *                           typedefs of HEADER (cudaTypedefs.h)
  *   errors ENUM             emit name and description tables of this enum
+ *   type-alias CXX C        spell the C++-only type CXX as C in generated code
+ *                           (the layout must be the same: __half, __half_raw)
  *   handle-types TYPE...    typedefs of pointers to complete structs that are
  *                           nonetheless opaque handles (cuBLASLt descriptors)
  *   device-pointers TYPE... pointers to these types (and arrays of such
@@ -152,6 +154,11 @@ static void parse_line(struct annotations *ann, char *p, int line)
         ann->typedefs = xstrdup(next_token(&p, ann->path, line));
     } else if (strcmp(word, "errors") == 0) {
         ann->errors_enum = xstrdup(next_token(&p, ann->path, line));
+    } else if (strcmp(word, "type-alias") == 0) {
+        if (ann->naliases == 8)
+            die("%s:%d: too many type aliases", ann->path, line);
+        ann->alias_from[ann->naliases] = xstrdup(next_token(&p, ann->path, line));
+        ann->alias_to[ann->naliases++] = xstrdup(next_token(&p, ann->path, line));
     } else if (strcmp(word, "handle-types") == 0) {
         for (char *t; (t = next_token(&p, ann->path, line)) && ann->nhandle_types < 16;)
             ann->handle_types[ann->nhandle_types++] = xstrdup(t);

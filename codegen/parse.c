@@ -276,6 +276,11 @@ static enum CXChildVisitResult visit_top(CXCursor c, CXCursor parent, CXClientDa
     (void)parent;
     if (clang_getCursorKind(c) == CXCursor_FunctionDecl)
         record_function(data, c);
+    /* Parsed as C++, the declarations sit inside extern "C" { }, which
+     * libclang 14 shows as an unexposed declaration. */
+    if (clang_getCursorKind(c) == CXCursor_LinkageSpec ||
+        clang_getCursorKind(c) == CXCursor_UnexposedDecl)
+        return CXChildVisit_Recurse;
     return CXChildVisit_Continue;
 }
 
@@ -287,9 +292,12 @@ static void parse_one(CXIndex index, struct parse_state *st, const char *header,
     int nargs = 0;
     snprintf(incflag, sizeof incflag, "-I%s/include", cuda_root);
     snprintf(path, sizeof path, "%s/include/%s", cuda_root, header);
-    args[nargs++] = "-x";
-    args[nargs++] = "c";
-    args[nargs++] = "-std=gnu11";
+    /* A variant may name its own language (-x c++): then it replaces C. */
+    if (!variant || !strstr(variant, "-x ")) {
+        args[nargs++] = "-x";
+        args[nargs++] = "c";
+        args[nargs++] = "-std=gnu11";
+    }
     args[nargs++] = incflag;
     if (variant) {
         snprintf(vbuf, sizeof vbuf, "%s", variant);

@@ -336,24 +336,50 @@ static void emit_table_c(const struct gen *g)
     fclose(f);
 }
 
+static const struct annotations *emit_ann;
+
+/* A type's spelling for generated C: C++-only types replaced by their
+ * C twins (type-alias), whole words only. */
+static void print_type_text(FILE *f, const char *t, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        int done = 0;
+        for (int a = 0; emit_ann && a < emit_ann->naliases && !done; a++) {
+            size_t n = strlen(emit_ann->alias_from[a]);
+            int starts = i == 0 || !(isalnum((unsigned char)t[i - 1]) || t[i - 1] == '_');
+            int ends = i + n >= len || !(isalnum((unsigned char)t[i + n]) || t[i + n] == '_');
+            if (starts && i + n <= len && strncmp(t + i, emit_ann->alias_from[a], n) == 0 && ends) {
+                fputs(emit_ann->alias_to[a], f);
+                i += n;
+                done = 1;
+            }
+        }
+        if (!done)
+            fputc(t[i++], f);
+    }
+}
+
 /* An array parameter (float *const[]): the name goes before the brackets
  * in a declaration; everywhere else it is the pointer it decays to. */
 static void print_param_decl(FILE *f, const struct gen_param *p)
 {
     const char *br = strchr(p->type, '[');
-    if (br)
-        fprintf(f, "%.*s %s%s", (int)(br - p->type), p->type, p->name, br);
-    else
-        fprintf(f, "%s %s", p->type, p->name);
+    if (br) {
+        print_type_text(f, p->type, (size_t)(br - p->type));
+        fprintf(f, " %s%s", p->name, br);
+    } else {
+        print_type_text(f, p->type, strlen(p->type));
+        fprintf(f, " %s", p->name);
+    }
 }
 
 static void print_param_type(FILE *f, const struct gen_param *p)
 {
     const char *br = strchr(p->type, '[');
+    print_type_text(f, p->type, br ? (size_t)(br - p->type) : strlen(p->type));
     if (br)
-        fprintf(f, "%.*s*", (int)(br - p->type), p->type);
-    else
-        fprintf(f, "%s", p->type);
+        fputc('*', f);
 }
 
 static void emit_prototype(FILE *f, const struct gen_func *fn)
@@ -576,6 +602,7 @@ int main(int argc, char **argv)
         funcs[i].ret_is_status = strcmp(r, ann.status_type) == 0;
     }
     g.ann = &ann;
+    emit_ann = &ann;
     g.lib = ann.library;
     g.soname = argv[4];
     g.outdir = argv[5];

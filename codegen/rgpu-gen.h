@@ -78,6 +78,8 @@ struct annotations {
     char *errors_enum;          /* enum whose constants get local name/string tables */
     int runtime;
     int versioned;
+    char *alias_from[8], *alias_to[8];  /* type-alias: C spelling of C++-only types */
+    int naliases;
     char *handle_types[16];     /* handle-types: pointer typedefs that are handles */
     int nhandle_types;
     char *device_pointees[16];  /* device-pointers: pointee types that are device memory */
