@@ -4,9 +4,10 @@ fresh process natively and through rgpu, compared by their printed results.
     python3 tests/gpu/ladder.py worker RUNG      # one rung, prints JSON
     python3 tests/gpu/ladder.py compare STUBDIR SERVER [RUNG...]
 
-`compare` runs each rung natively and with the rgpu stubs preloaded
-(LD_PRELOAD, since PyTorch wheels carry DT_RPATH: BRIEF 4.2) and prints a
-table: rung, pass/fail, max difference, native time, rgpu time.
+`compare` runs each rung natively and through rgpu — with RGPU_LAUNCHER set,
+as `rgpu run --server SERVER -- python3 ...`; else with the stubs preloaded
+directly (LD_PRELOAD, since PyTorch wheels carry DT_RPATH: BRIEF 4.2) — and
+prints a table: rung, pass/fail, max difference, native time, rgpu time.
 """
 import json
 import os
@@ -146,10 +147,10 @@ def max_rel_diff(a, b):
     return worst
 
 
-def run_one(rung, env, timeout):
+def run_one(rung, env, timeout, prefix=()):
     try:
-        p = subprocess.run([sys.executable, __file__, "worker", rung], env=env, timeout=timeout,
-                           capture_output=True, text=True)
+        p = subprocess.run(list(prefix) + [sys.executable, __file__, "worker", rung], env=env,
+                           timeout=timeout, capture_output=True, text=True)
     except subprocess.TimeoutExpired:
         return None, "timeout"
     for line in p.stdout.splitlines():
@@ -161,19 +162,24 @@ def run_one(rung, env, timeout):
     return None, "\n".join(lines) or (p.stderr or p.stdout)[-1500:]
 
 
-def compare(stubdir, server, rungs):
+def compare(stubdir, server, rungs, launcher=None):
     stubs = [os.path.join(stubdir, n) for n in
              ("librgpu-client.so.0", "libcuda.so.1", "libcudart.so.13", "libcublasLt.so.13",
               "libcublas.so.13", "libcudnn.so.9") if os.path.exists(os.path.join(stubdir, n))]
     native = dict(os.environ)
-    remote = dict(os.environ, LD_PRELOAD=":".join(stubs), RGPU_SERVER=server,
-                  RGPU_LOG=os.environ.get("RGPU_LADDER_LOG", "debug"),
-                  LD_LIBRARY_PATH=stubdir + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+    if launcher:
+        # Through the launcher, as a user runs it: it sets the preloads.
+        remote = dict(os.environ, RGPU_LOG=os.environ.get("RGPU_LADDER_LOG", "debug"))
+    else:
+        remote = dict(os.environ, LD_PRELOAD=":".join(stubs), RGPU_SERVER=server,
+                      RGPU_LOG=os.environ.get("RGPU_LADDER_LOG", "debug"),
+                      LD_LIBRARY_PATH=stubdir + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
     print(f"{'rung':10} {'result':6} {'max rel diff':>13} {'native s':>9} {'rgpu s':>9}")
     failures = {}
     for rung in rungs:
         a, err_a = run_one(rung, native, 300)
-        b, err_b = run_one(rung, remote, 300)
+        b, err_b = run_one(rung, remote, 300,
+                           [launcher, "run", "--server", server, "--"] if launcher else [])
         if a is None or b is None:
             diff, ok = float("nan"), False
             failures[rung] = err_b or err_a
@@ -194,4 +200,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "worker":
         worker(sys.argv[2])
     else:
-        compare(sys.argv[2], sys.argv[3], sys.argv[4:] or RUNGS)
+        compare(sys.argv[2], sys.argv[3], sys.argv[4:] or RUNGS, os.environ.get("RGPU_LAUNCHER"))

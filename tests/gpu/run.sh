@@ -286,6 +286,9 @@ run_bench() {
 run_ladder() {
     say ""
     say "== PyTorch ladder: native vs rgpu (stubs preloaded)"
+    local launcher=$BUILD/launcher/rgpu
+    [ -x "$launcher" ] && say "(through $launcher run --server 127.0.0.1:$PORT)"
+    RGPU_LAUNCHER=$([ -x "$launcher" ] && realpath "$launcher") \
     timeout 900 python3 "$(dirname "$0")/ladder.py" compare "$STUBS" "127.0.0.1:$PORT" \
         ${RGPU_LADDER_RUNGS:-} 2>&1 | tee -a "$SUMMARY"
 }
@@ -314,7 +317,7 @@ main() {
     else
         say "== no test programs in $PROGS"
     fi
-    run_bench
+    [ "${RGPU_BENCH:-1}" = 0 ] || run_bench
     [ -n "${RGPU_LADDER:-}" ] && run_ladder
 
     kill -0 "$DAEMON_PID" 2>/dev/null || say "warning: rgpud died during the run"

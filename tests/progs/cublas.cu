@@ -632,6 +632,15 @@ static void test_lt(cublasLtHandle_t lt, bool device_scalars, bool relu, bool tr
               res.workspaceSize <= ws_size,
           fmt_name(sub, sizeof sub, "%s heuristic", name), "%s, %d results",
           cublasGetStatusName(s), count);
+    // Which algorithm the heuristics chose, as a digest of its 64 bytes: a
+    // run through rgpu must get the same one as a native run on that GPU.
+    if (s == CUBLAS_STATUS_SUCCESS && count >= 1) {
+        uint64_t h = 1469598103934665603ull;
+        const unsigned char *b = (const unsigned char *)&res.algo;
+        for (size_t i = 0; i < sizeof res.algo; i++)
+            h = (h ^ b[i]) * 1099511628211ull;
+        printf("info %s heuristic algorithm %016llx\n", name, (unsigned long long)h);
+    }
 
     if (s == CUBLAS_STATUS_SUCCESS && count >= 1) {
         const void *alpha = device_scalars ? (const void *)dab : (const void *)&ab[0];
