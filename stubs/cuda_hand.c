@@ -207,7 +207,42 @@ RGPU_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreat
         return rgpu_refused(LIB, "cuCtxCreate with creation parameters",
                             "execution-affinity and CIG parameters: not remoted yet", &logged);
     }
+    rgpu_thread_forget_device();     /* the new context is current */
     return rgpu_call(LIB, RGPU_CUDA_cuCtxCreate_v4, argv);
+}
+
+/* Changing the current context may change the current device, which the
+ * runtime stub answers from its cache: forget it. */
+#undef cuCtxSetCurrent
+RGPU_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    const void *argv[] = { &ctx };
+    rgpu_thread_forget_device();
+    return rgpu_call(LIB, RGPU_CUDA_cuCtxSetCurrent, argv);
+}
+
+#undef cuCtxPushCurrent
+RGPU_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    const void *argv[] = { &ctx };
+    rgpu_thread_forget_device();
+    return rgpu_call(LIB, RGPU_CUDA_cuCtxPushCurrent_v2, argv);
+}
+
+#undef cuCtxPopCurrent
+RGPU_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    const void *argv[] = { &pctx };
+    rgpu_thread_forget_device();
+    return rgpu_call(LIB, RGPU_CUDA_cuCtxPopCurrent_v2, argv);
+}
+
+#undef cuCtxDestroy
+RGPU_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    const void *argv[] = { &ctx };
+    rgpu_thread_forget_device();
+    return rgpu_call(LIB, RGPU_CUDA_cuCtxDestroy_v2, argv);
 }
 
 /* ---- copies ------------------------------------------------------------------------- */
