@@ -48,6 +48,8 @@ static struct {
 struct thread_state {
     uint32_t tid;       /* our name for this thread on the server */
     int last_error;     /* cudart's per-thread last error */
+    int device_known;   /* device: this thread's current device, as last set */
+    int device;
 };
 static _Thread_local struct thread_state T;
 
@@ -606,4 +608,60 @@ size_t rgpu_server_size_query(const struct rgpu_lib *lib, const char *fn)
         v = (size_t)reply.outs.via.array.ptr[0].via.u64;
     rgpu_reply_free(&reply);
     return v;
+}
+
+/* ---- this thread's current device, known without asking ------------------------- */
+
+int rgpu_thread_device(int *device)
+{
+    if (!T.device_known)
+        return 0;
+    *device = T.device;
+    return 1;
+}
+
+void rgpu_thread_set_device(int device)
+{
+    T.device = device;
+    T.device_known = 1;
+}
+
+void rgpu_thread_forget_device(void)
+{
+    T.device_known = 0;
+}
+
+/* ---- reading replies of hand-written calls ---------------------------------------- */
+
+int rgpu_req_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,
+                      struct rgpu_reply *reply)
+{
+    int rc = rgpu_req_send(req, reply);
+    if (rc != RGPU_OK)
+        return rgpu_transport_status(lib, what, rc);
+    if (reply->transport != RGPU_OK) {
+        rc = reply->transport;
+        rgpu_reply_free(reply);
+        return rgpu_transport_status(lib, what, rc);
+    }
+    return RGPU_REPLY_READY;
+}
+
+static const msgpack_object *reply_out(const struct rgpu_reply *r, unsigned i)
+{
+    if (r->outs.type != MSGPACK_OBJECT_ARRAY || i >= r->outs.via.array.size)
+        return NULL;
+    return &r->outs.via.array.ptr[i];
+}
+
+uint64_t rgpu_reply_u64(const struct rgpu_reply *r, unsigned i)
+{
+    const msgpack_object *o = reply_out(r, i);
+    return o && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? o->via.u64 : 0;
+}
+
+const msgpack_object *rgpu_reply_bin(const struct rgpu_reply *r, unsigned i)
+{
+    const msgpack_object *o = reply_out(r, i);
+    return o && o->type == MSGPACK_OBJECT_BIN ? o : NULL;
 }

@@ -81,6 +81,16 @@ struct rgpu_ticket;
 int rgpu_req_post(struct rgpu_req *req, struct rgpu_ticket **ticket);
 int rgpu_req_wait(struct rgpu_ticket *ticket, struct rgpu_reply *reply);
 
+/* Send req and wait for its reply.  Returns RGPU_REPLY_READY with *reply
+ * to read (and free), or the library's status for a transport failure
+ * (nothing to free).  `what` names the call in logs. */
+#define RGPU_REPLY_READY (-1)
+int rgpu_req_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,
+                      struct rgpu_reply *reply);
+/* Output i of a reply as an unsigned (0 when absent), or as a bin (NULL). */
+uint64_t rgpu_reply_u64(const struct rgpu_reply *reply, unsigned i);
+const msgpack_object *rgpu_reply_bin(const struct rgpu_reply *reply, unsigned i);
+
 /* Map a transport failure to the library's status (logging it). */
 int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int transport);
 
@@ -125,6 +135,13 @@ int rgpu_runtime_result(int err);
 int rgpu_sticky_error(void);
 /* cudaGetLastError / cudaPeekAtLastError. */
 int rgpu_last_error(int clear);
+
+/* This thread's current device as the client last saw it set or read
+ * (answered locally: PyTorch asks for it constantly).  Driver calls that
+ * change the current context forget it. */
+int rgpu_thread_device(int *device);
+void rgpu_thread_set_device(int device);
+void rgpu_thread_forget_device(void);
 
 /* Server facts learnt at hello. */
 struct rgpu_server_info {

@@ -15,17 +15,30 @@ static size_t chunk_len(size_t count, size_t off)
 }
 
 /* The status of a finished request; reply freed. */
-static int finish(const struct rgpu_lib *lib, const char *what, int rc,
-                  struct rgpu_reply *reply)
+static int finish(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req)
 {
-    if (rc != RGPU_OK)
-        return rgpu_transport_status(lib, what, rc);
-    if (reply->transport != RGPU_OK) {
-        rc = reply->transport;
-        rgpu_reply_free(reply);
-        return rgpu_transport_status(lib, what, rc);
+    struct rgpu_reply reply;
+    int rc = rgpu_req_exchange(lib, what, req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(lib, &reply);
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+/* The status of a reply whose one output is `want` bytes for dst, copied
+ * there row by row (rows of width bytes, dpitch apart); reply freed. */
+static int land_rows(const struct rgpu_lib *lib, const char *what, struct rgpu_reply *reply,
+                     char *dst, size_t dpitch, size_t width, size_t height)
+{
+    int rc = rgpu_reply_status(lib, reply);
+    const msgpack_object *o = rgpu_reply_bin(reply, 0);
+    if (rc == 0 && o && o->via.bin.size == width * height) {
+        for (size_t r = 0; r < height; r++)
+            memcpy(dst + r * dpitch, o->via.bin.ptr + r * width, width);
+    } else if (rc == 0) {
+        rc = rgpu_transport_status(lib, what, RGPU_EPROTO);
     }
-    rc = rgpu_reply_status(lib, reply);
     rgpu_reply_free(reply);
     return rc;
 }
@@ -38,14 +51,13 @@ int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
         size_t n = chunk_len(count, off);
         int last = off + n >= count;
         struct rgpu_req req;
-        struct rgpu_reply reply;
         rgpu_req_begin(&req, proc_id, last ? 0 : RGPU_CALL_NOREPLY);
         msgpack_pack_array(&req.pk, 3);
         msgpack_pack_uint64(&req.pk, dst + off);
         msgpack_pack_uint64(&req.pk, stream);
         rgpu_req_payload(&req, (const char *)src + off, n);
         if (last)
-            return finish(lib, what, rgpu_req_send(&req, &reply), &reply);
+            return finish(lib, what, &req);
         int rc = rgpu_req_send(&req, NULL);
         if (rc != RGPU_OK)
             return rgpu_transport_status(lib, what, rc);
@@ -67,16 +79,7 @@ static int land(const struct rgpu_lib *lib, const char *what, struct rgpu_ticket
         rgpu_reply_free(&reply);
         return rgpu_transport_status(lib, what, rc);
     }
-    rc = rgpu_reply_status(lib, &reply);
-    const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY &&
-                                      reply.outs.via.array.size == 1
-                                  ? &reply.outs.via.array.ptr[0] : NULL;
-    if (rc == 0 && o && o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == want)
-        memcpy(dst, o->via.bin.ptr, want);
-    else if (rc == 0)
-        rc = rgpu_transport_status(lib, what, RGPU_EPROTO);
-    rgpu_reply_free(&reply);
-    return rc;
+    return land_rows(lib, what, &reply, dst, want, want, 1);
 }
 
 int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *what, void *dst,
@@ -129,7 +132,6 @@ int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const char *what, uint64_t dst
                       uint64_t stream)
 {
     struct rgpu_req req;
-    struct rgpu_reply reply;
     if ((uint64_t)width * height > RGPU_FRAME_MAX - 4096)
         return rgpu_transport_status(lib, what, RGPU_ETOOBIG);   /* TODO: split tall copies */
     char *rows = malloc(width * height + 1);
@@ -146,7 +148,7 @@ int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const char *what, uint64_t dst
     msgpack_pack_uint64(&req.pk, height);
     msgpack_pack_uint64(&req.pk, stream);
     rgpu_req_payload(&req, rows, width * height);
-    int rc = finish(lib, what, rgpu_req_send(&req, &reply), &reply);
+    int rc = finish(lib, what, &req);
     free(rows);
     return rc;
 }
@@ -165,24 +167,8 @@ int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const char *what, void *dst, s
     msgpack_pack_uint64(&req.pk, width);
     msgpack_pack_uint64(&req.pk, height);
     msgpack_pack_uint64(&req.pk, stream);
-    int rc = rgpu_req_send(&req, &reply);
-    if (rc != RGPU_OK)
-        return rgpu_transport_status(lib, what, rc);
-    if (reply.transport != RGPU_OK) {
-        rc = reply.transport;
-        rgpu_reply_free(&reply);
-        return rgpu_transport_status(lib, what, rc);
-    }
-    rc = rgpu_reply_status(lib, &reply);
-    const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY &&
-                                      reply.outs.via.array.size == 1
-                                  ? &reply.outs.via.array.ptr[0] : NULL;
-    if (rc == 0 && o && o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == width * height) {
-        for (size_t r = 0; r < height; r++)
-            memcpy((char *)dst + r * dpitch, (const char *)o->via.bin.ptr + r * width, width);
-    } else if (rc == 0) {
-        rc = rgpu_transport_status(lib, what, RGPU_EPROTO);
-    }
-    rgpu_reply_free(&reply);
-    return rc;
+    int rc = rgpu_req_exchange(lib, what, &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    return land_rows(lib, what, &reply, dst, dpitch, width, height);
 }

@@ -20,27 +20,13 @@ static int transport(const char *what, int rc)
     return rgpu_transport_status(LIB, what, rc);
 }
 
-/* Send req, wait; returns -1 with reply to read, or the status to return. */
+/* A hand-written call of this library: see rgpu_req_exchange. */
 static int exchange(const char *what, struct rgpu_req *req, struct rgpu_reply *reply)
 {
-    int rc = rgpu_req_send(req, reply);
-    if (rc != RGPU_OK)
-        return transport(what, rc);
-    if (reply->transport != RGPU_OK) {
-        rc = reply->transport;
-        rgpu_reply_free(reply);
-        return transport(what, rc);
-    }
-    return -1;
+    return rgpu_req_exchange(LIB, what, req, reply);
 }
 
-static uint64_t out_u64(const struct rgpu_reply *r, unsigned i)
-{
-    if (r->outs.type != MSGPACK_OBJECT_ARRAY || i >= r->outs.via.array.size ||
-        r->outs.via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-        return 0;
-    return r->outs.via.array.ptr[i].via.u64;
-}
+#define out_u64 rgpu_reply_u64
 
 /* ---- answered locally ---------------------------------------------------------- */
 
@@ -334,7 +320,7 @@ static CUresult load_image(const char *proc, uint64_t *handle, const void *image
     msgpack_pack_array(&req.pk, 1);
     rgpu_req_payload(&req, image, size);
     int rc = exchange(proc, &req, &reply);
-    if (rc >= 0)
+    if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
     if (rc == CUDA_SUCCESS)
@@ -468,7 +454,7 @@ static CUresult layout_of(CUfunction f, struct layout **out)
     msgpack_pack_array(&req.pk, 1);
     msgpack_pack_uint64(&req.pk, func);
     int rc = exchange("cuLaunchKernel", &req, &reply);
-    if (rc >= 0)
+    if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
     if (rc == CUDA_SUCCESS) {

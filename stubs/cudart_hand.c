@@ -184,26 +184,13 @@ static struct var *var_by_host(const void *host)
 
 /* ---- modules reach the server on first use -------------------------------- */
 
+/* A hand-written call of this library: see rgpu_req_exchange. */
 static int call_simple(const char *proc, struct rgpu_req *req, struct rgpu_reply *reply)
 {
-    int rc = rgpu_req_send(req, reply);
-    if (rc != RGPU_OK)
-        return rgpu_transport_status(LIB, proc, rc);
-    if (reply->transport != RGPU_OK) {
-        rc = reply->transport;
-        rgpu_reply_free(reply);
-        return rgpu_transport_status(LIB, proc, rc);
-    }
-    return -1;  /* go on reading the reply */
+    return rgpu_req_exchange(LIB, proc, req, reply);
 }
 
-static uint64_t out_u64(const struct rgpu_reply *r, unsigned i)
-{
-    if (r->outs.type != MSGPACK_OBJECT_ARRAY || i >= r->outs.via.array.size ||
-        r->outs.via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-        return 0;
-    return r->outs.via.array.ptr[i].via.u64;
-}
+#define out_u64 rgpu_reply_u64
 
 static int module_load(struct module *m)
 {
@@ -222,7 +209,7 @@ static int module_load(struct module *m)
     msgpack_pack_array(&req.pk, 1);
     rgpu_req_payload(&req, m->image, m->image_size);
     rc = call_simple(RGPU_H_LIB_LOAD, &req, &reply);
-    if (rc >= 0)
+    if (rc != RGPU_REPLY_READY)
         goto out;
     rc = rgpu_reply_status(LIB, &reply);
     if (rc == cudaSuccess)
@@ -282,7 +269,7 @@ static int kernel_resolve(struct kernel *k)
     msgpack_pack_uint64(&req.pk, k->mod->library);
     msgpack_pack_str_with_body(&req.pk, k->name, strlen(k->name));
     rc = call_simple(RGPU_H_KERNEL_GET, &req, &reply);
-    if (rc < 0) {
+    if (rc == RGPU_REPLY_READY) {
         rc = rgpu_reply_status(LIB, &reply);
         if (rc == cudaSuccess) {
             if (reply.outs.type != MSGPACK_OBJECT_ARRAY || reply.outs.via.array.size != 2 ||
@@ -515,7 +502,7 @@ RGPU_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, c
     msgpack_pack_array(&req.pk, 1);
     msgpack_pack_uint64(&req.pk, k->handle);
     rc = call_simple(RGPU_H_FUNC_ATTRS, &req, &reply);
-    if (rc >= 0)
+    if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
     const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY && reply.outs.via.array.size
@@ -544,7 +531,7 @@ RGPU_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttr
     msgpack_pack_uint64(&req.pk, (uint64_t)attr);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uint32_t)value);
     rc = call_simple(RGPU_H_FUNC_SET_ATTR, &req, &reply);
-    if (rc >= 0)
+    if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
     rgpu_reply_free(&reply);
@@ -597,7 +584,7 @@ static cudaError_t occupancy(const void *func, uint32_t proc, uint64_t a, uint64
     if (nargs == 3)
         msgpack_pack_uint64(&req.pk, c);
     rc = call_simple("cudaOccupancy", &req, &reply);
-    if (rc >= 0)
+    if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
     *result = out_u64(&reply, 0);
@@ -727,7 +714,7 @@ int rgpu_cudart_symbol(const void *symbol, uint64_t *dev, size_t *size)
     msgpack_pack_uint64(&req.pk, v->mod->library);
     msgpack_pack_str_with_body(&req.pk, v->name, strlen(v->name));
     rc = call_simple(RGPU_H_GLOBAL_GET, &req, &reply);
-    if (rc >= 0)
+    if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
     *dev = out_u64(&reply, 0);

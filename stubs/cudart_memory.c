@@ -196,15 +196,7 @@ static enum cudaMemcpyKind resolve_kind(void *dst, const void *src, enum cudaMem
 
 static int finish(const char *what, struct rgpu_req *req, struct rgpu_reply *reply)
 {
-    int rc = rgpu_req_send(req, reply);
-    if (rc != RGPU_OK)
-        return rgpu_transport_status(LIB, what, rc);
-    if (reply->transport != RGPU_OK) {
-        rc = reply->transport;
-        rgpu_reply_free(reply);
-        return rgpu_transport_status(LIB, what, rc);
-    }
-    return -1;
+    return rgpu_req_exchange(LIB, what, req, reply);
 }
 
 static cudaError_t htod(void *dst, const void *src, size_t count, cudaStream_t stream)
@@ -233,7 +225,7 @@ static cudaError_t dtod(void *dst, const void *src, size_t count, enum cudaMemcp
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
     msgpack_pack_uint64(&req.pk, (uint64_t)async);
     int rc = finish("cudaMemcpy", &req, &reply);
-    if (rc >= 0)
+    if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
     rgpu_reply_free(&reply);
@@ -320,7 +312,7 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
         msgpack_pack_uint64(&req.pk, height);
         msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
         rc = finish("cudaMemcpy2D", &req, &reply);
-        if (rc >= 0)
+        if (rc != RGPU_REPLY_READY)
             return rc;
         rc = rgpu_reply_status(LIB, &reply);
         rgpu_reply_free(&reply);
