@@ -288,6 +288,7 @@ void rgpu_req_begin(struct rgpu_req *req, uint32_t proc_id, unsigned flags)
     req->payload = NULL;
     req->payload_len = 0;
     req->flags = flags;
+    req->proc_id = proc_id;
     msgpack_pack_array(&req->pk, 6);
     msgpack_pack_int(&req->pk, RGPU_MSG_CALL);
     msgpack_pack_uint64(&req->pk, req->serial);
@@ -325,6 +326,97 @@ struct rgpu_ticket {
     struct waiter w;
 };
 
+/* ---- call statistics (RGPU_STATS=1): what a program costs in round trips -------- */
+
+#define STATS_SLOTS 1024
+
+static struct stat_slot {
+    uint32_t id;
+    const char *name;
+    unsigned long long waited, unwaited;
+} stats[STATS_SLOTS];
+static int stats_on = -1;
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int by_calls(const void *a, const void *b)
+{
+    const struct stat_slot *x = a, *y = b;
+    unsigned long long nx = x->waited * 1000 + x->unwaited, ny = y->waited * 1000 + y->unwaited;
+    return nx < ny ? 1 : nx > ny ? -1 : 0;      /* waiting calls weigh most */
+}
+
+static void print_stats(void)
+{
+    unsigned long long waited = 0, unwaited = 0;
+    pthread_mutex_lock(&stats_lock);
+    qsort(stats, STATS_SLOTS, sizeof stats[0], by_calls);
+    for (int i = 0; i < STATS_SLOTS; i++) {
+        waited += stats[i].waited;
+        unwaited += stats[i].unwaited;
+    }
+    fprintf(stderr, "rgpu: %llu calls waited for a reply, %llu did not\n", waited, unwaited);
+    fprintf(stderr, "rgpu: %10s %10s  procedure\n", "waited", "unwaited");
+    for (int i = 0; i < STATS_SLOTS && i < 40 && (stats[i].waited || stats[i].unwaited); i++)
+        fprintf(stderr, "rgpu: %10llu %10llu  %s\n", stats[i].waited, stats[i].unwaited,
+                stats[i].name ? stats[i].name : "?");
+    pthread_mutex_unlock(&stats_lock);
+}
+
+static int stats_enabled(void)
+{
+    if (stats_on < 0) {
+        const char *e = getenv("RGPU_STATS");
+        pthread_mutex_lock(&stats_lock);
+        if (stats_on < 0) {
+            stats_on = e && *e && strcmp(e, "0") != 0;
+            if (stats_on)
+                atexit(print_stats);
+        }
+        pthread_mutex_unlock(&stats_lock);
+    }
+    return stats_on;
+}
+
+/* The slot of a procedure id (open addressing), made on first use; called
+ * with stats_lock held. */
+static struct stat_slot *slot_of(uint32_t id)
+{
+    for (uint32_t i = 0; i < STATS_SLOTS; i++) {
+        struct stat_slot *s = &stats[(id + i) % STATS_SLOTS];
+        if (s->id == id)
+            return s;
+        if (!s->id) {
+            s->id = id;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+static void count_call(uint32_t id, int waits)
+{
+    if (!stats_enabled())
+        return;
+    pthread_mutex_lock(&stats_lock);
+    struct stat_slot *s = slot_of(id);
+    if (s && waits)
+        s->waited++;
+    else if (s)
+        s->unwaited++;
+    pthread_mutex_unlock(&stats_lock);
+}
+
+void rgpu_stats_name(uint32_t id, const char *name)
+{
+    if (!stats_enabled())
+        return;
+    pthread_mutex_lock(&stats_lock);
+    struct stat_slot *s = slot_of(id);
+    if (s && !s->name)
+        s->name = name;
+    pthread_mutex_unlock(&stats_lock);
+}
+
 /* Send a request; for one that wants a reply, register its waiter first
  * (the reply may arrive at once) and hand back a ticket. */
 int rgpu_req_post(struct rgpu_req *req, struct rgpu_ticket **ticket)
@@ -338,6 +430,7 @@ int rgpu_req_post(struct rgpu_req *req, struct rgpu_ticket **ticket)
         return RGPU_EIO;
     }
     /* Too large for one frame: refuse this call, keep the session. */
+    count_call(req->proc_id, !(req->flags & RGPU_CALL_NOREPLY));
     if (req->buf.size + req->payload_len > RGPU_FRAME_MAX) {
         rgpu_error("a request of %zu bytes exceeds the protocol's frame limit of %u",
                    req->buf.size + req->payload_len, RGPU_FRAME_MAX);
@@ -481,6 +574,7 @@ int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                          ? RGPU_CALL_NOREPLY : 0;
 
     rgpu_req_begin(&req, proc->id, flags);
+    rgpu_stats_name(proc->id, proc->name);
     if (rgpu_encode_args(&req.pk, proc, argv, pol) != RGPU_OK) {
         msgpack_sbuffer_destroy(&req.buf);
         return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
@@ -636,6 +730,7 @@ void rgpu_thread_forget_device(void)
 int rgpu_req_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,
                       struct rgpu_reply *reply)
 {
+    rgpu_stats_name(req->proc_id, what);
     int rc = rgpu_req_send(req, reply);
     if (rc != RGPU_OK)
         return rgpu_transport_status(lib, what, rc);

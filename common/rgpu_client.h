@@ -53,6 +53,7 @@ struct rgpu_req {
     const void *payload;
     size_t payload_len;
     unsigned flags;
+    uint32_t proc_id;
 };
 
 struct rgpu_reply {
@@ -90,6 +91,10 @@ int rgpu_req_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_
 /* Output i of a reply as an unsigned (0 when absent), or as a bin (NULL). */
 uint64_t rgpu_reply_u64(const struct rgpu_reply *reply, unsigned i);
 const msgpack_object *rgpu_reply_bin(const struct rgpu_reply *reply, unsigned i);
+
+/* RGPU_STATS=1 prints, at exit, how many calls of each procedure waited
+ * for a reply and how many did not; this names a procedure in that table. */
+void rgpu_stats_name(uint32_t id, const char *name);
 
 /* Map a transport failure to the library's status (logging it). */
 int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int transport);

@@ -52,6 +52,7 @@ int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
         int last = off + n >= count;
         struct rgpu_req req;
         rgpu_req_begin(&req, proc_id, last ? 0 : RGPU_CALL_NOREPLY);
+        rgpu_stats_name(proc_id, what);
         msgpack_pack_array(&req.pk, 3);
         msgpack_pack_uint64(&req.pk, dst + off);
         msgpack_pack_uint64(&req.pk, stream);
@@ -98,6 +99,7 @@ int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
             size_t n = chunk_len(count, off);
             struct rgpu_req req;
             rgpu_req_begin(&req, proc_id, 0);
+            rgpu_stats_name(proc_id, what);
             msgpack_pack_array(&req.pk, 3);
             msgpack_pack_uint64(&req.pk, src + off);
             msgpack_pack_uint64(&req.pk, n);

@@ -385,6 +385,7 @@ static cudaError_t launch(struct kernel *k, dim3 grid, dim3 block, void **args, 
 
     /* A launch only enqueues work: it does not wait for the server. */
     rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_LAUNCH), RGPU_CALL_NOREPLY);
+    rgpu_stats_name(req.proc_id, "kernel launch");
     msgpack_pack_array(&req.pk, 10);
     msgpack_pack_uint64(&req.pk, k->handle);
     msgpack_pack_uint32(&req.pk, grid.x);
