@@ -30,7 +30,8 @@
  *                           KIND: val in out inout str in-buf out-buf inout-buf, or
  *                           in-buf/out-buf [elem=P:FUNC]: element size is
  *                           FUNC(value of P) (FUNC in common/), or
- *                           scalar scalar-out scalar-inout [type=P] [ctype=P]:
+ *                           scalar scalar-out scalar-inout [type=P] [ctype=P]
+ *                           [size=N] (with type=: N elements of that type):
  *                           host value or device pointer by the handle's
  *                           pointer mode (cuBLAS); FUNC may be a glob, then
  *                           functions without PARAM are passed over

@@ -86,8 +86,12 @@ static size_t buf_len_client(const struct rgpu_proc *proc, const struct rgpu_par
 static uint32_t scalar_size(const struct rgpu_proc *proc, unsigned i, const void *const *argv,
                             const struct rgpu_scalar_policy *pol)
 {
-    uint32_t n = proc->params[i].size;
-    if (!n && pol && pol->size)
+    const struct rgpu_param *p = &proc->params[i];
+    uint32_t n = p->size;
+    /* Typed by an argument: its element size, times the annotated count. */
+    if (p->len_arg >= 0 && pol && pol->size)
+        n = pol->size(proc, i, argv) * (p->size ? p->size : 1);
+    else if (!n && pol && pol->size)
         n = pol->size(proc, i, argv);
     return n > RGPU_SCALAR_MAX ? RGPU_SCALAR_MAX : n;
 }

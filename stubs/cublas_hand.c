@@ -187,8 +187,8 @@ static cublasStatus_t copy_status(int rc)
                : CUBLAS_STATUS_MAPPING_ERROR;
 }
 
-static cublasStatus_t set_matrix(int rows, int cols, int elemSize, const void *A, int lda,
-                                 void *B, int ldb, cudaStream_t stream)
+static cublasStatus_t set_matrix(int64_t rows, int64_t cols, int64_t elemSize, const void *A,
+                                 int64_t lda, void *B, int64_t ldb, cudaStream_t stream)
 {
     if (rows < 0 || cols < 0 || elemSize <= 0 || lda <= 0 || ldb <= 0 || lda < rows ||
         ldb < rows)
@@ -201,8 +201,8 @@ static cublasStatus_t set_matrix(int rows, int cols, int elemSize, const void *A
                                          (size_t)cols, (uint64_t)(uintptr_t)stream));
 }
 
-static cublasStatus_t get_matrix(int rows, int cols, int elemSize, const void *A, int lda,
-                                 void *B, int ldb, cudaStream_t stream)
+static cublasStatus_t get_matrix(int64_t rows, int64_t cols, int64_t elemSize, const void *A,
+                                 int64_t lda, void *B, int64_t ldb, cudaStream_t stream)
 {
     if (rows < 0 || cols < 0 || elemSize <= 0 || lda <= 0 || ldb <= 0 || lda < rows ||
         ldb < rows)
@@ -217,8 +217,8 @@ static cublasStatus_t get_matrix(int rows, int cols, int elemSize, const void *A
 }
 
 /* A vector with strides is a matrix of n rows of one element. */
-static cublasStatus_t set_vector(int n, int elemSize, const void *x, int incx, void *y, int incy,
-                                 cudaStream_t stream)
+static cublasStatus_t set_vector(int64_t n, int64_t elemSize, const void *x, int64_t incx,
+                                 void *y, int64_t incy, cudaStream_t stream)
 {
     if (n < 0 || elemSize <= 0 || incx <= 0 || incy <= 0)
         return CUBLAS_STATUS_INVALID_VALUE;
@@ -230,8 +230,8 @@ static cublasStatus_t set_vector(int n, int elemSize, const void *x, int incx, v
                                          (uint64_t)(uintptr_t)stream));
 }
 
-static cublasStatus_t get_vector(int n, int elemSize, const void *x, int incx, void *y, int incy,
-                                 cudaStream_t stream)
+static cublasStatus_t get_vector(int64_t n, int64_t elemSize, const void *x, int64_t incx,
+                                 void *y, int64_t incy, cudaStream_t stream)
 {
     if (n < 0 || elemSize <= 0 || incx <= 0 || incy <= 0)
         return CUBLAS_STATUS_INVALID_VALUE;
@@ -291,6 +291,61 @@ RGPU_EXPORT cublasStatus_t cublasSetMatrixAsync(int rows, int cols, int elemSize
 
 RGPU_EXPORT cublasStatus_t cublasGetMatrixAsync(int rows, int cols, int elemSize, const void *A,
                                                 int lda, void *B, int ldb, cudaStream_t stream)
+{
+    return get_matrix(rows, cols, elemSize, A, lda, B, ldb, stream);
+}
+
+/* The _64 forms take 64-bit sizes; the copies are the same. */
+RGPU_EXPORT cublasStatus_t cublasSetVector_64(int64_t n, int64_t elemSize, const void *x,
+                                              int64_t incx, void *devicePtr, int64_t incy)
+{
+    return set_vector(n, elemSize, x, incx, devicePtr, incy, NULL);
+}
+
+RGPU_EXPORT cublasStatus_t cublasGetVector_64(int64_t n, int64_t elemSize, const void *x,
+                                              int64_t incx, void *y, int64_t incy)
+{
+    return get_vector(n, elemSize, x, incx, y, incy, NULL);
+}
+
+RGPU_EXPORT cublasStatus_t cublasSetMatrix_64(int64_t rows, int64_t cols, int64_t elemSize,
+                                              const void *A, int64_t lda, void *B, int64_t ldb)
+{
+    return set_matrix(rows, cols, elemSize, A, lda, B, ldb, NULL);
+}
+
+RGPU_EXPORT cublasStatus_t cublasGetMatrix_64(int64_t rows, int64_t cols, int64_t elemSize,
+                                              const void *A, int64_t lda, void *B, int64_t ldb)
+{
+    return get_matrix(rows, cols, elemSize, A, lda, B, ldb, NULL);
+}
+
+RGPU_EXPORT cublasStatus_t cublasSetVectorAsync_64(int64_t n, int64_t elemSize,
+                                                   const void *hostPtr, int64_t incx,
+                                                   void *devicePtr, int64_t incy,
+                                                   cudaStream_t stream)
+{
+    return set_vector(n, elemSize, hostPtr, incx, devicePtr, incy, stream);
+}
+
+RGPU_EXPORT cublasStatus_t cublasGetVectorAsync_64(int64_t n, int64_t elemSize,
+                                                   const void *devicePtr, int64_t incx,
+                                                   void *hostPtr, int64_t incy,
+                                                   cudaStream_t stream)
+{
+    return get_vector(n, elemSize, devicePtr, incx, hostPtr, incy, stream);
+}
+
+RGPU_EXPORT cublasStatus_t cublasSetMatrixAsync_64(int64_t rows, int64_t cols, int64_t elemSize,
+                                                   const void *A, int64_t lda, void *B,
+                                                   int64_t ldb, cudaStream_t stream)
+{
+    return set_matrix(rows, cols, elemSize, A, lda, B, ldb, stream);
+}
+
+RGPU_EXPORT cublasStatus_t cublasGetMatrixAsync_64(int64_t rows, int64_t cols, int64_t elemSize,
+                                                   const void *A, int64_t lda, void *B,
+                                                   int64_t ldb, cudaStream_t stream)
 {
     return get_matrix(rows, cols, elemSize, A, lda, B, ldb, stream);
 }
