@@ -93,6 +93,8 @@ static uint32_t scalar_size(const struct rgpu_proc *proc, unsigned i, const void
         n = pol->size(proc, i, argv) * (p->size ? p->size : 1);
     else if (!n && pol && pol->size)
         n = pol->size(proc, i, argv);
+    else if (n && pol && pol->refine)
+        n = pol->refine(proc, i, argv, n);
     return n > RGPU_SCALAR_MAX ? RGPU_SCALAR_MAX : n;
 }
 

@@ -54,6 +54,10 @@ struct rgpu_scalar_policy {
     int (*host)(const struct rgpu_proc *proc, unsigned param, const void *const *argv);
     /* Bytes of an untyped scalar parameter, from its type parameters. */
     uint32_t (*size)(const struct rgpu_proc *proc, unsigned param, const void *const *argv);
+    /* Optional: a smaller size than the annotated upper bound, when the
+     * call's arguments tell (cuDNN: float unless the data is double). */
+    uint32_t (*refine)(const struct rgpu_proc *proc, unsigned param, const void *const *argv,
+                       uint32_t bound);
 };
 
 enum rgpu_proc_flags {

@@ -119,7 +119,7 @@ static uint32_t scalar_size(const struct rgpu_proc *proc, unsigned param, const 
     return desc_of(proc, param, argv, &info) < 0 ? 16 : scale_bytes(info.scale_type);
 }
 
-static const struct rgpu_scalar_policy lt_scalars = { scalar_on_host, scalar_size };
+static const struct rgpu_scalar_policy lt_scalars = { scalar_on_host, scalar_size, NULL };
 
 __attribute__((constructor)) static void register_policy(void)
 {

@@ -5,6 +5,8 @@
 #include "cudnn_procs.h"
 
 #include <cudnn.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LIB (&rgpu_cudnn_lib)
@@ -78,4 +80,151 @@ RGPU_EXPORT cudnnStatus_t cudnnGetCallback(unsigned *mask, void **udata, cudnnCa
     if (fptr)
         *fptr = callback_fn;
     return CUDNN_STATUS_SUCCESS;
+}
+
+/* ---- alpha and beta: float unless the data is double ------------------------------ */
+
+/* cuDNN reads alpha and beta as double for double data and as float
+ * otherwise.  The annotations allow eight bytes; the data type of the
+ * call's first tensor descriptor, recorded here when it is set, narrows
+ * that to four, so that a float alpha is never read past its end. */
+struct tensor_type {
+    cudnnTensorDescriptor_t desc;
+    cudnnDataType_t type;
+};
+
+static pthread_mutex_t types_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tensor_type *types;
+static size_t ntypes, captypes;
+
+static void remember_type(cudnnTensorDescriptor_t d, cudnnDataType_t t)
+{
+    pthread_mutex_lock(&types_lock);
+    size_t i;
+    for (i = 0; i < ntypes && types[i].desc != d; i++)
+        ;
+    if (i == ntypes && ntypes == captypes) {
+        size_t ncap = captypes ? captypes * 2 : 64;
+        struct tensor_type *n = realloc(types, ncap * sizeof *n);
+        if (n) {
+            types = n;
+            captypes = ncap;
+        }
+    }
+    if (i < captypes) {
+        types[i] = (struct tensor_type){ d, t };
+        if (i == ntypes)
+            ntypes++;
+    }
+    pthread_mutex_unlock(&types_lock);
+}
+
+static void forget_type(cudnnTensorDescriptor_t d)
+{
+    pthread_mutex_lock(&types_lock);
+    for (size_t i = 0; i < ntypes; i++) {
+        if (types[i].desc == d) {
+            types[i] = types[--ntypes];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&types_lock);
+}
+
+static int type_of(const void *d, cudnnDataType_t *t)
+{
+    int found = 0;
+    pthread_mutex_lock(&types_lock);
+    for (size_t i = 0; i < ntypes && !found; i++) {
+        if ((const void *)types[i].desc == d) {
+            *t = types[i].type;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&types_lock);
+    return found;
+}
+
+static uint32_t refine_scalar(const struct rgpu_proc *proc, unsigned param,
+                              const void *const *argv, uint32_t bound)
+{
+    (void)param;
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        size_t len = strlen(proc->params[i].name);
+        cudnnDataType_t t;
+        if (len < 4 || strcmp(proc->params[i].name + len - 4, "Desc") != 0)
+            continue;
+        if (type_of(*(const void *const *)argv[i], &t))
+            return t == CUDNN_DATA_DOUBLE ? 8 : 4;
+    }
+    return bound;       /* no known tensor: eight bytes, as annotated */
+}
+
+static const struct rgpu_scalar_policy cudnn_scalars = { NULL, NULL, refine_scalar };
+
+__attribute__((constructor)) static void register_policy(void)
+{
+    rgpu_register_scalar_policy(LIB, &cudnn_scalars);
+}
+
+#undef cudnnSetTensor4dDescriptor
+RGPU_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t tensorDesc,
+                                                     cudnnTensorFormat_t format,
+                                                     cudnnDataType_t dataType, int n, int c,
+                                                     int h, int w)
+{
+    const void *argv[] = { &tensorDesc, &format, &dataType, &n, &c, &h, &w };
+    int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensor4dDescriptor, argv);
+    if (rc == CUDNN_STATUS_SUCCESS)
+        remember_type(tensorDesc, dataType);
+    return rc;
+}
+
+#undef cudnnSetTensor4dDescriptorEx
+RGPU_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t tensorDesc,
+                                                       cudnnDataType_t dataType, int n, int c,
+                                                       int h, int w, int nStride, int cStride,
+                                                       int hStride, int wStride)
+{
+    const void *argv[] = { &tensorDesc, &dataType, &n, &c, &h, &w,
+                           &nStride, &cStride, &hStride, &wStride };
+    int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensor4dDescriptorEx, argv);
+    if (rc == CUDNN_STATUS_SUCCESS)
+        remember_type(tensorDesc, dataType);
+    return rc;
+}
+
+#undef cudnnSetTensorNdDescriptor
+RGPU_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t tensorDesc,
+                                                     cudnnDataType_t dataType, int nbDims,
+                                                     const int dimA[], const int strideA[])
+{
+    const void *argv[] = { &tensorDesc, &dataType, &nbDims, &dimA, &strideA };
+    int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensorNdDescriptor, argv);
+    if (rc == CUDNN_STATUS_SUCCESS)
+        remember_type(tensorDesc, dataType);
+    return rc;
+}
+
+#undef cudnnSetTensorNdDescriptorEx
+RGPU_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptorEx(cudnnTensorDescriptor_t tensorDesc,
+                                                       cudnnTensorFormat_t format,
+                                                       cudnnDataType_t dataType, int nbDims,
+                                                       const int dimA[])
+{
+    const void *argv[] = { &tensorDesc, &format, &dataType, &nbDims, &dimA };
+    int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensorNdDescriptorEx, argv);
+    if (rc == CUDNN_STATUS_SUCCESS)
+        remember_type(tensorDesc, dataType);
+    return rc;
+}
+
+#undef cudnnDestroyTensorDescriptor
+RGPU_EXPORT cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t tensorDesc)
+{
+    const void *argv[] = { &tensorDesc };
+    int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnDestroyTensorDescriptor, argv);
+    if (rc == CUDNN_STATUS_SUCCESS)
+        forget_type(tensorDesc);
+    return rc;
 }
