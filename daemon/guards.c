@@ -10,52 +10,61 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t *contexts;
-static size_t ncontexts, cap;
+/* A set of handles the session has seen the driver hand out. */
+struct handle_set {
+    uint64_t *v;
+    size_t n, cap;
+};
 
-static void ctx_add(uint64_t ctx)
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct handle_set contexts, functions;
+
+static void set_add(struct handle_set *s, uint64_t h)
 {
-    if (!ctx)
+    if (!h)
         return;
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < ncontexts; i++)
-        if (contexts[i] == ctx)
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i] == h)
             goto out;
-    if (ncontexts == cap) {
-        size_t ncap = cap ? cap * 2 : 16;
-        uint64_t *n = realloc(contexts, ncap * sizeof *n);
+    if (s->n == s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 16;
+        uint64_t *n = realloc(s->v, ncap * sizeof *n);
         if (!n)
             goto out;
-        contexts = n;
-        cap = ncap;
+        s->v = n;
+        s->cap = ncap;
     }
-    contexts[ncontexts++] = ctx;
+    s->v[s->n++] = h;
 out:
     pthread_mutex_unlock(&lock);
 }
 
-static void ctx_remove(uint64_t ctx)
+static void set_remove(struct handle_set *s, uint64_t h)
 {
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < ncontexts; i++) {
-        if (contexts[i] == ctx) {
-            contexts[i] = contexts[--ncontexts];
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->v[i] == h) {
+            s->v[i] = s->v[--s->n];
             break;
         }
     }
     pthread_mutex_unlock(&lock);
 }
 
-static int ctx_known(uint64_t ctx)
+static int set_has(struct handle_set *s, uint64_t h)
 {
     int found = 0;
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < ncontexts && !found; i++)
-        found = contexts[i] == ctx;
+    for (size_t i = 0; i < s->n && !found; i++)
+        found = s->v[i] == h;
     pthread_mutex_unlock(&lock);
     return found;
 }
+
+static void ctx_add(uint64_t ctx) { set_add(&contexts, ctx); }
+static void ctx_remove(uint64_t ctx) { set_remove(&contexts, ctx); }
+static int ctx_known(uint64_t ctx) { return set_has(&contexts, ctx); }
 
 /* argv[i] points at the decoded argument; for outputs, at the pointer to
  * the buffer the real function wrote. */
@@ -101,7 +110,18 @@ static void post_created_arg1(void **argv, int status)
         ctx_add(out_ptr_value(argv, 1));
 }
 
+/* Functions and kernels the driver handed out: the only handles whose
+ * parameter layout rgpud asks the driver for (rgpu.cu_param_layout). */
+static void post_function_arg0(void **argv, int status)
+{
+    if (status == CUDA_SUCCESS)
+        set_add(&functions, out_ptr_value(argv, 0));
+}
+
 static const struct guard guards[] = {
+    { "cuda", "cuModuleGetFunction", NULL, post_function_arg0 },
+    { "cuda", "cuKernelGetFunction", NULL, post_function_arg0 },
+    { "cuda", "cuLibraryGetKernel", NULL, post_function_arg0 },
     { "cuda", "cuStreamGetCtx", NULL, post_created_arg1 },
     { "cuda", "cuStreamGetCtx_v2", NULL, post_created_arg1 },
     { "cuda", "cuCtxCreate_v4", NULL, post_created_arg0 },
@@ -124,4 +144,9 @@ const struct guard *guard_for(const char *lib, const char *name)
 void guard_note_context(uint64_t ctx)
 {
     ctx_add(ctx);
+}
+
+int guard_function_known(uint64_t func)
+{
+    return set_has(&functions, func);
 }

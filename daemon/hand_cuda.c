@@ -119,6 +119,12 @@ static int h_param_layout(struct hand_call *c)
     uint64_t func;
     PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &func));
     NEED(REAL(cuFuncGetParamInfo));
+    /* An invented handle would reach the driver's lookup: refuse it. */
+    if (!guard_function_known(func)) {
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_array(c->out, 0);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
     struct layout *l = find_layout(func);
     int rc = CUDA_SUCCESS;
     if (!l) {

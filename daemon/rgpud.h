@@ -40,6 +40,8 @@ struct guard {
 
 const struct guard *guard_for(const char *lib, const char *name);
 void guard_note_context(uint64_t ctx);
+/* Whether the driver handed out this CUfunction or CUkernel to the session. */
+int guard_function_known(uint64_t func);
 
 /* ---- hand-written procedures (hand_*.c) ------------------------------------ */
 

@@ -1,6 +1,6 @@
-/* rgpud must refuse context handles it never handed out: on a real driver a
- * destroyed or invented context passed to cuCtxSetCurrent can crash the
- * process (BRIEF 4.4), so this test only ever runs through rgpu. */
+/* rgpud must refuse context and function handles it never handed out: on a
+ * real driver a destroyed or invented context passed to cuCtxSetCurrent can
+ * crash the process (BRIEF 4.4), so this test only ever runs through rgpu. */
 #include <cuda.h>
 #include <stdio.h>
 
@@ -34,5 +34,8 @@ int main(void)
     expect(cuCtxPushCurrent(ctx), CUDA_ERROR_INVALID_CONTEXT, "destroyed context not pushed");
     expect(cuCtxDestroy(ctx), CUDA_ERROR_INVALID_CONTEXT, "destroyed context not destroyed twice");
     expect(cuCtxSetCurrent(NULL), CUDA_SUCCESS, "NULL context accepted");
+    void *args[] = { NULL };
+    expect(cuLaunchKernel((CUfunction)0x1234, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL),
+           CUDA_ERROR_INVALID_HANDLE, "invented function refused");
     return failures ? 1 : 0;
 }
