@@ -1,5 +1,6 @@
 /* The client core (see rgpu_client.h). */
 #include "rgpu_client.h"
+#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_wire.h"
 
@@ -643,15 +644,14 @@ static void fetch_error_texts(struct error_texts *t)
 {
     struct rgpu_req req;
     struct rgpu_reply reply;
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", "rgpu.error_strings"), 0);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_ERROR_STRINGS), 0);
     msgpack_pack_array(&req.pk, 1);
     msgpack_pack_str_with_body(&req.pk, t->lib->name, strlen(t->lib->name));
     if (rgpu_req_send(&req, &reply) != RGPU_OK)
         return;
-    const msgpack_object *o = &reply.outs;
-    if (reply.transport == RGPU_OK && o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size == 1 &&
-        o->via.array.ptr[0].type == MSGPACK_OBJECT_ARRAY) {
-        const msgpack_object_array *a = &o->via.array.ptr[0].via.array;
+    const msgpack_object *o = rgpu_reply_out(&reply, 0);
+    if (reply.transport == RGPU_OK && o && o->type == MSGPACK_OBJECT_ARRAY) {
+        const msgpack_object_array *a = &o->via.array;
         for (uint32_t i = 0; i < a->size; i++) {
             const msgpack_object *e = &a->ptr[i];
             if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
@@ -690,16 +690,14 @@ size_t rgpu_server_size_query(const struct rgpu_lib *lib, const char *fn)
     struct rgpu_req req;
     struct rgpu_reply reply;
     size_t v = 0;
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", "rgpu.size_query"), 0);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_SIZE_QUERY), 0);
     msgpack_pack_array(&req.pk, 2);
     msgpack_pack_str_with_body(&req.pk, lib->name, strlen(lib->name));
     msgpack_pack_str_with_body(&req.pk, fn, strlen(fn));
     if (rgpu_req_send(&req, &reply) != RGPU_OK)
         return 0;
-    if (reply.transport == RGPU_OK && reply.outs.type == MSGPACK_OBJECT_ARRAY &&
-        reply.outs.via.array.size == 1 &&
-        reply.outs.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-        v = (size_t)reply.outs.via.array.ptr[0].via.u64;
+    if (reply.transport == RGPU_OK)
+        v = (size_t)rgpu_reply_u64(&reply, 0);
     rgpu_reply_free(&reply);
     return v;
 }
@@ -742,7 +740,7 @@ int rgpu_req_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_
     return RGPU_REPLY_READY;
 }
 
-static const msgpack_object *reply_out(const struct rgpu_reply *r, unsigned i)
+const msgpack_object *rgpu_reply_out(const struct rgpu_reply *r, unsigned i)
 {
     if (r->outs.type != MSGPACK_OBJECT_ARRAY || i >= r->outs.via.array.size)
         return NULL;
@@ -751,12 +749,50 @@ static const msgpack_object *reply_out(const struct rgpu_reply *r, unsigned i)
 
 uint64_t rgpu_reply_u64(const struct rgpu_reply *r, unsigned i)
 {
-    const msgpack_object *o = reply_out(r, i);
+    const msgpack_object *o = rgpu_reply_out(r, i);
     return o && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? o->via.u64 : 0;
 }
 
 const msgpack_object *rgpu_reply_bin(const struct rgpu_reply *r, unsigned i)
 {
-    const msgpack_object *o = reply_out(r, i);
+    const msgpack_object *o = rgpu_reply_out(r, i);
     return o && o->type == MSGPACK_OBJECT_BIN ? o : NULL;
+}
+
+/* ---- kernel parameter layouts ---------------------------------------------------- */
+
+int rgpu_layout_parse(const msgpack_object *arr, struct rgpu_layout *l)
+{
+    memset(l, 0, sizeof *l);
+    if (!arr || arr->type != MSGPACK_OBJECT_ARRAY)
+        return -1;
+    unsigned n = arr->via.array.size;
+    l->offset = calloc(n + 1, sizeof *l->offset);
+    l->size = calloc(n + 1, sizeof *l->size);
+    for (unsigned i = 0; l->offset && l->size && i < n; i++) {
+        const msgpack_object *e = &arr->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
+            e->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+            e->via.array.ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            break;
+        l->offset[i] = (uint32_t)e->via.array.ptr[0].via.u64;
+        l->size[i] = (uint32_t)e->via.array.ptr[1].via.u64;
+        if (l->offset[i] + l->size[i] > l->bytes)
+            l->bytes = l->offset[i] + l->size[i];
+        l->nparams = i + 1;
+    }
+    if (!l->offset || !l->size || l->nparams != n) {
+        free(l->offset);
+        free(l->size);
+        memset(l, 0, sizeof *l);
+        return -1;
+    }
+    return 0;
+}
+
+void rgpu_layout_pack(const struct rgpu_layout *l, void *const *args, unsigned char *buf)
+{
+    memset(buf, 0, l->bytes);
+    for (unsigned i = 0; i < l->nparams; i++)
+        memcpy(buf + l->offset[i], args[i], l->size[i]);
 }

@@ -88,9 +88,23 @@ int rgpu_req_wait(struct rgpu_ticket *ticket, struct rgpu_reply *reply);
 #define RGPU_REPLY_READY (-1)
 int rgpu_req_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,
                       struct rgpu_reply *reply);
-/* Output i of a reply as an unsigned (0 when absent), or as a bin (NULL). */
+/* Output i of a reply (NULL when absent), as an unsigned (0 when absent),
+ * or as a bin (NULL). */
+const msgpack_object *rgpu_reply_out(const struct rgpu_reply *reply, unsigned i);
 uint64_t rgpu_reply_u64(const struct rgpu_reply *reply, unsigned i);
 const msgpack_object *rgpu_reply_bin(const struct rgpu_reply *reply, unsigned i);
+
+/* A kernel's parameter layout as the server reports it ([[offset, size]...]),
+ * and the packing of a launch's arguments by it. */
+struct rgpu_layout {
+    unsigned nparams;
+    uint32_t *offset, *size;
+    size_t bytes;               /* the packed buffer's size */
+};
+/* 0, or -1 when arr is not a layout (nothing then to free). */
+int rgpu_layout_parse(const msgpack_object *arr, struct rgpu_layout *l);
+/* Copy args[i] to buf + offset[i]; buf holds l->bytes, zero-filled first. */
+void rgpu_layout_pack(const struct rgpu_layout *l, void *const *args, unsigned char *buf);
 
 /* RGPU_STATS=1 prints, at exit, how many calls of each procedure waited
  * for a reply and how many did not; this names a procedure in that table. */

@@ -3,6 +3,7 @@
  * keep the connection busy: host-to-device chunks go without waiting except
  * the last, device-to-host requests are kept several in flight. */
 #include "rgpu_client.h"
+#include "rgpu_hand_procs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +143,7 @@ int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const char *what, uint64_t dst
     /* The rows travel packed; the server lays them out at dpitch. */
     for (size_t r = 0; r < height; r++)
         memcpy(rows + r * width, (const char *)src + r * spitch, width);
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", "rgpu.htod2d"), 0);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_HTOD_2D), 0);
     msgpack_pack_array(&req.pk, 6);
     msgpack_pack_uint64(&req.pk, dst);
     msgpack_pack_uint64(&req.pk, dpitch);
@@ -162,7 +163,7 @@ int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const char *what, void *dst, s
     struct rgpu_reply reply;
     if ((uint64_t)width * height > RGPU_FRAME_MAX - 4096)
         return rgpu_transport_status(lib, what, RGPU_ETOOBIG);
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", "rgpu.dtoh2d"), 0);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOH_2D), 0);
     msgpack_pack_array(&req.pk, 5);
     msgpack_pack_uint64(&req.pk, src);
     msgpack_pack_uint64(&req.pk, spitch);

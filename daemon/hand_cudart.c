@@ -433,7 +433,7 @@ static int h_size_query(struct hand_call *c)
 }
 
 const struct hand_proc hand_cudart_procs[] = {
-    { "cudart", "rgpu.size_query", h_size_query, 0 },
+    { "cudart", RGPU_H_SIZE_QUERY, h_size_query, 0 },
     { "cudart", RGPU_H_ERROR_STRINGS, h_error_strings, 0 },
     { "cudart", RGPU_H_HTOD, h_htod, 0 },
     { "cudart", RGPU_H_DTOH, h_dtoh, 0 },

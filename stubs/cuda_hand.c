@@ -20,14 +20,6 @@ static int transport(const char *what, int rc)
     return rgpu_transport_status(LIB, what, rc);
 }
 
-/* A hand-written call of this library: see rgpu_req_exchange. */
-static int exchange(const char *what, struct rgpu_req *req, struct rgpu_reply *reply)
-{
-    return rgpu_req_exchange(LIB, what, req, reply);
-}
-
-#define out_u64 rgpu_reply_u64
-
 /* ---- answered locally ---------------------------------------------------------- */
 
 #undef cuGetErrorName
@@ -319,12 +311,12 @@ static CUresult load_image(const char *proc, uint64_t *handle, const void *image
     rgpu_req_begin(&req, rgpu_proc_id("cuda", proc), 0);
     msgpack_pack_array(&req.pk, 1);
     rgpu_req_payload(&req, image, size);
-    int rc = exchange(proc, &req, &reply);
+    int rc = rgpu_req_exchange(LIB, proc, &req, &reply);
     if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
     if (rc == CUDA_SUCCESS)
-        *handle = out_u64(&reply, 0);
+        *handle = rgpu_reply_u64(&reply, 0);
     rgpu_reply_free(&reply);
     return rc;
 }
@@ -401,38 +393,12 @@ RGPU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 
 struct layout {
     uint64_t func;
-    unsigned nparams;
-    uint32_t *offset, *size;
-    size_t bytes;
+    struct rgpu_layout l;
     struct layout *next;
 };
 
 static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct layout *layouts;
-
-static struct layout *layout_parse(uint64_t func, const msgpack_object *arr)
-{
-    if (arr->type != MSGPACK_OBJECT_ARRAY)
-        return NULL;
-    struct layout *l = calloc(1, sizeof *l);
-    unsigned n = arr->via.array.size;
-    if (!l || !(l->offset = calloc(n + 1, 4)) || !(l->size = calloc(n + 1, 4)))
-        return NULL;
-    l->func = func;
-    for (unsigned i = 0; i < n; i++) {
-        const msgpack_object *e = &arr->via.array.ptr[i];
-        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
-            e->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-            e->via.array.ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            return NULL;
-        l->offset[i] = (uint32_t)e->via.array.ptr[0].via.u64;
-        l->size[i] = (uint32_t)e->via.array.ptr[1].via.u64;
-        if (l->offset[i] + l->size[i] > l->bytes)
-            l->bytes = l->offset[i] + l->size[i];
-    }
-    l->nparams = n;
-    return l;
-}
 
 /* A function's parameter layout, asked from the server once and cached. */
 static CUresult layout_of(CUfunction f, struct layout **out)
@@ -453,16 +419,20 @@ static CUresult layout_of(CUfunction f, struct layout **out)
     rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_PARAM_LAYOUT), 0);
     msgpack_pack_array(&req.pk, 1);
     msgpack_pack_uint64(&req.pk, func);
-    int rc = exchange("cuLaunchKernel", &req, &reply);
+    int rc = rgpu_req_exchange(LIB, "cuLaunchKernel", &req, &reply);
     if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
     if (rc == CUDA_SUCCESS) {
-        l = reply.outs.type == MSGPACK_OBJECT_ARRAY && reply.outs.via.array.size == 1
-                ? layout_parse(func, &reply.outs.via.array.ptr[0]) : NULL;
+        l = calloc(1, sizeof *l);
+        if (l && rgpu_layout_parse(rgpu_reply_out(&reply, 0), &l->l) < 0) {
+            free(l);
+            l = NULL;
+        }
         if (!l) {
             rc = transport("cuLaunchKernel", RGPU_EPROTO);
         } else {
+            l->func = func;
             pthread_mutex_lock(&layout_lock);
             l->next = layouts;
             layouts = l;
@@ -499,18 +469,14 @@ static CUresult pack_params(CUfunction f, void **kernelParams, void **extra,
     CUresult rc = layout_of(f, &l);
     if (rc != CUDA_SUCCESS)
         return rc;
-    unsigned char *b = calloc(1, l->bytes ? l->bytes : 1);
+    if (l->l.nparams && !kernelParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned char *b = malloc(l->l.bytes ? l->l.bytes : 1);
     if (!b)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    for (unsigned i = 0; i < l->nparams; i++) {
-        if (!kernelParams) {
-            free(b);
-            return CUDA_ERROR_INVALID_VALUE;
-        }
-        memcpy(b + l->offset[i], kernelParams[i], l->size[i]);
-    }
+    rgpu_layout_pack(&l->l, kernelParams, b);
     *buf = b;
-    *len = l->bytes;
+    *len = l->l.bytes;
     *owned = b;
     return CUDA_SUCCESS;
 }

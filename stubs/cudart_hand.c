@@ -44,9 +44,7 @@ struct kernel {
     const void *host_fn;        /* the host stub nvcc generated */
     char *name;                 /* mangled device name */
     uint64_t handle;            /* server cudaKernel_t once resolved */
-    unsigned nparams;
-    uint32_t *offset, *size;
-    size_t param_bytes;
+    struct rgpu_layout layout;
     struct kernel *next;
 };
 
@@ -184,14 +182,6 @@ static struct var *var_by_host(const void *host)
 
 /* ---- modules reach the server on first use -------------------------------- */
 
-/* A hand-written call of this library: see rgpu_req_exchange. */
-static int call_simple(const char *proc, struct rgpu_req *req, struct rgpu_reply *reply)
-{
-    return rgpu_req_exchange(LIB, proc, req, reply);
-}
-
-#define out_u64 rgpu_reply_u64
-
 static int module_load(struct module *m)
 {
     struct rgpu_req req;
@@ -208,43 +198,18 @@ static int module_load(struct module *m)
     rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_LIB_LOAD), 0);
     msgpack_pack_array(&req.pk, 1);
     rgpu_req_payload(&req, m->image, m->image_size);
-    rc = call_simple(RGPU_H_LIB_LOAD, &req, &reply);
+    rc = rgpu_req_exchange(LIB, RGPU_H_LIB_LOAD, &req, &reply);
     if (rc != RGPU_REPLY_READY)
         goto out;
     rc = rgpu_reply_status(LIB, &reply);
     if (rc == cudaSuccess)
-        m->library = out_u64(&reply, 0);
+        m->library = rgpu_reply_u64(&reply, 0);
     else
         rgpu_debug("loading a module of %zu bytes failed: %d", m->image_size, rc);
     rgpu_reply_free(&reply);
 out:
     pthread_mutex_unlock(&m->lock);
     return rc;
-}
-
-static int read_layout(struct kernel *k, const msgpack_object *arr)
-{
-    if (arr->type != MSGPACK_OBJECT_ARRAY)
-        return -1;
-    unsigned n = arr->via.array.size;
-    k->offset = calloc(n + 1, sizeof *k->offset);
-    k->size = calloc(n + 1, sizeof *k->size);
-    if (!k->offset || !k->size)
-        return -1;
-    k->param_bytes = 0;
-    for (unsigned i = 0; i < n; i++) {
-        const msgpack_object *e = &arr->via.array.ptr[i];
-        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
-            e->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-            e->via.array.ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            return -1;
-        k->offset[i] = (uint32_t)e->via.array.ptr[0].via.u64;
-        k->size[i] = (uint32_t)e->via.array.ptr[1].via.u64;
-        if (k->offset[i] + k->size[i] > k->param_bytes)
-            k->param_bytes = k->offset[i] + k->size[i];
-    }
-    k->nparams = n;
-    return 0;
 }
 
 /* Load the module, resolve the kernel and learn its parameter layout, once. */
@@ -268,15 +233,14 @@ static int kernel_resolve(struct kernel *k)
     msgpack_pack_array(&req.pk, 2);
     msgpack_pack_uint64(&req.pk, k->mod->library);
     msgpack_pack_str_with_body(&req.pk, k->name, strlen(k->name));
-    rc = call_simple(RGPU_H_KERNEL_GET, &req, &reply);
+    rc = rgpu_req_exchange(LIB, RGPU_H_KERNEL_GET, &req, &reply);
     if (rc == RGPU_REPLY_READY) {
         rc = rgpu_reply_status(LIB, &reply);
         if (rc == cudaSuccess) {
-            if (reply.outs.type != MSGPACK_OBJECT_ARRAY || reply.outs.via.array.size != 2 ||
-                read_layout(k, &reply.outs.via.array.ptr[1]) < 0)
+            if (rgpu_layout_parse(rgpu_reply_out(&reply, 1), &k->layout) < 0)
                 rc = RESULT(cudaErrorInvalidDeviceFunction);
             else
-                __atomic_store_n(&k->handle, out_u64(&reply, 0), __ATOMIC_RELEASE);
+                __atomic_store_n(&k->handle, rgpu_reply_u64(&reply, 0), __ATOMIC_RELEASE);
         }
         rgpu_reply_free(&reply);
     }
@@ -376,12 +340,10 @@ static cudaError_t launch(struct kernel *k, dim3 grid, dim3 block, void **args, 
     rc = kernel_resolve(k);
     if (rc != cudaSuccess)
         return rc;
-    unsigned char *params = k->param_bytes <= sizeof small ? small : malloc(k->param_bytes);
+    unsigned char *params = k->layout.bytes <= sizeof small ? small : malloc(k->layout.bytes);
     if (!params)
         return RESULT(cudaErrorMemoryAllocation);
-    memset(params, 0, k->param_bytes);
-    for (unsigned i = 0; i < k->nparams; i++)
-        memcpy(params + k->offset[i], args[i], k->size[i]);
+    rgpu_layout_pack(&k->layout, args, params);
 
     /* A launch only enqueues work: it does not wait for the server. */
     rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_LAUNCH), RGPU_CALL_NOREPLY);
@@ -396,7 +358,7 @@ static cudaError_t launch(struct kernel *k, dim3 grid, dim3 block, void **args, 
     msgpack_pack_uint32(&req.pk, block.z);
     msgpack_pack_uint64(&req.pk, shmem);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-    rgpu_req_payload(&req, params, k->param_bytes);
+    rgpu_req_payload(&req, params, k->layout.bytes);
     rc = rgpu_req_send(&req, NULL);
     if (params != small)
         free(params);
@@ -502,13 +464,12 @@ RGPU_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, c
     rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_FUNC_ATTRS), 0);
     msgpack_pack_array(&req.pk, 1);
     msgpack_pack_uint64(&req.pk, k->handle);
-    rc = call_simple(RGPU_H_FUNC_ATTRS, &req, &reply);
+    rc = rgpu_req_exchange(LIB, RGPU_H_FUNC_ATTRS, &req, &reply);
     if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
-    const msgpack_object *o = reply.outs.type == MSGPACK_OBJECT_ARRAY && reply.outs.via.array.size
-                                  ? &reply.outs.via.array.ptr[0] : NULL;
-    if (rc == cudaSuccess && o && o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == sizeof *attr)
+    const msgpack_object *o = rgpu_reply_bin(&reply, 0);
+    if (rc == cudaSuccess && o && o->via.bin.size == sizeof *attr)
         memcpy(attr, o->via.bin.ptr, sizeof *attr);
     rgpu_reply_free(&reply);
     return rc;
@@ -531,7 +492,7 @@ RGPU_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttr
     msgpack_pack_uint64(&req.pk, k->handle);
     msgpack_pack_uint64(&req.pk, (uint64_t)attr);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uint32_t)value);
-    rc = call_simple(RGPU_H_FUNC_SET_ATTR, &req, &reply);
+    rc = rgpu_req_exchange(LIB, RGPU_H_FUNC_SET_ATTR, &req, &reply);
     if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
@@ -555,12 +516,12 @@ RGPU_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex
         return RESULT(cudaErrorInvalidDeviceFunction);
     if ((rc = kernel_resolve(k)) != cudaSuccess)
         return rc;
-    if (paramIndex >= k->nparams)
+    if (paramIndex >= k->layout.nparams)
         return RESULT(cudaErrorInvalidValue);
     if (paramOffset)
-        *paramOffset = k->offset[paramIndex];
+        *paramOffset = k->layout.offset[paramIndex];
     if (paramSize)
-        *paramSize = k->size[paramIndex];
+        *paramSize = k->layout.size[paramIndex];
     return cudaSuccess;
 }
 
@@ -584,11 +545,11 @@ static cudaError_t occupancy(const void *func, uint32_t proc, uint64_t a, uint64
     msgpack_pack_uint64(&req.pk, b);
     if (nargs == 3)
         msgpack_pack_uint64(&req.pk, c);
-    rc = call_simple("cudaOccupancy", &req, &reply);
+    rc = rgpu_req_exchange(LIB, "cudaOccupancy", &req, &reply);
     if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
-    *result = out_u64(&reply, 0);
+    *result = rgpu_reply_u64(&reply, 0);
     rgpu_reply_free(&reply);
     return rc;
 }
@@ -714,12 +675,12 @@ int rgpu_cudart_symbol(const void *symbol, uint64_t *dev, size_t *size)
     msgpack_pack_array(&req.pk, 2);
     msgpack_pack_uint64(&req.pk, v->mod->library);
     msgpack_pack_str_with_body(&req.pk, v->name, strlen(v->name));
-    rc = call_simple(RGPU_H_GLOBAL_GET, &req, &reply);
+    rc = rgpu_req_exchange(LIB, RGPU_H_GLOBAL_GET, &req, &reply);
     if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
-    *dev = out_u64(&reply, 0);
-    *size = (size_t)out_u64(&reply, 1);
+    *dev = rgpu_reply_u64(&reply, 0);
+    *size = (size_t)rgpu_reply_u64(&reply, 1);
     rgpu_reply_free(&reply);
     return rc;
 }

@@ -194,11 +194,6 @@ static enum cudaMemcpyKind resolve_kind(void *dst, const void *src, enum cudaMem
              : (s ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
 }
 
-static int finish(const char *what, struct rgpu_req *req, struct rgpu_reply *reply)
-{
-    return rgpu_req_exchange(LIB, what, req, reply);
-}
-
 static cudaError_t htod(void *dst, const void *src, size_t count, cudaStream_t stream)
 {
     return rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cudaMemcpy",
@@ -224,7 +219,7 @@ static cudaError_t dtod(void *dst, const void *src, size_t count, enum cudaMemcp
     msgpack_pack_uint64(&req.pk, (uint64_t)kind);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
     msgpack_pack_uint64(&req.pk, (uint64_t)async);
-    int rc = finish("cudaMemcpy", &req, &reply);
+    int rc = rgpu_req_exchange(LIB, "cudaMemcpy", &req, &reply);
     if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
@@ -311,7 +306,7 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
         msgpack_pack_uint64(&req.pk, width);
         msgpack_pack_uint64(&req.pk, height);
         msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-        rc = finish("cudaMemcpy2D", &req, &reply);
+        rc = rgpu_req_exchange(LIB, "cudaMemcpy2D", &req, &reply);
         if (rc != RGPU_REPLY_READY)
             return rc;
         rc = rgpu_reply_status(LIB, &reply);
