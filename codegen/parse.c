@@ -115,7 +115,6 @@ static void classify_pointer(struct gen_param *p, CXType canon, CXType orig)
     int open_array = orig.kind == CXType_IncompleteArray;
     long long psize = clang_Type_getSizeOf(pc);
 
-    p->is_pointer = 1;
     p->pointee_size = psize > 0 ? (unsigned)psize : 0;
     if (pc.kind == CXType_FunctionProto || pc.kind == CXType_FunctionNoProto)
         return set_none(p, "function pointer (a callback runs on the client)");
@@ -197,8 +196,7 @@ static void classify(struct gen_param *p, CXType t)
     if (is_handle_type(t)) {
         p->kind = K_VAL;
         p->size = 8;
-        p->is_pointer = 1;
-        return;
+            return;
     }
     if (is_scalar(canon) && size > 0 && size <= 8) {
         p->kind = K_VAL;

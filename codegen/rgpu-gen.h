@@ -22,7 +22,6 @@ struct gen_param {
                                *_BUF with elem_func: of the element type */
     char *elem_func;        /* *_BUF: function giving an element's size from its type */
     char *why;              /* when kind == K_NONE: why it cannot be classified */
-    int is_pointer;
     unsigned pointee_size;  /* for pointers: sizeof the pointee (0 if void/incomplete) */
 };
 

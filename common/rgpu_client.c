@@ -16,6 +16,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* Server facts learnt at hello (logged with the connection banner). */
+struct rgpu_server_info {
+    int runtime_version;
+    int driver_version;
+    char name[128];
+};
+
 /* ---- the session ---------------------------------------------------------- */
 
 struct waiter {
@@ -196,14 +203,6 @@ static int session(void)
 {
     pthread_once(&S.once, connect_once);
     return S.broken ? -1 : S.fd;
-}
-
-int rgpu_server_info(struct rgpu_server_info *info)
-{
-    if (session() < 0)
-        return -1;
-    *info = S.info;
-    return 0;
 }
 
 /* ---- replies: whoever waits, reads ----------------------------------------- */

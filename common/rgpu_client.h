@@ -162,12 +162,4 @@ int rgpu_thread_device(int *device);
 void rgpu_thread_set_device(int device);
 void rgpu_thread_forget_device(void);
 
-/* Server facts learnt at hello. */
-struct rgpu_server_info {
-    int runtime_version;
-    int driver_version;
-    char name[128];
-};
-int rgpu_server_info(struct rgpu_server_info *info);
-
 #endif

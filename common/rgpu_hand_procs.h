@@ -10,20 +10,18 @@
 #ifndef RGPU_HAND_PROCS_H
 #define RGPU_HAND_PROCS_H
 
-/* [dst devptr, bin data]  -> []            host to device, one chunk */
+/* [dst, stream, bin data] -> []            host to device, one chunk */
 #define RGPU_H_HTOD          "rgpu.htod"
-/* [src devptr, count]     -> [bin data]    device to host, one chunk */
+/* [src, count, stream]    -> [bin data]    device to host, one chunk */
 #define RGPU_H_DTOH          "rgpu.dtoh"
 /* [dst, src, count, kind, stream, async]  -> []   device to device (or default) */
 #define RGPU_H_DTOD          "rgpu.dtod"
-/* [dst, dpitch, width, height, bin rows]  -> []   2D host to device */
+/* [dst, dpitch, width, height, stream, bin rows] -> []   2D host to device */
 #define RGPU_H_HTOD_2D       "rgpu.htod2d"
-/* [src, spitch, width, height] -> [bin rows]      2D device to host */
+/* [src, spitch, width, height, stream] -> [bin rows]      2D device to host */
 #define RGPU_H_DTOH_2D       "rgpu.dtoh2d"
 /* [dst, dpitch, src, spitch, width, height, stream] -> []  2D device to device */
 #define RGPU_H_DTOD_2D       "rgpu.dtod2d"
-/* [stream] -> []  synchronize a stream (cudaMemcpy semantics after a copy) */
-#define RGPU_H_SYNC_STREAM   "rgpu.sync_stream"
 /* [bin image]  -> [library handle]          load a fatbin/cubin/PTX (runtime) */
 #define RGPU_H_LIB_LOAD      "rgpu.lib_load"
 /* [library, name] -> [kernel, [[offset, size]...]]  kernel and its layout */
@@ -32,7 +30,7 @@
 #define RGPU_H_GLOBAL_GET    "rgpu.global_get"
 /* [kernel, gx, gy, gz, bx, by, bz, shmem, stream, bin params] -> []  (no reply) */
 #define RGPU_H_LAUNCH        "rgpu.launch"
-/* [kernel, attr] -> [value]                  cudaFuncGetAttributes fields */
+/* [kernel] -> [bin struct cudaFuncAttributes] cudaFuncGetAttributes */
 #define RGPU_H_FUNC_ATTRS    "rgpu.func_attrs"
 /* [kernel, attr, value] -> []                cudaFuncSetAttribute */
 #define RGPU_H_FUNC_SET_ATTR "rgpu.func_set_attr"
@@ -55,9 +53,10 @@
 #define RGPU_H_CU_LIBRARY_LOAD "rgpu.cu_library_load"
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"
-/* [function, gx, gy, gz, bx, by, bz, shmem, stream, bin params] -> [] (no reply) */
+/* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] -> []
+ * (no reply; packed: the caller's own `extra` buffer) */
 #define RGPU_H_CU_LAUNCH       "rgpu.cu_launch"
-/* [dst, bin data] -> [] ; [src, count] -> [bin] */
+/* [dst, stream, bin data] -> [] ; [src, count, stream] -> [bin] */
 #define RGPU_H_CU_HTOD         "rgpu.cu_htod"
 #define RGPU_H_CU_DTOH         "rgpu.cu_dtoh"
 

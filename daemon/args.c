@@ -51,3 +51,24 @@ int arg_str(const struct hand_call *c, unsigned i, char *buf, size_t size)
     buf[o->via.str.size] = '\0';
     return 0;
 }
+
+int arg_u64s(const struct hand_call *c, unsigned n, uint64_t *v)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (arg_u64(c, i, &v[i]) < 0)
+            return -1;
+    return 0;
+}
+
+int layout_argv(const uint32_t *offset, const uint32_t *size, unsigned n, const void *params,
+                size_t len, void **argv, unsigned max)
+{
+    if (n > max)
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        if ((size_t)offset[i] + size[i] > len)
+            return -1;
+        argv[i] = (char *)params + offset[i];
+    }
+    return 0;
+}

@@ -141,11 +141,6 @@ const struct guard *guard_for(const char *lib, const char *name)
     return NULL;
 }
 
-void guard_note_context(uint64_t ctx)
-{
-    ctx_add(ctx);
-}
-
 int guard_function_known(uint64_t func)
 {
     return set_has(&functions, func);

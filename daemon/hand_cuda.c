@@ -177,9 +177,7 @@ static int h_launch(struct hand_call *c)
     const void *params;
     size_t n;
     void *argv[512];
-    PROTO_IF(args_count(c, 11) || arg_bin(c, 10, &params, &n));
-    for (unsigned i = 0; i < 10; i++)
-        PROTO_IF(arg_u64(c, i, &v[i]));
+    PROTO_IF(args_count(c, 11) || arg_bin(c, 10, &params, &n) || arg_u64s(c, 10, v));
     NEED(REAL(cuLaunchKernel));
     msgpack_pack_array(c->out, 0);
     if (v[9]) {     /* the caller packed the buffer itself (`extra`) */
@@ -193,21 +191,18 @@ static int h_launch(struct hand_call *c)
     struct layout *l = find_layout(v[0]);
     if (!l)
         return CUDA_ERROR_INVALID_HANDLE;
-    for (unsigned i = 0; i < l->n; i++) {
-        PROTO_IF((size_t)l->off[i] + l->size[i] > n);
-        argv[i] = (char *)params + l->off[i];
-    }
+    PROTO_IF(layout_argv(l->off, l->size, l->n, params, n, argv, 512));
     return REAL(cuLaunchKernel)((CUfunction)v[0], (unsigned)v[1], (unsigned)v[2], (unsigned)v[3],
                                 (unsigned)v[4], (unsigned)v[5], (unsigned)v[6], (unsigned)v[7],
                                 (CUstream)v[8], argv, NULL);
 }
 
 const struct hand_proc hand_cuda_procs[] = {
-    { "cuda", RGPU_H_CU_HTOD, h_htod, 0 },
-    { "cuda", RGPU_H_CU_DTOH, h_dtoh, 0 },
-    { "cuda", RGPU_H_CU_MODULE_LOAD, h_module_load, 0 },
-    { "cuda", RGPU_H_CU_LIBRARY_LOAD, h_library_load, 0 },
-    { "cuda", RGPU_H_CU_PARAM_LAYOUT, h_param_layout, 0 },
-    { "cuda", RGPU_H_CU_LAUNCH, h_launch, 1 },
+    { "cuda", RGPU_H_CU_HTOD, h_htod },
+    { "cuda", RGPU_H_CU_DTOH, h_dtoh },
+    { "cuda", RGPU_H_CU_MODULE_LOAD, h_module_load },
+    { "cuda", RGPU_H_CU_LIBRARY_LOAD, h_library_load },
+    { "cuda", RGPU_H_CU_PARAM_LAYOUT, h_param_layout },
+    { "cuda", RGPU_H_CU_LAUNCH, h_launch },
 };
 const int hand_cuda_nprocs = sizeof hand_cuda_procs / sizeof hand_cuda_procs[0];

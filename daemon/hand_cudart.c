@@ -173,9 +173,7 @@ static int h_dtoh_2d(struct hand_call *c)
 static int h_dtod_2d(struct hand_call *c)
 {
     uint64_t v[7];
-    PROTO_IF(args_count(c, 7));
-    for (unsigned i = 0; i < 7; i++)
-        PROTO_IF(arg_u64(c, i, &v[i]));
+    PROTO_IF(args_count(c, 7) || arg_u64s(c, 7, v));
     NEED(REAL(cudaMemcpy2DAsync));
     msgpack_pack_array(c->out, 0);
     return REAL(cudaMemcpy2DAsync)((void *)v[0], v[1], (const void *)v[2], v[3], v[4], v[5],
@@ -284,18 +282,12 @@ static int h_launch(struct hand_call *c)
     const void *params;
     size_t n;
     void *argv[512];
-    PROTO_IF(args_count(c, 10) || arg_bin(c, 9, &params, &n));
-    for (unsigned i = 0; i < 9; i++)
-        PROTO_IF(arg_u64(c, i, &v[i]));
+    PROTO_IF(args_count(c, 10) || arg_bin(c, 9, &params, &n) || arg_u64s(c, 9, v));
     msgpack_pack_array(c->out, 0);
     struct kernel_rec *k = find_kernel(v[0]);
     if (!k)
         return cudaErrorInvalidDeviceFunction;
-    PROTO_IF(k->nparams > 512);
-    for (unsigned i = 0; i < k->nparams; i++) {
-        PROTO_IF((size_t)k->offset[i] + k->size[i] > n);
-        argv[i] = (char *)params + k->offset[i];
-    }
+    PROTO_IF(layout_argv(k->offset, k->size, k->nparams, params, n, argv, 512));
     NEED(REAL(cudaLaunchKernel));
     dim3 grid = { (unsigned)v[1], (unsigned)v[2], (unsigned)v[3] };
     dim3 block = { (unsigned)v[4], (unsigned)v[5], (unsigned)v[6] };
@@ -433,21 +425,21 @@ static int h_size_query(struct hand_call *c)
 }
 
 const struct hand_proc hand_cudart_procs[] = {
-    { "cudart", RGPU_H_SIZE_QUERY, h_size_query, 0 },
-    { "cudart", RGPU_H_ERROR_STRINGS, h_error_strings, 0 },
-    { "cudart", RGPU_H_HTOD, h_htod, 0 },
-    { "cudart", RGPU_H_DTOH, h_dtoh, 0 },
-    { "cudart", RGPU_H_DTOD, h_dtod, 0 },
-    { "cudart", RGPU_H_HTOD_2D, h_htod_2d, 0 },
-    { "cudart", RGPU_H_DTOD_2D, h_dtod_2d, 0 },
-    { "cudart", RGPU_H_DTOH_2D, h_dtoh_2d, 0 },
-    { "cudart", RGPU_H_LIB_LOAD, h_lib_load, 0 },
-    { "cudart", RGPU_H_KERNEL_GET, h_kernel_get, 0 },
-    { "cudart", RGPU_H_GLOBAL_GET, h_global_get, 0 },
-    { "cudart", RGPU_H_LAUNCH, h_launch, 1 },
-    { "cudart", RGPU_H_FUNC_ATTRS, h_func_attrs, 0 },
-    { "cudart", RGPU_H_FUNC_SET_ATTR, h_func_set_attr, 0 },
-    { "cudart", RGPU_H_OCCUPANCY, h_occupancy, 0 },
-    { "cudart", RGPU_H_OCCUPANCY_SMEM, h_occupancy_smem, 0 },
+    { "cudart", RGPU_H_SIZE_QUERY, h_size_query },
+    { "cudart", RGPU_H_ERROR_STRINGS, h_error_strings },
+    { "cudart", RGPU_H_HTOD, h_htod },
+    { "cudart", RGPU_H_DTOH, h_dtoh },
+    { "cudart", RGPU_H_DTOD, h_dtod },
+    { "cudart", RGPU_H_HTOD_2D, h_htod_2d },
+    { "cudart", RGPU_H_DTOD_2D, h_dtod_2d },
+    { "cudart", RGPU_H_DTOH_2D, h_dtoh_2d },
+    { "cudart", RGPU_H_LIB_LOAD, h_lib_load },
+    { "cudart", RGPU_H_KERNEL_GET, h_kernel_get },
+    { "cudart", RGPU_H_GLOBAL_GET, h_global_get },
+    { "cudart", RGPU_H_LAUNCH, h_launch },
+    { "cudart", RGPU_H_FUNC_ATTRS, h_func_attrs },
+    { "cudart", RGPU_H_FUNC_SET_ATTR, h_func_set_attr },
+    { "cudart", RGPU_H_OCCUPANCY, h_occupancy },
+    { "cudart", RGPU_H_OCCUPANCY_SMEM, h_occupancy_smem },
 };
 const int hand_cudart_nprocs = sizeof hand_cudart_procs / sizeof hand_cudart_procs[0];

@@ -39,7 +39,6 @@ struct guard {
 };
 
 const struct guard *guard_for(const char *lib, const char *name);
-void guard_note_context(uint64_t ctx);
 /* Whether the driver handed out this CUfunction or CUkernel to the session. */
 int guard_function_known(uint64_t func);
 
@@ -67,7 +66,6 @@ struct hand_proc {
     const char *lib;
     const char *name;
     hand_fn fn;
-    int noreply;        /* the client sends it without waiting */
 };
 
 extern const struct hand_proc hand_cudart_procs[];
@@ -81,5 +79,12 @@ int arg_u64(const struct hand_call *c, unsigned i, uint64_t *v);
 int arg_bin(const struct hand_call *c, unsigned i, const void **p, size_t *len);
 int arg_str(const struct hand_call *c, unsigned i, char *buf, size_t size);
 int args_count(const struct hand_call *c, unsigned n);
+/* Arguments 0..n-1 as unsigneds into v. */
+int arg_u64s(const struct hand_call *c, unsigned n, uint64_t *v);
+/* The argument vector of a launch: argv[i] = params + offset[i], each
+ * parameter inside the len bytes of params.  -1 when one is not, or when
+ * there are more than max parameters. */
+int layout_argv(const uint32_t *offset, const uint32_t *size, unsigned n, const void *params,
+                size_t len, void **argv, unsigned max);
 
 #endif

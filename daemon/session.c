@@ -30,6 +30,8 @@
 
 #define MAX_CLIENT_THREADS 256
 
+struct served_lib;
+
 struct request {
     char *frame;
     msgpack_zone zone;
@@ -38,6 +40,11 @@ struct request {
     uint32_t flags;
     uint32_t tid;               /* the client thread it comes from */
     const msgpack_object *args;
+    /* The procedure, found once when the request is read: generated (lib
+     * and index) or hand-written (hand). */
+    struct served_lib *lib;
+    size_t index;
+    const struct hand_proc *hand;
     struct request *next;
 };
 
@@ -146,13 +153,6 @@ static int find_generated(uint32_t id, struct served_lib **lib, size_t *index)
     return -1;
 }
 
-static int is_known_proc(uint32_t id)
-{
-    struct served_lib *l;
-    size_t idx;
-    return find_hand(id) || find_generated(id, &l, &idx) == 0;
-}
-
 static void *resolve(struct served_lib *l, size_t index)
 {
     if (!l->fn[index]) {
@@ -240,21 +240,18 @@ static void execute(struct worker *w, struct request *rq)
 {
     msgpack_sbuffer outbuf;
     msgpack_packer outs;
-    struct served_lib *l;
-    size_t index;
+    struct served_lib *l = rq->lib;
+    const struct hand_proc *hp = rq->hand;
     int transport = RGPU_OK, api = 0;
-    const struct hand_proc *hp;
     struct hand_call c = { rq->args, &outs, NULL, 0 };
 
     msgpack_sbuffer_init(&outbuf);
     msgpack_packer_init(&outs, &outbuf, msgpack_sbuffer_write);
-    int slot = 7;
-    if (find_generated(rq->proc_id, &l, &index) == 0) {
-        slot = lib_slot(l->lib->name);
-        api = run_generated(l, index, rq->args, &outs, &transport);
-        rgpu_debug("t%u %s -> %d/%d", w->tid, l->lib->procs[index].name, transport, api);
-    } else if ((hp = find_hand(rq->proc_id))) {
-        slot = lib_slot(hp->lib);
+    int slot = lib_slot(l ? l->lib->name : hp->lib);
+    if (l) {
+        api = run_generated(l, rq->index, rq->args, &outs, &transport);
+        rgpu_debug("t%u %s -> %d/%d", w->tid, l->lib->procs[rq->index].name, transport, api);
+    } else {
         api = hp->fn(&c);
         if (api < 0) {
             transport = -api;
@@ -403,7 +400,8 @@ static struct request *read_request(void)
     if (rgpu_obj_u64(&o[2], &proc) < 0 || proc > UINT32_MAX || rgpu_obj_u64(&o[3], &tid) < 0 ||
         tid > UINT32_MAX || rgpu_obj_u64(&o[4], &flags) < 0 || o[5].type != MSGPACK_OBJECT_ARRAY)
         protocol_error(serial, RGPU_EPROTO, "request fields have wrong types");
-    if (!is_known_proc((uint32_t)proc))
+    if (find_generated((uint32_t)proc, &rq->lib, &rq->index) < 0 &&
+        !(rq->hand = find_hand((uint32_t)proc)))
         protocol_error(serial, RGPU_ENOPROC, "unknown procedure id");
     rq->serial = serial;
     rq->proc_id = (uint32_t)proc;
