@@ -795,3 +795,52 @@ void rgpu_layout_pack(const struct rgpu_layout *l, void *const *args, unsigned c
     for (unsigned i = 0; i < l->nparams; i++)
         memcpy(buf + l->offset[i], args[i], l->size[i]);
 }
+
+/* ---- handle -> value maps of the stubs ------------------------------------------ */
+
+static struct rgpu_keyed_entry *keyed_find(struct rgpu_keyed *t, uint64_t key)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].key == key)
+            return &t->v[i];
+    return NULL;
+}
+
+void rgpu_keyed_set(struct rgpu_keyed *t, const void *key, int64_t value)
+{
+    uint64_t k = (uint64_t)(uintptr_t)key;
+    pthread_mutex_lock(&t->lock);
+    struct rgpu_keyed_entry *e = keyed_find(t, k);
+    if (!e && t->n == t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 16;
+        struct rgpu_keyed_entry *n = realloc(t->v, ncap * sizeof *n);
+        if (n) {
+            t->v = n;
+            t->cap = ncap;
+        }
+    }
+    if (!e && t->n < t->cap)
+        e = &t->v[t->n++];
+    if (e)
+        *e = (struct rgpu_keyed_entry){ k, value };
+    pthread_mutex_unlock(&t->lock);
+}
+
+int rgpu_keyed_get(struct rgpu_keyed *t, const void *key, int64_t *value)
+{
+    pthread_mutex_lock(&t->lock);
+    struct rgpu_keyed_entry *e = keyed_find(t, (uint64_t)(uintptr_t)key);
+    if (e)
+        *value = e->value;
+    pthread_mutex_unlock(&t->lock);
+    return e != NULL;
+}
+
+void rgpu_keyed_remove(struct rgpu_keyed *t, const void *key)
+{
+    pthread_mutex_lock(&t->lock);
+    struct rgpu_keyed_entry *e = keyed_find(t, (uint64_t)(uintptr_t)key);
+    if (e)
+        *e = t->v[--t->n];
+    pthread_mutex_unlock(&t->lock);
+}

@@ -8,6 +8,7 @@
 #ifndef RGPU_CLIENT_H
 #define RGPU_CLIENT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -124,6 +125,26 @@ struct rgpu_procaddr {
     int per_thread;         /* the _ptds/_ptsz flavour */
     const char *symbol;
 };
+
+/* ---- facts the stubs keep about handles ---------------------------------- */
+
+/* A thread-safe map from a handle (a cuBLAS handle, a cuDNN descriptor...)
+ * to one value the stub must know about it on the client. */
+struct rgpu_keyed_entry {
+    uint64_t key;
+    int64_t value;
+};
+struct rgpu_keyed {
+    pthread_mutex_t lock;
+    struct rgpu_keyed_entry *v;
+    size_t n, cap;
+};
+#define RGPU_KEYED_INIT { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 }
+
+void rgpu_keyed_set(struct rgpu_keyed *t, const void *key, int64_t value);
+/* 1 with *value set when key is known, else 0. */
+int rgpu_keyed_get(struct rgpu_keyed *t, const void *key, int64_t *value);
+void rgpu_keyed_remove(struct rgpu_keyed *t, const void *key);
 
 /* ---- bulk copies (rgpu_copy.c) ------------------------------------------ */
 

@@ -8,97 +8,45 @@
 
 #include <cublasLt.h>
 #include <cublas_api.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define LIB (&rgpu_cublasLt_lib)
 
 /* ---- descriptors the client knows the scalars of --------------------------------- */
 
-struct desc_info {
-    const void *desc;
-    int32_t pointer_mode;       /* cublasLtPointerMode_t */
-    int32_t scale_type;         /* cudaDataType */
-};
-
-static pthread_mutex_t descs_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct desc_info *descs;
-static size_t ndescs, capdescs;
-
-static struct desc_info *find_desc(const void *d)
-{
-    for (size_t i = 0; i < ndescs; i++)
-        if (descs[i].desc == d)
-            return &descs[i];
-    return NULL;
-}
+/* Per matmul or transform descriptor: its pointer mode and scale type. */
+static struct rgpu_keyed modes = RGPU_KEYED_INIT;        /* cublasLtPointerMode_t */
+static struct rgpu_keyed scale_types = RGPU_KEYED_INIT;  /* cudaDataType */
 
 static void remember_desc(const void *d, int32_t scale_type)
 {
-    pthread_mutex_lock(&descs_lock);
-    struct desc_info *info = find_desc(d);
-    if (!info && ndescs == capdescs) {
-        size_t ncap = capdescs ? capdescs * 2 : 16;
-        struct desc_info *n = realloc(descs, ncap * sizeof *n);
-        if (n) {
-            descs = n;
-            capdescs = ncap;
-        }
-    }
-    if (!info && ndescs < capdescs)
-        info = &descs[ndescs++];
-    if (info)
-        *info = (struct desc_info){ d, CUBLASLT_POINTER_MODE_HOST, scale_type };
-    pthread_mutex_unlock(&descs_lock);
+    rgpu_keyed_set(&modes, d, CUBLASLT_POINTER_MODE_HOST);
+    rgpu_keyed_set(&scale_types, d, scale_type);
 }
 
 static void forget_desc(const void *d)
 {
-    pthread_mutex_lock(&descs_lock);
-    struct desc_info *info = find_desc(d);
-    if (info)
-        *info = descs[--ndescs];
-    pthread_mutex_unlock(&descs_lock);
+    rgpu_keyed_remove(&modes, d);
+    rgpu_keyed_remove(&scale_types, d);
 }
 
-static void update_desc(const void *d, int is_mode, int32_t value)
+/* The descriptor a scalar follows: annotated type=<descriptor>. */
+static const void *desc_of(const struct rgpu_proc *proc, unsigned param, const void *const *argv)
 {
-    pthread_mutex_lock(&descs_lock);
-    struct desc_info *info = find_desc(d);
-    if (info && is_mode)
-        info->pointer_mode = value;
-    else if (info)
-        info->scale_type = value;
-    pthread_mutex_unlock(&descs_lock);
-}
-
-static int desc_of(const struct rgpu_proc *proc, unsigned param, const void *const *argv,
-                   struct desc_info *out)
-{
-    int idx = proc->params[param].len_arg;     /* annotated type=<descriptor> */
-    if (idx < 0)
-        return -1;
-    const void *d = *(const void *const *)argv[idx];
-    pthread_mutex_lock(&descs_lock);
-    struct desc_info *info = find_desc(d);
-    if (info)
-        *out = *info;
-    pthread_mutex_unlock(&descs_lock);
-    return info ? 0 : -1;
+    int idx = proc->params[param].len_arg;
+    return idx < 0 ? NULL : *(const void *const *)argv[idx];
 }
 
 /* alpha is on the host only in host mode; beta also when the mode says
  * "alpha device vector, beta host". */
 static int scalar_on_host(const struct rgpu_proc *proc, unsigned param, const void *const *argv)
 {
-    struct desc_info info;
-    if (desc_of(proc, param, argv, &info) < 0)
-        return 1;
-    if (info.pointer_mode == CUBLASLT_POINTER_MODE_HOST)
+    int64_t mode;
+    if (!rgpu_keyed_get(&modes, desc_of(proc, param, argv), &mode) ||
+        mode == CUBLASLT_POINTER_MODE_HOST)
         return 1;
     return strcmp(proc->params[param].name, "beta") == 0 &&
-           info.pointer_mode == CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST;
+           mode == CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST;
 }
 
 static uint32_t scale_bytes(int type)
@@ -115,8 +63,9 @@ static uint32_t scale_bytes(int type)
 
 static uint32_t scalar_size(const struct rgpu_proc *proc, unsigned param, const void *const *argv)
 {
-    struct desc_info info;
-    return desc_of(proc, param, argv, &info) < 0 ? 16 : scale_bytes(info.scale_type);
+    int64_t type;
+    return rgpu_keyed_get(&scale_types, desc_of(proc, param, argv), &type)
+               ? scale_bytes((int)type) : 16;
 }
 
 static const struct rgpu_scalar_policy lt_scalars = { scalar_on_host, scalar_size, NULL };
@@ -148,13 +97,14 @@ RGPU_EXPORT cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmul
     return rc;
 }
 
+/* A successful SetAttribute of the pointer mode or scale type: record it. */
 static void note_attribute(const void *desc, int is_mode, int is_scale, const void *buf,
                            size_t size)
 {
     int32_t v;
     if ((is_mode || is_scale) && buf && size == sizeof v) {
         memcpy(&v, buf, sizeof v);
-        update_desc(desc, is_mode, v);
+        rgpu_keyed_set(is_mode ? &modes : &scale_types, desc, v);
     }
 }
 

@@ -7,61 +7,14 @@
 #include "cublas_procs.h"
 
 #include <cublas_api.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define LIB (&rgpu_cublas_lib)
 
 /* ---- pointer mode per handle -------------------------------------------------- */
 
-struct handle_mode {
-    cublasHandle_t handle;
-    cublasPointerMode_t mode;
-};
-
-static pthread_mutex_t modes_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct handle_mode *modes;
-static size_t nmodes, capmodes;
-
-static struct handle_mode *find_mode(cublasHandle_t h)
-{
-    for (size_t i = 0; i < nmodes; i++)
-        if (modes[i].handle == h)
-            return &modes[i];
-    return NULL;
-}
-
-static void set_mode(cublasHandle_t h, cublasPointerMode_t mode)
-{
-    pthread_mutex_lock(&modes_lock);
-    struct handle_mode *m = find_mode(h);
-    if (!m && nmodes == capmodes) {
-        size_t ncap = capmodes ? capmodes * 2 : 16;
-        struct handle_mode *n = realloc(modes, ncap * sizeof *n);
-        if (n) {
-            modes = n;
-            capmodes = ncap;
-        }
-    }
-    if (!m && nmodes < capmodes)
-        m = &modes[nmodes++];
-    if (m) {
-        m->handle = h;
-        m->mode = mode;
-    }
-    pthread_mutex_unlock(&modes_lock);
-}
-
-static void forget_mode(cublasHandle_t h)
-{
-    pthread_mutex_lock(&modes_lock);
-    struct handle_mode *m = find_mode(h);
-    if (m)
-        *m = modes[--nmodes];
-    pthread_mutex_unlock(&modes_lock);
-}
+static struct rgpu_keyed modes = RGPU_KEYED_INIT;    /* handle -> cublasPointerMode_t */
 
 /* Every cuBLAS call with scalars takes the handle first. */
 static int scalars_on_host(const struct rgpu_proc *proc, unsigned param, const void *const *argv)
@@ -69,12 +22,9 @@ static int scalars_on_host(const struct rgpu_proc *proc, unsigned param, const v
     (void)param;
     if (proc->nparams == 0 || strcmp(proc->params[0].name, "handle") != 0)
         return 1;
-    cublasHandle_t h = *(const cublasHandle_t *)argv[0];
-    pthread_mutex_lock(&modes_lock);
-    struct handle_mode *m = find_mode(h);
-    int host = !m || m->mode == CUBLAS_POINTER_MODE_HOST;
-    pthread_mutex_unlock(&modes_lock);
-    return host;
+    int64_t mode;
+    return !rgpu_keyed_get(&modes, *(const cublasHandle_t *)argv[0], &mode) ||
+           mode == CUBLAS_POINTER_MODE_HOST;
 }
 
 static int is_complex_type(int t)
@@ -150,7 +100,7 @@ RGPU_EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
     const void *argv[] = { &handle };
     int rc = rgpu_call(LIB, RGPU_CUBLAS_cublasCreate_v2, argv);
     if (rc == CUBLAS_STATUS_SUCCESS && handle)
-        set_mode(*handle, CUBLAS_POINTER_MODE_HOST);
+        rgpu_keyed_set(&modes, *handle, CUBLAS_POINTER_MODE_HOST);
     return rc;
 }
 
@@ -160,7 +110,7 @@ RGPU_EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
     const void *argv[] = { &handle };
     int rc = rgpu_call(LIB, RGPU_CUBLAS_cublasDestroy_v2, argv);
     if (rc == CUBLAS_STATUS_SUCCESS)
-        forget_mode(handle);
+        rgpu_keyed_remove(&modes, handle);
     return rc;
 }
 
@@ -172,7 +122,7 @@ RGPU_EXPORT cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublas
         return CUBLAS_STATUS_INVALID_VALUE;
     int rc = rgpu_call(LIB, RGPU_CUBLAS_cublasSetPointerMode_v2, argv);
     if (rc == CUBLAS_STATUS_SUCCESS)
-        set_mode(handle, mode);
+        rgpu_keyed_set(&modes, handle, mode);
     return rc;
 }
 

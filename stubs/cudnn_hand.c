@@ -5,8 +5,6 @@
 #include "cudnn_procs.h"
 
 #include <cudnn.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define LIB (&rgpu_cudnn_lib)
@@ -88,62 +86,7 @@ RGPU_EXPORT cudnnStatus_t cudnnGetCallback(unsigned *mask, void **udata, cudnnCa
  * otherwise.  The annotations allow eight bytes; the data type of the
  * call's first tensor descriptor, recorded here when it is set, narrows
  * that to four, so that a float alpha is never read past its end. */
-struct tensor_type {
-    cudnnTensorDescriptor_t desc;
-    cudnnDataType_t type;
-};
-
-static pthread_mutex_t types_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tensor_type *types;
-static size_t ntypes, captypes;
-
-static void remember_type(cudnnTensorDescriptor_t d, cudnnDataType_t t)
-{
-    pthread_mutex_lock(&types_lock);
-    size_t i;
-    for (i = 0; i < ntypes && types[i].desc != d; i++)
-        ;
-    if (i == ntypes && ntypes == captypes) {
-        size_t ncap = captypes ? captypes * 2 : 64;
-        struct tensor_type *n = realloc(types, ncap * sizeof *n);
-        if (n) {
-            types = n;
-            captypes = ncap;
-        }
-    }
-    if (i < captypes) {
-        types[i] = (struct tensor_type){ d, t };
-        if (i == ntypes)
-            ntypes++;
-    }
-    pthread_mutex_unlock(&types_lock);
-}
-
-static void forget_type(cudnnTensorDescriptor_t d)
-{
-    pthread_mutex_lock(&types_lock);
-    for (size_t i = 0; i < ntypes; i++) {
-        if (types[i].desc == d) {
-            types[i] = types[--ntypes];
-            break;
-        }
-    }
-    pthread_mutex_unlock(&types_lock);
-}
-
-static int type_of(const void *d, cudnnDataType_t *t)
-{
-    int found = 0;
-    pthread_mutex_lock(&types_lock);
-    for (size_t i = 0; i < ntypes && !found; i++) {
-        if ((const void *)types[i].desc == d) {
-            *t = types[i].type;
-            found = 1;
-        }
-    }
-    pthread_mutex_unlock(&types_lock);
-    return found;
-}
+static struct rgpu_keyed tensor_types = RGPU_KEYED_INIT;    /* descriptor -> cudnnDataType_t */
 
 static uint32_t refine_scalar(const struct rgpu_proc *proc, unsigned param,
                               const void *const *argv, uint32_t bound)
@@ -151,10 +94,10 @@ static uint32_t refine_scalar(const struct rgpu_proc *proc, unsigned param,
     (void)param;
     for (unsigned i = 0; i < proc->nparams; i++) {
         size_t len = strlen(proc->params[i].name);
-        cudnnDataType_t t;
+        int64_t t;
         if (len < 4 || strcmp(proc->params[i].name + len - 4, "Desc") != 0)
             continue;
-        if (type_of(*(const void *const *)argv[i], &t))
+        if (rgpu_keyed_get(&tensor_types, *(const void *const *)argv[i], &t))
             return t == CUDNN_DATA_DOUBLE ? 8 : 4;
     }
     return bound;       /* no known tensor: eight bytes, as annotated */
@@ -176,7 +119,7 @@ RGPU_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t ten
     const void *argv[] = { &tensorDesc, &format, &dataType, &n, &c, &h, &w };
     int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensor4dDescriptor, argv);
     if (rc == CUDNN_STATUS_SUCCESS)
-        remember_type(tensorDesc, dataType);
+        rgpu_keyed_set(&tensor_types, tensorDesc, dataType);
     return rc;
 }
 
@@ -190,7 +133,7 @@ RGPU_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t t
                            &nStride, &cStride, &hStride, &wStride };
     int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensor4dDescriptorEx, argv);
     if (rc == CUDNN_STATUS_SUCCESS)
-        remember_type(tensorDesc, dataType);
+        rgpu_keyed_set(&tensor_types, tensorDesc, dataType);
     return rc;
 }
 
@@ -202,7 +145,7 @@ RGPU_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t ten
     const void *argv[] = { &tensorDesc, &dataType, &nbDims, &dimA, &strideA };
     int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensorNdDescriptor, argv);
     if (rc == CUDNN_STATUS_SUCCESS)
-        remember_type(tensorDesc, dataType);
+        rgpu_keyed_set(&tensor_types, tensorDesc, dataType);
     return rc;
 }
 
@@ -215,7 +158,7 @@ RGPU_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptorEx(cudnnTensorDescriptor_t t
     const void *argv[] = { &tensorDesc, &format, &dataType, &nbDims, &dimA };
     int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensorNdDescriptorEx, argv);
     if (rc == CUDNN_STATUS_SUCCESS)
-        remember_type(tensorDesc, dataType);
+        rgpu_keyed_set(&tensor_types, tensorDesc, dataType);
     return rc;
 }
 
@@ -225,6 +168,6 @@ RGPU_EXPORT cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t t
     const void *argv[] = { &tensorDesc };
     int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnDestroyTensorDescriptor, argv);
     if (rc == CUDNN_STATUS_SUCCESS)
-        forget_type(tensorDesc);
+        rgpu_keyed_remove(&tensor_types, tensorDesc);
     return rc;
 }
