@@ -63,24 +63,28 @@ static void pack_bytes_or_nil(msgpack_packer *pk, const void *p, size_t n)
     msgpack_pack_bin_body(pk, p, n);
 }
 
-/* The element size of a buffer: fixed, or from its element-type argument. */
-static uint32_t elem_size(const struct rgpu_param *prm, const struct rgpu_param *tp,
-                          const void *type_value)
+/* A buffer's element count (its length argument's value, or one value
+ * whose type an argument names) and element size (fixed, or by its type
+ * argument; 0 for a type the size function does not know).  vals[i]
+ * points at argument i's value, on either end. */
+static void buf_dims(const struct rgpu_proc *proc, const struct rgpu_param *prm,
+                     const void *const *vals, uint64_t *count, uint32_t *elem)
 {
-    if (!prm->elem)
-        return prm->size;
-    return prm->elem((int)count_from_value(type_value, tp->size));
+    *elem = prm->size;
+    if (prm->elem)
+        *elem = prm->elem(
+            (int)count_from_value(vals[prm->aux_arg], proc->params[prm->aux_arg].size));
+    *count = prm->len_arg < 0
+                 ? 1 : count_from_value(vals[prm->len_arg], proc->params[prm->len_arg].size);
 }
 
 static size_t buf_len_client(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                              const void *const *argv)
 {
-    uint32_t es = prm->elem ? elem_size(prm, &proc->params[prm->aux_arg], argv[prm->aux_arg])
-                            : prm->size;
-    if (prm->len_arg < 0)
-        return es;      /* one value whose type an argument names */
-    const struct rgpu_param *lp = &proc->params[prm->len_arg];
-    return (size_t)count_from_value(argv[prm->len_arg], lp->size) * es;
+    uint64_t count;
+    uint32_t elem;
+    buf_dims(proc, prm, argv, &count, &elem);
+    return (size_t)(count * elem);
 }
 
 static uint32_t scalar_size(const struct rgpu_proc *proc, unsigned i, const void *const *argv,
@@ -325,17 +329,17 @@ static int decode_scalar(const msgpack_object *o, uint8_t kind, struct rgpu_call
     return RGPU_OK;
 }
 
+/* The length and type arguments are plain values, decoded before any
+ * buffer (rgpu_decode_args), so f->argv already points at them. */
 static int buf_len_server(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                           const struct rgpu_call_frame *f, size_t *bytes)
 {
-    uint32_t es = prm->elem ? elem_size(prm, &proc->params[prm->aux_arg], &f->slot[prm->aux_arg])
-                            : prm->size;
-    if (prm->elem && es == 0)
+    uint64_t count;
+    uint32_t elem;
+    buf_dims(proc, prm, (const void *const *)f->argv, &count, &elem);
+    if (prm->elem && elem == 0)
         return RGPU_EPROTO;     /* an element type we do not know */
-    if (prm->len_arg < 0)
-        return buf_bytes(1, es, bytes);
-    const struct rgpu_param *lp = &proc->params[prm->len_arg];
-    return buf_bytes(count_from_value(&f->slot[prm->len_arg], lp->size), es, bytes);
+    return buf_bytes(count, elem, bytes);
 }
 
 static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, unsigned i,
@@ -371,8 +375,9 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
         return rc != RGPU_OK ? rc : decode_bytes(o, bytes, 1, f, i);
     case RGPU_INOUT_BUF:
         rc = buf_len_server(proc, prm, f, &bytes);
-        if (rc == RGPU_OK)
-            rc = decode_bytes(o, bytes, 1, f, i);
+        if (rc != RGPU_OK)
+            return rc;
+        rc = decode_bytes(o, bytes, 1, f, i);
         f->outlen[i] = f->slot[i] ? bytes : 0;
         return rc;
     case RGPU_OUT_BUF:
