@@ -224,18 +224,18 @@ static char *location_of(CXCursor c)
     return xstrdup(buf);
 }
 
-static int known(const struct parse_state *st, const char *name)
+struct gen_func *gen_find_func(struct gen_func *funcs, int n, const char *name)
 {
-    for (int i = 0; i < st->n; i++)
-        if (strcmp(st->funcs[i].name, name) == 0)
-            return 1;
-    return 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(funcs[i].name, name) == 0)
+            return &funcs[i];
+    return NULL;
 }
 
 static void record_function(struct parse_state *st, CXCursor c)
 {
     char *name = cx_dup(clang_getCursorSpelling(c));
-    if (known(st, name)) {
+    if (gen_find_func(st->funcs, st->n, name)) {
         free(name);
         return;
     }

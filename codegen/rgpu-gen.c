@@ -78,14 +78,6 @@ static int rule_matches(const struct ann_rule *r, const char *name)
     return fnmatch(r->pattern, name, 0) == 0;
 }
 
-static struct gen_func *find_proto(struct gen_func *funcs, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(funcs[i].name, name) == 0)
-            return &funcs[i];
-    return NULL;
-}
-
 static int has_versioned_sibling(char **exports, int n, const char *name)
 {
     size_t len = strlen(name);
@@ -204,12 +196,7 @@ static void apply_param_rules(struct export_fn *e, struct annotations *ann)
 /* A generated function must be fully understood; say exactly what is not. */
 static void check_generated(struct export_fn *e, const struct annotations *ann)
 {
-    struct gen_func *f = e->proto;
-    if (!f) {
-        problem("%s: exported by the reference library but declared by no header: "
-            "annotate it in %s (hand, local or refuse)", e->name, ann->path);
-        return;
-    }
+    struct gen_func *f = e->proto;     /* main checked there is one */
     if (!f->ret_is_status)
         problem("%s: %s returns %s, not %s: annotate it in %s (local or hand)", f->where,
             e->name, f->ret, ann->status_type, ann->path);
@@ -612,7 +599,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nexports; i++) {
         struct export_fn *e = &g.exp[i];
         e->name = exports[i];
-        e->proto = find_proto(funcs, nfuncs, e->name);
+        e->proto = gen_find_func(funcs, nfuncs, e->name);
         decide(e, &ann, exports, nexports);
         if (has_procedure(e)) {
             if (!e->proto) {

@@ -111,6 +111,9 @@ struct gen_enum_const *parse_error_enum(const struct annotations *ann, const cha
 void emit_procaddr(const char *typedefs, const char *outpath, const char *lib, char **exports,
                    int nexp, const char *annpath);
 
+/* The prototype named name among funcs, or NULL. */
+struct gen_func *gen_find_func(struct gen_func *funcs, int n, const char *name);
+
 /* Exported function names of an ELF shared library. */
 char **elf_exported_functions(const char *path, int *n);
 
