@@ -58,6 +58,8 @@ struct thread_state {
     int last_error;     /* cudart's per-thread last error */
     int device_known;   /* device: this thread's current device, as last set */
     int device;
+    uint64_t ctx;       /* this thread's current context as last seen, if not 0 */
+    unsigned ctx_generation;    /* ... valid while contexts_generation is this */
 };
 static _Thread_local struct thread_state T;
 
@@ -701,7 +703,19 @@ size_t rgpu_server_size_query(const struct rgpu_lib *lib, const char *fn)
     return v;
 }
 
-/* ---- this thread's current device, known without asking ------------------------- */
+/* ---- what is current, known without asking ------------------------------------- */
+
+/* Bumped by every call that may change contexts behind other threads' backs
+ * (a reset, a release, new flags): all cached contexts and primary-context
+ * states are then stale. */
+static atomic_uint contexts_generation = 1;
+
+#define MAX_PRIMARY 64
+static struct {
+    unsigned generation;        /* known active while contexts_generation is this */
+    unsigned flags;
+} primary[MAX_PRIMARY];
+static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int rgpu_thread_device(int *device)
 {
@@ -715,11 +729,58 @@ void rgpu_thread_set_device(int device)
 {
     T.device = device;
     T.device_known = 1;
+    T.ctx = 0;          /* the device's primary context is current now */
 }
 
-void rgpu_thread_forget_device(void)
+void rgpu_thread_forget_current(void)
 {
     T.device_known = 0;
+    T.ctx = 0;
+}
+
+int rgpu_thread_context(uint64_t *ctx)
+{
+    if (!T.ctx || T.ctx_generation != atomic_load(&contexts_generation))
+        return 0;
+    *ctx = T.ctx;
+    return 1;
+}
+
+void rgpu_thread_set_context(uint64_t ctx)
+{
+    T.ctx = ctx;
+    T.ctx_generation = atomic_load(&contexts_generation);
+}
+
+void rgpu_contexts_changed(void)
+{
+    atomic_fetch_add(&contexts_generation, 1);
+    T.device_known = 0;
+    T.ctx = 0;
+}
+
+int rgpu_primary_active(int dev, unsigned *flags)
+{
+    int known = 0;
+    if (dev < 0 || dev >= MAX_PRIMARY)
+        return 0;
+    pthread_mutex_lock(&primary_lock);
+    if (primary[dev].generation == atomic_load(&contexts_generation)) {
+        *flags = primary[dev].flags;
+        known = 1;
+    }
+    pthread_mutex_unlock(&primary_lock);
+    return known;
+}
+
+void rgpu_primary_set_active(int dev, unsigned flags)
+{
+    if (dev < 0 || dev >= MAX_PRIMARY)
+        return;
+    pthread_mutex_lock(&primary_lock);
+    primary[dev].generation = atomic_load(&contexts_generation);
+    primary[dev].flags = flags;
+    pthread_mutex_unlock(&primary_lock);
 }
 
 /* ---- reading replies of hand-written calls ---------------------------------------- */

@@ -176,11 +176,24 @@ int rgpu_sticky_error(void);
 /* cudaGetLastError / cudaPeekAtLastError. */
 int rgpu_last_error(int clear);
 
-/* This thread's current device as the client last saw it set or read
- * (answered locally: PyTorch asks for it constantly).  Driver calls that
- * change the current context forget it. */
+/* What is current, as the client last saw it set or read (answered
+ * locally: PyTorch asks constantly).  Only this process's own calls change
+ * it, and those that do tell the core:
+ * - this thread's current device (setting it forgets the context);
+ * - this thread's current context, when not NULL;
+ * - whether a device's primary context is active, and its flags, once seen
+ *   active.
+ * rgpu_thread_forget_current: this thread's context changed (set, push,
+ * pop, create).  rgpu_contexts_changed: contexts may have changed for every
+ * thread (reset, release, destroy, new flags); all of the above is
+ * forgotten. */
 int rgpu_thread_device(int *device);
 void rgpu_thread_set_device(int device);
-void rgpu_thread_forget_device(void);
+void rgpu_thread_forget_current(void);
+int rgpu_thread_context(uint64_t *ctx);
+void rgpu_thread_set_context(uint64_t ctx);
+int rgpu_primary_active(int dev, unsigned *flags);
+void rgpu_primary_set_active(int dev, unsigned flags);
+void rgpu_contexts_changed(void);
 
 #endif

@@ -1,5 +1,6 @@
-/* Hand-written parts of libcuda.so.1: everything codegen/cuda.ann marks
- * `hand`, `client` or `local`.  Server side: daemon/hand_cuda.c. */
+/* Hand-written parts of libcuda.so.1: what codegen/cuda.ann marks
+ * `hand`, `client` or `local`, contexts apart (cuda_contexts.c).  Server
+ * side: daemon/hand_cuda.c. */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 #include "client_ranges.h"
@@ -152,7 +153,7 @@ RGPU_EXPORT CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
     return CUDA_SUCCESS;
 }
 
-/* ---- allocations and contexts --------------------------------------------------- */
+/* ---- allocations ---------------------------------------------------------------- */
 
 #undef cuMemAlloc
 RGPU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -172,55 +173,6 @@ RGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     if (rc == CUDA_SUCCESS)
         rgpu_ranges_remove(dptr);
     return rc;
-}
-
-#undef cuCtxCreate
-RGPU_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
-                                    unsigned int flags, CUdevice dev)
-{
-    const void *argv[] = { &pctx, &ctxCreateParams, &flags, &dev };
-    if (ctxCreateParams) {
-        /* Its members point at arrays in this process. */
-        static int logged;
-        return rgpu_refused(LIB, "cuCtxCreate with creation parameters",
-                            "execution-affinity and CIG parameters: not remoted yet", &logged);
-    }
-    rgpu_thread_forget_device();     /* the new context is current */
-    return rgpu_call(LIB, RGPU_CUDA_cuCtxCreate_v4, argv);
-}
-
-/* Changing the current context may change the current device, which the
- * runtime stub answers from its cache: forget it. */
-#undef cuCtxSetCurrent
-RGPU_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
-{
-    const void *argv[] = { &ctx };
-    rgpu_thread_forget_device();
-    return rgpu_call(LIB, RGPU_CUDA_cuCtxSetCurrent, argv);
-}
-
-#undef cuCtxPushCurrent
-RGPU_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
-{
-    const void *argv[] = { &ctx };
-    rgpu_thread_forget_device();
-    return rgpu_call(LIB, RGPU_CUDA_cuCtxPushCurrent_v2, argv);
-}
-
-#undef cuCtxPopCurrent
-RGPU_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
-{
-    const void *argv[] = { &pctx };
-    rgpu_thread_forget_device();
-    return rgpu_call(LIB, RGPU_CUDA_cuCtxPopCurrent_v2, argv);
-}
-
-#undef cuCtxDestroy
-RGPU_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
-{
-    const void *argv[] = { &ctx };
-    rgpu_thread_forget_device();
-    return rgpu_call(LIB, RGPU_CUDA_cuCtxDestroy_v2, argv);
 }
 
 /* ---- copies ------------------------------------------------------------------------- */

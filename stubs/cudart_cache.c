@@ -1,6 +1,7 @@
 /* Read-only facts of the runtime, answered on the client after the first
  * time (BRIEF 4.5): the device count, each device's properties and
- * attributes, the driver version, and each thread's current device.
+ * attributes, the driver version, and each thread's current device; calls
+ * that change contexts tell the driver stub's cache (stubs/cuda_contexts.c).
  * PyTorch asks for these thousands of times; each would be a round trip.
  * What can change (the current device) is updated by the calls that change
  * it. */
@@ -145,6 +146,31 @@ RGPU_EXPORT cudaError_t cudaSetDevice(int device)
     if (rc == cudaSuccess)
         rgpu_thread_set_device(device);
     return rc;
+}
+
+/* Calls that may change the primary context, whose state and current-ness
+ * the driver stub answers from the core's cache: forget it. */
+#undef cudaDeviceReset
+RGPU_EXPORT cudaError_t cudaDeviceReset(void)
+{
+    rgpu_contexts_changed();
+    return rgpu_call(LIB, RGPU_CUDART_cudaDeviceReset, NULL);
+}
+
+#undef cudaSetDeviceFlags
+RGPU_EXPORT cudaError_t cudaSetDeviceFlags(unsigned int flags)
+{
+    const void *argv[] = { &flags };
+    rgpu_contexts_changed();
+    return rgpu_call(LIB, RGPU_CUDART_cudaSetDeviceFlags, argv);
+}
+
+#undef cudaInitDevice
+RGPU_EXPORT cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags)
+{
+    const void *argv[] = { &device, &deviceFlags, &flags };
+    rgpu_contexts_changed();
+    return rgpu_call(LIB, RGPU_CUDART_cudaInitDevice, argv);
 }
 
 /* ---- stream capture: asked only while a capture is under way ----------------------- */

@@ -15,7 +15,10 @@
 # dir or the daemon is missing or the daemon does not start.
 #
 # Tunables: RGPU_PROG_TIMEOUT (s, default 60), RGPU_BENCH_TIMEOUT (s, 240),
-# RGPU_BENCH_ARGS (e.g. --quick), CUDA_HOME (/usr/local/cuda).
+# RGPU_BENCH_ARGS (e.g. --quick), CUDA_HOME (/usr/local/cuda); RGPU_PROGS=0 and
+# RGPU_BENCH=0 skip those parts, RGPU_LADDER=1 adds the PyTorch ladder
+# (RGPU_LADDER_RUNGS picks rungs), RGPU_PROFILE=1 a table of where nanogpt
+# waits on the network (RGPU_PROFILE_STEPS, default 50).
 set -u
 
 BUILD_ARG=${1:-build}
@@ -293,6 +296,32 @@ run_ladder() {
         ${RGPU_LADDER_RUNGS:-} 2>&1 | tee -a "$SUMMARY"
 }
 
+# Where a training step waits: examples/nanogpt through rgpu with RGPU_STATS=1,
+# whose table of calls that waited for a reply (and those that did not) goes
+# to the summary.  It steers the performance work.
+run_profile() {
+    local steps=${RGPU_PROFILE_STEPS:-50}
+    say ""
+    say "== where rgpu waits: examples/nanogpt, $steps steps, RGPU_STATS=1"
+    LD_PRELOAD=$(stub_preload) RGPU_SERVER=127.0.0.1:$PORT RGPU_STATS=1 \
+    LD_LIBRARY_PATH=$STUBS:${LD_LIBRARY_PATH:-} \
+    timeout 300 python3 "$(dirname "$0")/../../examples/nanogpt/train.py" --steps "$steps" \
+        --log-every "$steps" --data /tmp/rgpu-nanogpt-data.txt > "$WORK/profile.out" 2>&1
+    say "exit status $?"
+    grep -E '^(rgpu: |mean_step_ms)' "$WORK/profile.out" | head -45 | tee -a "$SUMMARY"
+    log_file "nanogpt profile" "$WORK/profile.out"
+}
+
+# The stub libraries to preload, colon-separated.
+stub_preload() {
+    local n list=
+    for n in librgpu-client.so.0 libcuda.so.1 libcudart.so.13 libcublasLt.so.13 \
+             libcublas.so.13 libcudnn.so.9; do
+        [ -e "$STUBS/$n" ] && list=$list${list:+:}$STUBS/$n
+    done
+    echo "$list"
+}
+
 gpu_name() {
     local g
     g=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
@@ -312,13 +341,16 @@ main() {
     say "gpu: $(gpu_name)"
     check_build
     start_daemon
-    if [ -d "$PROGS" ]; then
+    if [ "${RGPU_PROGS:-1}" = 0 ]; then
+        :
+    elif [ -d "$PROGS" ]; then
         run_progs
     else
         say "== no test programs in $PROGS"
     fi
     [ "${RGPU_BENCH:-1}" = 0 ] || run_bench
     [ -n "${RGPU_LADDER:-}" ] && run_ladder
+    [ -n "${RGPU_PROFILE:-}" ] && run_profile
 
     kill -0 "$DAEMON_PID" 2>/dev/null || say "warning: rgpud died during the run"
     stop_daemon

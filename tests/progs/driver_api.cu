@@ -110,6 +110,56 @@ static void test_ctx_create(CUdevice dev)
           "a context is still current");
 }
 
+// The primary context's state follows retains, releases, resets and flags;
+// the current context follows set, push and pop.  rgpu answers both from a
+// cache: each change must show at once.
+static void test_primary_state(CUdevice dev)
+{
+    CUcontext pctx = NULL, ctx = NULL, cur = NULL;
+    unsigned flags = 0;
+    int active = -1;
+
+    check(cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active == 0,
+          "primary context inactive before its first retain", "active %d", active);
+    if (!check_cu(cuDevicePrimaryCtxRetain(&pctx, dev), "cuDevicePrimaryCtxRetain"))
+        return;
+    for (int i = 0; i < 2; i++)
+        check(cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active == 1,
+              "primary context active after a retain", "active %d", active);
+    check_cu(cuDevicePrimaryCtxSetFlags(dev, CU_CTX_SCHED_BLOCKING_SYNC), "cuDevicePrimaryCtxSetFlags");
+    check(cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS &&
+          (flags & CU_CTX_SCHED_MASK) == CU_CTX_SCHED_BLOCKING_SYNC,
+          "primary context flags as set", "flags 0x%x", flags);
+    check_cu(cuDevicePrimaryCtxSetFlags(dev, 0), "cuDevicePrimaryCtxSetFlags 0");
+
+    check_cu(cuCtxSetCurrent(pctx), "cuCtxSetCurrent primary");
+    check(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == pctx, "current: primary", "another");
+    if (check_cu(cuCtxCreate(&ctx, NULL, 0, dev), "cuCtxCreate")) {
+        check(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ctx, "current: created", "another");
+        check_cu(cuCtxPushCurrent(pctx), "cuCtxPushCurrent primary");
+        check(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == pctx, "current: pushed", "another");
+        check_cu(cuCtxPopCurrent(&cur), "cuCtxPopCurrent");
+        check(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ctx, "current: after pop", "another");
+        check_cu(cuCtxDestroy(ctx), "cuCtxDestroy");
+    }
+    check_cu(cuCtxSetCurrent(NULL), "cuCtxSetCurrent NULL");
+    check(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL, "current: none", "a context");
+
+    check_cu(cuDevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+    check(cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active == 0,
+          "primary context inactive after its last release", "active %d", active);
+    check_cu(cuDevicePrimaryCtxRetain(&pctx, dev), "cuDevicePrimaryCtxRetain again");
+    check(cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active == 1,
+          "primary context active again", "active %d", active);
+    check_cu(cuDevicePrimaryCtxReset(dev), "cuDevicePrimaryCtxReset");
+    // Whether a reset deactivates a context still retained is the driver's
+    // business: print it, for the native and remote runs to agree on.
+    active = -1;
+    check_cu(cuDevicePrimaryCtxGetState(dev, &flags, &active), "cuDevicePrimaryCtxGetState");
+    printf("info: primary context after a reset: active %d\n", active);
+    check_cu(cuDevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease after the reset");
+}
+
 static void test_memory(void)
 {
     CUdeviceptr d1 = 0, d2 = 0;
@@ -364,6 +414,7 @@ int main(void)
         return 1;
     test_device(&dev);
     test_ctx_create(dev);
+    test_primary_state(dev);
 
     if (!check_cu(cuDevicePrimaryCtxRetain(&pctx, dev), "cuDevicePrimaryCtxRetain") ||
         !check_cu(cuCtxSetCurrent(pctx), "cuCtxSetCurrent primary"))
