@@ -1,6 +1,7 @@
 /* The client core (see rgpu_client.h). */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
+#include "rgpu_liblog.h"
 #include "rgpu_log.h"
 #include "rgpu_wire.h"
 
@@ -217,9 +218,14 @@ static void deliver(char *frame, size_t len)
     uint64_t serial = 0;
 
     msgpack_zone_init(&zone, 256);
-    /* Only the serial is needed here; the waiter decodes the rest. */
-    if (rgpu_unpack_frame(frame, len, &zone, &root) == 0 && root.type == MSGPACK_OBJECT_ARRAY &&
-        root.via.array.size >= 2 && rgpu_obj_u64(&root.via.array.ptr[1], &serial) == 0) {
+    int unpacked = rgpu_unpack_frame(frame, len, &zone, &root) == 0 &&
+                   root.type == MSGPACK_OBJECT_ARRAY && root.via.array.size >= 2;
+    if (unpacked && root.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+        root.via.array.ptr[0].via.u64 == RGPU_MSG_LOG) {
+        rgpu_liblog_queue(frame, len);      /* delivered once a reply is in */
+        frame = NULL;
+    } else if (unpacked && rgpu_obj_u64(&root.via.array.ptr[1], &serial) == 0) {
+        /* Only the serial is needed here; the waiter decodes the rest. */
         for (struct waiter *w = S.waiters; w; w = w->next) {
             if (w->serial == serial) {
                 w->frame = frame;
@@ -470,7 +476,9 @@ int rgpu_req_post(struct rgpu_req *req, struct rgpu_ticket **ticket)
 int rgpu_req_wait(struct rgpu_ticket *t, struct rgpu_reply *reply)
 {
     int rc = RGPU_OK;
-    if (wait_reply(&t->w) < 0) {
+    int got = wait_reply(&t->w);
+    rgpu_liblog_deliver();      /* what the call logged came before its reply */
+    if (got < 0) {
         rc = RGPU_EIO;
     } else {
         memset(reply, 0, sizeof *reply);
@@ -575,6 +583,7 @@ int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
     unsigned flags = (proc->flags & RGPU_PROC_ASYNC) && !rgpu_has_host_outputs(proc, argv, pol)
                          ? RGPU_CALL_NOREPLY : 0;
 
+    rgpu_liblog_flush_settings(lib);
     rgpu_req_begin(&req, proc->id, flags);
     rgpu_stats_name(proc->id, proc->name);
     if (rgpu_encode_args(&req.pk, proc, argv, pol) != RGPU_OK) {
@@ -789,6 +798,7 @@ int rgpu_req_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_
                       struct rgpu_reply *reply)
 {
     rgpu_stats_name(req->proc_id, what);
+    rgpu_liblog_flush_settings(lib);
     int rc = rgpu_req_send(req, reply);
     if (rc != RGPU_OK)
         return rgpu_transport_status(lib, what, rc);

@@ -41,6 +41,10 @@
 /* [lib, function] -> [value]  a library's size_t *Version() query */
 #define RGPU_H_SIZE_QUERY    "rgpu.size_query"
 
+/* [setting...] -> []  a library's log settings (library "cublas", "cublasLt"
+ * or "cudnn"; see daemon/liblog.c); no reply */
+#define RGPU_H_LOG_SETTINGS  "rgpu.log_settings"
+
 /* [kernel, blockSize, dynamicSMemSize, flags] -> [numBlocks] */
 #define RGPU_H_OCCUPANCY      "rgpu.occupancy"
 /* [kernel, numBlocks, blockSize] -> [bytes] */

@@ -12,6 +12,8 @@
  *                               flags, [args...]]
  *   reply    server -> client  [RGPU_MSG_REPLY, serial, transport_status,
  *                               api_status, deferred_status, [outs...]]
+ *   log      server -> client  [RGPU_MSG_LOG, library, level, function, text,
+ *                               [details...]]
  *
  * transport_status says whether the server could carry out the call at all
  * (RGPU_OK, or an RGPU_E* code); api_status is what the CUDA function itself
@@ -21,6 +23,11 @@
  * server keeps the first such failure per client thread and reports it as
  * deferred_status in the next reply that thread gets (CUDA's sticky-error
  * model: an asynchronous error shows up at the next call that waits).
+ *
+ * A log frame carries one message a library logged on the server (cuBLAS,
+ * cuBLASLt and cuDNN logger callbacks run on the client); it comes before
+ * the reply of the call that logged it and is handed to the program once
+ * that reply arrives (common/rgpu_liblog.h).
  *
  * Procedure ids are a hash of "library/function" (rgpu_proc_id()), so they
  * never change across builds or CUDA versions; hand-written procedures use
@@ -42,6 +49,7 @@ enum rgpu_msg {
     RGPU_MSG_WELCOME = 2,
     RGPU_MSG_CALL    = 3,
     RGPU_MSG_REPLY   = 4,
+    RGPU_MSG_LOG     = 5,
 };
 
 enum rgpu_call_flags {

@@ -29,6 +29,9 @@ int backend_driver_version(void);
 
 /* Serve one client on fd until it leaves; never returns. */
 void session_run(int fd, const struct rgpud_options *opt) __attribute__((noreturn));
+/* Send one frame to the client from any thread; a dead client ends the
+ * session. */
+void session_send(const msgpack_sbuffer *sb);
 
 /* ---- guards.c: checks around generated procedures ---------------------------- */
 
@@ -72,6 +75,8 @@ extern const struct hand_proc hand_cudart_procs[];
 extern const int hand_cudart_nprocs;
 extern const struct hand_proc hand_cuda_procs[];
 extern const int hand_cuda_nprocs;
+extern const struct hand_proc hand_liblog_procs[];     /* liblog.c */
+extern const int hand_liblog_nprocs;
 
 /* Argument helpers for handlers: -1 when the argument is missing or of the
  * wrong type (the handler then answers -RGPU_EPROTO). */

@@ -106,7 +106,14 @@ static struct served_lib served[] = {
 };
 #define NSERVED (sizeof served / sizeof served[0])
 
-static uint32_t *hand_ids[2];
+static const struct hand_proc *const hand_tables[] = {
+    hand_cudart_procs, hand_cuda_procs, hand_liblog_procs,
+};
+#define NHAND (sizeof hand_tables / sizeof hand_tables[0])
+static const int *const hand_counts[NHAND] = {
+    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_liblog_nprocs,
+};
+static uint32_t *hand_ids[NHAND];
 
 static void init_tables(void)
 {
@@ -120,23 +127,23 @@ static void init_tables(void)
         for (size_t k = 0; k < served[i].lib->nprocs; k++)
             served[i].guard[k] = guard_for(served[i].lib->name, served[i].lib->procs[k].name);
     }
-    const struct hand_proc *tabs[2] = { hand_cudart_procs, hand_cuda_procs };
-    const int counts[2] = { hand_cudart_nprocs, hand_cuda_nprocs };
-    for (int t = 0; t < 2; t++) {
-        hand_ids[t] = calloc((size_t)counts[t] + 1, sizeof(uint32_t));
-        for (int i = 0; i < counts[t]; i++)
-            hand_ids[t][i] = rgpu_proc_id(tabs[t][i].lib, tabs[t][i].name);
+    for (size_t t = 0; t < NHAND; t++) {
+        hand_ids[t] = calloc((size_t)*hand_counts[t] + 1, sizeof(uint32_t));
+        if (!hand_ids[t]) {
+            rgpu_error("out of memory");
+            _exit(1);
+        }
+        for (int i = 0; i < *hand_counts[t]; i++)
+            hand_ids[t][i] = rgpu_proc_id(hand_tables[t][i].lib, hand_tables[t][i].name);
     }
 }
 
 static const struct hand_proc *find_hand(uint32_t id)
 {
-    const struct hand_proc *tabs[2] = { hand_cudart_procs, hand_cuda_procs };
-    const int counts[2] = { hand_cudart_nprocs, hand_cuda_nprocs };
-    for (int t = 0; t < 2; t++)
-        for (int i = 0; i < counts[t]; i++)
+    for (size_t t = 0; t < NHAND; t++)
+        for (int i = 0; i < *hand_counts[t]; i++)
             if (hand_ids[t][i] == id)
-                return &tabs[t][i];
+                return &hand_tables[t][i];
     return NULL;
 }
 
@@ -179,6 +186,11 @@ static void send_or_die(const msgpack_sbuffer *sb)
 {
     struct iovec iov = { sb->data, sb->size };
     send_parts_or_die(&iov, 1);
+}
+
+void session_send(const msgpack_sbuffer *sb)
+{
+    send_or_die(sb);
 }
 
 static void pack_reply_head(msgpack_packer *pk, uint64_t serial, int transport, int api,

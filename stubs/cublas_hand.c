@@ -324,30 +324,3 @@ RGPU_EXPORT void cublasXerbla(const char *srName, int info)
     fprintf(stderr, " ** On entry to %s parameter number %d had an illegal value\n",
             srName ? srName : "?", info);
 }
-
-/* Logging: configured here, written here.  The server's cuBLAS logs stay
- * on the server; rgpud -v shows the calls instead. */
-static cublasLogCallback log_callback;
-
-RGPU_EXPORT cublasStatus_t cublasLoggerConfigure(int logIsOn, int logToStdOut, int logToStdErr,
-                                                 const char *logFileName)
-{
-    (void)logToStdOut; (void)logToStdErr; (void)logFileName;
-    if (logIsOn)
-        rgpu_log_set_level(RGPU_LOG_DEBUG);
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-RGPU_EXPORT cublasStatus_t cublasSetLoggerCallback(cublasLogCallback userCallback)
-{
-    log_callback = userCallback;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-RGPU_EXPORT cublasStatus_t cublasGetLoggerCallback(cublasLogCallback *userCallback)
-{
-    if (!userCallback)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    *userCallback = log_callback;
-    return CUBLAS_STATUS_SUCCESS;
-}

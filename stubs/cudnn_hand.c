@@ -1,6 +1,6 @@
 /* Hand-written parts of libcudnn: versions and error texts from the
- * server's cuDNN, and the callbacks, which run here.  Everything else is
- * generated from codegen/cudnn.ann. */
+ * server's cuDNN and the alpha/beta sizes; the callbacks are in
+ * cudnn_logger.c.  Everything else is generated from codegen/cudnn.ann. */
 #include "rgpu_client.h"
 #include "cudnn_procs.h"
 
@@ -53,31 +53,6 @@ RGPU_EXPORT void cudnnGetLastErrorString(char *message, size_t max_size)
 {
     if (message && max_size)
         message[0] = '\0';
-}
-
-/* Callbacks run here and would receive the server's messages; those stay
- * on the server, so a callback is stored and handed back, never called. */
-static unsigned callback_mask;
-static void *callback_data;
-static cudnnCallback_t callback_fn;
-
-RGPU_EXPORT cudnnStatus_t cudnnSetCallback(unsigned mask, void *udata, cudnnCallback_t fptr)
-{
-    callback_mask = mask;
-    callback_data = udata;
-    callback_fn = fptr;
-    return CUDNN_STATUS_SUCCESS;
-}
-
-RGPU_EXPORT cudnnStatus_t cudnnGetCallback(unsigned *mask, void **udata, cudnnCallback_t *fptr)
-{
-    if (mask)
-        *mask = callback_mask;
-    if (udata)
-        *udata = callback_data;
-    if (fptr)
-        *fptr = callback_fn;
-    return CUDNN_STATUS_SUCCESS;
 }
 
 /* ---- alpha and beta: float unless the data is double ------------------------------ */
