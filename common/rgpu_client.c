@@ -42,6 +42,7 @@ static struct {
     pthread_mutex_t lock;           /* waiters and the reader role */
     pthread_cond_t cond;
     int reader_active;
+    atomic_int connected;           /* connect_once succeeded */
     struct waiter *waiters;
     atomic_uint_fast64_t next_serial;
     atomic_uint next_tid;
@@ -198,6 +199,7 @@ static void connect_once(void)
         return;
     }
     S.fd = fd;
+    atomic_store(&S.connected, 1);
     rgpu_info("connected to %s (server %s, CUDA runtime %d, driver %d)", spec, S.info.name,
               S.info.runtime_version, S.info.driver_version);
 }
@@ -206,6 +208,11 @@ static int session(void)
 {
     pthread_once(&S.once, connect_once);
     return S.broken ? -1 : S.fd;
+}
+
+int rgpu_session_started(void)
+{
+    return atomic_load(&S.connected) && !S.broken;
 }
 
 /* ---- replies: whoever waits, reads ----------------------------------------- */

@@ -87,6 +87,8 @@ int rgpu_req_wait(struct rgpu_ticket *ticket, struct rgpu_reply *reply);
  * to read (and free), or the library's status for a transport failure
  * (nothing to free).  `what` names the call in logs. */
 #define RGPU_REPLY_READY (-1)
+/* Whether this process is connected to rgpud already (never connects). */
+int rgpu_session_started(void);
 int rgpu_req_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,
                       struct rgpu_reply *reply);
 /* Output i of a reply (NULL when absent), as an unsigned (0 when absent),

@@ -59,10 +59,45 @@ void rgpu_liblog_register(const struct rgpu_lib *lib, rgpu_liblog_sink sink)
     pthread_mutex_unlock(&lock);
 }
 
+/* Send settings to rgpud: waiting for the reply when wait, so that what
+ * applying them logs is delivered before the setter returns, as a local
+ * library would; without waiting, a failure shows as the next waiting
+ * call's deferred status. */
+static void send_settings(const struct rgpu_lib *lib, const int64_t *settings, unsigned n,
+                          int wait)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    rgpu_req_begin(&req, rgpu_proc_id(lib->name, RGPU_H_LOG_SETTINGS),
+                   wait ? 0 : RGPU_CALL_NOREPLY);
+    msgpack_pack_array(&req.pk, n);
+    for (unsigned i = 0; i < n; i++)
+        msgpack_pack_int64(&req.pk, settings[i]);
+    if (!wait) {
+        rgpu_stats_name(req.proc_id, "rgpu.log_settings");
+        if (rgpu_req_send(&req, NULL) != RGPU_OK)
+            rgpu_warn("%s: cannot send its log settings to rgpud", lib->soname);
+        return;
+    }
+    int rc = rgpu_req_exchange(lib, "rgpu.log_settings", &req, &reply);
+    if (rc == 0) {
+        rc = rgpu_reply_status(lib, &reply);
+        rgpu_reply_free(&reply);
+    }
+    if (rc != 0)
+        rgpu_warn("%s: rgpud could not apply its log settings (status %d)", lib->soname, rc);
+}
+
 void rgpu_liblog_configure(const struct rgpu_lib *lib, const int64_t *settings, unsigned n)
 {
     if (n > RGPU_LIBLOG_SETTINGS)
         n = RGPU_LIBLOG_SETTINGS;
+    /* Connected: apply now.  Not yet: before the library's first call, so
+     * that loading a stub never opens a session. */
+    if (rgpu_session_started()) {
+        send_settings(lib, settings, n, 1);
+        return;
+    }
     pthread_mutex_lock(&lock);
     struct logging_lib *e = entry_for(lib);
     if (e) {
@@ -94,17 +129,8 @@ void rgpu_liblog_flush_settings(const struct rgpu_lib *lib)
         send = 1;
     }
     pthread_mutex_unlock(&lock);
-    if (!send)
-        return;
-    /* No reply: a failure shows as the next waiting call's deferred status. */
-    struct rgpu_req req;
-    rgpu_req_begin(&req, rgpu_proc_id(lib->name, RGPU_H_LOG_SETTINGS), RGPU_CALL_NOREPLY);
-    rgpu_stats_name(req.proc_id, "rgpu.log_settings");
-    msgpack_pack_array(&req.pk, n);
-    for (unsigned i = 0; i < n; i++)
-        msgpack_pack_int64(&req.pk, settings[i]);
-    if (rgpu_req_send(&req, NULL) != RGPU_OK)
-        rgpu_warn("%s: cannot send its log settings to rgpud", lib->soname);
+    if (send)
+        send_settings(lib, settings, n, 0);
 }
 
 void rgpu_liblog_queue(char *frame, size_t len)

@@ -1,8 +1,9 @@
 /* Library logs: cuBLAS, cuBLASLt and cuDNN log from inside the server's
  * process; a program's logger callbacks and log files are on the client.
  * The client stub of a library registers a sink and tells the core the
- * library's log settings; the core sends them to rgpud before that
- * library's next call (so loading a stub never opens a session), rgpud
+ * library's log settings; the core sends them to rgpud at once when
+ * connected, else before that library's first call (so loading a stub
+ * never opens a session); rgpud
  * installs its own callbacks in the real library, and each message comes
  * back as a RGPU_MSG_LOG frame, which the core hands to the sink once the
  * call that waits for it has its reply — on the caller's thread, with no
@@ -32,7 +33,9 @@ typedef void (*rgpu_liblog_sink)(const struct rgpu_liblog_msg *m);
 /* lib's messages go to sink from now on. */
 void rgpu_liblog_register(const struct rgpu_lib *lib, rgpu_liblog_sink sink);
 /* lib's settings (up to RGPU_LIBLOG_SETTINGS numbers whose meaning the
- * library's server handler knows) go to rgpud before lib's next call. */
+ * library's server handler knows, daemon/liblog.c) go to rgpud: at once,
+ * waiting for them to be applied, when connected; else before lib's first
+ * call. */
 void rgpu_liblog_configure(const struct rgpu_lib *lib, const int64_t *settings, unsigned n);
 
 /* A log destination named as the libraries' environment variables name

@@ -10,6 +10,7 @@
 #include <cublasLt.h>
 #include <cublas_api.h>
 #include <cudnn_graph.h>
+#include <stdio.h>
 #include <string.h>
 
 #define REAL(lib, name) ((__typeof__(&name))backend_sym(lib, #name))
@@ -50,15 +51,22 @@ static void forward_cublasLt(int level, const char *function, const char *messag
     send_log("cublasLt", level, function, message, NULL, 0);
 }
 
+/* cuBLASLt writes its log file as well as calling the callback: the
+ * server's is /dev/null, the client writes its own. */
 static int h_cublasLt_settings(struct hand_call *c)
 {
+    static FILE *devnull;
     uint64_t mask;
     PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &mask));
     NEED(REAL("cublasLt", cublasLtLoggerSetCallback));
+    NEED(REAL("cublasLt", cublasLtLoggerSetFile));
     NEED(REAL("cublasLt", cublasLtLoggerSetMask));
+    if (!devnull && !(devnull = fopen("/dev/null", "w")))
+        return -RGPU_ENOMEM;
     msgpack_pack_array(c->out, 0);
-    cublasStatus_t rc = REAL("cublasLt", cublasLtLoggerSetCallback)(mask ? forward_cublasLt
-                                                                               : NULL);
+    cublasStatus_t rc = REAL("cublasLt", cublasLtLoggerSetCallback)(forward_cublasLt);
+    if (rc == CUBLAS_STATUS_SUCCESS)
+        rc = REAL("cublasLt", cublasLtLoggerSetFile)(devnull);
     if (rc == CUBLAS_STATUS_SUCCESS)
         rc = REAL("cublasLt", cublasLtLoggerSetMask)((int)mask);
     return (int)rc;

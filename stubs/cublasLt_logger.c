@@ -1,8 +1,9 @@
 /* cuBLASLt's logger on the client: the settings (level or mask, from
  * cublasLtLoggerSet* or CUBLASLT_LOG_LEVEL / CUBLASLT_LOG_MASK) go to the
- * server's cuBLASLt; its messages come back (common/rgpu_liblog.h) to the
- * program's callback, or else to its log file (cublasLtLoggerSetFile,
- * cublasLtLoggerOpenFile, CUBLASLT_LOG_FILE; standard output by default). */
+ * server's cuBLASLt; its messages come back (common/rgpu_liblog.h) and, as
+ * cuBLASLt does (seen on an H200 with cuBLASLt 13.1), are written to the log
+ * file (cublasLtLoggerSetFile, cublasLtLoggerOpenFile, CUBLASLT_LOG_FILE;
+ * standard output by default) and handed to the program's callback too. */
 #include "rgpu_client.h"
 #include "rgpu_liblog.h"
 #include "rgpu_log.h"
@@ -23,9 +24,10 @@ static FILE *file;              /* NULL: standard output */
 static int file_owned;          /* opened here: closed when replaced */
 static int disabled;            /* cublasLtLoggerForceDisable: for good */
 
+/* The names cuBLASLt's own log lines give the levels. */
 static const char *level_name(int level)
 {
-    static const char *const names[] = { "Off", "Error", "Trace", "Hints", "Heuristics", "Api" };
+    static const char *const names[] = { "Off", "Error", "Trace", "Hints", "Info", "Api" };
     return level >= 0 && level <= MAX_LEVEL ? names[level] : "?";
 }
 
@@ -34,7 +36,7 @@ static void sink(const struct rgpu_liblog_msg *m)
     pthread_mutex_lock(&lock);
     cublasLtLoggerCallback_t cb = disabled ? NULL : callback;
     FILE *f = disabled ? NULL : file ? file : stdout;
-    if (!cb && f) {
+    if (f) {
         char when[32];
         time_t now = time(NULL);
         struct tm tm;
@@ -95,12 +97,14 @@ RGPU_EXPORT cublasStatus_t cublasLtLoggerOpenFile(const char *logFile)
     return CUBLAS_STATUS_SUCCESS;
 }
 
-/* Level n logs the categories 1..n: the mask of the n lowest bits. */
+/* Level n logs the categories 1..n: the mask of the n lowest bits.
+ * cuBLASLt 13.1 accepts levels above 5 although its header says otherwise:
+ * so do we, as 5. */
 RGPU_EXPORT cublasStatus_t cublasLtLoggerSetLevel(int level)
 {
-    if (level < 0 || level > MAX_LEVEL)
+    if (level < 0)
         return CUBLAS_STATUS_INVALID_VALUE;
-    send_mask((1 << level) - 1);
+    send_mask((1 << (level < MAX_LEVEL ? level : MAX_LEVEL)) - 1);
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cublasLt.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,17 +49,26 @@ cublasStatus_t CUBLASWINAPI cublasLtLoggerSetCallback(cublasLtLoggerCallback_t c
     return CUBLAS_STATUS_SUCCESS;
 }
 
+// As cuBLASLt does, the setters log themselves under the old settings.
 cublasStatus_t CUBLASWINAPI cublasLtLoggerSetMask(int mask)
 {
+    log_api("cublasLtLoggerSetMask", "new mask");
     log_mask = mask;
     return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtLoggerSetLevel(int level)
 {
-    if (level < 0 || level > 5)
+    if (level < 0)
         return CUBLAS_STATUS_INVALID_VALUE;
-    log_mask = (1 << level) - 1;
+    log_api("cublasLtLoggerSetLevel", "new level");
+    log_mask = (1 << (level < 5 ? level : 5)) - 1;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtLoggerSetFile(FILE *file)
+{
+    (void)file;                         // the fake writes no files
     return CUBLAS_STATUS_SUCCESS;
 }
 
