@@ -78,12 +78,6 @@ static int read_all(int fd, void *buf, size_t n, int eof_ok)
 
 int rgpu_read_frame(int fd, char **buf, size_t *len)
 {
-    return rgpu_read_frame_with(fd, buf, len, malloc, free);
-}
-
-int rgpu_read_frame_with(int fd, char **buf, size_t *len, void *(*alloc)(size_t),
-                         void (*release)(void *))
-{
     uint32_t be;
     if (read_all(fd, &be, sizeof be, 1) < 0)
         return -1;
@@ -92,11 +86,11 @@ int rgpu_read_frame_with(int fd, char **buf, size_t *len, void *(*alloc)(size_t)
         errno = EMSGSIZE;
         return -1;
     }
-    char *p = alloc(n);
+    char *p = malloc(n);
     if (!p)
         return -1;
     if (read_all(fd, p, n, 0) < 0) {
-        release(p);
+        free(p);
         return -1;
     }
     *buf = p;

@@ -16,10 +16,6 @@ int rgpu_write_frame(int fd, const struct iovec *parts, int nparts);
  * EPIPE on a clean end of stream, EMSGSIZE when the announced length is
  * beyond RGPU_FRAME_MAX. */
 int rgpu_read_frame(int fd, char **buf, size_t *len);
-/* The same, with the frame's buffer from alloc (rgpud stages bulk copies
- * in pinned memory); on failure what alloc gave is handed to release. */
-int rgpu_read_frame_with(int fd, char **buf, size_t *len, void *(*alloc)(size_t),
-                         void (*release)(void *));
 
 /* Validate that buf holds exactly one msgpack object whose every array and
  * map count fits in the bytes left (msgpack-c allocates for a count before

@@ -84,7 +84,6 @@ static int h_htod(struct hand_call *c)
     PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &stream) ||
              arg_bin(c, 2, &p, &n));
     NEED(REAL(cudaMemcpyAsync));
-    staging_prepare();      /* later chunks arrive in pinned memory */
     /* The frame is freed after we return: wait for the copy to finish. */
     int rc = sync_after((cudaStream_t)stream,
                         REAL(cudaMemcpyAsync)((void *)dst, p, n, cudaMemcpyHostToDevice,
@@ -102,8 +101,7 @@ static int h_dtoh(struct hand_call *c)
     if (count > RGPU_FRAME_MAX - 4096)
         return -RGPU_ETOOBIG;
     NEED(REAL(cudaMemcpyAsync));
-    staging_prepare();
-    void *buf = staging_alloc(count);
+    void *buf = malloc(count ? count : 1);
     if (!buf)
         return -RGPU_ENOMEM;
     int rc = sync_after((cudaStream_t)stream,
@@ -142,7 +140,6 @@ static int h_htod_2d(struct hand_call *c)
     PROTO_IF(width && height > n / width);
     PROTO_IF(width * height != n);
     NEED(REAL(cudaMemcpy2DAsync));
-    staging_prepare();
     int rc = sync_after((cudaStream_t)stream,
                         REAL(cudaMemcpy2DAsync)((void *)dst, dpitch, p, width, width, height,
                                                 cudaMemcpyHostToDevice, (cudaStream_t)stream));
@@ -160,8 +157,7 @@ static int h_dtoh_2d(struct hand_call *c)
         return -RGPU_ETOOBIG;
     NEED(REAL(cudaMemcpy2DAsync));
     size_t n = width * height;
-    staging_prepare();
-    void *buf = staging_alloc(n);
+    void *buf = malloc(n ? n : 1);
     if (!buf)
         return -RGPU_ENOMEM;
     int rc = sync_after((cudaStream_t)stream,

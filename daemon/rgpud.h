@@ -45,15 +45,6 @@ const struct guard *guard_for(const char *lib, const char *name);
 /* Whether the driver handed out this CUfunction or CUkernel to the session. */
 int guard_function_known(uint64_t func);
 
-/* ---- staging.c: pinned buffers for bulk copies --------------------------------- */
-
-/* Make the pinned buffers, once; call with a context current. */
-void staging_prepare(void);
-/* n bytes: a pinned buffer for a chunk-sized frame or payload when one is
- * free, else malloc'ed.  staging_free takes either kind (and NULL). */
-void *staging_alloc(size_t n);
-void staging_free(void *p);
-
 /* ---- hand-written procedures (hand_*.c) ------------------------------------ */
 
 struct hand_call {
@@ -67,7 +58,7 @@ struct hand_call {
 };
 
 /* Set c's payload: pack a bin header of len bytes whose body is buf (which
- * the session frees with staging_free once sent). */
+ * the session frees once sent). */
 void hand_payload(struct hand_call *c, void *buf, size_t len);
 
 /* Returns the API status (>= 0), or -RGPU_E* for a transport failure, in

@@ -298,14 +298,14 @@ static void execute(struct worker *w, struct request *rq)
         send_parts_or_die(iov, n);
         msgpack_sbuffer_destroy(&sb);
     }
-    staging_free(c.payload);
+    free(c.payload);
     msgpack_sbuffer_destroy(&outbuf);
 }
 
 static void request_free(struct request *rq)
 {
     msgpack_zone_destroy(&rq->zone);
-    staging_free(rq->frame);
+    free(rq->frame);
     free(rq);
 }
 
@@ -395,7 +395,7 @@ static struct request *read_request(void)
 
     if (!rq)
         protocol_error(0, RGPU_ENOMEM, "out of memory");
-    if (rgpu_read_frame_with(S.fd, &rq->frame, &len, staging_alloc, staging_free) < 0) {
+    if (rgpu_read_frame(S.fd, &rq->frame, &len) < 0) {
         if (errno == EMSGSIZE)
             protocol_error(0, RGPU_ETOOBIG, "frame larger than the protocol allows");
         rgpu_info("client closed the session");

@@ -519,24 +519,6 @@ cudaError_t CUDARTAPI cudaDeviceReset(void)
 
 // ---- Memory -------------------------------------------------------------------------------
 
-// Pinned host memory is ordinary memory here; rgpud stages bulk copies in it.
-cudaError_t CUDARTAPI cudaHostAlloc(void **p, size_t size, unsigned int flags)
-{
-    (void)flags;
-    if (!p)
-        return ret(cudaErrorInvalidValue);
-    *p = NULL;
-    if (size && posix_memalign(p, 4096, size) != 0)
-        return ret(cudaErrorMemoryAllocation);
-    return ret(cudaSuccess);
-}
-
-cudaError_t CUDARTAPI cudaFreeHost(void *p)
-{
-    free(p);
-    return ret(cudaSuccess);
-}
-
 cudaError_t CUDARTAPI cudaMalloc(void **p, size_t size)
 {
     CUdeviceptr d = 0;
