@@ -38,6 +38,7 @@ static struct {
     pthread_once_t once;
     int fd;                         /* -1 when no session */
     int broken;                     /* the connection died: fail fast */
+    int forked;                     /* a child of a process with a session */
     pthread_mutex_t send_lock;      /* one frame at a time on the socket */
     pthread_mutex_t lock;           /* waiters and the reader role */
     pthread_cond_t cond;
@@ -207,7 +208,39 @@ static void connect_once(void)
 static int session(void)
 {
     pthread_once(&S.once, connect_once);
+    if (S.forked == 1) {
+        S.forked = 2;
+        rgpu_error("this process was forked from one connected to rgpud: CUDA cannot be used "
+                   "here, as with a local GPU (start children with spawn, or fork before the "
+                   "first CUDA call)");
+    }
     return S.broken ? -1 : S.fd;
+}
+
+/* A forked child shares its parent's connection: a byte written here would
+ * corrupt the parent's session.  Like CUDA, which refuses a context
+ * inherited through fork, the child gets none; it never touches the
+ * socket, only closes its copy.  The locks may have been held by parent
+ * threads that do not exist here: made anew. */
+static void forget_session_in_child(void)
+{
+    if (!atomic_load(&S.connected))
+        return;             /* nothing inherited: the child may connect itself */
+    if (S.fd >= 0)
+        close(S.fd);
+    S.fd = -1;
+    S.broken = 1;
+    S.forked = 1;
+    S.waiters = NULL;
+    S.reader_active = 0;
+    pthread_mutex_init(&S.send_lock, NULL);
+    pthread_mutex_init(&S.lock, NULL);
+    pthread_cond_init(&S.cond, NULL);
+}
+
+__attribute__((constructor)) static void watch_forks(void)
+{
+    pthread_atfork(NULL, NULL, forget_session_in_child);
 }
 
 int rgpu_session_started(void)
