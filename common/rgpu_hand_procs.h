@@ -45,6 +45,9 @@
  * or "cudnn"; see daemon/liblog.c); no reply */
 #define RGPU_H_LOG_SETTINGS  "rgpu.log_settings"
 
+/* [max_size] -> [message]  cudnnGetLastErrorString of the serving thread */
+#define RGPU_H_CUDNN_LAST_ERROR "rgpu.last_error_string"
+
 /* [kernel, blockSize, dynamicSMemSize, flags] -> [numBlocks] */
 #define RGPU_H_OCCUPANCY      "rgpu.occupancy"
 /* [kernel, numBlocks, blockSize] -> [bytes] */

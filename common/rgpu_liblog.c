@@ -80,7 +80,7 @@ static void send_settings(const struct rgpu_lib *lib, const int64_t *settings, u
         return;
     }
     int rc = rgpu_req_exchange(lib, "rgpu.log_settings", &req, &reply);
-    if (rc == 0) {
+    if (rc == RGPU_REPLY_READY) {
         rc = rgpu_reply_status(lib, &reply);
         rgpu_reply_free(&reply);
     }

@@ -62,6 +62,24 @@ API cudnnStatus_t cudnnGetCallback(unsigned *mask, void **udata, cudnnCallback_t
     return CUDNN_STATUS_SUCCESS;
 }
 
+// ---- The last error message, per thread, as cuDNN keeps it --------------------------------
+
+static __thread char last_error[256];
+
+static cudnnStatus_t bad_param(const char *why)
+{
+    snprintf(last_error, sizeof last_error, "CUDNN_STATUS_BAD_PARAM; Reason: %s", why);
+    return CUDNN_STATUS_BAD_PARAM;
+}
+
+API void cudnnGetLastErrorString(char *message, size_t max_size)
+{
+    if (message && max_size) {
+        snprintf(message, max_size, "%s", last_error);
+        last_error[0] = '\0';
+    }
+}
+
 // ---- Handle and versions ------------------------------------------------------------------
 
 API size_t cudnnGetVersion(void)
@@ -360,7 +378,7 @@ static cudnnStatus_t set_tensor_format(struct tdesc *t, cudnnTensorFormat_t form
         return CUDNN_STATUS_NOT_SUPPORTED;
     for (int d = 0; d < nb; d++)
         if (dim[d] <= 0)
-            return CUDNN_STATUS_BAD_PARAM;
+            return bad_param("tensor dimensions must be positive");
     packed_strides(nb, dim, format, stride);
     return set_tensor(t, type, nb, dim, stride);
 }

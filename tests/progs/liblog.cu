@@ -188,6 +188,13 @@ static void test_cudnn(void)
     cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 1, 1);
     check(dnn_lines == before, "no cuDNN lines with the mask cleared", "%d more",
           dnn_lines - before);
+
+    // The last error message is kept per thread where cuDNN runs.
+    char message[512] = "";
+    check(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 0, 1, 1, 1) ==
+          CUDNN_STATUS_BAD_PARAM, "cudnnSetTensor4dDescriptor with n = 0 -> BAD_PARAM", "accepted");
+    cudnnGetLastErrorString(message, sizeof message);
+    check(message[0] != '\0', "cudnnGetLastErrorString names the last error", "empty");
     cudnnDestroyTensorDescriptor(t);
 }
 
