@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Server facts learnt at hello (logged with the connection banner). */
@@ -44,6 +45,7 @@ static struct {
     pthread_cond_t cond;
     int reader_active;
     atomic_int connected;           /* connect_once succeeded */
+    long spin_ns;                   /* RGPU_SPIN_US: how long a reader polls */
     struct waiter *waiters;
     atomic_uint_fast64_t next_serial;
     atomic_uint next_tid;
@@ -187,6 +189,7 @@ static void connect_once(void)
     if (!spec || !*spec)
         spec = "127.0.0.1:9713";
     rgpu_log_init("rgpu", getenv("RGPU_LOG"));
+    S.spin_ns = rgpu_spin_ns(getenv("RGPU_SPIN_US"));
     int fd = dial(spec);
     if (fd < 0) {
         rgpu_error("cannot reach rgpud at %s: %s (is rgpud running? set RGPU_SERVER=HOST:PORT)",
@@ -303,6 +306,7 @@ static int wait_reply(struct waiter *me)
         pthread_mutex_unlock(&S.lock);
         char *frame = NULL;
         size_t len = 0;
+        rgpu_spin_until_readable(S.fd, S.spin_ns);
         int rc = rgpu_read_frame(S.fd, &frame, &len);
         pthread_mutex_lock(&S.lock);
         S.reader_active = 0;

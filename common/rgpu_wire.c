@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- frames --------------------------------------------------------------- */
@@ -219,4 +221,27 @@ int rgpu_obj_i64(const msgpack_object *o, int64_t *v)
         return 0;
     }
     return -1;
+}
+
+void rgpu_spin_until_readable(int fd, long spin_ns)
+{
+    struct timespec t0, t;
+    char c;
+    if (spin_ns <= 0)
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || (errno != EAGAIN && errno != EINTR))
+            return;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < spin_ns);
+}
+
+long rgpu_spin_ns(const char *setting)
+{
+    if (setting && *setting) {
+        long us = atol(setting);
+        return us > 0 && us < 1000000 ? us * 1000 : 0;
+    }
+    return sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? 50 * 1000 : 0;
 }

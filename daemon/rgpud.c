@@ -6,6 +6,7 @@
 #include "rgpud.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
+#include "rgpu_wire.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -32,6 +33,9 @@ static void usage(FILE *f)
             "  -L, --lib-dir DIR        load the CUDA libraries from DIR instead of the\n"
             "                           system's (env RGPUD_LIB_DIR; the tests use it)\n"
             "  -m, --max-sessions N     refuse clients beyond N concurrent sessions (64)\n"
+            "  -s, --spin-us N          poll N microseconds for a client's next request\n"
+            "                           before sleeping (env RGPUD_SPIN_US; default 50\n"
+            "                           with 4 or more CPUs, else 0)\n"
             "  -f, --foreground         stay in the foreground (default)\n"
             "  -v, --verbose            more logging (repeat for debug; env RGPU_LOG)\n"
             "  -h, --help               this text\n",
@@ -160,20 +164,23 @@ int main(int argc, char **argv)
         { "listen", required_argument, NULL, 'l' },
         { "lib-dir", required_argument, NULL, 'L' },
         { "max-sessions", required_argument, NULL, 'm' },
+        { "spin-us", required_argument, NULL, 's' },
         { "foreground", no_argument, NULL, 'f' },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct rgpud_options opt = { "127.0.0.1:9713", getenv("RGPUD_LIB_DIR"), 1, 64 };
+    struct rgpud_options opt = { "127.0.0.1:9713", getenv("RGPUD_LIB_DIR"), 1, 64,
+                                 rgpu_spin_ns(getenv("RGPUD_SPIN_US")) };
     int verbose = 0, c;
 
     rgpu_log_init("rgpud", getenv("RGPU_LOG"));
-    while ((c = getopt_long(argc, argv, "l:L:m:fvh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "l:L:m:s:fvh", longopts, NULL)) != -1) {
         switch (c) {
         case 'l': opt.listen = optarg; break;
         case 'L': opt.lib_dir = optarg; break;
         case 'm': opt.max_sessions = atoi(optarg); break;
+        case 's': opt.spin_ns = rgpu_spin_ns(optarg); break;
         case 'f': opt.foreground = 1; break;
         case 'v': verbose++; break;
         case 'h': usage(stdout); return 0;

@@ -13,6 +13,7 @@ struct rgpud_options {
     const char *lib_dir;        /* NULL: the system's NVIDIA libraries */
     int foreground;
     int max_sessions;
+    long spin_ns;               /* poll for the next request this long */
 };
 
 /* ---- backend.c: the real (or fake) CUDA libraries, loaded per session ---- */

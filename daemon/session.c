@@ -82,6 +82,7 @@ static struct {
      * a CUDA call never waits for host calls not yet made. */
     struct worker inline_worker;
     int have_inline;
+    long spin_ns;
 } S = {
     .write_lock = PTHREAD_MUTEX_INITIALIZER,
     .async_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -395,6 +396,7 @@ static struct request *read_request(void)
 
     if (!rq)
         protocol_error(0, RGPU_ENOMEM, "out of memory");
+    rgpu_spin_until_readable(S.fd, S.spin_ns);
     if (rgpu_read_frame(S.fd, &rq->frame, &len) < 0) {
         if (errno == EMSGSIZE)
             protocol_error(0, RGPU_ETOOBIG, "frame larger than the protocol allows");
@@ -482,6 +484,7 @@ static void handshake(void)
 void session_run(int fd, const struct rgpud_options *opt)
 {
     S.fd = fd;
+    S.spin_ns = opt->spin_ns;
     init_tables();
     if (backend_open(opt->lib_dir) < 0)
         rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
