@@ -1,7 +1,7 @@
 /* Hand-written procedures: calls whose arguments the generator cannot
  * describe (host buffers, kernel arguments, modules).  Client side in
- * stubs/cudart_hand.c and friends, server side in daemon/hand_cudart.c and
- * daemon/hand_cuda.c.  Their ids come from
+ * stubs/cudart_hand.c and friends, server side in daemon/hand_cudart.c,
+ * daemon/hand_cuda.c and daemon/hand_cublasLt.c.  Their ids come from
  * rgpu_proc_id() over these names, like the generated ones, so they are as
  * stable; the "rgpu." prefix keeps them apart from CUDA's own names.
  *
@@ -66,5 +66,20 @@
 /* [dst, stream, bin data] -> [] ; [src, count, stream] -> [bin] */
 #define RGPU_H_CU_HTOD         "rgpu.cu_htod"
 #define RGPU_H_CU_DTOH         "rgpu.cu_dtoh"
+
+/* cuBLASLt (library "cublasLt"; client side stubs/cublasLt_desc.c, server
+ * side daemon/hand_cublasLt.c): descriptors the client keeps by content,
+ * made on the server when a call needs them.  Each create makes one
+ * descriptor and sets its attributes in order; keep 0 destroys it again
+ * (a check that an attribute is accepted).  Destroys name only
+ * descriptors this procedure made.
+ * [[[kind, handle]...] destroys, [[kind, [param...], [[attr, bin]...], keep]...] creates]
+ *   -> [[[status, handle]...]]   one per create; the call's status: the first failure */
+#define RGPU_H_LT_MATERIALIZE  "rgpu.lt_materialize"
+enum rgpu_lt_kind {
+    RGPU_LT_MATMUL_DESC = 0,    /* params: computeType, scaleType */
+    RGPU_LT_LAYOUT = 1,         /* params: type, rows, cols, ld */
+    RGPU_LT_PREFERENCE = 2,     /* params: none */
+};
 
 #endif

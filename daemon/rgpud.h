@@ -80,6 +80,8 @@ extern const struct hand_proc hand_cudnn_procs[];
 extern const int hand_cudnn_nprocs;
 extern const struct hand_proc hand_liblog_procs[];     /* liblog.c */
 extern const int hand_liblog_nprocs;
+extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
+extern const int hand_cublasLt_nprocs;
 
 /* Argument helpers for handlers: -1 when the argument is missing or of the
  * wrong type (the handler then answers -RGPU_EPROTO). */
