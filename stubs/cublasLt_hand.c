@@ -1,20 +1,30 @@
-/* Hand-written parts of libcublasLt: the pointer mode and scale type of
- * each matmul and transform descriptor (which decide whether alpha and beta
- * are host values or device pointers, and how large), and what is answered
- * on the client.  Everything else is generated from codegen/cublasLt.ann. */
+/* Hand-written parts of libcublasLt: the calls that take matmul
+ * descriptors, layouts and preferences (client objects, see
+ * cublasLt_desc.c), which here become the server's descriptors of the same
+ * content before the generated procedure is called; the heuristics' answers,
+ * kept by their inputs; the pointer mode and scale type of each matmul and
+ * transform descriptor (which decide whether alpha and beta are host values
+ * or device pointers, and how large); and what is answered on the client.
+ * Everything else is generated from codegen/cublasLt.ann. */
 #include "rgpu_client.h"
 #include "rgpu_log.h"
+#include "content_cache.h"
+#include "cublasLt_desc.h"
 #include "cublasLt_procs.h"
 
 #include <cublasLt.h>
 #include <cublas_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LIB (&rgpu_cublasLt_lib)
 
 /* ---- descriptors the client knows the scalars of --------------------------------- */
 
-/* Per matmul or transform descriptor: its pointer mode and scale type. */
+/* Per server-side matmul or transform descriptor: its pointer mode and
+ * scale type. */
 static struct rgpu_keyed modes = RGPU_KEYED_INIT;        /* cublasLtPointerMode_t */
 static struct rgpu_keyed scale_types = RGPU_KEYED_INIT;  /* cudaDataType */
 
@@ -75,26 +85,17 @@ __attribute__((constructor)) static void register_policy(void)
     rgpu_register_scalar_policy(LIB, &lt_scalars);
 }
 
-#undef cublasLtMatmulDescCreate
-RGPU_EXPORT cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulDesc,
-                                                    cublasComputeType_t computeType,
-                                                    cudaDataType_t scaleType)
+/* Server-side matmul descriptors, as cublasLt_desc.c makes and destroys them. */
+void lt_matmul_desc_made(uint64_t handle, int32_t scale_type, int32_t pointer_mode)
 {
-    const void *argv[] = { &matmulDesc, &computeType, &scaleType };
-    int rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatmulDescCreate, argv);
-    if (rc == CUBLAS_STATUS_SUCCESS && matmulDesc)
-        remember_desc(*matmulDesc, scaleType);
-    return rc;
+    const void *d = (const void *)(uintptr_t)handle;
+    rgpu_keyed_set(&scale_types, d, scale_type);
+    rgpu_keyed_set(&modes, d, pointer_mode);
 }
 
-#undef cublasLtMatmulDescDestroy
-RGPU_EXPORT cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc)
+void lt_matmul_desc_gone(uint64_t handle)
 {
-    const void *argv[] = { &matmulDesc };
-    int rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatmulDescDestroy, argv);
-    if (rc == CUBLAS_STATUS_SUCCESS)
-        forget_desc(matmulDesc);
-    return rc;
+    forget_desc((const void *)(uintptr_t)handle);
 }
 
 /* A successful SetAttribute of the pointer mode or scale type: record it. */
@@ -106,19 +107,6 @@ static void note_attribute(const void *desc, int is_mode, int is_scale, const vo
         memcpy(&v, buf, sizeof v);
         rgpu_keyed_set(is_mode ? &modes : &scale_types, desc, v);
     }
-}
-
-#undef cublasLtMatmulDescSetAttribute
-RGPU_EXPORT cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
-                                                          cublasLtMatmulDescAttributes_t attr,
-                                                          const void *buf, size_t sizeInBytes)
-{
-    const void *argv[] = { &matmulDesc, &attr, &buf, &sizeInBytes };
-    int rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatmulDescSetAttribute, argv);
-    if (rc == CUBLAS_STATUS_SUCCESS)
-        note_attribute(matmulDesc, attr == CUBLASLT_MATMUL_DESC_POINTER_MODE,
-                       attr == CUBLASLT_MATMUL_DESC_SCALE_TYPE, buf, sizeInBytes);
-    return rc;
 }
 
 #undef cublasLtMatrixTransformDescCreate
@@ -154,6 +142,273 @@ RGPU_EXPORT cublasStatus_t cublasLtMatrixTransformDescSetAttribute(
         note_attribute(transformDesc, attr == CUBLASLT_MATRIX_TRANSFORM_DESC_POINTER_MODE,
                        attr == CUBLASLT_MATRIX_TRANSFORM_DESC_SCALE_TYPE, buf, sizeInBytes);
     return rc;
+}
+
+/* ---- calls that take client-side descriptors ------------------------------------------ */
+
+static const enum rgpu_lt_kind matmul_kinds[] = {
+    RGPU_LT_MATMUL_DESC, RGPU_LT_LAYOUT, RGPU_LT_LAYOUT, RGPU_LT_LAYOUT, RGPU_LT_LAYOUT,
+    RGPU_LT_PREFERENCE,
+};
+static const enum rgpu_lt_kind layout_kinds[] = { RGPU_LT_LAYOUT, RGPU_LT_LAYOUT,
+                                                  RGPU_LT_LAYOUT };
+
+/* The server's descriptor acquired in use slot i, typed for an argv. */
+#define SERVER_DESC(use, i) ((void *)(uintptr_t)(use).handle[i])
+
+/* The status of a call made with acquired descriptors: its own, else the
+ * failure of an earlier asynchronous call that acquiring them learnt of. */
+static int call_status(int rc, const struct lt_use *use)
+{
+    return rc ? rc : use->deferred;
+}
+
+#undef cublasLtMatmul
+RGPU_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle,
+                                          cublasLtMatmulDesc_t computeDesc, const void *alpha,
+                                          const void *A, cublasLtMatrixLayout_t Adesc,
+                                          const void *B, cublasLtMatrixLayout_t Bdesc,
+                                          const void *beta, const void *C,
+                                          cublasLtMatrixLayout_t Cdesc, void *D,
+                                          cublasLtMatrixLayout_t Ddesc,
+                                          const cublasLtMatmulAlgo_t *algo, void *workspace,
+                                          size_t workspaceSizeInBytes, cudaStream_t stream)
+{
+    const void *objs[] = { computeDesc, Adesc, Bdesc, Cdesc, Ddesc };
+    struct lt_use use;
+    int rc = lt_acquire(objs, matmul_kinds, 5, &use);
+    if (rc)
+        return rc;
+    void *op = SERVER_DESC(use, 0), *a = SERVER_DESC(use, 1), *b = SERVER_DESC(use, 2),
+         *c = SERVER_DESC(use, 3), *d = SERVER_DESC(use, 4);
+    const void *argv[] = { &lightHandle, &op, &alpha, &A, &a, &B, &b, &beta, &C, &c, &D, &d,
+                           &algo, &workspace, &workspaceSizeInBytes, &stream };
+    rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatmul, argv);
+    lt_release(&use);
+    return call_status(rc, &use);
+}
+
+#undef cublasLtMatmulAlgoCheck
+RGPU_EXPORT cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t lightHandle,
+                                                   cublasLtMatmulDesc_t operationDesc,
+                                                   cublasLtMatrixLayout_t Adesc,
+                                                   cublasLtMatrixLayout_t Bdesc,
+                                                   cublasLtMatrixLayout_t Cdesc,
+                                                   cublasLtMatrixLayout_t Ddesc,
+                                                   const cublasLtMatmulAlgo_t *algo,
+                                                   cublasLtMatmulHeuristicResult_t *result)
+{
+    const void *objs[] = { operationDesc, Adesc, Bdesc, Cdesc, Ddesc };
+    struct lt_use use;
+    int rc = lt_acquire(objs, matmul_kinds, 5, &use);
+    if (rc)
+        return rc;
+    void *op = SERVER_DESC(use, 0), *a = SERVER_DESC(use, 1), *b = SERVER_DESC(use, 2),
+         *c = SERVER_DESC(use, 3), *d = SERVER_DESC(use, 4);
+    const void *argv[] = { &lightHandle, &op, &a, &b, &c, &d, &algo, &result };
+    rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatmulAlgoCheck, argv);
+    lt_release(&use);
+    return call_status(rc, &use);
+}
+
+#undef cublasLtMatrixTransform
+RGPU_EXPORT cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t lightHandle,
+                                                   cublasLtMatrixTransformDesc_t transformDesc,
+                                                   const void *alpha, const void *A,
+                                                   cublasLtMatrixLayout_t Adesc,
+                                                   const void *beta, const void *B,
+                                                   cublasLtMatrixLayout_t Bdesc, void *C,
+                                                   cublasLtMatrixLayout_t Cdesc,
+                                                   cudaStream_t stream)
+{
+    const void *objs[] = { Adesc, Bdesc, Cdesc };
+    struct lt_use use;
+    int rc = lt_acquire(objs, layout_kinds, 3, &use);
+    if (rc)
+        return rc;
+    void *a = SERVER_DESC(use, 0), *b = SERVER_DESC(use, 1), *c = SERVER_DESC(use, 2);
+    const void *argv[] = { &lightHandle, &transformDesc, &alpha, &A, &a, &beta, &B, &b,
+                           &C, &c, &stream };
+    rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatrixTransform, argv);
+    lt_release(&use);
+    return call_status(rc, &use);
+}
+
+/* ---- heuristics, kept by their inputs ----------------------------------------------------- */
+
+/* cuBLASLt's heuristics answer the same for the same handle, descriptors,
+ * preference and count on the same device: an answer is kept, keyed by
+ * all of those (descriptors by content), and given again without asking.
+ * Only successful answers are kept. */
+#define HEURISTICS_CAPACITY 256
+#define HEURISTICS_MAX_COUNT 64     /* larger requests are not kept */
+
+static pthread_mutex_t heuristics_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct content_cache heuristics;    /* key -> returned count, results */
+
+/* The calling thread's current device: as the runtime stub last saw it,
+ * else asked through it (which then remembers it).  -1 when unknown. */
+static int current_device(void)
+{
+    static int (*get_device)(int *);
+    static int looked;
+    int dev;
+    if (rgpu_thread_device(&dev))
+        return dev;
+    if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+        get_device = (int (*)(int *))dlsym(RTLD_DEFAULT, "cudaGetDevice");
+        __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+    }
+    return get_device && get_device(&dev) == 0 ? dev : -1;
+}
+
+struct key_buf {
+    unsigned char *p;
+    size_t len, cap;
+    int failed;
+};
+
+static void key_add(struct key_buf *k, const void *bytes, size_t n)
+{
+    if (k->failed)
+        return;
+    if (k->len + n > k->cap) {
+        size_t cap = k->cap ? k->cap : 512;
+        while (cap < k->len + n)
+            cap *= 2;
+        unsigned char *p = realloc(k->p, cap);
+        if (!p) {
+            k->failed = 1;
+            return;
+        }
+        k->p = p;
+        k->cap = cap;
+    }
+    memcpy(k->p + k->len, bytes, n);
+    k->len += n;
+}
+
+/* The key of a heuristic query; 0 when it cannot be kept (a descriptor
+ * that is no live one, an unknown device, a count out of bounds). */
+static int heuristic_key(struct key_buf *k, cublasLtHandle_t handle, const void *const *objs,
+                         int requested)
+{
+    int dev = current_device();
+    uint64_t h = (uint64_t)(uintptr_t)handle;
+    memset(k, 0, sizeof *k);
+    if (dev < 0 || requested <= 0 || requested > HEURISTICS_MAX_COUNT)
+        return 0;
+    key_add(k, &h, sizeof h);
+    key_add(k, &dev, sizeof dev);
+    key_add(k, &requested, sizeof requested);
+    for (unsigned i = 0; i < 6; i++) {
+        const unsigned char *content = NULL;
+        size_t len = 0;
+        if (objs[i] && lt_content(objs[i], matmul_kinds[i], &content, &len) < 0) {
+            k->failed = 1;
+            break;
+        }
+        uint32_t len32 = (uint32_t)len;
+        key_add(k, &len32, sizeof len32);
+        if (len)
+            key_add(k, content, len);
+    }
+    return !k->failed;
+}
+
+static int heuristic_known(const struct key_buf *k, cublasLtMatmulHeuristicResult_t *results,
+                           int *returned)
+{
+    int found = 0;
+    pthread_mutex_lock(&heuristics_lock);
+    struct cc_entry *e = heuristics.buckets ? cc_find(&heuristics, k->p, k->len) : NULL;
+    if (e) {
+        memcpy(results, e->blob, e->blob_len);
+        *returned = (int)e->handle;
+        found = 1;
+    }
+    pthread_mutex_unlock(&heuristics_lock);
+    return found;
+}
+
+static void heuristic_learnt(const struct key_buf *k,
+                             const cublasLtMatmulHeuristicResult_t *results, int returned)
+{
+    size_t bytes = (size_t)(returned > 0 ? returned : 0) * sizeof *results;
+    void *copy = malloc(bytes ? bytes : 1);
+    struct cc_entry *e = NULL;
+    if (!copy)
+        return;
+    memcpy(copy, results, bytes);
+    pthread_mutex_lock(&heuristics_lock);
+    if (heuristics.buckets || cc_init(&heuristics, HEURISTICS_CAPACITY) == 0)
+        e = cc_insert(&heuristics, k->p, k->len);
+    if (e) {
+        e->blob = copy;
+        e->blob_len = bytes;
+        e->handle = (uint64_t)returned;
+        cc_entry_free(cc_evict(&heuristics, 0));
+    }
+    pthread_mutex_unlock(&heuristics_lock);
+    if (!e)
+        free(copy);
+}
+
+static int same_handle(const struct cc_entry *e, void *handle)
+{
+    uint64_t h;
+    memcpy(&h, e->key, sizeof h);
+    return h == (uint64_t)(uintptr_t)handle;
+}
+
+static void forget_heuristics_of(cublasLtHandle_t handle)
+{
+    pthread_mutex_lock(&heuristics_lock);
+    if (heuristics.buckets)
+        cc_drop_if(&heuristics, same_handle, handle);
+    pthread_mutex_unlock(&heuristics_lock);
+}
+
+#undef cublasLtMatmulAlgoGetHeuristic
+RGPU_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc,
+    cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc,
+    cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount,
+    cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int *returnAlgoCount)
+{
+    const void *objs[] = { operationDesc, Adesc, Bdesc, Cdesc, Ddesc, preference };
+    struct key_buf key = { NULL, 0, 0, 0 };
+    int keep = heuristicResultsArray && returnAlgoCount &&
+               heuristic_key(&key, lightHandle, objs, requestedAlgoCount);
+    if (keep && heuristic_known(&key, heuristicResultsArray, returnAlgoCount)) {
+        free(key.p);
+        return CUBLAS_STATUS_SUCCESS;
+    }
+
+    struct lt_use use;
+    int rc = lt_acquire(objs, matmul_kinds, 6, &use);
+    if (rc == 0) {
+        void *op = SERVER_DESC(use, 0), *a = SERVER_DESC(use, 1), *b = SERVER_DESC(use, 2),
+             *c = SERVER_DESC(use, 3), *d = SERVER_DESC(use, 4), *pref = SERVER_DESC(use, 5);
+        const void *argv[] = { &lightHandle, &op, &a, &b, &c, &d, &pref, &requestedAlgoCount,
+                               &heuristicResultsArray, &returnAlgoCount };
+        rc = call_status(rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatmulAlgoGetHeuristic, argv),
+                         &use);
+        lt_release(&use);
+    }
+    if (keep && rc == CUBLAS_STATUS_SUCCESS && *returnAlgoCount <= requestedAlgoCount)
+        heuristic_learnt(&key, heuristicResultsArray, *returnAlgoCount);
+    free(key.p);
+    return rc;
+}
+
+/* A destroyed handle's answers go: a new handle may get its address. */
+#undef cublasLtDestroy
+RGPU_EXPORT cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle)
+{
+    const void *argv[] = { &lightHandle };
+    forget_heuristics_of(lightHandle);
+    return rgpu_call(LIB, RGPU_CUBLASLT_cublasLtDestroy, argv);
 }
 
 /* ---- answered on the client ---------------------------------------------------------- */
