@@ -263,18 +263,30 @@ static int cache_ready(void)
     return cache.buckets || cc_init(&cache, CACHE_CAPACITY) == 0;
 }
 
+/* A 4-byte attribute of content, when set. */
+static int record_i32(const unsigned char *content, size_t len, uint32_t id, int32_t *v)
+{
+    struct attr_record r;
+    size_t off = find_record(content, len, id);
+    if (!off)
+        return 0;
+    memcpy(&r, content + off, sizeof r);
+    if (r.size != sizeof *v)
+        return 0;
+    memcpy(v, content + off + sizeof r, sizeof *v);
+    return 1;
+}
+
+/* What decides how alpha and beta travel: the scale type (the create
+ * parameter unless set) and the pointer mode (host unless set). */
 static void scalar_facts(const unsigned char *content, size_t len, int32_t *scale, int32_t *mode)
 {
     int64_t create_scale;
     memcpy(&create_scale, content + 2 + 8, sizeof create_scale);
-    *scale = (int32_t)create_scale;
-    *mode = CUBLASLT_POINTER_MODE_HOST;
-    size_t off = find_record(content, len, CUBLASLT_MATMUL_DESC_SCALE_TYPE);
-    if (off)
-        memcpy(scale, content + off + sizeof(struct attr_record), sizeof *scale);
-    off = find_record(content, len, CUBLASLT_MATMUL_DESC_POINTER_MODE);
-    if (off)
-        memcpy(mode, content + off + sizeof(struct attr_record), sizeof *mode);
+    if (!record_i32(content, len, CUBLASLT_MATMUL_DESC_SCALE_TYPE, scale))
+        *scale = (int32_t)create_scale;
+    if (!record_i32(content, len, CUBLASLT_MATMUL_DESC_POINTER_MODE, mode))
+        *mode = CUBLASLT_POINTER_MODE_HOST;
 }
 
 /* Called with the lock held: keep a new server-side descriptor (unpinned
