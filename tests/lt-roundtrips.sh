@@ -4,7 +4,7 @@
 #   lt-roundtrips.sh <build-dir> <cublaslt program>
 #
 # Runs tests/progs/cublaslt through rgpu (run-prog.sh) with 4 and with 40
-# churn steps under RGPU_STATS=1 and compares the "waited" counts of every
+# churn steps (and nothing else) under RGPU_STATS=1 and compares the "waited" counts of every
 # cuBLASLt procedure (and rgpu.lt_materialize, which makes descriptors):
 # the 36 extra steps (each creating, setting and destroying five
 # descriptors, asking the heuristics and running a matmul) must add none.
@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # The stats table: "rgpu: WAITED UNWAITED NAME" lines of cuBLASLt procedures.
 run() {
-    if ! RGPU_STATS=1 "$here/run-prog.sh" "$build" "$prog" "$1" >"$tmp/out.$1" 2>"$tmp/err.$1"; then
+    if ! RGPU_STATS=1 "$here/run-prog.sh" "$build" "$prog" "$1" churn >"$tmp/out.$1" 2>"$tmp/err.$1"; then
         cat "$tmp/out.$1" "$tmp/err.$1" >&2
         echo "lt-roundtrips: $prog $1 failed" >&2
         exit 1

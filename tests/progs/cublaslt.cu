@@ -5,13 +5,17 @@
 // invisible: attributes read back as set, defaults as the library's, bad
 // attributes and sizes refused with cuBLASLt's own status, results right
 // through descriptor churn and through more distinct descriptors than rgpu
-// keeps, and the heuristics giving the same answer every time.
+// keeps (from one thread, and from two at once), and the heuristics giving
+// the same answer every time.
 //
-//   cublaslt [STEPS]     STEPS matmuls in the churn loop (default 20)
+//   cublaslt [STEPS [churn]]   STEPS matmuls in the churn loop (default 20);
+//                              "churn": only the attributes and the churn
 //
-// tests/lt-roundtrips.sh runs it with two STEPS under RGPU_STATS=1: the
-// extra steps must cost no round trip.  Computed values are never printed.
+// tests/lt-roundtrips.sh runs it with two STEPS under RGPU_STATS=1, churn
+// only (two threads make how often descriptors are made vary): the extra
+// steps must cost no round trip.  Computed values are never printed.
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +23,9 @@
 #include <cublasLt.h>
 #include "check.h"
 
-static cudaStream_t stream;
-static void *workspace;
+// Each thread's own (test_threads runs matmuls from two at once).
+static __thread cudaStream_t stream;
+static __thread void *workspace;
 static const size_t WS_SIZE = 1 << 20;
 
 // Setup that must work for the rest to mean anything: report and stop.
@@ -443,9 +448,55 @@ static void test_many_layouts(cublasLtHandle_t lt)
     free_problem(&p);
 }
 
+// Two threads, each with its own stream and 150 layouts of its own: every
+// descriptor one thread uses may be the oldest the other must make room
+// against.
+struct ThreadRun {
+    cublasLtHandle_t lt;
+    int index, failed, wrong;
+};
+
+static void *thread_layouts(void *arg)
+{
+    ThreadRun *t = (ThreadRun *)arg;
+    const int count = 150, m = 16, n = 8, k = 12;
+    cublasLtMatmulHeuristicResult_t res;
+    must(cudaStreamCreate(&stream) == cudaSuccess && cudaMalloc(&workspace, WS_SIZE) ==
+                                                         cudaSuccess,
+         "thread stream and workspace");
+    Problem p = make_problem(m, n, k, m + 8 * count, 10 + t->index);
+    for (int i = 0; i < count; i++) {
+        p.lda = m + 8 * i + 4 * t->index;
+        float alpha = 1.0f + (float)(i % 3);
+        if (run(t->lt, p, alpha, &res) != CUBLAS_STATUS_SUCCESS)
+            t->failed++;
+        else if (!result_right(p, alpha))
+            t->wrong++;
+    }
+    free_problem(&p);
+    cudaFree(workspace);
+    cudaStreamDestroy(stream);
+    return NULL;
+}
+
+static void test_threads(cublasLtHandle_t lt)
+{
+    ThreadRun t[2] = { { lt, 0, 0, 0 }, { lt, 1, 0, 0 } };
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        must(pthread_create(&th[i], NULL, thread_layouts, &t[i]) == 0, "pthread_create");
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    check(t[0].failed + t[1].failed == 0, "two threads, 300 layouts: every matmul succeeds",
+          "%d failed", t[0].failed + t[1].failed);
+    check(t[0].wrong + t[1].wrong == 0, "two threads, 300 layouts: every result right",
+          "%d wrong", t[0].wrong + t[1].wrong);
+}
+
 int main(int argc, char **argv)
 {
     int steps = argc > 1 ? atoi(argv[1]) : 20;
+    bool churn_only = argc > 2 && strcmp(argv[2], "churn") == 0;
     cublasLtHandle_t lt;
 
     must(check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate"), "cudaStreamCreate");
@@ -457,7 +508,10 @@ int main(int argc, char **argv)
     test_preference_attributes();
     test_churn(lt, steps);
     test_heuristic_repeat(lt);
-    test_many_layouts(lt);
+    if (!churn_only) {
+        test_many_layouts(lt);
+        test_threads(lt);
+    }
     check_status(cublasLtDestroy(lt), CUBLAS_STATUS_SUCCESS, "cublasLtDestroy");
     cudaFree(workspace);
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
