@@ -17,33 +17,37 @@
 
 /* ---- descriptors this procedure made: the only ones it destroys ------------ */
 
+struct made_desc {
+    uint64_t handle, kind;
+};
 static pthread_mutex_t made_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t *made;
+static struct made_desc *made;
 static size_t nmade, made_cap;
 
-static void remember_made(uint64_t h)
+static void remember_made(uint64_t h, uint64_t kind)
 {
     pthread_mutex_lock(&made_lock);
     if (nmade == made_cap) {
         size_t cap = made_cap ? 2 * made_cap : 64;
-        uint64_t *n = realloc(made, cap * sizeof *n);
+        struct made_desc *n = realloc(made, cap * sizeof *n);
         if (n) {
             made = n;
             made_cap = cap;
         }
     }
     if (nmade < made_cap)
-        made[nmade++] = h;
+        made[nmade++] = (struct made_desc){ h, kind };
     pthread_mutex_unlock(&made_lock);
 }
 
-/* Forget h; 1 when it was one of ours. */
-static int forget_made(uint64_t h)
+/* Forget h; 1 with its kind when it was one of ours. */
+static int forget_made(uint64_t h, uint64_t *kind)
 {
     int found = 0;
     pthread_mutex_lock(&made_lock);
     for (size_t i = 0; i < nmade && !found; i++) {
-        if (made[i] == h) {
+        if (made[i].handle == h) {
+            *kind = made[i].kind;
             made[i] = made[--nmade];
             found = 1;
         }
@@ -53,6 +57,12 @@ static int forget_made(uint64_t h)
 }
 
 /* ---- the three kinds, through the real library ------------------------------ */
+
+/* How many create parameters a kind takes. */
+static unsigned params_of(uint64_t kind)
+{
+    return kind == RGPU_LT_MATMUL_DESC ? 2 : kind == RGPU_LT_LAYOUT ? 4 : 0;
+}
 
 static int lt_create(uint64_t kind, const int64_t *p, unsigned np, void **out)
 {
@@ -144,7 +154,7 @@ static int create_well_formed(const msgpack_object *o)
     uint64_t keep;
     int64_t v;
     if (!a || !is_kind(&a->ptr[0]) || !(params = as_array(&a->ptr[1], 0)) ||
-        params->size > MAX_PARAMS || !(attrs = as_array(&a->ptr[2], 0)) ||
+        params->size != params_of(a->ptr[0].via.u64) || !(attrs = as_array(&a->ptr[2], 0)) ||
         rgpu_obj_u64(&a->ptr[3], &keep) < 0)
         return 0;
     for (uint32_t i = 0; i < params->size; i++)
@@ -164,10 +174,10 @@ static void destroy_one(const msgpack_object *o)
 {
     const msgpack_object_array *a = &o->via.array;
     uint64_t kind, h;
-    rgpu_obj_u64(&a->ptr[0], &kind);
     rgpu_obj_u64(&a->ptr[1], &h);
-    /* A handle we did not make could be anything: leave it alone. */
-    if (forget_made(h))
+    /* A handle we did not make could be anything: leave it alone.  The
+     * kind is the one it was made as, whatever the request says. */
+    if (forget_made(h, &kind))
         (void)lt_destroy(kind, (void *)(uintptr_t)h);
 }
 
@@ -193,7 +203,7 @@ static int create_one(const msgpack_object *o, uint64_t *handle)
     }
     if (rc == 0 && keep) {
         *handle = (uint64_t)(uintptr_t)d;
-        remember_made(*handle);
+        remember_made(*handle, kind);
     } else if (d) {
         (void)lt_destroy(kind, d);
     }
@@ -240,12 +250,11 @@ static int h_lt_materialize(struct hand_call *c)
             msgpack_pack_uint64(c->out, handle[i]);
         }
     } else {
-        /* A parameter count that fits no kind, or a missing function:
-         * undo what was made. */
+        /* A missing function: undo what was made. */
+        uint64_t kind;
         for (uint32_t i = 0; i < creates->size; i++)
-            if (handle[i] && forget_made(handle[i]))
-                (void)lt_destroy(creates->ptr[i].via.array.ptr[0].via.u64,
-                                 (void *)(uintptr_t)handle[i]);
+            if (handle[i] && forget_made(handle[i], &kind))
+                (void)lt_destroy(kind, (void *)(uintptr_t)handle[i]);
     }
     free(status);
     free(handle);

@@ -14,6 +14,7 @@
  * Every wait is bounded (IO_TIMEOUT_S), so a server that hangs shows up as
  * a failure, not as a stuck test.  Valid frames are built with msgpack-c,
  * hostile ones partly by hand: msgpack-c cannot write the lies. */
+#include "rgpu_hand_procs.h"
 #include "rgpu_proto.h"
 
 #include <arpa/inet.h>
@@ -579,6 +580,50 @@ static void b_unknown_proc(msgpack_sbuffer *out)
     msg_end(&m, out);
 }
 
+/* rgpu.lt_materialize (cuBLASLt descriptors) with one create of the given
+ * kind, parameter count and attribute value (a bin unless as_string). */
+static void put_lt_create(msgpack_sbuffer *out, unsigned kind, unsigned nparams, int as_string)
+{
+    struct msg m;
+    msg_begin(&m);
+    pack_call_head(&m, BAD_SERIAL, rgpu_proc_id("cublasLt", RGPU_H_LT_MATERIALIZE));
+    msgpack_pack_array(&m.pk, 2);
+    msgpack_pack_array(&m.pk, 0);                   /* nothing to destroy */
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_array(&m.pk, 4);
+    msgpack_pack_uint32(&m.pk, kind);
+    msgpack_pack_array(&m.pk, nparams);
+    for (unsigned i = 0; i < nparams; i++)
+        msgpack_pack_int64(&m.pk, 1);
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_array(&m.pk, 2);
+    msgpack_pack_uint32(&m.pk, 5);
+    if (as_string) {
+        msgpack_pack_str_with_body(&m.pk, "four", 4);
+    } else {
+        msgpack_pack_bin(&m.pk, 4);
+        msgpack_pack_bin_body(&m.pk, "\1\0\0\0", 4);
+    }
+    msgpack_pack_uint32(&m.pk, 1);
+    msg_end(&m, out);
+}
+
+/* A layout takes four create parameters. */
+static void b_lt_param_count(msgpack_sbuffer *out)
+{
+    put_lt_create(out, RGPU_LT_LAYOUT, 2, 0);
+}
+
+static void b_lt_attr_string(msgpack_sbuffer *out)
+{
+    put_lt_create(out, RGPU_LT_LAYOUT, 4, 1);
+}
+
+static void b_lt_bad_kind(msgpack_sbuffer *out)
+{
+    put_lt_create(out, 7, 0, 0);
+}
+
 static void b_bad_version(msgpack_sbuffer *out)
 {
     put_hello(out, 99);
@@ -625,6 +670,9 @@ static const struct bad_case cases[] = {
     { "out-size-too-big", b_out_huge, 1, 0, REPLY, RGPU_ETOOBIG, BAD_SERIAL },
     { "out-size-too-small", b_out_short, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "unknown-procedure", b_unknown_proc, 1, 0, REPLY, RGPU_ENOPROC, BAD_SERIAL },
+    { "lt-descriptor-param-count", b_lt_param_count, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "lt-descriptor-attr-not-bin", b_lt_attr_string, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "lt-descriptor-unknown-kind", b_lt_bad_kind, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "wrong-version-hello", b_bad_version, 0, 0, WELCOME, RGPU_EVERSION, -1 },
     { "garbage-before-hello", b_garbage, 0, 0, CLOSE_ONLY, 0, -1 },
     { "call-before-hello", b_call_before_hello, 0, 0, CLOSE_ONLY, 0, -1 },
