@@ -617,14 +617,15 @@ static const struct rgpu_scalar_policy *policy_of(const struct rgpu_lib *lib)
     return NULL;
 }
 
-int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
-              const void *const *argv)
+static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                const void *const *argv, int may_go_without_reply)
 {
     struct rgpu_req req;
     struct rgpu_reply reply;
     const struct rgpu_scalar_policy *pol = policy_of(lib);
     /* An asynchronous call waits only when host memory must be filled. */
-    unsigned flags = (proc->flags & RGPU_PROC_ASYNC) && !rgpu_has_host_outputs(proc, argv, pol)
+    unsigned flags = may_go_without_reply && (proc->flags & RGPU_PROC_ASYNC) &&
+                             !rgpu_has_host_outputs(proc, argv, pol)
                          ? RGPU_CALL_NOREPLY : 0;
 
     rgpu_liblog_flush_settings(lib);
@@ -654,6 +655,18 @@ int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
         rgpu_debug("%s returned %d%s", proc->name, status,
                    reply.deferred && !reply.api ? " (an earlier call's deferred error)" : "");
     return status;
+}
+
+int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+              const void *const *argv)
+{
+    return call(lib, proc, argv, 1);
+}
+
+int rgpu_call_waiting(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                      const void *const *argv)
+{
+    return call(lib, proc, argv, 0);
 }
 
 int rgpu_refused(const struct rgpu_lib *lib, const char *name, const char *reason, int *logged)

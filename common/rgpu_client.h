@@ -25,6 +25,10 @@
  * not be carried out. */
 int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
               const void *const *argv);
+/* The same, waiting for the reply even of an asynchronous procedure, so
+ * that its own status comes back now. */
+int rgpu_call_waiting(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                      const void *const *argv);
 
 /* The text the server's library gives for an error code (its
  * cudaGetErrorString, cublasGetStatusString...), asked once; NULL when the

@@ -144,7 +144,7 @@ RGPU_EXPORT cublasStatus_t cublasLtMatrixTransformDescSetAttribute(
     return rc;
 }
 
-/* ---- calls that take client-side descriptors ------------------------------------------ */
+/* ---- keys: a call's inputs as bytes ---------------------------------------------------- */
 
 static const enum rgpu_lt_kind matmul_kinds[] = {
     RGPU_LT_MATMUL_DESC, RGPU_LT_LAYOUT, RGPU_LT_LAYOUT, RGPU_LT_LAYOUT, RGPU_LT_LAYOUT,
@@ -152,6 +152,83 @@ static const enum rgpu_lt_kind matmul_kinds[] = {
 };
 static const enum rgpu_lt_kind layout_kinds[] = { RGPU_LT_LAYOUT, RGPU_LT_LAYOUT,
                                                   RGPU_LT_LAYOUT };
+
+struct key_buf {
+    unsigned char *p;
+    size_t len, cap;
+    int failed;
+};
+
+static void key_add(struct key_buf *k, const void *bytes, size_t n)
+{
+    if (k->failed)
+        return;
+    if (k->len + n > k->cap) {
+        size_t cap = k->cap ? k->cap : 512;
+        while (cap < k->len + n)
+            cap *= 2;
+        unsigned char *p = realloc(k->p, cap);
+        if (!p) {
+            k->failed = 1;
+            return;
+        }
+        k->p = p;
+        k->cap = cap;
+    }
+    memcpy(k->p + k->len, bytes, n);
+    k->len += n;
+}
+
+/* The handle, then each descriptor's content (empty for NULL); the key
+ * fails when one is not a live descriptor of its kind. */
+static void key_add_descriptors(struct key_buf *k, cublasLtHandle_t handle,
+                                const void *const *objs, unsigned n)
+{
+    uint64_t h = (uint64_t)(uintptr_t)handle;
+    key_add(k, &h, sizeof h);
+    for (unsigned i = 0; i < n && !k->failed; i++) {
+        const unsigned char *content = NULL;
+        size_t len = 0;
+        if (objs[i] && lt_content(objs[i], matmul_kinds[i], &content, &len) < 0) {
+            k->failed = 1;
+            break;
+        }
+        uint32_t len32 = (uint32_t)len;
+        key_add(k, &len32, sizeof len32);
+        if (len)
+            key_add(k, content, len);
+    }
+}
+
+/* Every key starts with the handle: a destroyed handle's entries go, since
+ * a new handle may get its address. */
+static int same_handle(const struct cc_entry *e, void *handle)
+{
+    uint64_t h;
+    memcpy(&h, e->key, sizeof h);
+    return h == (uint64_t)(uintptr_t)handle;
+}
+
+/* Both caches below, under one lock. */
+static pthread_mutex_t answers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cache_on(struct content_cache *c, size_t capacity)
+{
+    return c->buckets || cc_init(c, capacity) == 0;
+}
+
+/* Called with answers_lock held: keep key (with blob, taken over) and
+ * drop the oldest entry beyond capacity.  0 when out of memory. */
+static struct cc_entry *cache_put(struct content_cache *c, size_t capacity,
+                                  const struct key_buf *k)
+{
+    struct cc_entry *e = cache_on(c, capacity) ? cc_insert(c, k->p, k->len) : NULL;
+    if (e)
+        cc_entry_free(cc_evict(c, 0));
+    return e;
+}
+
+/* ---- calls that take client-side descriptors ------------------------------------------ */
 
 /* The server's descriptor acquired in use slot i, typed for an argv. */
 #define SERVER_DESC(use, i) ((void *)(uintptr_t)(use).handle[i])
@@ -161,6 +238,46 @@ static const enum rgpu_lt_kind layout_kinds[] = { RGPU_LT_LAYOUT, RGPU_LT_LAYOUT
 static int call_status(int rc, const struct lt_use *use)
 {
     return rc ? rc : use->deferred;
+}
+
+/* cublasLtMatmul goes without waiting, its failure reported by the next
+ * cuBLASLt call that waits.  With descriptors and heuristics answered here,
+ * a steady state may have no such call: so the first matmul of each
+ * configuration (handle, descriptors' content, algorithm, workspace size)
+ * waits, and only one that succeeded goes without waiting after it.  Data
+ * pointers are not part of it. */
+#define PROVEN_CAPACITY 256
+static struct content_cache proven;
+
+static void matmul_config_key(struct key_buf *k, cublasLtHandle_t handle,
+                              const void *const *objs, const cublasLtMatmulAlgo_t *algo,
+                              size_t workspace_size)
+{
+    unsigned char has_algo = algo != NULL;
+    memset(k, 0, sizeof *k);
+    key_add_descriptors(k, handle, objs, 5);
+    key_add(k, &has_algo, 1);
+    if (algo)
+        key_add(k, algo, sizeof *algo);
+    key_add(k, &workspace_size, sizeof workspace_size);
+}
+
+static int config_proven(const struct key_buf *k)
+{
+    pthread_mutex_lock(&answers_lock);
+    int known = !k->failed && proven.buckets && cc_find(&proven, k->p, k->len);
+    pthread_mutex_unlock(&answers_lock);
+    return known;
+}
+
+static void config_succeeded(const struct key_buf *k)
+{
+    if (k->failed)
+        return;
+    pthread_mutex_lock(&answers_lock);
+    if (!cache_on(&proven, PROVEN_CAPACITY) || !cc_find(&proven, k->p, k->len))
+        cache_put(&proven, PROVEN_CAPACITY, k);
+    pthread_mutex_unlock(&answers_lock);
 }
 
 #undef cublasLtMatmul
@@ -175,17 +292,25 @@ RGPU_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle,
                                           size_t workspaceSizeInBytes, cudaStream_t stream)
 {
     const void *objs[] = { computeDesc, Adesc, Bdesc, Cdesc, Ddesc };
+    struct key_buf config;
     struct lt_use use;
     int rc = lt_acquire(objs, matmul_kinds, 5, &use);
     if (rc)
         return rc;
+    matmul_config_key(&config, lightHandle, objs, algo, workspaceSizeInBytes);
+    int first = !config_proven(&config);
     void *op = SERVER_DESC(use, 0), *a = SERVER_DESC(use, 1), *b = SERVER_DESC(use, 2),
          *c = SERVER_DESC(use, 3), *d = SERVER_DESC(use, 4);
     const void *argv[] = { &lightHandle, &op, &alpha, &A, &a, &B, &b, &beta, &C, &c, &D, &d,
                            &algo, &workspace, &workspaceSizeInBytes, &stream };
-    rc = rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatmul, argv);
+    rc = first ? rgpu_call_waiting(LIB, RGPU_CUBLASLT_cublasLtMatmul, argv)
+               : rgpu_call(LIB, RGPU_CUBLASLT_cublasLtMatmul, argv);
     lt_release(&use);
-    return call_status(rc, &use);
+    rc = call_status(rc, &use);
+    if (first && rc == CUBLAS_STATUS_SUCCESS)
+        config_succeeded(&config);
+    free(config.p);
+    return rc;
 }
 
 #undef cublasLtMatmulAlgoCheck
@@ -243,7 +368,6 @@ RGPU_EXPORT cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t lightHandle,
 #define HEURISTICS_CAPACITY 256
 #define HEURISTICS_MAX_COUNT 64     /* larger requests are not kept */
 
-static pthread_mutex_t heuristics_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct content_cache heuristics;    /* key -> returned count, results */
 
 /* The calling thread's current device: as the runtime stub last saw it,
@@ -262,57 +386,18 @@ static int current_device(void)
     return get_device && get_device(&dev) == 0 ? dev : -1;
 }
 
-struct key_buf {
-    unsigned char *p;
-    size_t len, cap;
-    int failed;
-};
-
-static void key_add(struct key_buf *k, const void *bytes, size_t n)
-{
-    if (k->failed)
-        return;
-    if (k->len + n > k->cap) {
-        size_t cap = k->cap ? k->cap : 512;
-        while (cap < k->len + n)
-            cap *= 2;
-        unsigned char *p = realloc(k->p, cap);
-        if (!p) {
-            k->failed = 1;
-            return;
-        }
-        k->p = p;
-        k->cap = cap;
-    }
-    memcpy(k->p + k->len, bytes, n);
-    k->len += n;
-}
-
 /* The key of a heuristic query; 0 when it cannot be kept (a descriptor
  * that is no live one, an unknown device, a count out of bounds). */
 static int heuristic_key(struct key_buf *k, cublasLtHandle_t handle, const void *const *objs,
                          int requested)
 {
     int dev = current_device();
-    uint64_t h = (uint64_t)(uintptr_t)handle;
     memset(k, 0, sizeof *k);
     if (dev < 0 || requested <= 0 || requested > HEURISTICS_MAX_COUNT)
         return 0;
-    key_add(k, &h, sizeof h);
+    key_add_descriptors(k, handle, objs, 6);
     key_add(k, &dev, sizeof dev);
     key_add(k, &requested, sizeof requested);
-    for (unsigned i = 0; i < 6; i++) {
-        const unsigned char *content = NULL;
-        size_t len = 0;
-        if (objs[i] && lt_content(objs[i], matmul_kinds[i], &content, &len) < 0) {
-            k->failed = 1;
-            break;
-        }
-        uint32_t len32 = (uint32_t)len;
-        key_add(k, &len32, sizeof len32);
-        if (len)
-            key_add(k, content, len);
-    }
     return !k->failed;
 }
 
@@ -320,14 +405,14 @@ static int heuristic_known(const struct key_buf *k, cublasLtMatmulHeuristicResul
                            int *returned)
 {
     int found = 0;
-    pthread_mutex_lock(&heuristics_lock);
+    pthread_mutex_lock(&answers_lock);
     struct cc_entry *e = heuristics.buckets ? cc_find(&heuristics, k->p, k->len) : NULL;
     if (e) {
         memcpy(results, e->blob, e->blob_len);
         *returned = (int)e->handle;
         found = 1;
     }
-    pthread_mutex_unlock(&heuristics_lock);
+    pthread_mutex_unlock(&answers_lock);
     return found;
 }
 
@@ -340,33 +425,16 @@ static void heuristic_learnt(const struct key_buf *k,
     if (!copy)
         return;
     memcpy(copy, results, bytes);
-    pthread_mutex_lock(&heuristics_lock);
-    if (heuristics.buckets || cc_init(&heuristics, HEURISTICS_CAPACITY) == 0)
-        e = cc_insert(&heuristics, k->p, k->len);
+    pthread_mutex_lock(&answers_lock);
+    e = cache_put(&heuristics, HEURISTICS_CAPACITY, k);
     if (e) {
         e->blob = copy;
         e->blob_len = bytes;
         e->handle = (uint64_t)returned;
-        cc_entry_free(cc_evict(&heuristics, 0));
     }
-    pthread_mutex_unlock(&heuristics_lock);
+    pthread_mutex_unlock(&answers_lock);
     if (!e)
         free(copy);
-}
-
-static int same_handle(const struct cc_entry *e, void *handle)
-{
-    uint64_t h;
-    memcpy(&h, e->key, sizeof h);
-    return h == (uint64_t)(uintptr_t)handle;
-}
-
-static void forget_heuristics_of(cublasLtHandle_t handle)
-{
-    pthread_mutex_lock(&heuristics_lock);
-    if (heuristics.buckets)
-        cc_drop_if(&heuristics, same_handle, handle);
-    pthread_mutex_unlock(&heuristics_lock);
 }
 
 #undef cublasLtMatmulAlgoGetHeuristic
@@ -407,7 +475,12 @@ RGPU_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
 RGPU_EXPORT cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle)
 {
     const void *argv[] = { &lightHandle };
-    forget_heuristics_of(lightHandle);
+    pthread_mutex_lock(&answers_lock);
+    if (heuristics.buckets)
+        cc_drop_if(&heuristics, same_handle, lightHandle);
+    if (proven.buckets)
+        cc_drop_if(&proven, same_handle, lightHandle);
+    pthread_mutex_unlock(&answers_lock);
     return rgpu_call(LIB, RGPU_CUBLASLT_cublasLtDestroy, argv);
 }
 

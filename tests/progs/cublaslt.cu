@@ -448,6 +448,32 @@ static void test_many_layouts(cublasLtHandle_t lt)
     free_problem(&p);
 }
 
+// A matmul whose layouts contradict each other (D one row more than A)
+// fails at the call, as natively, every time; the next good one works.
+static void test_bad_matmul(cublasLtHandle_t lt)
+{
+    Problem p = make_problem(16, 8, 12, 16, 5);
+    cublasLtMatmulHeuristicResult_t res;
+    Descs ds;
+    float alpha = 1, beta = 0;
+    must(run(lt, p, alpha, &res) == CUBLAS_STATUS_SUCCESS, "matmul before the bad one");
+    must(make_descs(p, &ds) == CUBLAS_STATUS_SUCCESS, "descriptors");
+    cublasLtMatrixLayout_t taller = NULL;
+    must(cublasLtMatrixLayoutCreate(&taller, CUDA_R_32F, p.m + 1, p.n, p.m + 1) ==
+             CUBLAS_STATUS_SUCCESS, "layout");
+    for (int i = 0; i < 2; i++)
+        check_status(cublasLtMatmul(lt, ds.op, &alpha, p.dA, ds.a, p.dB, ds.b, &beta, p.dD,
+                                    taller, p.dD, taller, &res.algo, workspace, WS_SIZE,
+                                    stream),
+                     CUBLAS_STATUS_INVALID_VALUE,
+                     i ? "matmul with D taller than A again" : "matmul with D taller than A");
+    cublasLtMatrixLayoutDestroy(taller);
+    destroy_descs(&ds);
+    check(run(lt, p, 2, &res) == CUBLAS_STATUS_SUCCESS && result_right(p, 2),
+          "matmul after the bad ones right", "wrong");
+    free_problem(&p);
+}
+
 // Two threads, each with its own stream and 150 layouts of its own: every
 // descriptor one thread uses may be the oldest the other must make room
 // against.
@@ -509,6 +535,7 @@ int main(int argc, char **argv)
     test_churn(lt, steps);
     test_heuristic_repeat(lt);
     if (!churn_only) {
+        test_bad_matmul(lt);
         test_many_layouts(lt);
         test_threads(lt);
     }
