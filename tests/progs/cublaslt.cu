@@ -474,11 +474,10 @@ static void test_bad_matmul(cublasLtHandle_t lt)
     free_problem(&p);
 }
 
-// Two threads, each with its own stream and 150 layouts of its own: every
+// Two threads, each with its own handle, stream and 150 layouts: every
 // descriptor one thread uses may be the oldest the other must make room
 // against.
 struct ThreadRun {
-    cublasLtHandle_t lt;
     int index, failed, wrong;
 };
 
@@ -487,27 +486,30 @@ static void *thread_layouts(void *arg)
     ThreadRun *t = (ThreadRun *)arg;
     const int count = 150, m = 16, n = 8, k = 12;
     cublasLtMatmulHeuristicResult_t res;
-    must(cudaStreamCreate(&stream) == cudaSuccess && cudaMalloc(&workspace, WS_SIZE) ==
-                                                         cudaSuccess,
-         "thread stream and workspace");
+    cublasLtHandle_t lt;
+    must(cudaStreamCreate(&stream) == cudaSuccess &&
+             cudaMalloc(&workspace, WS_SIZE) == cudaSuccess &&
+             cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS,
+         "thread handle, stream and workspace");
     Problem p = make_problem(m, n, k, m + 8 * count, 10 + t->index);
     for (int i = 0; i < count; i++) {
         p.lda = m + 8 * i + 4 * t->index;
         float alpha = 1.0f + (float)(i % 3);
-        if (run(t->lt, p, alpha, &res) != CUBLAS_STATUS_SUCCESS)
+        if (run(lt, p, alpha, &res) != CUBLAS_STATUS_SUCCESS)
             t->failed++;
         else if (!result_right(p, alpha))
             t->wrong++;
     }
     free_problem(&p);
+    cublasLtDestroy(lt);
     cudaFree(workspace);
     cudaStreamDestroy(stream);
     return NULL;
 }
 
-static void test_threads(cublasLtHandle_t lt)
+static void test_threads(void)
 {
-    ThreadRun t[2] = { { lt, 0, 0, 0 }, { lt, 1, 0, 0 } };
+    ThreadRun t[2] = { { 0, 0, 0 }, { 1, 0, 0 } };
     pthread_t th[2];
     for (int i = 0; i < 2; i++)
         must(pthread_create(&th[i], NULL, thread_layouts, &t[i]) == 0, "pthread_create");
@@ -537,7 +539,7 @@ int main(int argc, char **argv)
     if (!churn_only) {
         test_bad_matmul(lt);
         test_many_layouts(lt);
-        test_threads(lt);
+        test_threads();
     }
     check_status(cublasLtDestroy(lt), CUBLAS_STATUS_SUCCESS, "cublasLtDestroy");
     cudaFree(workspace);
