@@ -45,7 +45,9 @@
 
 #define LIB (&rgpu_cublasLt_lib)
 
-#define CACHE_CAPACITY 256
+/* A large model's matmuls each have their own descriptor (a bias pointer
+ * per layer) and a few layouts: room for a GPT-2-sized one. */
+#define CACHE_CAPACITY 1024
 /* No cuBLASLt attribute is larger than 8 bytes; anything beyond this is
  * refused here, as the library refuses a size that is not its own. */
 #define ATTR_MAX 256

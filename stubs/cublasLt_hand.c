@@ -246,7 +246,7 @@ static int call_status(int rc, const struct lt_use *use)
  * configuration (handle, descriptors' content, algorithm, workspace size)
  * waits, and only one that succeeded goes without waiting after it.  Data
  * pointers are not part of it. */
-#define PROVEN_CAPACITY 256
+#define PROVEN_CAPACITY 1024
 static struct content_cache proven;
 
 static void matmul_config_key(struct key_buf *k, cublasLtHandle_t handle,
@@ -365,7 +365,7 @@ RGPU_EXPORT cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t lightHandle,
  * preference and count on the same device: an answer is kept, keyed by
  * all of those (descriptors by content), and given again without asking.
  * Only successful answers are kept. */
-#define HEURISTICS_CAPACITY 256
+#define HEURISTICS_CAPACITY 1024
 #define HEURISTICS_MAX_COUNT 64     /* larger requests are not kept */
 
 static struct content_cache heuristics;    /* key -> returned count, results */

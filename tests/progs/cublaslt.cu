@@ -424,12 +424,12 @@ static void test_heuristic_repeat(cublasLtHandle_t lt)
     free_problem(&p);
 }
 
-// More distinct descriptors than rgpu keeps on the server (256): each A
+// More distinct descriptors than rgpu keeps on the server (1024): each A
 // layout has another leading dimension.  Then the first ones again, which
 // rgpu must make anew.
 static void test_many_layouts(cublasLtHandle_t lt)
 {
-    const int count = 300, m = 16, n = 8, k = 12;
+    const int count = 1100, m = 16, n = 8, k = 12;
     Problem p = make_problem(m, n, k, m + 4 * count, 4);
     cublasLtMatmulHeuristicResult_t res;
     int failed = 0, wrong = 0;
@@ -443,8 +443,8 @@ static void test_many_layouts(cublasLtHandle_t lt)
                 wrong++;
         }
     }
-    check(failed == 0, "300 layouts: every matmul succeeds", "%d failed", failed);
-    check(wrong == 0, "300 layouts: every result right", "%d wrong", wrong);
+    check(failed == 0, "1100 layouts: every matmul succeeds", "%d failed", failed);
+    check(wrong == 0, "1100 layouts: every result right", "%d wrong", wrong);
     free_problem(&p);
 }
 
@@ -474,7 +474,7 @@ static void test_bad_matmul(cublasLtHandle_t lt)
     free_problem(&p);
 }
 
-// Two threads, each with its own handle, stream and 150 layouts: every
+// Two threads, each with its own handle, stream and 600 layouts: every
 // descriptor one thread uses may be the oldest the other must make room
 // against.
 struct ThreadRun {
@@ -484,7 +484,7 @@ struct ThreadRun {
 static void *thread_layouts(void *arg)
 {
     ThreadRun *t = (ThreadRun *)arg;
-    const int count = 150, m = 16, n = 8, k = 12;
+    const int count = 600, m = 16, n = 8, k = 12;
     cublasLtMatmulHeuristicResult_t res;
     cublasLtHandle_t lt;
     must(cudaStreamCreate(&stream) == cudaSuccess &&
@@ -515,9 +515,9 @@ static void test_threads(void)
         must(pthread_create(&th[i], NULL, thread_layouts, &t[i]) == 0, "pthread_create");
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
-    check(t[0].failed + t[1].failed == 0, "two threads, 300 layouts: every matmul succeeds",
+    check(t[0].failed + t[1].failed == 0, "two threads, 1200 layouts: every matmul succeeds",
           "%d failed", t[0].failed + t[1].failed);
-    check(t[0].wrong + t[1].wrong == 0, "two threads, 300 layouts: every result right",
+    check(t[0].wrong + t[1].wrong == 0, "two threads, 1200 layouts: every result right",
           "%d wrong", t[0].wrong + t[1].wrong);
 }
 
