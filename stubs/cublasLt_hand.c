@@ -217,8 +217,9 @@ static int cache_on(struct content_cache *c, size_t capacity)
     return c->buckets || cc_init(c, capacity) == 0;
 }
 
-/* Called with answers_lock held: keep key (with blob, taken over) and
- * drop the oldest entry beyond capacity.  0 when out of memory. */
+/* Called with answers_lock held: a new entry for key (the caller fills in
+ * what it maps to), the oldest beyond capacity dropped; NULL when out of
+ * memory. */
 static struct cc_entry *cache_put(struct content_cache *c, size_t capacity,
                                   const struct key_buf *k)
 {
@@ -275,7 +276,7 @@ static void config_succeeded(const struct key_buf *k)
     if (k->failed)
         return;
     pthread_mutex_lock(&answers_lock);
-    if (!cache_on(&proven, PROVEN_CAPACITY) || !cc_find(&proven, k->p, k->len))
+    if (cache_on(&proven, PROVEN_CAPACITY) && !cc_find(&proven, k->p, k->len))
         cache_put(&proven, PROVEN_CAPACITY, k);
     pthread_mutex_unlock(&answers_lock);
 }
