@@ -104,7 +104,8 @@ void fg_handle_each_owned(struct fg_ctx *owner,
 
 static _Atomic int inited;          // read without the lock by a few calls
 static struct fg_ctx *primary;      // exists from cuInit on
-static unsigned primary_refs;       // retains; active while > 0
+static unsigned primary_refs;       // retains
+static int primary_live;            // active: retained since the last reset
 
 // The calling thread's context stack, as handles (they may go stale).
 static _Thread_local CUcontext ctx_stack[CTX_STACK_MAX];
@@ -153,7 +154,7 @@ CUresult fg_enter(int flags, struct fg_ctx **out, int *skip)
                                          : CUDA_ERROR_INVALID_CONTEXT;
     c = ctx_get(ctx_stack[ctx_depth - 1]);
     // Destroyed, or a primary context whose last retain was released.
-    if (!c || (c->primary && primary_refs == 0))
+    if (!c || (c->primary && !primary_live))
         return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     if (c->sticky)
         return c->sticky;
@@ -398,6 +399,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     r = check_device(dev);
     if (r == CUDA_SUCCESS) {
         primary_refs++;
+        primary_live = 1;
         *pctx = primary->handle;
     }
     fg_unlock();
@@ -412,8 +414,10 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     r = check_device(dev);
     if (r == CUDA_SUCCESS && primary_refs == 0)
         r = CUDA_ERROR_INVALID_CONTEXT;
-    if (r == CUDA_SUCCESS && --primary_refs == 0)
+    if (r == CUDA_SUCCESS && --primary_refs == 0) {
         ctx_teardown(primary);      // inactive: its resources go
+        primary_live = 0;
+    }
     fg_unlock();
     return r;
 }
@@ -423,11 +427,14 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
     CUresult r;
 
     // Frees all the primary context's resources and clears a sticky error;
-    // retains already taken stay, so cudaDeviceReset can go on using it.
+    // it is inactive until retained again (as the driver reports it), while
+    // the retains already taken still count for releases.
     fg_lock();
     r = check_device(dev);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         ctx_teardown(primary);
+        primary_live = 0;
+    }
     fg_unlock();
     return r;
 }
@@ -443,7 +450,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
     r = check_device(dev);
     if (r == CUDA_SUCCESS) {
         *flags = primary->flags;
-        *active = primary_refs > 0;
+        *active = primary_live;
     }
     fg_unlock();
     return r;

@@ -502,8 +502,8 @@ cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
     CALL(cuCtxSynchronize());
 }
 
-// Frees everything of the primary context and forgets a fault; the next
-// call starts afresh on the same (still retained) primary context.
+// Frees everything of the primary context and forgets a fault; the
+// runtime lets go of it, and its next call retains it afresh.
 cudaError_t CUDARTAPI cudaDeviceReset(void)
 {
     CUresult r = cuInit(0);
@@ -511,9 +511,25 @@ cudaError_t CUDARTAPI cudaDeviceReset(void)
     if (r == CUDA_SUCCESS)
         r = cuDevicePrimaryCtxReset_v2(cur_device);
     if (r == CUDA_SUCCESS) {
+        pthread_mutex_lock(&lock);
+        if (primary)
+            (void)cuDevicePrimaryCtxRelease_v2(0);
+        primary = NULL;
+        pthread_mutex_unlock(&lock);
+        (void)cuCtxSetCurrent(NULL);
         atomic_store(&sticky, 0);
         last_error = cudaSuccess;
     }
+    return ret(rt(r));
+}
+
+// The flags the primary context gets when it is next made active.
+cudaError_t CUDARTAPI cudaSetDeviceFlags(unsigned int flags)
+{
+    CUresult r = cuInit(0);
+
+    if (r == CUDA_SUCCESS)
+        r = cuDevicePrimaryCtxSetFlags_v2(cur_device, flags);
     return ret(rt(r));
 }
 
