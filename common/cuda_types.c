@@ -1,6 +1,7 @@
-/* Sizes of cuPointerGetAttribute's value by CUpointer_attribute: the value
- * is an untyped pointer whose type the attribute decides, and both ends of
- * the wire size the buffer by it (0 refuses an attribute we do not know). */
+/* Sizes of values whose type an attribute decides: the value is an
+ * untyped pointer, and both ends of the wire size the buffer by the
+ * attribute (0 refuses an attribute we do not know).  cuPointerGetAttribute's
+ * first, memory pools' below. */
 #include <stdint.h>
 
 #include <cuda.h>
@@ -34,6 +35,30 @@ uint32_t rgpu_cu_pointer_attr_size(int attribute)
         return 8;
     case CU_POINTER_ATTRIBUTE_P2P_TOKENS:
         return sizeof(CUDA_POINTER_ATTRIBUTE_P2P_TOKENS);
+    default:
+        return 0;
+    }
+}
+
+/* Sizes of a memory pool attribute's value (cuMemPool{Set,Get}Attribute and
+ * the runtime's cudaMemPool{Set,Get}Attribute, whose enums agree): the
+ * reuse flags are ints, the threshold and the counts cuuint64_t; 0 refuses
+ * an attribute we do not know. */
+uint32_t rgpu_mempool_attr_size(int attribute);
+
+uint32_t rgpu_mempool_attr_size(int attribute)
+{
+    switch (attribute) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        return sizeof(int);
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        return sizeof(cuuint64_t);
     default:
         return 0;
     }

@@ -165,6 +165,56 @@ RGPU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     return rc;
 }
 
+#undef cuMemAllocPitch
+RGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                        size_t Height, unsigned int ElementSizeBytes)
+{
+    const void *argv[] = { &dptr, &pPitch, &WidthInBytes, &Height, &ElementSizeBytes };
+    int rc = rgpu_call(LIB, RGPU_CUDA_cuMemAllocPitch_v2, argv);
+    if (rc == CUDA_SUCCESS && dptr && pPitch)
+        rgpu_ranges_add(*dptr, *pPitch * Height, RGPU_RANGE_DEVICE);
+    return rc;
+}
+
+/* A stream-ordered allocation (argv as the procedure takes it): the address
+ * is known at the call, so the range is recorded then. */
+static CUresult alloc_async(const struct rgpu_proc *proc, const void *const *argv,
+                            CUdeviceptr *dptr, size_t bytesize)
+{
+    int rc = rgpu_call(LIB, proc, argv);
+    if (rc == CUDA_SUCCESS && dptr)
+        rgpu_ranges_add(*dptr, bytesize, RGPU_RANGE_DEVICE);
+    return rc;
+}
+
+#undef cuMemAllocAsync
+RGPU_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    const void *argv[] = { &dptr, &bytesize, &hStream };
+    return alloc_async(RGPU_CUDA_cuMemAllocAsync, argv, dptr, bytesize);
+}
+
+RGPU_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    const void *argv[] = { &dptr, &bytesize, &hStream };
+    return alloc_async(RGPU_CUDA_cuMemAllocAsync_ptsz, argv, dptr, bytesize);
+}
+
+#undef cuMemAllocFromPoolAsync
+RGPU_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
+                                             CUmemoryPool pool, CUstream hStream)
+{
+    const void *argv[] = { &dptr, &bytesize, &pool, &hStream };
+    return alloc_async(RGPU_CUDA_cuMemAllocFromPoolAsync, argv, dptr, bytesize);
+}
+
+RGPU_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                                  CUmemoryPool pool, CUstream hStream)
+{
+    const void *argv[] = { &dptr, &bytesize, &pool, &hStream };
+    return alloc_async(RGPU_CUDA_cuMemAllocFromPoolAsync_ptsz, argv, dptr, bytesize);
+}
+
 #undef cuMemFree
 RGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
@@ -173,6 +223,26 @@ RGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     if (rc == CUDA_SUCCESS)
         rgpu_ranges_remove(dptr);
     return rc;
+}
+
+static CUresult free_async(const struct rgpu_proc *proc, CUdeviceptr dptr, CUstream hStream)
+{
+    const void *argv[] = { &dptr, &hStream };
+    int rc = rgpu_call(LIB, proc, argv);
+    if (rc == CUDA_SUCCESS)
+        rgpu_ranges_remove(dptr);
+    return rc;
+}
+
+#undef cuMemFreeAsync
+RGPU_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    return free_async(RGPU_CUDA_cuMemFreeAsync, dptr, hStream);
+}
+
+RGPU_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    return free_async(RGPU_CUDA_cuMemFreeAsync_ptsz, dptr, hStream);
 }
 
 /* ---- copies ------------------------------------------------------------------------- */

@@ -40,10 +40,11 @@ RGPU_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t wid
     return rc;
 }
 
-static cudaError_t malloc_async(const struct rgpu_proc *proc, void **devPtr, size_t size,
-                                cudaStream_t stream)
+/* A stream-ordered allocation (argv as the procedure takes it): the range
+ * is recorded once the address is known, which is at the call. */
+static cudaError_t malloc_async(const struct rgpu_proc *proc, const void *const *argv,
+                                void **devPtr, size_t size)
 {
-    const void *argv[] = { &devPtr, &size, &stream };
     if (!devPtr)
         return RESULT(cudaErrorInvalidValue);
     int rc = rgpu_call(LIB, proc, argv);
@@ -55,12 +56,29 @@ static cudaError_t malloc_async(const struct rgpu_proc *proc, void **devPtr, siz
 #undef cudaMallocAsync
 RGPU_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream)
 {
-    return malloc_async(RGPU_CUDART_cudaMallocAsync, devPtr, size, stream);
+    const void *argv[] = { &devPtr, &size, &stream };
+    return malloc_async(RGPU_CUDART_cudaMallocAsync, argv, devPtr, size);
 }
 
 RGPU_EXPORT cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t stream)
 {
-    return malloc_async(RGPU_CUDART_cudaMallocAsync_ptsz, devPtr, size, stream);
+    const void *argv[] = { &devPtr, &size, &stream };
+    return malloc_async(RGPU_CUDART_cudaMallocAsync_ptsz, argv, devPtr, size);
+}
+
+#undef cudaMallocFromPoolAsync
+RGPU_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool,
+                                                cudaStream_t stream)
+{
+    const void *argv[] = { &ptr, &size, &memPool, &stream };
+    return malloc_async(RGPU_CUDART_cudaMallocFromPoolAsync, argv, ptr, size);
+}
+
+RGPU_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size,
+                                                     cudaMemPool_t memPool, cudaStream_t stream)
+{
+    const void *argv[] = { &ptr, &size, &memPool, &stream };
+    return malloc_async(RGPU_CUDART_cudaMallocFromPoolAsync_ptsz, argv, ptr, size);
 }
 
 #undef cudaFree

@@ -573,6 +573,60 @@ cudaError_t CUDARTAPI cudaFree(void *p)
     CALL(cuMemFree_v2((CUdeviceptr)(uintptr_t)p));
 }
 
+// ---- Stream-ordered allocation: the fake driver's default pool -------------------------
+
+cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void **p, size_t size, cudaMemPool_t pool,
+                                              cudaStream_t s)
+{
+    CUdeviceptr d = 0;
+    cudaError_t e;
+
+    if (!p)
+        return ret(cudaErrorInvalidValue);
+    e = ctx();
+    if (e == cudaSuccess)
+        e = rt(cuMemAllocFromPoolAsync(&d, size, (CUmemoryPool)pool, (CUstream)s));
+    if (e == cudaSuccess)
+        *p = (void *)(uintptr_t)d;
+    return ret(e);
+}
+
+cudaError_t CUDARTAPI cudaMallocAsync(void **p, size_t size, cudaStream_t s)
+{
+    CUmemoryPool pool = NULL;
+    cudaError_t e = rt(cuDeviceGetDefaultMemPool(&pool, cur_device));
+
+    return e == cudaSuccess ? cudaMallocFromPoolAsync(p, size, (cudaMemPool_t)pool, s) : ret(e);
+}
+
+cudaError_t CUDARTAPI cudaFreeAsync(void *p, cudaStream_t s)
+{
+    CALL(cuMemFreeAsync((CUdeviceptr)(uintptr_t)p, (CUstream)s));
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
+{
+    return ret(rt(cuDeviceGetDefaultMemPool((CUmemoryPool *)pool, device)));
+}
+
+// cudaMemPoolAttr has cuMemPool_attribute's values.
+cudaError_t CUDARTAPI cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr,
+                                              void *value)
+{
+    return ret(rt(cuMemPoolSetAttribute((CUmemoryPool)pool, (CUmemPool_attribute)attr, value)));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr,
+                                              void *value)
+{
+    return ret(rt(cuMemPoolGetAttribute((CUmemoryPool)pool, (CUmemPool_attribute)attr, value)));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolTrimTo(cudaMemPool_t pool, size_t minBytesToKeep)
+{
+    return ret(rt(cuMemPoolTrimTo((CUmemoryPool)pool, minBytesToKeep)));
+}
+
 cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
     CALL(cuMemGetInfo_v2(free_bytes, total));

@@ -15,7 +15,11 @@ import subprocess
 import sys
 import time
 
-RUNGS = ["devices", "memory", "matmul", "conv", "train", "graphs", "compile", "nanogpt"]
+RUNGS = ["devices", "memory", "matmul", "conv", "train", "graphs", "compile", "nanogpt",
+         "mallocasync"]
+
+# Environment a rung needs before torch is imported.
+RUNG_ENV = {"mallocasync": {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}}
 
 
 def rung_devices(torch):
@@ -31,6 +35,21 @@ def rung_memory(torch):
     y = (x * 2 + 1).sin()
     return {"sum": y.sum().item(), "max": y.max().item(), "mean": x.mean().item(),
             "back": x[:8].cpu().tolist()}
+
+
+def rung_mallocasync(torch):
+    """PyTorch's cudaMallocAsync allocator: the default pool and its attributes."""
+    torch.manual_seed(0)
+    a = torch.randn(1024, 1024, device="cuda")
+    b = torch.randn(1024, 1024, device="cuda")
+    c = (a @ b).relu()
+    total = c.double().sum().item()
+    in_use = torch.cuda.memory_allocated()
+    del a, b, c
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    return {"backend": torch.cuda.get_allocator_backend(), "sum": total,
+            "in_use_nonzero": in_use > 0, "after_free": torch.cuda.memory_allocated()}
 
 
 def rung_matmul(torch):
@@ -115,6 +134,7 @@ def rung_nanogpt(torch):
 
 
 def worker(rung):
+    os.environ.update(RUNG_ENV.get(rung, {}))
     import torch
     t0 = time.perf_counter()
     result = globals()["rung_" + rung](torch)
