@@ -821,8 +821,7 @@ void rgpu_thread_set_context(uint64_t ctx)
 void rgpu_contexts_changed(void)
 {
     atomic_fetch_add(&contexts_generation, 1);
-    T.device_known = 0;
-    T.ctx = 0;
+    rgpu_thread_forget_current();
 }
 
 int rgpu_primary_active(int dev, unsigned *flags)
@@ -850,6 +849,17 @@ void rgpu_primary_set_active(int dev, unsigned flags)
 }
 
 /* ---- reading replies of hand-written calls ---------------------------------------- */
+
+int rgpu_req_status(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req)
+{
+    struct rgpu_reply reply;
+    int rc = rgpu_req_exchange(lib, what, req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(lib, &reply);
+    rgpu_reply_free(&reply);
+    return rc;
+}
 
 int rgpu_req_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,
                       struct rgpu_reply *reply)

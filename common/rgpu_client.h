@@ -91,10 +91,13 @@ int rgpu_req_wait(struct rgpu_ticket *ticket, struct rgpu_reply *reply);
  * to read (and free), or the library's status for a transport failure
  * (nothing to free).  `what` names the call in logs. */
 #define RGPU_REPLY_READY (-1)
-/* Whether this process is connected to rgpud already (never connects). */
-int rgpu_session_started(void);
 int rgpu_req_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,
                       struct rgpu_reply *reply);
+/* Send req, wait, and return the library's status of a call with no
+ * outputs to read (transport failures as the library's status). */
+int rgpu_req_status(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req);
+/* Whether this process is connected to rgpud already (never connects). */
+int rgpu_session_started(void);
 /* Output i of a reply (NULL when absent), as an unsigned (0 when absent),
  * or as a bin (NULL). */
 const msgpack_object *rgpu_reply_out(const struct rgpu_reply *reply, unsigned i);

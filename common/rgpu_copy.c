@@ -15,18 +15,6 @@ static size_t chunk_len(size_t count, size_t off)
     return count - off < RGPU_COPY_CHUNK ? count - off : RGPU_COPY_CHUNK;
 }
 
-/* The status of a finished request; reply freed. */
-static int finish(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req)
-{
-    struct rgpu_reply reply;
-    int rc = rgpu_req_exchange(lib, what, req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(lib, &reply);
-    rgpu_reply_free(&reply);
-    return rc;
-}
-
 /* The status of a reply whose one output is `want` bytes for dst, copied
  * there row by row (rows of width bytes, dpitch apart); reply freed. */
 static int land_rows(const struct rgpu_lib *lib, const char *what, struct rgpu_reply *reply,
@@ -59,7 +47,7 @@ int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
         msgpack_pack_uint64(&req.pk, stream);
         rgpu_req_payload(&req, (const char *)src + off, n);
         if (last)
-            return finish(lib, what, &req);
+            return rgpu_req_status(lib, what, &req);
         int rc = rgpu_req_send(&req, NULL);
         if (rc != RGPU_OK)
             return rgpu_transport_status(lib, what, rc);
@@ -151,7 +139,7 @@ int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const char *what, uint64_t dst
     msgpack_pack_uint64(&req.pk, height);
     msgpack_pack_uint64(&req.pk, stream);
     rgpu_req_payload(&req, rows, width * height);
-    int rc = finish(lib, what, &req);
+    int rc = rgpu_req_status(lib, what, &req);
     free(rows);
     return rc;
 }

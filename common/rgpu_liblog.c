@@ -67,7 +67,6 @@ static void send_settings(const struct rgpu_lib *lib, const int64_t *settings, u
                           int wait)
 {
     struct rgpu_req req;
-    struct rgpu_reply reply;
     rgpu_req_begin(&req, rgpu_proc_id(lib->name, RGPU_H_LOG_SETTINGS),
                    wait ? 0 : RGPU_CALL_NOREPLY);
     msgpack_pack_array(&req.pk, n);
@@ -79,11 +78,7 @@ static void send_settings(const struct rgpu_lib *lib, const int64_t *settings, u
             rgpu_warn("%s: cannot send its log settings to rgpud", lib->soname);
         return;
     }
-    int rc = rgpu_req_exchange(lib, "rgpu.log_settings", &req, &reply);
-    if (rc == RGPU_REPLY_READY) {
-        rc = rgpu_reply_status(lib, &reply);
-        rgpu_reply_free(&reply);
-    }
+    int rc = rgpu_req_status(lib, "rgpu.log_settings", &req);
     if (rc != 0)
         rgpu_warn("%s: rgpud could not apply its log settings (status %d)", lib->soname, rc);
 }

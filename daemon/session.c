@@ -185,15 +185,10 @@ static void send_parts_or_die(const struct iovec *iov, int n)
     }
 }
 
-static void send_or_die(const msgpack_sbuffer *sb)
+void session_send(const msgpack_sbuffer *sb)
 {
     struct iovec iov = { sb->data, sb->size };
     send_parts_or_die(&iov, 1);
-}
-
-void session_send(const msgpack_sbuffer *sb)
-{
-    send_or_die(sb);
 }
 
 static void pack_reply_head(msgpack_packer *pk, uint64_t serial, int transport, int api,
@@ -450,7 +445,7 @@ static void send_welcome(int status, const char *message)
     msgpack_pack_int(&pk, status == RGPU_OK ? backend_driver_version() : 0);
     msgpack_pack_str_with_body(&pk, host, strlen(host));
     msgpack_pack_str_with_body(&pk, message, strlen(message));
-    send_or_die(&sb);
+    session_send(&sb);
     msgpack_sbuffer_destroy(&sb);
 }
 

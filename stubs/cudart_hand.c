@@ -479,7 +479,6 @@ RGPU_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttr
                                              int value)
 {
     struct rgpu_req req;
-    struct rgpu_reply reply;
     struct kernel *k = kernel_by_host_fn(func);
     int rc;
 
@@ -492,12 +491,7 @@ RGPU_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttr
     msgpack_pack_uint64(&req.pk, k->handle);
     msgpack_pack_uint64(&req.pk, (uint64_t)attr);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uint32_t)value);
-    rc = rgpu_req_exchange(LIB, RGPU_H_FUNC_SET_ATTR, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    rgpu_reply_free(&reply);
-    return rc;
+    return rgpu_req_status(LIB, RGPU_H_FUNC_SET_ATTR, &req);
 }
 
 RGPU_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache cacheConfig)

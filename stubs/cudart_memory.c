@@ -228,7 +228,6 @@ static cudaError_t dtod(void *dst, const void *src, size_t count, enum cudaMemcp
                         cudaStream_t stream, int async)
 {
     struct rgpu_req req;
-    struct rgpu_reply reply;
     rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOD), 0);
     msgpack_pack_array(&req.pk, 6);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)dst);
@@ -237,12 +236,7 @@ static cudaError_t dtod(void *dst, const void *src, size_t count, enum cudaMemcp
     msgpack_pack_uint64(&req.pk, (uint64_t)kind);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
     msgpack_pack_uint64(&req.pk, (uint64_t)async);
-    int rc = rgpu_req_exchange(LIB, "cudaMemcpy", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    rgpu_reply_free(&reply);
-    return rc;
+    return rgpu_req_status(LIB, "cudaMemcpy", &req);
 }
 
 static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
@@ -299,8 +293,6 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
                             cudaStream_t stream)
 {
     struct rgpu_req req;
-    struct rgpu_reply reply;
-    int rc;
 
     if (width > dpitch || width > spitch)
         return RESULT(cudaErrorInvalidPitchValue);
@@ -324,12 +316,7 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
         msgpack_pack_uint64(&req.pk, width);
         msgpack_pack_uint64(&req.pk, height);
         msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-        rc = rgpu_req_exchange(LIB, "cudaMemcpy2D", &req, &reply);
-        if (rc != RGPU_REPLY_READY)
-            return rc;
-        rc = rgpu_reply_status(LIB, &reply);
-        rgpu_reply_free(&reply);
-        return rc;
+        return rgpu_req_status(LIB, "cudaMemcpy2D", &req);
     }
     if (kind == cudaMemcpyHostToDevice)
         return rgpu_copy_htod_2d(LIB, "cudaMemcpy2D", (uint64_t)(uintptr_t)dst, dpitch, src,
