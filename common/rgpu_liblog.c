@@ -29,6 +29,7 @@ struct queued {
     struct queued *next;
 };
 static struct queued *queue_head, **queue_tail = &queue_head;
+static atomic_int queued_count;         /* every reply checks it: no lock then */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Called with lock held. */
@@ -139,6 +140,7 @@ void rgpu_liblog_queue(char *frame, size_t len)
     pthread_mutex_lock(&lock);
     *queue_tail = q;
     queue_tail = &q->next;
+    atomic_fetch_add(&queued_count, 1);
     pthread_mutex_unlock(&lock);
 }
 
@@ -201,7 +203,7 @@ out:
 void rgpu_liblog_deliver(void)
 {
     static _Thread_local int delivering;   /* a callback's own calls: no nesting */
-    if (delivering)
+    if (delivering || atomic_load(&queued_count) == 0)
         return;
     delivering = 1;
     for (;;) {
@@ -211,6 +213,7 @@ void rgpu_liblog_deliver(void)
             queue_head = q->next;
             if (!queue_head)
                 queue_tail = &queue_head;
+            atomic_fetch_sub(&queued_count, 1);
         }
         pthread_mutex_unlock(&lock);
         if (!q)
