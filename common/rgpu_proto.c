@@ -14,6 +14,9 @@ const char *rgpu_status_name(int status)
         [RGPU_EVERSION] = "protocol version mismatch",
         [RGPU_EBUSY] = "server busy (session limit)",
         [RGPU_EIO] = "connection lost",
+        [RGPU_EAUTH] = "not authorised",
+        [RGPU_ETIMEDOUT] = "server did not answer in time",
+        [RGPU_EREFUSED] = "argument refused by the server's checks",
     };
     if (status < 0 || (unsigned)status >= sizeof names / sizeof names[0] || !names[status])
         return "unknown status";

@@ -50,6 +50,11 @@ enum rgpu_msg {
     RGPU_MSG_CALL    = 3,
     RGPU_MSG_REPLY   = 4,
     RGPU_MSG_LOG     = 5,
+    /* Protocol 2 (see docs/security.md): */
+    RGPU_MSG_CHALLENGE = 6,     /* server -> client: [CHALLENGE, server_nonce] */
+    RGPU_MSG_AUTH      = 7,     /* client -> server: [AUTH, key_id, mac] */
+    RGPU_MSG_KEEPALIVE = 8,     /* server -> client: [KEEPALIVE]; a request of
+                                   this client is still running */
 };
 
 enum rgpu_call_flags {
@@ -67,6 +72,9 @@ enum rgpu_status {
     RGPU_EVERSION = 6,      /* protocol versions differ */
     RGPU_EBUSY = 7,         /* session cap reached */
     RGPU_EIO = 8,           /* connection lost (client side only) */
+    RGPU_EAUTH = 9,         /* the client is not allowed in */
+    RGPU_ETIMEDOUT = 10,    /* the server stayed silent too long (client side) */
+    RGPU_EREFUSED = 11,     /* an argument names memory the session does not own */
 };
 
 const char *rgpu_status_name(int status);
