@@ -1,5 +1,7 @@
 /* The client core (see rgpu_client.h). */
 #include "rgpu_client.h"
+#include "rgpu_addr.h"
+#include "rgpu_hello.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_liblog.h"
 #include "rgpu_log.h"
@@ -75,129 +77,95 @@ static uint32_t thread_id(void)
     return T.tid;
 }
 
-static int parse_server(const char *spec, char *host, size_t hostlen, char *port,
-                        size_t portlen)
-{
-    const char *colon = strrchr(spec, ':');
-    if (spec[0] == '[') {                   /* [v6addr]:port */
-        const char *end = strchr(spec, ']');
-        if (!end)
-            return -1;
-        snprintf(host, hostlen, "%.*s", (int)(end - spec - 1), spec + 1);
-        colon = end[1] == ':' ? end + 1 : NULL;
-    } else {
-        snprintf(host, hostlen, "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
-    }
-    snprintf(port, portlen, "%s", colon ? colon + 1 : "9713");
-    return 0;
-}
-
-static int dial(const char *spec)
-{
-    char host[256], port[32];
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
-    int fd = -1, rc;
-
-    if (parse_server(spec, host, sizeof host, port, sizeof port) < 0)
-        return -1;
-    rc = getaddrinfo(host, port, &hints, &res);
-    if (rc != 0) {
-        rgpu_error("cannot resolve %s: %s", spec, gai_strerror(rc));
-        return -1;
-    }
-    for (ai = res; ai; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0)
-            continue;
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-            break;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd >= 0) {
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
-    return fd;
-}
-
 static int send_packed(int fd, const msgpack_sbuffer *buf, const void *payload, size_t plen)
 {
     struct iovec iov[2] = { { buf->data, buf->size }, { (void *)payload, plen } };
     return rgpu_write_frame(fd, iov, payload && plen ? 2 : 1);
 }
 
-/* Hello / welcome: check the protocol version, learn the server's CUDA. */
-static int handshake(int fd)
-{
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    msgpack_zone zone;
-    msgpack_object root;
-    char *frame = NULL;
-    size_t len;
-    int ok = -1;
+/* ---- libraries and their digests ------------------------------------------- */
 
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 3);
-    msgpack_pack_int(&pk, RGPU_MSG_HELLO);
-    msgpack_pack_int(&pk, RGPU_PROTO_VERSION);
-    msgpack_pack_str_with_body(&pk, "rgpu-client", 11);
-    msgpack_zone_init(&zone, 1024);
-    if (send_packed(fd, &sb, NULL, 0) < 0 || rgpu_read_frame(fd, &frame, &len) < 0) {
-        rgpu_error("no answer to hello: %s", strerror(errno));
-        goto out;
+/* The libraries of this process, registered by their stubs' constructors:
+ * their procedure-table digests go in the hello.  One loaded after the
+ * session started is checked with the server then (rgpu.lib_digest). */
+static struct {
+    pthread_mutex_t lock;
+    const struct rgpu_lib *libs[RGPU_HELLO_MAX_LIBS];
+    int n;
+} L = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void check_late_lib(const struct rgpu_lib *lib);
+
+void rgpu_register_lib(const struct rgpu_lib *lib)
+{
+    int late = 0;
+    pthread_mutex_lock(&L.lock);
+    int known = 0;
+    for (int i = 0; i < L.n; i++)
+        known |= L.libs[i] == lib;
+    if (!known && L.n < RGPU_HELLO_MAX_LIBS) {
+        L.libs[L.n++] = lib;
+        late = atomic_load(&S.connected);
     }
-    if (rgpu_unpack_frame(frame, len, &zone, &root) < 0 || root.type != MSGPACK_OBJECT_ARRAY ||
-        root.via.array.size < 7) {
-        rgpu_error("malformed welcome from the server");
-        goto out;
+    pthread_mutex_unlock(&L.lock);
+    if (late)
+        check_late_lib(lib);
+}
+
+/* Hello / welcome: who we are, what our tables are, and a key if the
+ * server asks for one (common/rgpu_hello.h); learn the server's CUDA. */
+static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
+{
+    struct rgpu_hello h;
+    struct rgpu_welcome w;
+    char why[512], how[256];
+
+    memset(&h, 0, sizeof h);
+    pthread_mutex_lock(&L.lock);
+    for (int i = 0; i < L.n; i++)
+        rgpu_hello_add_lib(&h, L.libs[i]);
+    pthread_mutex_unlock(&L.lock);
+    int rc = rgpu_hs_client(fd, addr->kind == RGPU_ADDR_TCP, &h, &w, how, sizeof how, why,
+                            sizeof why);
+    if (rc < 0) {
+        rgpu_error("rgpud at %s: %s", spec, why);
+        return -1;
     }
-    const msgpack_object *w = root.via.array.ptr;
-    int64_t ver = 0, status = 0, rt = 0, drv = 0;
-    if (rgpu_obj_i64(&w[1], &ver) < 0 || rgpu_obj_i64(&w[2], &status) < 0 ||
-        rgpu_obj_i64(&w[3], &rt) < 0 || rgpu_obj_i64(&w[4], &drv) < 0) {
-        rgpu_error("malformed welcome from the server");
-        goto out;
+    if (w.status != RGPU_OK) {
+        rgpu_error("rgpud at %s refused the session: %s%s%s", spec,
+                   rgpu_status_name(w.status), w.message[0] ? ": " : "", w.message);
+        return -1;
     }
-    if (status != RGPU_OK) {
-        const msgpack_object *m = &w[6];
-        rgpu_error("server refused the session: %s%s%.*s", rgpu_status_name((int)status),
-                   m->type == MSGPACK_OBJECT_STR ? ": " : "",
-                   m->type == MSGPACK_OBJECT_STR ? (int)m->via.str.size : 0,
-                   m->type == MSGPACK_OBJECT_STR ? m->via.str.ptr : "");
-        goto out;
-    }
-    S.info.runtime_version = (int)rt;
-    S.info.driver_version = (int)drv;
-    if (w[5].type == MSGPACK_OBJECT_STR)
-        snprintf(S.info.name, sizeof S.info.name, "%.*s", (int)w[5].via.str.size,
-                 w[5].via.str.ptr);
-    ok = 0;
-out:
-    free(frame);
-    msgpack_zone_destroy(&zone);
-    msgpack_sbuffer_destroy(&sb);
-    return ok;
+    S.info.runtime_version = w.runtime_version;
+    S.info.driver_version = w.driver_version;
+    snprintf(S.info.name, sizeof S.info.name, "%s", w.server_name);
+    rgpu_debug("authenticated by %s (server: %s)", how, w.message);
+    return 0;
 }
 
 static void connect_once(void)
 {
     const char *spec = getenv("RGPU_SERVER");
+    struct rgpu_addr addr;
+    char err[512];
+
     if (!spec || !*spec)
-        spec = "127.0.0.1:9713";
+        spec = RGPU_DEFAULT_SERVER;
     rgpu_log_init("rgpu", getenv("RGPU_LOG"));
     S.spin_ns = rgpu_spin_ns(getenv("RGPU_SPIN_US"));
-    int fd = dial(spec);
-    if (fd < 0) {
-        rgpu_error("cannot reach rgpud at %s: %s (is rgpud running? set RGPU_SERVER=HOST:PORT)",
-                   spec, strerror(errno));
+    if (rgpu_addr_parse(spec, &addr, err, sizeof err) < 0) {
+        rgpu_error("RGPU_SERVER: %s", err);
         S.broken = 1;
         return;
     }
-    if (handshake(fd) < 0) {
+    int fd = rgpu_addr_dial(&addr, -1, err, sizeof err);
+    if (fd < 0) {
+        rgpu_error("cannot reach rgpud at %s: %s (is rgpud running? set RGPU_SERVER to its "
+                   "address: unix:/PATH, HOST:PORT or [IPV6]:PORT)", spec, err);
+        S.broken = 1;
+        return;
+    }
+    if (handshake(fd, &addr, spec) < 0) {
         close(fd);
         S.broken = 1;
         return;
@@ -981,4 +949,33 @@ void rgpu_keyed_remove(struct rgpu_keyed *t, const void *key)
     if (e)
         *e = t->v[--t->n];
     pthread_mutex_unlock(&t->lock);
+}
+
+/* ---- a library loaded after the hello ---------------------------------------- */
+
+static void check_late_lib(const struct rgpu_lib *lib)
+{
+    unsigned char digest[RGPU_DIGEST_LEN];
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+
+    rgpu_lib_digest(lib, digest);
+    rgpu_req_begin(&req, rgpu_proc_id("rgpu", RGPU_H_LIB_DIGEST), 0);
+    msgpack_pack_array(&req.pk, 2);
+    msgpack_pack_str_with_body(&req.pk, lib->name, strlen(lib->name));
+    msgpack_pack_bin_with_body(&req.pk, digest, sizeof digest);
+    int rc = rgpu_req_send(&req, &reply);
+    if (rc == RGPU_OK) {
+        rc = reply.transport;
+        rgpu_reply_free(&reply);
+    }
+    if (rc == RGPU_OK)
+        return;
+    /* Its frames would be misread: no call of this session may go on. */
+    rgpu_error("library %s (loaded after the session began) %s: closing the session (this "
+               "client is %s, protocol %d; install the same rgpu build on both machines)",
+               lib->name, rc == RGPU_EVERSION ? "differs from the server's build"
+                                              : "could not be checked with the server",
+               rgpu_version_string(), RGPU_PROTO_VERSION);
+    S.broken = 1;
 }

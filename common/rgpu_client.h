@@ -38,6 +38,10 @@ const char *rgpu_server_error_string(const struct rgpu_lib *lib, int code);
 /* A size_t query of the server's library (cudnnGetVersion); 0 on failure. */
 size_t rgpu_server_size_query(const struct rgpu_lib *lib, const char *fn);
 
+/* A stub's constructor names its library: its procedure table's digest
+ * goes in the hello, so that a server of another build refuses us. */
+void rgpu_register_lib(const struct rgpu_lib *lib);
+
 /* Register how a library's scalars travel (cuBLAS's pointer mode). */
 void rgpu_register_scalar_policy(const struct rgpu_lib *lib,
                                  const struct rgpu_scalar_policy *pol);

@@ -35,6 +35,10 @@
 /* [kernel, attr, value] -> []                cudaFuncSetAttribute */
 #define RGPU_H_FUNC_SET_ATTR "rgpu.func_set_attr"
 
+/* [lib name, bin digest] -> []  a library the client loaded after its hello:
+ * RGPU_EVERSION when the server's table differs (lib "rgpu"; rgpu_hello.h) */
+#define RGPU_H_LIB_DIGEST    "rgpu.lib_digest"
+
 /* [lib] -> [[code, string]...]  a server library's own error texts */
 #define RGPU_H_ERROR_STRINGS "rgpu.error_strings"
 

@@ -4,10 +4,12 @@
  * msgpack array.  Lengths above RGPU_FRAME_MAX are a protocol error: the peer
  * is told (where it can be) and the connection is closed.
  *
- *   hello    client -> server  [RGPU_MSG_HELLO, proto_version, client_name]
+ *   hello    client -> server  [RGPU_MSG_HELLO, proto_version, client_name,
+ *                               {lib: digest}, client_nonce]
+ *   (challenge and auth where the server wants a key: common/rgpu_hello.h)
  *   welcome  server -> client  [RGPU_MSG_WELCOME, proto_version, transport_status,
  *                               cuda_runtime_version, cuda_driver_version,
- *                               server_name, message]
+ *                               server_name, message, server_proof]
  *   request  client -> server  [RGPU_MSG_CALL, serial, proc_id, client_thread,
  *                               flags, [args...]]
  *   reply    server -> client  [RGPU_MSG_REPLY, serial, transport_status,
@@ -38,7 +40,7 @@
 
 #include <stdint.h>
 
-#define RGPU_PROTO_VERSION      1
+#define RGPU_PROTO_VERSION      2
 #define RGPU_DEFAULT_PORT       9713
 #define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
 #define RGPU_COPY_CHUNK         (4u << 20)    /* bulk copies travel in chunks */

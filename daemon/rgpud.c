@@ -21,6 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define RGPUD_KEY_DIR "/etc/rgpu/clients"
+
 static volatile sig_atomic_t nsessions;
 static volatile sig_atomic_t stopping;
 static volatile sig_atomic_t listen_fd = -1;    /* on_stop shuts it down */
@@ -29,7 +31,20 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: rgpud [options]\n"
-            "  -l, --listen ADDR:PORT   address to listen on (default 127.0.0.1:%d)\n"
+            "       rgpud [--key-dir DIR] --new-client-key NAME\n"
+            "  -l, --listen ADDR        unix:PATH (or /PATH), HOST:PORT or [IPV6]:PORT to\n"
+            "                           listen on (default %s)\n"
+            "  -g, --group NAME         on a Unix socket, also let in this group's members\n"
+            "                           (default rgpu where it exists; none: nobody but\n"
+            "                           rgpud's own user and root)\n"
+            "  -k, --key-dir DIR        on TCP, the clients' keys, one file per key name\n"
+            "                           (default %s)\n"
+            "      --new-client-key NAME\n"
+            "                           make a key: write DIR/NAME, print the client's copy\n"
+            "      --insecure-tcp-no-auth\n"
+            "                           on TCP, let anyone in without a key (trusted\n"
+            "                           networks only: anyone who connects runs code as\n"
+            "                           rgpud's user)\n"
             "  -L, --lib-dir DIR        load the CUDA libraries from DIR instead of the\n"
             "                           system's (env RGPUD_LIB_DIR; the tests use it)\n"
             "  -m, --max-sessions N     refuse clients beyond N concurrent sessions (64)\n"
@@ -39,7 +54,7 @@ static void usage(FILE *f)
             "  -f, --foreground         stay in the foreground (default)\n"
             "  -v, --verbose            more logging (repeat for debug; env RGPU_LOG)\n"
             "  -h, --help               this text\n",
-            RGPU_DEFAULT_PORT);
+            RGPU_DEFAULT_SERVER, RGPUD_KEY_DIR);
 }
 
 static void on_child(int sig)
@@ -64,55 +79,6 @@ static void on_stop(int sig)
     if (listen_fd >= 0)
         shutdown(listen_fd, SHUT_RDWR);
     errno = saved;
-}
-
-static int is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-    if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-        return IN6_IS_ADDR_LOOPBACK(a);
-    }
-    return 0;
-}
-
-static int listen_on(const char *spec)
-{
-    char host[256], port[32];
-    const char *colon = strrchr(spec, ':');
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res;
-    int fd = -1, one = 1, rc;
-
-    if (!colon) {
-        rgpu_error("--listen wants ADDR:PORT, got '%s'", spec);
-        return -1;
-    }
-    snprintf(host, sizeof host, "%.*s", (int)(colon - spec), spec);
-    if (host[0] == '[') {
-        memmove(host, host + 1, strlen(host));
-        host[strcspn(host, "]")] = '\0';
-    }
-    snprintf(port, sizeof port, "%s", colon + 1);
-    rc = getaddrinfo(host, port, &hints, &res);
-    if (rc != 0) {
-        rgpu_error("cannot resolve %s: %s", spec, gai_strerror(rc));
-        return -1;
-    }
-    if (!is_loopback(res->ai_addr))
-        rgpu_warn("listening on %s, beyond loopback: the protocol has no authentication "
-                  "yet; anyone who reaches this port can use the GPU (use an SSH tunnel or "
-                  "stunnel instead)", spec);
-    fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 64) < 0) {
-        rgpu_error("cannot listen on %s: %s", spec, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    return fd;
 }
 
 static void refuse_busy(int fd)
@@ -162,6 +128,10 @@ int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         { "listen", required_argument, NULL, 'l' },
+        { "group", required_argument, NULL, 'g' },
+        { "key-dir", required_argument, NULL, 'k' },
+        { "new-client-key", required_argument, NULL, 'N' },
+        { "insecure-tcp-no-auth", no_argument, NULL, 'I' },
         { "lib-dir", required_argument, NULL, 'L' },
         { "max-sessions", required_argument, NULL, 'm' },
         { "spin-us", required_argument, NULL, 's' },
@@ -170,14 +140,23 @@ int main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct rgpud_options opt = { "127.0.0.1:9713", getenv("RGPUD_LIB_DIR"), 1, 64,
-                                 rgpu_spin_ns(getenv("RGPUD_SPIN_US")) };
+    struct rgpud_options opt = { .listen = RGPU_DEFAULT_SERVER,
+                                 .lib_dir = getenv("RGPUD_LIB_DIR"), .foreground = 1,
+                                 .max_sessions = 64,
+                                 .spin_ns = rgpu_spin_ns(getenv("RGPUD_SPIN_US")) };
+    const char *new_key = NULL;
     int verbose = 0, c;
 
+    opt.key_dir = RGPUD_KEY_DIR;
+
     rgpu_log_init("rgpud", getenv("RGPU_LOG"));
-    while ((c = getopt_long(argc, argv, "l:L:m:s:fvh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "l:g:k:L:m:s:fvh", longopts, NULL)) != -1) {
         switch (c) {
         case 'l': opt.listen = optarg; break;
+        case 'g': opt.group = optarg; break;
+        case 'k': opt.key_dir = optarg; break;
+        case 'N': new_key = optarg; break;
+        case 'I': opt.insecure_tcp = 1; break;
         case 'L': opt.lib_dir = optarg; break;
         case 'm': opt.max_sessions = atoi(optarg); break;
         case 's': opt.spin_ns = rgpu_spin_ns(optarg); break;
@@ -193,6 +172,8 @@ int main(int argc, char **argv)
     }
     if (verbose)
         rgpu_log_set_level(verbose > 1 ? RGPU_LOG_DEBUG : RGPU_LOG_INFO);
+    if (new_key)
+        return auth_new_client_key(opt.key_dir, new_key) < 0 ? 1 : 0;
 
     struct sigaction sa = { .sa_handler = on_child, .sa_flags = SA_RESTART | SA_NOCLDSTOP };
     sigaction(SIGCHLD, &sa, NULL);
@@ -201,7 +182,7 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &st, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    int lfd = listen_on(opt.listen);
+    int lfd = auth_prepare(&opt) < 0 ? -1 : auth_listen(&opt);
     if (lfd < 0)
         return 1;
     listen_fd = lfd;
@@ -210,5 +191,7 @@ int main(int argc, char **argv)
     serve(lfd, &opt);
     rgpu_info("stopping");
     close(lfd);
+    if (opt.addr.kind == RGPU_ADDR_UNIX)
+        unlink(opt.addr.path);      /* ours: it answered until now */
     return 0;
 }

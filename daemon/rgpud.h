@@ -3,18 +3,47 @@
 #define RGPUD_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <msgpack.h>
 
+#include "rgpu_addr.h"
+#include "rgpu_hello.h"
 #include "rgpu_marshal.h"
 
 struct rgpud_options {
-    const char *listen;         /* "127.0.0.1:9713" */
+    const char *listen;         /* RGPU_DEFAULT_SERVER, or --listen */
     const char *lib_dir;        /* NULL: the system's NVIDIA libraries */
     int foreground;
     int max_sessions;
     long spin_ns;               /* poll for the next request this long */
+    /* Who may connect (auth.c). */
+    struct rgpu_addr addr;      /* listen, parsed */
+    const char *group;          /* --group; NULL: "rgpu" where it exists */
+    const char *key_dir;        /* --key-dir: one key file per TCP client */
+    int insecure_tcp;           /* --insecure-tcp-no-auth */
+    int have_gid;               /* the Unix socket's allowed group: */
+    gid_t gid;
+    char group_name[64];
 };
+
+/* ---- auth.c: who may connect ------------------------------------------------ */
+
+/* Parse the listen address, find the allowed group, check the key
+ * directory (TCP): before listening.  -1 after logging why. */
+int auth_prepare(struct rgpud_options *opt);
+/* The listening socket, or -1 after logging why. */
+int auth_listen(const struct rgpud_options *opt);
+/* rgpud --new-client-key ID: write DIR/ID and print the client's copy. */
+int auth_new_client_key(const char *dir, const char *id);
+/* In the session, before any CUDA library is loaded: read the hello and
+ * let the client in (peer credentials, or the key challenge on TCP), or
+ * answer it with a refusing welcome and end the session.  w gets the
+ * message and server proof for the welcome. */
+void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w);
+/* Send the welcome auth_session prepared (the caller has filled in the
+ * CUDA versions), then forget its proof. */
+void auth_welcome(int fd, struct rgpu_welcome *w);
 
 /* ---- backend.c: the real (or fake) CUDA libraries, loaded per session ---- */
 
@@ -80,6 +109,8 @@ extern const struct hand_proc hand_cudnn_procs[];
 extern const int hand_cudnn_nprocs;
 extern const struct hand_proc hand_liblog_procs[];     /* liblog.c */
 extern const int hand_liblog_nprocs;
+extern const struct hand_proc hand_auth_procs[];      /* auth.c */
+extern const int hand_auth_nprocs;
 extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
 extern const int hand_cublasLt_nprocs;
 

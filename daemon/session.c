@@ -109,12 +109,12 @@ static struct served_lib served[] = {
 
 static const struct hand_proc *const hand_tables[] = {
     hand_cudart_procs, hand_cuda_procs, hand_cudnn_procs, hand_liblog_procs,
-    hand_cublasLt_procs,
+    hand_cublasLt_procs, hand_auth_procs,
 };
 #define NHAND (sizeof hand_tables / sizeof hand_tables[0])
 static const int *const hand_counts[NHAND] = {
     &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cudnn_nprocs, &hand_liblog_nprocs,
-    &hand_cublasLt_nprocs,
+    &hand_cublasLt_nprocs, &hand_auth_nprocs,
 };
 static uint32_t *hand_ids[NHAND];
 
@@ -427,66 +427,20 @@ static struct request *read_request(void)
     return rq;
 }
 
-/* ---- hello ------------------------------------------------------------------------- */
-
-static void send_welcome(int status, const char *message)
-{
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    char host[128] = "";
-    gethostname(host, sizeof host - 1);
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 7);
-    msgpack_pack_int(&pk, RGPU_MSG_WELCOME);
-    msgpack_pack_int(&pk, RGPU_PROTO_VERSION);
-    msgpack_pack_int(&pk, status);
-    msgpack_pack_int(&pk, status == RGPU_OK ? backend_runtime_version() : 0);
-    msgpack_pack_int(&pk, status == RGPU_OK ? backend_driver_version() : 0);
-    msgpack_pack_str_with_body(&pk, host, strlen(host));
-    msgpack_pack_str_with_body(&pk, message, strlen(message));
-    session_send(&sb);
-    msgpack_sbuffer_destroy(&sb);
-}
-
-static void handshake(void)
-{
-    char *frame = NULL;
-    size_t len;
-    msgpack_zone zone;
-    msgpack_object root;
-    uint64_t msg, ver;
-
-    msgpack_zone_init(&zone, 1024);
-    if (rgpu_read_frame(S.fd, &frame, &len) < 0 || rgpu_unpack_frame(frame, len, &zone, &root) < 0 ||
-        root.type != MSGPACK_OBJECT_ARRAY || root.via.array.size < 2 ||
-        rgpu_obj_u64(&root.via.array.ptr[0], &msg) < 0 || msg != RGPU_MSG_HELLO ||
-        rgpu_obj_u64(&root.via.array.ptr[1], &ver) < 0) {
-        rgpu_warn("client did not say hello properly; closing");
-        _exit(2);
-    }
-    if (ver != RGPU_PROTO_VERSION) {
-        char m[128];
-        snprintf(m, sizeof m, "server speaks protocol %d, client %llu", RGPU_PROTO_VERSION,
-                 (unsigned long long)ver);
-        send_welcome(RGPU_EVERSION, m);
-        rgpu_warn("%s; closing", m);
-        _exit(2);
-    }
-    send_welcome(RGPU_OK, "");
-    free(frame);
-    msgpack_zone_destroy(&zone);
-}
-
 void session_run(int fd, const struct rgpud_options *opt)
 {
+    struct rgpu_welcome w;
     S.fd = fd;
     S.spin_ns = opt->spin_ns;
+    /* Who the client is, first: one not let in never makes us load CUDA. */
+    auth_session(fd, opt, &w);
     init_tables();
     if (backend_open(opt->lib_dir) < 0)
         rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
                    opt->lib_dir ? " from " : "", opt->lib_dir ? opt->lib_dir : "");
-    handshake();
+    w.runtime_version = backend_runtime_version();
+    w.driver_version = backend_driver_version();
+    auth_welcome(fd, &w);
     for (;;) {
         struct request *rq = read_request();
         if (!S.have_inline) {

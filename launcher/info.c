@@ -149,6 +149,8 @@ static void print_server(const struct server *s, const struct stubs *st, int hav
     printf("server        %s\n", s->desc);
     printf("name          %s\n", s->w.name);
     printf("protocol      %d\n", s->w.proto);
+    printf("auth          %s%s%s\n", s->w.how, s->w.message[0] ? "; server: " : "",
+           s->w.message);
     print_version("CUDA runtime", s->w.runtime_version, "rgpud could not load libcudart");
     print_version("CUDA driver", s->w.driver_version, "no NVIDIA driver on the server");
     if (have_stubs && st->cuda_major && s->w.runtime_version &&

@@ -27,7 +27,7 @@
 struct options {
     const char *server;         /* --server, else $RGPU_SERVER */
     const char *ssh;            /* --ssh [USER@]HOST[:PORT] */
-    int remote_port;            /* --remote-port: rgpud's port on the ssh host */
+    const char *remote;         /* --remote: rgpud's address on the ssh host */
     const char *lib_dir;        /* --lib-dir: the stub libraries */
     const char *rgpud;          /* --rgpud: the private daemon's binary */
     const char *daemon_lib_dir; /* --daemon-lib-dir: its CUDA libraries */
@@ -54,11 +54,12 @@ int self_dir(char *buf, size_t size);
 /* True when this executable runs from its meson build tree. */
 int in_build_tree(const char *dir);
 int is_executable(const char *path);
-/* Split HOST:PORT, [V6]:PORT or HOST (port def_port). */
+/* Split an ssh destination's HOST:PORT, [V6]:PORT or HOST (port
+ * def_port); rgpud's addresses go through common/rgpu_addr.h instead. */
 int split_host_port(const char *spec, char *host, size_t hlen, char *port, size_t plen,
                     int def_port);
-/* A loopback TCP port that nobody listens on right now. */
-int free_port(void);
+/* A new private (0700) directory under $TMPDIR or /tmp, for a socket. */
+int private_dir(char *buf, size_t size);
 
 /* ---- signals (child.c) -------------------------------------------------- */
 
@@ -93,7 +94,8 @@ struct welcome {
     int runtime_version;    /* CUDA runtime on the server, 0 when none loaded */
     int driver_version;
     char name[128];
-    char message[256];
+    char message[512];
+    char how[256];          /* how we were let in (rgpu_hs_client) */
 };
 
 enum probe_result {
@@ -106,7 +108,7 @@ enum probe_result {
     PROBE_INTERRUPTED,
 };
 
-/* Say hello to spec (HOST:PORT) within timeout_s.  why gets a reason for
+/* Say hello to spec (any rgpu_addr.h address) within timeout_s.  why gets a reason for
  * anything but PROBE_OK. */
 enum probe_result probe(const char *spec, double timeout_s, struct welcome *w, char *why,
                         size_t whylen);
@@ -118,6 +120,7 @@ enum server_kind { SERVER_GIVEN, SERVER_PRIVATE, SERVER_TUNNEL };
 struct server {
     enum server_kind kind;
     char addr[300];         /* what RGPU_SERVER gets */
+    char dir[80];           /* our private socket directory, or "" */
     char desc[1024];         /* for messages: what the address leads to */
     pid_t pid;              /* rgpud or ssh, 0 when none */
     int log_fd;             /* its stderr, -1 when inherited */

@@ -1,16 +1,19 @@
-/* Hello and welcome with rgpud (common/rgpu_proto.h), bounded in time.
+/* Hello and welcome with rgpud (common/rgpu_hello.h), bounded in time.
  *
  * The launcher says hello itself before running anything: it is how it
  * knows that a private daemon or a tunnel is ready, and it turns "the
  * program failed somewhere inside CUDA" into a message about the server. */
 #include "launcher.h"
+#include "rgpu_addr.h"
+#include "rgpu_hello.h"
 #include "rgpu_proto.h"
-#include "rgpu_wire.h"
+#include "cudart_procs.h"
+#include "cuda_procs.h"
+#include "cublas_procs.h"
+#include "cublasLt_procs.h"
+#include "cudnn_procs.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,157 +27,48 @@ static int ms_left(double deadline)
     return left <= 0 ? 0 : (int)(left * 1000) + 1;
 }
 
-/* connect() that gives up at the deadline: a host that drops packets
- * would otherwise hold us for the kernel's two minutes. */
-static int connect_by(const struct addrinfo *ai, double deadline, int *err)
+/* The digests of every library the stubs serve: a server of another build
+ * is found out here, before the command runs. */
+static void add_libs(struct rgpu_hello *h)
 {
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                    ai->ai_protocol);
-    if (fd < 0) {
-        *err = errno;
-        return -1;
-    }
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
-        *err = errno;
-        close(fd);
-        return -1;
-    }
-    struct pollfd pfd = { fd, POLLOUT, 0 };
-    int rc = poll(&pfd, 1, ms_left(deadline));
-    socklen_t len = sizeof *err;
-    if (rc <= 0) {
-        *err = rc == 0 ? ETIMEDOUT : errno;
-        close(fd);
-        return -1;
-    }
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, err, &len) < 0 || *err) {
-        close(fd);
-        return -1;
-    }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    return fd;
+    const struct rgpu_lib *libs[] = { &rgpu_cudart_lib, &rgpu_cuda_lib, &rgpu_cublas_lib,
+                                      &rgpu_cublasLt_lib, &rgpu_cudnn_lib };
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
+        rgpu_hello_add_lib(h, libs[i]);
 }
 
-static int dial(const char *spec, double deadline, char *why, size_t whylen, int *err)
-{
-    char host[256], port[32];
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
-    int fd = -1;
-
-    *err = 0;
-    if (split_host_port(spec, host, sizeof host, port, sizeof port, RGPU_DEFAULT_PORT) < 0) {
-        snprintf(why, whylen, "'%s' is not HOST:PORT", spec);
-        *err = EINVAL;
-        return -1;
-    }
-    int rc = getaddrinfo(host, port, &hints, &res);
-    if (rc != 0) {
-        snprintf(why, whylen, "cannot resolve %s: %s", host, gai_strerror(rc));
-        *err = EHOSTUNREACH;
-        return -1;
-    }
-    for (const struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next)
-        fd = connect_by(ai, deadline, err);
-    freeaddrinfo(res);
-    if (fd < 0)
-        snprintf(why, whylen, "%s", strerror(*err));
-    return fd;
-}
-
-static int send_hello(int fd)
-{
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 3);
-    msgpack_pack_int(&pk, RGPU_MSG_HELLO);
-    msgpack_pack_int(&pk, RGPU_PROTO_VERSION);
-    msgpack_pack_str_with_body(&pk, "rgpu-launcher", 13);
-    struct iovec iov = { sb.data, sb.size };
-    int rc = rgpu_write_frame(fd, &iov, 1);
-    msgpack_sbuffer_destroy(&sb);
-    return rc;
-}
-
-static void copy_str(const msgpack_object *o, char *buf, size_t size)
-{
-    if (o->type == MSGPACK_OBJECT_STR)
-        snprintf(buf, size, "%.*s", (int)o->via.str.size, o->via.str.ptr);
-    else
-        buf[0] = '\0';
-}
-
-/* [2, proto, status, runtime, driver, name, message] */
-static int parse_welcome(const char *frame, size_t len, struct welcome *w)
-{
-    msgpack_zone zone;
-    msgpack_object root;
-    int64_t v[5];
-    int ok = -1;
-
-    msgpack_zone_init(&zone, 1024);
-    if (rgpu_unpack_frame(frame, len, &zone, &root) < 0 || root.type != MSGPACK_OBJECT_ARRAY ||
-        root.via.array.size < 7)
-        goto out;
-    const msgpack_object *f = root.via.array.ptr;
-    for (int i = 0; i < 5; i++)
-        if (rgpu_obj_i64(&f[i], &v[i]) < 0)
-            goto out;
-    if (v[0] != RGPU_MSG_WELCOME)
-        goto out;
-    w->proto = (int)v[1];
-    w->status = (int)v[2];
-    w->runtime_version = (int)v[3];
-    w->driver_version = (int)v[4];
-    copy_str(&f[5], w->name, sizeof w->name);
-    copy_str(&f[6], w->message, sizeof w->message);
-    ok = 0;
-out:
-    msgpack_zone_destroy(&zone);
-    return ok;
-}
-
-/* rgpu_read_frame retries reads a signal interrupts; waiting here first
- * lets ^C end the wait at once. */
-static int wait_readable(int fd, double deadline)
-{
-    struct pollfd pfd = { fd, POLLIN, 0 };
-    int rc = poll(&pfd, 1, ms_left(deadline));
-    if (rc == 0)
-        errno = EAGAIN;
-    return rc > 0 ? 0 : -1;
-}
-
-static enum probe_result read_welcome(int fd, double deadline, struct welcome *w, char *why,
-                                      size_t whylen)
+static enum probe_result handshake(int fd, const struct rgpu_addr *a, double deadline,
+                                   struct welcome *w, char *why, size_t whylen)
 {
     struct timeval tv = { ms_left(deadline) / 1000, (ms_left(deadline) % 1000) * 1000 };
-    char *frame = NULL;
-    size_t len;
+    struct rgpu_hello h;
+    struct rgpu_welcome rw;
 
     if (tv.tv_sec == 0 && tv.tv_usec == 0)
         tv.tv_usec = 1000;
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (send_hello(fd) < 0 || wait_readable(fd, deadline) < 0 ||
-        rgpu_read_frame(fd, &frame, &len) < 0) {
+    memset(&h, 0, sizeof h);
+    snprintf(h.client_name, sizeof h.client_name, "%s launcher", rgpu_version_string());
+    add_libs(&h);
+    int rc = rgpu_hs_client(fd, a->kind == RGPU_ADDR_TCP, &h, &rw, w->how, sizeof w->how, why,
+                            whylen);
+    if (rc == -1) {
         int e = errno;
-        snprintf(why, whylen, "%s", e == EPIPE || e == ECONNRESET
-                                        ? "the connection closed before a welcome"
-                                        : strerror(e));
         if (e == EINTR)
             return PROBE_INTERRUPTED;
         if (e == EAGAIN || e == EWOULDBLOCK)
             return PROBE_TIMEOUT;
         return e == EPIPE || e == ECONNRESET ? PROBE_CLOSED : PROBE_GARBLED;
     }
-    int rc = parse_welcome(frame, len, w);
-    free(frame);
-    if (rc < 0) {
-        snprintf(why, whylen, "the answer to hello is not an rgpud welcome");
+    if (rc < 0)
         return PROBE_GARBLED;
-    }
+    w->proto = rw.proto;
+    w->status = rw.status;
+    w->runtime_version = rw.runtime_version;
+    w->driver_version = rw.driver_version;
+    snprintf(w->name, sizeof w->name, "%s", rw.server_name);
+    snprintf(w->message, sizeof w->message, "%s", rw.message);
     return PROBE_OK;
 }
 
@@ -182,19 +76,23 @@ enum probe_result probe(const char *spec, double timeout_s, struct welcome *w, c
                         size_t whylen)
 {
     double deadline = now_s() + timeout_s;
-    int err;
+    struct rgpu_addr a;
 
     memset(w, 0, sizeof *w);
     why[0] = '\0';
-    int fd = dial(spec, deadline, why, whylen, &err);
+    if (rgpu_addr_parse(spec, &a, why, whylen) < 0)
+        return PROBE_UNREACHABLE;
+    int fd = rgpu_addr_dial(&a, ms_left(deadline), why, whylen);
     if (fd < 0) {
-        if (err == EINTR)
+        if (errno == EINTR)
             return PROBE_INTERRUPTED;
-        if (err == ETIMEDOUT)
+        if (errno == ETIMEDOUT)
             return PROBE_TIMEOUT;
-        return err == ECONNREFUSED ? PROBE_REFUSED : PROBE_UNREACHABLE;
+        /* A socket file that is not there yet: nobody listens, as with a
+         * refused TCP port. */
+        return errno == ECONNREFUSED || errno == ENOENT ? PROBE_REFUSED : PROBE_UNREACHABLE;
     }
-    enum probe_result r = read_welcome(fd, deadline, w, why, whylen);
+    enum probe_result r = handshake(fd, &a, deadline, w, why, whylen);
     close(fd);
     return r;
 }

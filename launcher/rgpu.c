@@ -1,13 +1,14 @@
 /* rgpu: run a program with its CUDA calls going to rgpud.
  *
- *   rgpu run [--server HOST:PORT | --ssh [USER@]HOST[:PORT]] [options] -- CMD ARGS...
- *   rgpu info [--server HOST:PORT | --ssh [USER@]HOST[:PORT]] [options]
+ *   rgpu run [--server ADDR | --ssh [USER@]HOST[:PORT]] [options] -- CMD ARGS...
+ *   rgpu info [--server ADDR | --ssh [USER@]HOST[:PORT]] [options]
  *
  * `run` puts the stub libraries in front of NVIDIA's for CMD (LD_PRELOAD
  * and LD_LIBRARY_PATH), points the client core at a server (one given, an
  * SSH tunnel it opens, or a private rgpud it starts), runs CMD, cleans up,
  * and exits as CMD did.  See rgpu(1) and docs/launcher.md. */
 #include "launcher.h"
+#include "rgpu_addr.h"
 #include "rgpu_proto.h"
 
 #include <errno.h>
@@ -31,11 +32,16 @@ static void usage(FILE *f)
         "       rgpu info [options]                     describe the server and its GPUs\n"
         "\n"
         "Where the GPU is (default: $RGPU_SERVER, else a private rgpud on this machine):\n"
-        "  -s, --server HOST:PORT      an rgpud reachable at HOST:PORT\n"
+        "  -s, --server ADDR           an rgpud at ADDR: unix:/PATH (or /PATH), HOST:PORT,\n"
+        "                              [IPV6]:PORT, or HOST (port %d); on TCP the key\n"
+        "                              comes from $RGPU_KEY_FILE or ~/.config/rgpu/key\n"
         "  -S, --ssh [USER@]HOST[:PORT]\n"
-        "                              rgpud on HOST, through an SSH tunnel made with\n"
-        "                              ssh(1); extra ssh options in $RGPU_SSH_OPTS\n"
-        "  -P, --remote-port N         rgpud's port on the ssh host (%d)\n"
+        "                              rgpud on HOST, its socket forwarded by ssh(1) to\n"
+        "                              a private one here; extra ssh options in\n"
+        "                              $RGPU_SSH_OPTS\n"
+        "  -r, --remote ADDR           rgpud's address on the ssh host\n"
+        "                              (default %s)\n"
+        "  -P, --remote-port N         the same as --remote 127.0.0.1:N\n"
         "Options:\n"
         "  -L, --lib-dir DIR           the stub libraries (default $RGPU_LIB_DIR, else the\n"
         "                              installed ones, or the build tree's)\n"
@@ -50,7 +56,7 @@ static void usage(FILE *f)
         "\n"
         "rgpu run exits with CMD's status, or dies of CMD's signal; its own failures\n"
         "exit 125, a CMD that cannot run 126, a CMD not found 127.\n",
-        RGPU_DEFAULT_PORT, DEFAULT_WAIT_S);
+        RGPU_DEFAULT_PORT, RGPU_DEFAULT_SERVER, DEFAULT_WAIT_S);
 }
 
 static int parse_int(const char *s, long lo, long hi, long *out)
@@ -80,11 +86,15 @@ static int take_option(int c, struct options *o)
     case 'R': o->rgpud = optarg; return 0;
     case 'D': o->daemon_lib_dir = optarg; return 0;
     case 'v': verbose++; return 0;
-    case 'P':
+    case 'r': o->remote = optarg; return 0;
+    case 'P': {
+        static char remote[32];
         if (parse_int(optarg, 1, 65535, &v) < 0)
             return bad_option("--remote-port", optarg);
-        o->remote_port = (int)v;
+        snprintf(remote, sizeof remote, "127.0.0.1:%ld", v);
+        o->remote = remote;
         return 0;
+    }
     case 't': {
         char *end;
         o->wait_s = strtod(optarg, &end);
@@ -110,6 +120,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     static const struct option longopts[] = {
         { "server", required_argument, NULL, 's' },
         { "ssh", required_argument, NULL, 'S' },
+        { "remote", required_argument, NULL, 'r' },
         { "remote-port", required_argument, NULL, 'P' },
         { "lib-dir", required_argument, NULL, 'L' },
         { "rgpud", required_argument, NULL, 'R' },
@@ -122,7 +133,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     };
     int c;
     optind = 0;                 /* glibc: start afresh on this vector */
-    while ((c = getopt_long(argc, argv, "+s:S:P:L:R:D:t:vhV", longopts, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, "+s:S:r:P:L:R:D:t:vhV", longopts, NULL)) != -1)
         if (take_option(c, o) < 0)
             return -1;
     if (o->server && o->ssh) {
@@ -193,7 +204,7 @@ static int cmd_info(const struct options *o, char **rest)
 
 int main(int argc, char **argv)
 {
-    struct options o = { .remote_port = RGPU_DEFAULT_PORT, .wait_s = DEFAULT_WAIT_S };
+    struct options o = { .wait_s = DEFAULT_WAIT_S };
 
     /* Options may come before the command word too: rgpu -v run ... */
     int first = parse_options(argc, argv, &o);

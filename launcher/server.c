@@ -3,6 +3,7 @@
  * daemons and tunnels are ours: started before the command, stopped after
  * it, and never left behind. */
 #include "launcher.h"
+#include "rgpu_addr.h"
 #include "rgpu_proto.h"
 
 #include <errno.h>
@@ -22,7 +23,6 @@
 #endif
 
 #define STOP_GRACE_S    5.0     /* SIGTERM, then SIGKILL */
-#define SPAWN_ATTEMPTS  3       /* a free port taken before the helper bound it */
 #define MAX_ARGS        64
 
 enum ready {
@@ -142,17 +142,22 @@ static enum ready wait_ready(struct server *s, double wait_s, char *why, size_t 
 /* ---- a server given by address ----------------------------------------------------- */
 
 static const char *const reach_hint =
-    "start rgpud on that host (it listens on 127.0.0.1:9713), reach another host's rgpud "
-    "with --ssh [USER@]HOST (rgpu makes the tunnel), or give no server at all to run a "
-    "private rgpud on this machine";
+    "start rgpud on that host (it listens on " RGPU_DEFAULT_SERVER "), reach another host's "
+    "rgpud with --ssh [USER@]HOST (rgpu forwards its socket through ssh), or give no server "
+    "at all to run a private rgpud on this machine";
 
 static int open_given(struct server *s, const struct options *o, const char *spec,
                       const char *from)
 {
     char why[512];
     double t0 = now_s();
+    struct rgpu_addr a;
 
     s->kind = SERVER_GIVEN;
+    if (rgpu_addr_parse(spec, &a, why, sizeof why) < 0) {
+        say("bad server address%s: %s", from, why);
+        return -1;
+    }
     snprintf(s->addr, sizeof s->addr, "%s", spec);
     snprintf(s->desc, sizeof s->desc, "%s%s", spec, from);
     switch (probe(spec, o->wait_s, &s->w, why, sizeof why)) {
@@ -170,8 +175,7 @@ static int open_given(struct server *s, const struct options *o, const char *spe
             "reached, or what listens there is not rgpud", s->desc);
         return -1;
     case PROBE_GARBLED:
-        say("%s answered with something other than an rgpud welcome (%s): is that port "
-            "rgpud's?", s->desc, why);
+        say("%s did not answer as the rgpud we may trust: %s", s->desc, why);
         return -1;
     default:
         say("cannot reach rgpud at %s: %s", s->desc, why);
@@ -228,41 +232,43 @@ static void private_failed(struct server *s, enum ready r, const char *rgpud, co
     log_show(s->log_fd, "rgpud");
 }
 
+/* The private daemon listens on a socket in a directory of our own (0700):
+ * no port is open to the machine's other users, and rgpud lets in only
+ * its own user (--group none), which is ours. */
 static int open_private(struct server *s, const struct options *o, const struct stubs *st)
 {
-    char rgpud[PATH_MAX], listen[64], why[512];
-    enum ready r = READY_EXITED;
+    char rgpud[PATH_MAX], listen[100], why[512];
+    enum ready r;
 
     if (find_rgpud(o, rgpud, sizeof rgpud) < 0)
         return -1;
     s->kind = SERVER_PRIVATE;
-    for (int attempt = 0; attempt < SPAWN_ATTEMPTS; attempt++) {
-        int port = free_port();
-        char *argv[] = { rgpud, "--listen", listen, NULL, NULL, NULL, NULL };
-        int n = 3;
-        snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
-        snprintf(s->addr, sizeof s->addr, "%s", listen);
-        if (o->daemon_lib_dir) {
-            argv[n++] = "--lib-dir";
-            argv[n++] = (char *)o->daemon_lib_dir;
-        }
-        if (verbose)
-            argv[n++] = "-v";
-        s->log_fd = verbose ? -1 : log_open();
-        s->pid = spawn(argv, s->log_fd, st->dir);
-        if (s->pid < 0) {
-            say("cannot start rgpud: %s", strerror(errno));
-            return -1;
-        }
-        snprintf(s->desc, sizeof s->desc, "%s (private rgpud, pid %d)", listen, (int)s->pid);
-        note("started rgpud (pid %d) on %s: %s", (int)s->pid, listen, rgpud);
-        r = wait_ready(s, o->wait_s, why, sizeof why);
-        if (r == READY || r == READY_INTERRUPTED)
-            return r == READY ? 0 : -1;
-        if (r != READY_EXITED || !log_contains(s->log_fd, "in use"))
-            break;
-        server_close(s);        /* lost the race for the port: again */
+    if (private_dir(s->dir, sizeof s->dir) < 0) {
+        say("cannot make a private directory for rgpud's socket: %s", strerror(errno));
+        s->dir[0] = '\0';
+        return -1;
     }
+    char *argv[] = { rgpud, "--listen", listen, "--group", "none", NULL, NULL, NULL, NULL };
+    int n = 5;
+    snprintf(listen, sizeof listen, "unix:%s/rgpud.sock", s->dir);
+    snprintf(s->addr, sizeof s->addr, "%s", listen);
+    if (o->daemon_lib_dir) {
+        argv[n++] = "--lib-dir";
+        argv[n++] = (char *)o->daemon_lib_dir;
+    }
+    if (verbose)
+        argv[n++] = "-v";
+    s->log_fd = verbose ? -1 : log_open();
+    s->pid = spawn(argv, s->log_fd, st->dir);
+    if (s->pid < 0) {
+        say("cannot start rgpud: %s", strerror(errno));
+        return -1;
+    }
+    snprintf(s->desc, sizeof s->desc, "%s (private rgpud, pid %d)", listen, (int)s->pid);
+    note("started rgpud (pid %d) on %s: %s", (int)s->pid, listen, rgpud);
+    r = wait_ready(s, o->wait_s, why, sizeof why);
+    if (r == READY || r == READY_INTERRUPTED)
+        return r == READY ? 0 : -1;
     private_failed(s, r, rgpud, why, o->wait_s);
     return -1;
 }
@@ -286,7 +292,7 @@ static int parse_ssh(const char *spec, char *dest, size_t dlen, char *port, size
     return 0;
 }
 
-/* ssh [RGPU_SSH_OPTS] -N -o ... -L 127.0.0.1:LP:127.0.0.1:RP [-p PORT] -- DEST.
+/* ssh [RGPU_SSH_OPTS] -N -o ... -L DIR/rgpud.sock:REMOTE [-p PORT] -- DEST.
  * The user's options come first because ssh keeps the first value it is
  * given for an option. */
 static int ssh_argv(char **argv, char *opts, char *forward, char *port, char *dest)
@@ -299,7 +305,8 @@ static int ssh_argv(char **argv, char *opts, char *forward, char *port, char *de
      * the forward to a master that outlives us, and exit at once. */
     char *fixed[] = { "-N", "-o", "ExitOnForwardFailure=yes", "-o", "BatchMode=yes",
                       "-o", "ConnectTimeout=10", "-o", "ControlMaster=no",
-                      "-o", "ControlPath=none", "-L", forward };
+                      "-o", "ControlPath=none", "-o", "StreamLocalBindUnlink=yes",
+                      "-o", "StreamLocalBindMask=0177", "-L", forward };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         argv[n++] = fixed[i];
     if (port[0]) {
@@ -324,7 +331,7 @@ static const char *ssh_hint(int log_fd)
         { "Connection refused", "no SSH server listens there (wrong host or port?)" },
         { "timed out", "the host does not answer (down, or a firewall in the way)" },
         { "cannot run", "the OpenSSH client is not installed (Debian: openssh-client)" },
-        { "in use", "the local port was taken: try again" },
+        { "in use", "the local socket could not be made: try again" },
     };
     for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
         if (log_contains(log_fd, hints[i].said))
@@ -333,7 +340,7 @@ static const char *ssh_hint(int log_fd)
 }
 
 static void tunnel_failed(struct server *s, enum ready r, const char *dest, const char *port,
-                          int remote_port, const char *why, double wait_s)
+                          const char *remote, const char *why, double wait_s)
 {
     char cmd[600], host[400];
     snprintf(cmd, sizeof cmd, "ssh%s%s %s true", port[0] ? " -p " : "", port, dest);
@@ -346,56 +353,75 @@ static void tunnel_failed(struct server *s, enum ready r, const char *dest, cons
             "give it a key or other options in RGPU_SSH_OPTS (e.g. RGPU_SSH_OPTS='-i "
             "~/.ssh/gpu_key')", cmd);
     } else if (r == READY_REMOTE_DOWN) {
-        say("the SSH tunnel to %s is up, but nothing answers on port %d there", host,
-            remote_port);
+        say("the SSH tunnel to %s is up, but nothing answers at %s there", host, remote);
         log_show(s->log_fd, "ssh");
-        say("start rgpud on %s (systemctl start rgpud, or rgpud &), or name its port with "
-            "--remote-port N", dest);
+        say("start rgpud on %s (systemctl start rgpud), check that your user there may use "
+            "its socket (group rgpu), or name its address with --remote ADDR", dest);
     } else if (r == READY_TIMEOUT) {
         say("no welcome from rgpud through the SSH tunnel to %s within %g s (%s)", host,
             wait_s, why);
         log_show(s->log_fd, "ssh");
         say("check that `%s` works quickly, or allow longer with --timeout SECONDS", cmd);
     } else if (r == READY_GARBLED) {
-        say("port %d on %s did not answer with an rgpud welcome (%s): is it rgpud's? "
-            "(--remote-port)", remote_port, dest, why);
+        say("%s on %s did not answer as the rgpud we may trust (%s): is it rgpud's? "
+            "(--remote)", remote, dest, why);
     }
 }
 
+/* rgpud's address on the ssh host as ssh -L wants it: a socket path, or
+ * HOST:PORT. */
+static int remote_target(const char *remote, char *buf, size_t size)
+{
+    struct rgpu_addr a;
+    char why[512];
+    if (rgpu_addr_parse(remote, &a, why, sizeof why) < 0) {
+        say("--remote: %s", why);
+        return -1;
+    }
+    if (a.kind == RGPU_ADDR_UNIX)
+        snprintf(buf, size, "%s", a.path);
+    else
+        rgpu_addr_format(&a, buf, size);
+    return 0;
+}
+
+/* ssh forwards a local socket in our private directory to rgpud's on the
+ * host: no local TCP port for other users to reach, and ssh's own
+ * authentication decides who gets to the far side. */
 static int open_tunnel(struct server *s, const struct options *o, const struct stubs *st)
 {
-    char dest[300], port[32], forward[64], why[512];
-    enum ready r = READY_EXITED;
+    char dest[300], port[32], forward[500], target[300], why[512];
+    const char *remote = o->remote ? o->remote : RGPU_DEFAULT_SERVER;
+    const char *env = getenv("RGPU_SSH_OPTS");
+    char opts[2048], *argv[MAX_ARGS];
+    enum ready r;
 
-    if (parse_ssh(o->ssh, dest, sizeof dest, port, sizeof port) < 0)
+    if (parse_ssh(o->ssh, dest, sizeof dest, port, sizeof port) < 0 ||
+        remote_target(remote, target, sizeof target) < 0)
         return -1;
     s->kind = SERVER_TUNNEL;
-    for (int attempt = 0; attempt < SPAWN_ATTEMPTS; attempt++) {
-        const char *env = getenv("RGPU_SSH_OPTS");
-        char opts[2048], *argv[MAX_ARGS];
-        int lport = free_port();
-        snprintf(opts, sizeof opts, "%s", env ? env : "");
-        snprintf(forward, sizeof forward, "127.0.0.1:%d:127.0.0.1:%d", lport, o->remote_port);
-        snprintf(s->addr, sizeof s->addr, "127.0.0.1:%d", lport);
-        ssh_argv(argv, opts, forward, port, dest);
-        s->log_fd = log_open();
-        s->pid = spawn(argv, s->log_fd, st->dir);
-        if (s->pid < 0) {
-            say("cannot start ssh: %s", strerror(errno));
-            return -1;
-        }
-        snprintf(s->desc, sizeof s->desc, "%s, an SSH tunnel to %s%s%s port %d (ssh pid %d)",
-                 s->addr, dest, port[0] ? ":" : "", port, o->remote_port, (int)s->pid);
-        note("started ssh (pid %d): %s -> %s, 127.0.0.1:%d there", (int)s->pid, s->addr, dest,
-             o->remote_port);
-        r = wait_ready(s, o->wait_s, why, sizeof why);
-        if (r == READY || r == READY_INTERRUPTED)
-            return r == READY ? 0 : -1;
-        if (r != READY_EXITED || !log_contains(s->log_fd, "Address already in use"))
-            break;
-        server_close(s);
+    if (private_dir(s->dir, sizeof s->dir) < 0) {
+        say("cannot make a private directory for the tunnel's socket: %s", strerror(errno));
+        s->dir[0] = '\0';
+        return -1;
     }
-    tunnel_failed(s, r, dest, port, o->remote_port, why, o->wait_s);
+    snprintf(opts, sizeof opts, "%s", env ? env : "");
+    snprintf(forward, sizeof forward, "%s/rgpud.sock:%s", s->dir, target);
+    snprintf(s->addr, sizeof s->addr, "unix:%s/rgpud.sock", s->dir);
+    ssh_argv(argv, opts, forward, port, dest);
+    s->log_fd = log_open();
+    s->pid = spawn(argv, s->log_fd, st->dir);
+    if (s->pid < 0) {
+        say("cannot start ssh: %s", strerror(errno));
+        return -1;
+    }
+    snprintf(s->desc, sizeof s->desc, "%s, an SSH tunnel to %s%s%s, %s there (ssh pid %d)",
+             s->addr, dest, port[0] ? ":" : "", port, remote, (int)s->pid);
+    note("started ssh (pid %d): %s -> %s, %s there", (int)s->pid, s->addr, dest, remote);
+    r = wait_ready(s, o->wait_s, why, sizeof why);
+    if (r == READY || r == READY_INTERRUPTED)
+        return r == READY ? 0 : -1;
+    tunnel_failed(s, r, dest, port, remote, why, o->wait_s);
     return -1;
 }
 
@@ -410,6 +436,9 @@ static int check_welcome(const struct server *s)
     if (s->w.status == RGPU_EVERSION)
         say("run the same rgpu version on both machines (this launcher is rgpu %s, "
             "protocol %d)", RGPU_VERSION, RGPU_PROTO_VERSION);
+    if (s->w.status == RGPU_EAUTH)
+        say("who may connect: rgpud's user, root and its group (rgpu) on its Unix socket; "
+            "on TCP, holders of a key it knows (RGPU_KEY_FILE); see docs/security.md");
     return -1;
 }
 
@@ -456,6 +485,14 @@ void server_close(struct server *s)
         close(s->log_fd);
     }
     s->log_fd = -1;
+    if (s->dir[0]) {
+        /* Only what we put there: the socket of our rgpud or ssh. */
+        char sock[100];
+        snprintf(sock, sizeof sock, "%s/rgpud.sock", s->dir);
+        unlink(sock);
+        rmdir(s->dir);
+        s->dir[0] = '\0';
+    }
 }
 
 static void version_text(int v, char *buf, size_t size)
@@ -481,7 +518,7 @@ int server_check_versions(const struct server *s, const struct stubs *st)
         say("rgpud at %s has no GPU to offer: no %s", s->desc, missing);
         if (s->kind == SERVER_PRIVATE)
             say("this machine cannot run CUDA itself: to use a GPU elsewhere give --ssh "
-                "[USER@]GPUHOST (or --server HOST:PORT)");
+                "[USER@]GPUHOST (or --server ADDR)");
         else
             say("on that host, check nvidia-smi and rgpud's log (rgpud -v)");
         return -1;

@@ -178,18 +178,13 @@ int split_host_port(const char *spec, char *host, size_t hlen, char *port, size_
     return host[0] ? 0 : -1;
 }
 
-int free_port(void)
+int private_dir(char *buf, size_t size)
 {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof sa;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-    if (fd < 0)
+    const char *tmp = getenv("TMPDIR");
+    /* A socket path must fit in 108 bytes: a long TMPDIR is passed over. */
+    if (!tmp || tmp[0] != '/' || strlen(tmp) > 60)
+        tmp = "/tmp";
+    if ((size_t)snprintf(buf, size, "%s/rgpu-XXXXXX", tmp) >= size)
         return -1;
-    /* The kernel picks one; someone may take it before our helper binds
-     * it, which the callers notice and retry. */
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
+    return mkdtemp(buf) ? 0 : -1;     /* mkdtemp makes it 0700 */
 }

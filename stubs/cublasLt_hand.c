@@ -510,3 +510,9 @@ RGPU_EXPORT size_t cublasLtGetCudartVersion(void)
 {
     return CUDART_VERSION;
 }
+
+/* The hello carries this library's table digest (common/rgpu_hello.h). */
+__attribute__((constructor)) static void register_lib(void)
+{
+    rgpu_register_lib(&rgpu_cublasLt_lib);
+}

@@ -324,3 +324,9 @@ RGPU_EXPORT void cublasXerbla(const char *srName, int info)
     fprintf(stderr, " ** On entry to %s parameter number %d had an illegal value\n",
             srName ? srName : "?", info);
 }
+
+/* The hello carries this library's table digest (common/rgpu_hello.h). */
+__attribute__((constructor)) static void register_lib(void)
+{
+    rgpu_register_lib(&rgpu_cublas_lib);
+}

@@ -623,3 +623,9 @@ RGPU_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t Byte
 {
     return unified_copy(dst, src, ByteCount, hStream, 1);
 }
+
+/* The hello carries this library's table digest (common/rgpu_hello.h). */
+__attribute__((constructor)) static void register_lib(void)
+{
+    rgpu_register_lib(&rgpu_cuda_lib);
+}

@@ -678,3 +678,9 @@ int rgpu_cudart_symbol(const void *symbol, uint64_t *dev, size_t *size)
     rgpu_reply_free(&reply);
     return rc;
 }
+
+/* The hello carries this library's table digest (common/rgpu_hello.h). */
+__attribute__((constructor)) static void register_lib(void)
+{
+    rgpu_register_lib(&rgpu_cudart_lib);
+}

@@ -162,3 +162,9 @@ RGPU_EXPORT cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t t
         rgpu_keyed_remove(&tensor_types, tensorDesc);
     return rc;
 }
+
+/* The hello carries this library's table digest (common/rgpu_hello.h). */
+__attribute__((constructor)) static void register_lib(void)
+{
+    rgpu_register_lib(&rgpu_cudnn_lib);
+}

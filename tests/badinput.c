@@ -2,7 +2,8 @@
  *
  *   badinput RGPUD LIB_DIR
  *
- * Starts RGPUD on a free loopback port with the CUDA libraries of LIB_DIR
+ * Starts RGPUD on a Unix socket in a private temporary directory (rgpud's
+ * default kind of address) with the CUDA libraries of LIB_DIR
  * (the fake GPU backend), keeps one well-behaved session ("A") open, and for
  * each hostile case opens a new connection, sends one bad frame and checks
  * that the server answers with an error where the protocol allows one and
@@ -29,6 +30,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,7 +42,8 @@
 #define BAD_SERIAL      77          /* the serial hostile requests carry */
 #define ANY_ERROR       (-1)        /* any non-zero transport status */
 
-static int port;
+static char sock_dir[64];          /* ours, 0700 */
+static char sock_path[96];
 static pid_t daemon_pid;            /* 0 once it has been reaped */
 static uint32_t count_proc;         /* cudart/cudaGetDeviceCount */
 static char why[512];               /* why the last check failed */
@@ -69,11 +72,11 @@ static int fail_prefix(const char *prefix)
 
 static int dial(void)
 {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
     struct timeval tv = { IO_TIMEOUT_S, 0 };
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock_path);
     if (fd < 0)
         return fail("socket: %s", strerror(errno));
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
@@ -183,14 +186,21 @@ static void msg_end(struct msg *m, msgpack_sbuffer *out)
     msgpack_sbuffer_destroy(&m->sb);
 }
 
+/* A protocol-2 hello naming no library ([HELLO, 2, name, {}, nonce]), or
+ * for any other version the protocol-1 layout [HELLO, version, name]. */
 static void put_hello(msgpack_sbuffer *out, uint64_t version)
 {
+    static const char nonce[32] = "badinput: a nonce, not random";
     struct msg m;
     msg_begin(&m);
-    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_array(&m.pk, version == RGPU_PROTO_VERSION ? 5 : 3);
     msgpack_pack_int(&m.pk, RGPU_MSG_HELLO);
     msgpack_pack_uint64(&m.pk, version);
     msgpack_pack_str_with_body(&m.pk, "test", 4);
+    if (version == RGPU_PROTO_VERSION) {
+        msgpack_pack_map(&m.pk, 0);
+        msgpack_pack_bin_with_body(&m.pk, nonce, sizeof nonce);
+    }
     msg_end(&m, out);
 }
 
@@ -292,7 +302,7 @@ static int expect_welcome(int fd, int want)
     if (read_answer(fd, &a) < 0)
         return fail_prefix("welcome");
     int rc = 0;
-    if (a.n != 7 || field(&a, 0) != RGPU_MSG_WELCOME)
+    if (a.n != 8 || field(&a, 0) != RGPU_MSG_WELCOME)
         rc = fail("not a welcome (%u elements)", a.n);
     else if (!status_matches(field(&a, 2), want))
         rc = fail("welcome status %lld, wanted %d", (long long)field(&a, 2), want);
@@ -382,24 +392,6 @@ static int daemon_gone(int *status)
     return 1;
 }
 
-static int free_port(void)
-{
-    struct sockaddr_in sa = { .sin_family = AF_INET };
-    socklen_t len = sizeof sa;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return fail("cannot find a free port: %s", strerror(e));
-    }
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 static void pause_ms(long ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -409,12 +401,14 @@ static void pause_ms(long ms)
 
 static int start_daemon(const char *exe, const char *lib_dir)
 {
-    char listen[64];
+    char listen[160];
     int status;
 
-    if ((port = free_port()) < 0)
-        return -1;
-    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    snprintf(sock_dir, sizeof sock_dir, "%s", "/tmp/rgpu-badinput-XXXXXX");
+    if (!mkdtemp(sock_dir))
+        return fail("mkdtemp: %s", strerror(errno));
+    snprintf(sock_path, sizeof sock_path, "%s/rgpud.sock", sock_dir);
+    snprintf(listen, sizeof listen, "unix:%s", sock_path);
     pid_t pid = fork();
     if (pid < 0)
         return fail("fork: %s", strerror(errno));
@@ -736,11 +730,7 @@ int main(int argc, char **argv)
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     count_proc = rgpu_proc_id("cudart", "cudaGetDeviceCount");
-    /* The free port may be taken before rgpud binds it (tests run in
-     * parallel): a daemon that exits at once gets another port. */
-    int started = -1;
-    for (int attempt = 0; attempt < 3 && started < 0 && !daemon_pid; attempt++)
-        started = start_daemon(argv[1], argv[2]);
+    int started = start_daemon(argv[1], argv[2]);
     if (started < 0) {
         printf("FAIL start: %s\n", why);
         if (daemon_pid)
@@ -772,5 +762,7 @@ int main(int argc, char **argv)
     } else {
         printf("ok stop\n");
     }
+    unlink(sock_path);          /* rgpud removes it on a clean stop */
+    rmdir(sock_dir);
     return failures ? 1 : 0;
 }

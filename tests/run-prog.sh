@@ -3,8 +3,8 @@
 #
 #   run-prog.sh <build-dir> <program> [args...]
 #
-# Starts <build-dir>/daemon/rgpud on a free loopback port with the fake GPU
-# backend (<build-dir>/tests/fakegpu), runs the program with the stub
+# Starts <build-dir>/daemon/rgpud on a Unix socket in a private temporary
+# directory (rgpud's default kind of address) with the fake GPU backend (<build-dir>/tests/fakegpu), runs the program with the stub
 # libraries from <build-dir>/stubs first on LD_LIBRARY_PATH, stops the
 # daemon, and exits with the program's status.  The daemon log is printed
 # when something fails.  Environment: RGPU_PROG_TIMEOUT (seconds, default
@@ -60,21 +60,6 @@ daemon_log() {
     echo "---- end of rgpud log ----" >&2
 }
 
-# A port nobody listens on right now.  Another test may take it before
-# rgpud binds it; the retry loop below covers that.
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' \
-        2>/dev/null || echo $((20000 + RANDOM % 40000))
-}
-
-# True once a socket listens on 127.0.0.1:$1.  Reading /proc/net/tcp instead
-# of connecting keeps probe connections out of the daemon's sessions.
-listening() {
-    local hex
-    hex=$(printf '%04X' "$1")
-    grep -Eq "^ *[0-9]+: (0100007F|7F000001):$hex 00000000:0000 0A " /proc/net/tcp
-}
-
 # RGPU_REAL_GPU=1: rgpud loads the system's NVIDIA libraries (example.sh on a
 # GPU host); otherwise the fake backend.
 libargs=(--lib-dir "$build/tests/fakegpu")
@@ -93,26 +78,19 @@ for d in "${ld_dirs[@]}"; do
     esac
 done
 
-port=
-for attempt in 1 2 3; do
-    p=$(free_port)
-    LD_LIBRARY_PATH=$daemon_ldpath setsid "$rgpud" --foreground --listen "127.0.0.1:$p" "${libargs[@]}" \
-        >"$tmp/rgpud.log" 2>&1 </dev/null &
-    daemon_pid=$!
-    for _ in $(seq 50); do          # up to about 5 s
-        if ! kill -0 "$daemon_pid" 2>/dev/null; then
-            break                   # exited, e.g. the port was taken: retry
-        fi
-        if listening "$p"; then
-            port=$p
-            break 2
-        fi
-        sleep 0.1
-    done
-    echo "run-prog: rgpud did not come up on port $p (attempt $attempt)" >&2
-    stop_daemon
+# The socket's directory is this script's own (mode 0700): nobody else
+# reaches the daemon, and rgpud lets its own user in by peer credentials.
+sock=$tmp/rgpud.sock
+LD_LIBRARY_PATH=$daemon_ldpath setsid "$rgpud" --foreground --listen "unix:$sock" "${libargs[@]}" \
+    >"$tmp/rgpud.log" 2>&1 </dev/null &
+daemon_pid=$!
+for _ in $(seq 50); do              # up to about 5 s
+    [ -S "$sock" ] && break
+    kill -0 "$daemon_pid" 2>/dev/null || break
+    sleep 0.1
 done
-if [ -z "$port" ]; then
+if [ ! -S "$sock" ]; then
+    echo "run-prog: rgpud did not come up on $sock" >&2
     daemon_log
     exit 1
 fi
@@ -120,7 +98,7 @@ fi
 # In the background, because bash runs traps only once a foreground command
 # has finished, while `wait` returns as soon as a signal arrives.
 LD_LIBRARY_PATH="$build/stubs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-RGPU_SERVER="127.0.0.1:$port" RGPU_LOG="${RGPU_LOG:-info}" \
+RGPU_SERVER="unix:$sock" RGPU_LOG="${RGPU_LOG:-info}" \
     timeout -k 5 "${RGPU_PROG_TIMEOUT:-100}" "$prog" "$@" >"$tmp/out" 2>"$tmp/err" &
 prog_pid=$!
 wait "$prog_pid"

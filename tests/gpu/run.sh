@@ -38,7 +38,7 @@ SUMMARY=$OUTDIR/summary.txt
 LOGS=$OUTDIR/logs.txt
 WORK=$(mktemp -d /tmp/rgpu-gpu-work.XXXXXX)
 DAEMON_PID=
-PORT=
+SERVER=
 
 die() {
     echo "run.sh: $*" >&2
@@ -107,43 +107,26 @@ check_build() {
 
 # --- the daemon ------------------------------------------------------------
 
-# tcp_port_state PORT STATE: true when a TCP socket has local port PORT and,
-# unless STATE is "any", that state (0A = listening).  Reads /proc rather than
-# connecting, which would start a session in rgpud.
-tcp_port_state() {
-    local hex f files=()
-    hex=$(printf '%04X' "$1")
-    for f in /proc/net/tcp /proc/net/tcp6; do [ -r "$f" ] && files+=("$f"); done
-    awk -v p=":$hex" -v s="$2" '
-        FNR > 1 && substr($2, length($2) - 4) == p && (s == "any" || $4 == s) { f = 1 }
-        END { exit !f }' "${files[@]}"
-}
 
-is_listening() { tcp_port_state "$1" 0A; }
-port_in_use() { tcp_port_state "$1" any; }
-
-# start_daemon: start rgpud on a free port, with the real NVIDIA libraries
-# (no --lib-dir); sets PORT and DAEMON_PID.  Retries on a new port if another
-# process took the port between our check and rgpud's bind.
+# start_daemon: start rgpud on a Unix socket in $WORK (rgpud's default
+# kind of address; it lets in its own user), with the real NVIDIA libraries
+# (no --lib-dir); sets SERVER and DAEMON_PID.
 start_daemon() {
-    local try
-    for try in 1 2 3 4 5; do
-        PORT=$((20000 + RANDOM % 40000))
-        port_in_use "$PORT" && continue
-        echo "--- rgpud on 127.0.0.1:$PORT (try $try)" >> "$WORK/rgpud.log"
-        LD_LIBRARY_PATH="$CUDA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-            "$RGPUD" --foreground -v --listen "127.0.0.1:$PORT" >> "$WORK/rgpud.log" 2>&1 &
-        DAEMON_PID=$!
-        for _ in $(seq 100); do   # 10 s
-            if is_listening "$PORT"; then
-                say "rgpud: pid $DAEMON_PID listening on 127.0.0.1:$PORT"
-                return 0
-            fi
-            kill -0 "$DAEMON_PID" 2>/dev/null || break
-            sleep 0.1
-        done
-        stop_daemon
+    local sock=$WORK/rgpud.sock
+    echo "--- rgpud on unix:$sock" >> "$WORK/rgpud.log"
+    LD_LIBRARY_PATH="$CUDA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "$RGPUD" --foreground -v --listen "unix:$sock" --group none >> "$WORK/rgpud.log" 2>&1 &
+    DAEMON_PID=$!
+    for _ in $(seq 100); do   # 10 s
+        if [ -S "$sock" ]; then
+            SERVER=unix:$sock
+            say "rgpud: pid $DAEMON_PID listening on $SERVER"
+            return 0
+        fi
+        kill -0 "$DAEMON_PID" 2>/dev/null || break
+        sleep 0.1
     done
+    stop_daemon
     log_file "rgpud log" "$WORK/rgpud.log"
     die "rgpud did not start listening (see $LOGS)"
 }
@@ -189,7 +172,7 @@ run_one() {
             timeout -k 5 "$limit" "$prog" "$@" \
             > "$WORK/$name.$mode.out" 2> "$WORK/$name.$mode.err" < /dev/null
     else
-        env LD_LIBRARY_PATH="$STUBS" RGPU_SERVER="127.0.0.1:$PORT" \
+        env LD_LIBRARY_PATH="$STUBS" RGPU_SERVER="$SERVER" \
             timeout -k 5 "$limit" "$prog" "$@" \
             > "$WORK/$name.$mode.out" 2> "$WORK/$name.$mode.err" < /dev/null
     fi
@@ -290,9 +273,9 @@ run_ladder() {
     say ""
     say "== PyTorch ladder: native vs rgpu (stubs preloaded)"
     local launcher=$BUILD/launcher/rgpu
-    [ -x "$launcher" ] && say "(through $launcher run --server 127.0.0.1:$PORT)"
+    [ -x "$launcher" ] && say "(through $launcher run --server $SERVER)"
     RGPU_LAUNCHER=$([ -x "$launcher" ] && realpath "$launcher") \
-    timeout 900 python3 "$(dirname "$0")/ladder.py" compare "$STUBS" "127.0.0.1:$PORT" \
+    timeout 900 python3 "$(dirname "$0")/ladder.py" compare "$STUBS" "$SERVER" \
         ${RGPU_LADDER_RUNGS:-} 2>&1 | tee -a "$SUMMARY"
 }
 
@@ -303,7 +286,7 @@ run_profile() {
     local steps=${RGPU_PROFILE_STEPS:-50}
     say ""
     say "== where rgpu waits: examples/nanogpt, $steps steps, RGPU_STATS=1"
-    LD_PRELOAD=$(stub_preload) RGPU_SERVER=127.0.0.1:$PORT RGPU_STATS=1 \
+    LD_PRELOAD=$(stub_preload) RGPU_SERVER=$SERVER RGPU_STATS=1 \
     LD_LIBRARY_PATH=$STUBS:${LD_LIBRARY_PATH:-} \
     timeout 300 python3 "$(dirname "$0")/../../examples/nanogpt/train.py" --steps "$steps" \
         --log-every "$steps" --data /tmp/rgpu-nanogpt-data.txt > "$WORK/profile.out" 2>&1

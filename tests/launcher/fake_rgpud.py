@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """A stand-in for rgpud that answers every hello with one fixed welcome.
 
-    fake_rgpud.py PORT_FILE STATUS RUNTIME DRIVER MESSAGE
+    fake_rgpud.py SOCKET STATUS RUNTIME DRIVER MESSAGE
 
-Listens on a free loopback port, writes the port to PORT_FILE, and answers
-each connection's hello with [2, 1, STATUS, RUNTIME, DRIVER, "fake", MESSAGE]
-(common/rgpu_proto.h), so the launcher's reactions to welcomes that a real
+Listens on a Unix socket at SOCKET, and answers each connection's hello with
+[2, 2, STATUS, RUNTIME, DRIVER, "fake", MESSAGE, nil] (common/rgpu_hello.h):
+no challenge, as rgpud on a Unix socket, so the launcher's reactions to
+welcomes that a real
 daemon gives rarely (another protocol, another CUDA, no driver) can be
 tested.  Runs until killed.  msgpack is written by hand: no module needed.
 """
-import os
 import socket
 import struct
 import sys
@@ -31,8 +31,9 @@ def pack_str(s):
 
 
 def welcome(status, runtime, driver, message):
-    body = b"\x97" + pack_int(2) + pack_int(1) + pack_int(status)
+    body = b"\x98" + pack_int(2) + pack_int(2) + pack_int(status)
     body += pack_int(runtime) + pack_int(driver) + pack_str("fake") + pack_str(message)
+    body += b"\xc0"
     return struct.pack(">I", len(body)) + body
 
 
@@ -54,14 +55,11 @@ def read_frame(conn):
 
 
 def main():
-    port_file, status, runtime, driver, message = sys.argv[1:6]
+    path, status, runtime, driver, message = sys.argv[1:6]
     reply = welcome(int(status), int(runtime), int(driver), message)
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
     srv.listen(8)
-    with open(port_file + ".tmp", "w") as f:
-        f.write(str(srv.getsockname()[1]))
-    os.rename(port_file + ".tmp", port_file)
     while True:
         conn, _ = srv.accept()
         with conn:

@@ -102,24 +102,26 @@ gone() {
     return 1
 }
 
-# start_rgpud PORT_VAR: an rgpud on the fake backend, as on a GPU host.
-# Sets the named variable to its port and records its cleanup.
+# start_rgpud SOCK_VAR: an rgpud on the fake backend, as on a GPU host, on
+# a Unix socket in our temporary directory.  Sets the named variable to the
+# socket's path and records its cleanup.
 start_rgpud() {
-    local p pid
-    for _ in 1 2 3; do
-        p=$(free_port)
-        # Not our stubs: meson may have put them on LD_LIBRARY_PATH.
-        env -u LD_LIBRARY_PATH -u LD_PRELOAD setsid "$build/daemon/rgpud" \
-            --listen "127.0.0.1:$p" --lib-dir "$fake" >"$tmp/rgpud-$p.log" 2>&1 </dev/null &
-        pid=$!
-        cleanups+=("kill -TERM -- -$pid 2>/dev/null; sleep 0.2; kill -KILL -- -$pid 2>/dev/null")
-        if wait_listening "$p" "$pid"; then
-            printf -v "$1" '%s' "$p"
+    local sock=$tmp/rgpud-$RANDOM.sock pid
+    # Not our stubs: meson may have put them on LD_LIBRARY_PATH.
+    env -u LD_LIBRARY_PATH -u LD_PRELOAD setsid "$build/daemon/rgpud" \
+        --listen "unix:$sock" --lib-dir "$fake" >"$sock.log" 2>&1 </dev/null &
+    pid=$!
+    cleanups+=("kill -TERM -- -$pid 2>/dev/null; sleep 0.2; kill -KILL -- -$pid 2>/dev/null")
+    for _ in $(seq 100); do
+        if [ -S "$sock" ]; then
+            printf -v "$1" '%s' "$sock"
             return 0
         fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
     done
     echo "cannot start rgpud:" >&2
-    cat "$tmp/rgpud-$p.log" >&2
+    cat "$sock.log" >&2
     return 1
 }
 

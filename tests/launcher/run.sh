@@ -69,7 +69,7 @@ status=$?
 pid=$(sed -n 's/.*started rgpud (pid \([0-9]*\)).*/\1/p' "$tmp/out")
 server=$(sed -n 's/^server=//p' "$tmp/out")
 if expect "private rgpud started" 0 $status "$tmp/out" 'started rgpud \(pid [0-9]+\)' \
-        '^server=127\.0\.0\.1:[0-9]+$'; then
+        '^server=unix:/.*/rgpud\.sock$'; then
     if ! gone "$pid" || [ -n "$(procs_matching "--listen $server ")" ]; then
         fail "private rgpud stopped" "a process listening as $server is still running"
     else
@@ -86,7 +86,7 @@ expect "LD_LIBRARY_PATH: stubs first, old value kept" 0 $? "$tmp/out" \
 expect "LD_PRELOAD: stub sonames, old value kept" 0 0 "$tmp/out" \
     "^LD_PRELOAD=$stubs/libcuda\.so\.1:" "^LD_PRELOAD=.*:$stubs/libcudart\.so\.[0-9]+:" \
     "^LD_PRELOAD=.*$stubs/libcublas\.so\.[0-9]+" "^LD_PRELOAD=.*:libm\.so\.6\$"
-expect "RGPU_SERVER set" 0 0 "$tmp/out" '^RGPU_SERVER=127\.0\.0\.1:[0-9]+$'
+expect "RGPU_SERVER set" 0 0 "$tmp/out" '^RGPU_SERVER=unix:/.*/rgpud\.sock$'
 
 # --lib-dir and RGPU_LIB_DIR name the stub directory.
 R run --lib-dir "$build/stubs" "${F[@]}" -- env >"$tmp/out" 2>&1
@@ -101,9 +101,9 @@ expect "RGPUD_LIB_DIR reaches the private rgpud" 0 $? "$tmp/out"
 if [ -x "$example" ]; then
     RGPU_LOG=info R run -v "${F[@]}" -- "$example" >"$tmp/out" 2>&1
     expect "example program through the launcher" 0 $? "$tmp/out" \
-        '^rgpu\[[0-9]+\]: info: connected to 127\.0\.0\.1:' '^ok y = 2\*x \+ y'
+        '^rgpu\[[0-9]+\]: info: connected to unix:/.*/rgpud\.sock' '^ok y = 2\*x \+ y'
     # The daemon and the session it forked for the program.
-    listen=$(sed -n 's/.*started rgpud (pid [0-9]*) on \([^:]*:[0-9]*\).*/\1/p' "$tmp/out")
+    listen=$(sed -n 's/.*started rgpud (pid [0-9]*) on \(unix:[^ ]*\.sock\):.*/\1/p' "$tmp/out")
     procs=$(procs_matching "--listen ${listen:-?} ")
     if [ -n "$procs" ]; then
         fail "no rgpud session left after the program" "still running: $procs"
@@ -117,7 +117,8 @@ fi
 # ---- rgpu info -----------------------------------------------------------------------
 
 R info "${F[@]}" >"$tmp/out" 2>&1
-expect "rgpu info" 0 $? "$tmp/out" '^server +127\.0\.0\.1:[0-9]+ \(private rgpud' \
+expect "rgpu info" 0 $? "$tmp/out" '^server +unix:/.*/rgpud\.sock \(private rgpud' \
+    '^auth +peer credentials on a Unix socket; server: uid [0-9]+ let in' \
     '^CUDA runtime +[0-9]+\.[0-9]+' '^CUDA driver +[0-9]+\.[0-9]+' '^GPUs +1$' \
     '^  0  rgpu fake GPU, 16\.0 GiB' '^round trip +[0-9]+ us median of 20 calls' \
     "^library path +LD_LIBRARY_PATH=$stubs\$"
@@ -168,6 +169,16 @@ expect "rgpud that exits" 125 $? "$tmp/out" 'exited before it answered \(exit st
 R run --server 127.0.0.1:1 --ssh localhost -- true >"$tmp/out" 2>&1
 expect "--server with --ssh" 125 $? "$tmp/out" 'give one'
 
+# Every address form is checked where it is given, with the same parser
+# as the program's: a bare IPv6 address gets the default port.
+R run --server ::1 -- true >"$tmp/out" 2>&1
+expect "--server ::1: parsed, then unreachable" 125 $? "$tmp/out" 'cannot reach rgpud at ::1'
+R run --server '[::1' -- true >"$tmp/out" 2>&1
+expect "--server with a bad address" 125 $? "$tmp/out" "bad server address: '\[::1'"
+RGPU_SERVER="unix:$tmp/none.sock" R run -- true >"$tmp/out" 2>&1
+expect "RGPU_SERVER naming a missing socket" 125 $? "$tmp/out" 'from RGPU_SERVER' \
+    'No such file or directory'
+
 if command -v ssh >/dev/null; then
     export RGPU_SSH_OPTS="-F /dev/null -o UserKnownHostsFile=$tmp/known_hosts"
     R run --ssh "127.0.0.1:$closed" -- true >"$tmp/out" 2>&1
@@ -185,28 +196,27 @@ else
 fi
 
 # Welcomes a real rgpud gives only across versions or without a GPU.
-fake_server() {    # fake_server STATUS RUNTIME DRIVER MESSAGE: sets $port
-    rm -f "$tmp/port"
-    python3 "$here/fake_rgpud.py" "$tmp/port" "$@" &
+fake_server() {    # fake_server STATUS RUNTIME DRIVER MESSAGE: sets $port (a socket)
+    port=$tmp/fake-$RANDOM.sock
+    python3 "$here/fake_rgpud.py" "$port" "$@" &
     cleanups+=("kill $! 2>/dev/null")
-    for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
-    port=$(cat "$tmp/port" 2>/dev/null)
+    for _ in $(seq 50); do [ -S "$port" ] && break; sleep 0.1; done
 }
 if command -v python3 >/dev/null; then
-    fake_server 6 0 0 "server speaks protocol 2, client 1"
-    R run --server "127.0.0.1:$port" -- true >"$tmp/out" 2>&1
+    fake_server 6 0 0 "server speaks protocol 3, client 2"
+    R run --server "unix:$port" -- true >"$tmp/out" 2>&1
     expect "protocol mismatch" 125 $? "$tmp/out" \
-        'refused the session: protocol version mismatch: server speaks protocol 2, client 1' \
+        'refused the session: protocol version mismatch: server speaks protocol 3, client 2' \
         'same rgpu version on both machines'
     # A runtime of another major version than the stubs' libcudart.so.N.
     major=$(find "$stubs" -name 'libcudart.so.*' | sed -n 's/.*\.so\.\([0-9]*\)$/\1/p' | head -1)
     if [ "${major:-0}" = 12 ]; then other=13000 other_text=13.0; else other=12080 other_text=12.8; fi
     fake_server 0 "$other" "$other" ""
-    R run --server "127.0.0.1:$port" -- true >"$tmp/out" 2>&1
+    R run --server "unix:$port" -- true >"$tmp/out" 2>&1
     expect "CUDA version mismatch" 125 $? "$tmp/out" \
         "are for CUDA $major \\(libcudart\\.so\\.$major\\), but rgpud at .* runs CUDA runtime $other_text"
     fake_server 0 13000 0 ""
-    R run --server "127.0.0.1:$port" -- true >"$tmp/out" 2>&1
+    R run --server "unix:$port" -- true >"$tmp/out" 2>&1
     expect "server without a driver" 125 $? "$tmp/out" 'has no GPU to offer: no NVIDIA driver'
 else
     echo "note: no python3: version mismatch checks left out"

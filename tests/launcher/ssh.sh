@@ -126,33 +126,34 @@ tunnel_gone() {
 }
 
 if [ -x "$example" ]; then
-    RGPU_LOG=info R run -v --ssh "$dest" --remote-port "$rport" -- "$example" >"$tmp/out" 2>&1
+    RGPU_LOG=info R run -v --ssh "$dest" --remote "unix:$rport" -- "$example" >"$tmp/out" 2>&1
     expect "example program through the SSH tunnel" 0 $? "$tmp/out" \
         'started ssh \(pid [0-9]+\)' "an SSH tunnel to $user@127\\.0\\.0\\.1:$sshd_port" \
-        '^rgpu\[[0-9]+\]: info: connected to 127\.0\.0\.1:' '^ok y = 2\*x \+ y'
+        '^rgpu\[[0-9]+\]: info: connected to unix:/.*/rgpud\.sock' '^ok y = 2\*x \+ y'
 else
     echo "note: $example not built (no nvcc): using env instead"
-    R run -v --ssh "$dest" --remote-port "$rport" -- env >"$tmp/out" 2>&1
-    expect "command through the SSH tunnel" 0 $? "$tmp/out" '^RGPU_SERVER=127\.0\.0\.1:'
+    R run -v --ssh "$dest" --remote "unix:$rport" -- env >"$tmp/out" 2>&1
+    expect "command through the SSH tunnel" 0 $? "$tmp/out" '^RGPU_SERVER=unix:/.*/rgpud\.sock$'
 fi
 tunnel_gone "tunnel closed after the command" "$tmp/out"
 
-R run -v --ssh "$dest" --remote-port "$rport" -- sh -c 'exit 5' >"$tmp/out" 2>&1
+R run -v --ssh "$dest" --remote "unix:$rport" -- sh -c 'exit 5' >"$tmp/out" 2>&1
 expect "exit status through the tunnel" 5 $? "$tmp/out"
 
-R run -v --ssh "$dest" --remote-port "$rport" -- sh -c 'kill -TERM $$' >"$tmp/out" 2>&1
+R run -v --ssh "$dest" --remote "unix:$rport" -- sh -c 'kill -TERM $$' >"$tmp/out" 2>&1
 expect "signal through the tunnel" 143 $? "$tmp/out"
 tunnel_gone "tunnel closed after a signal" "$tmp/out"
 
-R info --ssh "$dest" --remote-port "$rport" >"$tmp/out" 2>&1
+R info --ssh "$dest" --remote "unix:$rport" >"$tmp/out" 2>&1
 expect "rgpu info through the tunnel" 0 $? "$tmp/out" \
-    "^server +127\\.0\\.0\\.1:[0-9]+, an SSH tunnel to $user@127\\.0\\.0\\.1:$sshd_port port $rport" \
+    "^server +unix:/.*/rgpud\\.sock, an SSH tunnel to $user@127\\.0\\.0\\.1:$sshd_port, unix:$rport there" \
+    '^auth +peer credentials on a Unix socket; server: uid [0-9]+ let in' \
     '^  0  rgpu fake GPU' '^round trip +[0-9]+ us'
 
 # ---- failures ---------------------------------------------------------------------------------
 
 t0=$SECONDS
-RGPU_SSH_OPTS="$ssh_opts -i $tmp/wrong_key" R run -v --ssh "$dest" --remote-port "$rport" \
+RGPU_SSH_OPTS="$ssh_opts -i $tmp/wrong_key" R run -v --ssh "$dest" --remote "unix:$rport" \
     -- true >"$tmp/out" 2>&1
 status=$?
 if [ $((SECONDS - t0)) -gt 10 ]; then
@@ -171,8 +172,12 @@ if [ $((SECONDS - t0)) -gt 10 ]; then
     fail "no rgpud behind the tunnel fails fast" "took $((SECONDS - t0)) s"
 else
     expect "no rgpud behind the tunnel" 125 $status "$tmp/out" \
-        "the SSH tunnel to .* is up, but nothing answers on port $nobody there" \
+        "the SSH tunnel to .* is up, but nothing answers at 127\\.0\\.0\\.1:$nobody there" \
         'start rgpud on'
 fi
+
+R run --ssh "$dest" --remote "unix:$tmp/nobody.sock" -- true >"$tmp/out" 2>&1
+expect "no rgpud socket behind the tunnel" 125 $? "$tmp/out" \
+    "the SSH tunnel to .* is up, but nothing answers at unix:$tmp/nobody\\.sock there"
 
 finish

@@ -177,22 +177,31 @@ check "ldd: the example program loads libcudart from /opt/rgpu/lib" \
 RGPUD_ARGS=
 # shellcheck disable=SC1091
 . /etc/rgpu/rgpud.conf
-check "the installed configuration listens on 127.0.0.1:9713" \
-    bash -c 'case " $1 " in *" --listen 127.0.0.1:9713 "*) ;; *) exit 1 ;; esac' _ "$RGPUD_ARGS"
-port=$(free_port)
+check "the installed configuration listens on rgpud's default Unix socket" \
+    bash -c 'case " $1 " in *--listen*) exit 1 ;; esac' _ "$RGPUD_ARGS"
+check "rgpud.service makes /run/rgpu" \
+    grep -qx "RuntimeDirectory=rgpu" /lib/systemd/system/rgpud.service
+check "/etc/rgpu/clients: 0700, owned by rgpu" \
+    test "$(stat -c '%a %U' /etc/rgpu/clients)" = "700 rgpu"
+# /run/rgpu as systemd would make it, here in a folder of the test's.
+run=$tmp/run
+mkdir -m 755 "$run"
+chown rgpu:rgpu "$run"
 # shellcheck disable=SC2086  # RGPUD_ARGS is a list of words, as systemd splits it
 start_bg "$tmp/rgpud.log" runuser -u rgpu -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-    /usr/sbin/rgpud $RGPUD_ARGS --listen "127.0.0.1:$port" --lib-dir "$fake" -v
+    /usr/sbin/rgpud $RGPUD_ARGS --listen "unix:$run/rgpud.sock" --lib-dir "$fake" -v
 rgpud_pid=$bg_pid
-if wait_listen "$port" "$rgpud_pid"; then
+for _ in $(seq 100); do [ -S "$run/rgpud.sock" ] && break; sleep 0.1; done
+if [ -S "$run/rgpud.sock" ]; then
     ok "installed /usr/sbin/rgpud listens"
 else
     show "$tmp/rgpud.log"
     die "installed /usr/sbin/rgpud listens"
 fi
+check "its socket: mode 0660, group rgpu" test "$(stat -c '%a %G' "$run/rgpud.sock")" = "660 rgpu"
 listener=$(pgrep -s "$rgpud_pid" -x rgpud | head -1)
 check "rgpud runs as user rgpu" test "$(ps -o user= -p "${listener:-0}")" = rgpu
-if run_example "$tmp/example" /opt/rgpu/lib "127.0.0.1:$port" && connected "$tmp/example"; then
+if run_example "$tmp/example" /opt/rgpu/lib "unix:$run/rgpud.sock" && connected "$tmp/example"; then
     ok "example program with LD_LIBRARY_PATH=/opt/rgpu/lib runs through the installed rgpud"
 else
     show "$tmp/example.out" "$tmp/example.err" "$tmp/rgpud.log"

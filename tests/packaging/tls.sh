@@ -109,9 +109,20 @@ variant wrongcert "s|^cert = .*|cert = $foreign/mallory.crt|; s|^key = .*|key = 
 variant wrongca "s|^CAfile = .*|CAfile = $foreign/ca.crt|"
 variant wronghost 's|^checkHost = .*|checkHost = otherhost.example.org|'
 
+# ---- a client key: behind stunnel rgpud listens on TCP, which needs one ------
+# (TLS decides which machines reach rgpud; the key, which client may use it.)
+if env LD_LIBRARY_PATH= "$build/daemon/rgpud" --key-dir "$tmp/keys" --new-client-key alice \
+        >"$tmp/alice.key" 2>"$tmp/keygen.log" && chmod 600 "$tmp/alice.key"; then
+    ok "rgpud --new-client-key alice"
+else
+    show "$tmp/keygen.log"
+    die "rgpud --new-client-key alice"
+fi
+export RGPU_KEY_FILE=$tmp/alice.key
+
 # ---- start rgpud and both stunnels --------------------------------------------
 start_bg "$tmp/rgpud.log" env LD_LIBRARY_PATH= "$build/daemon/rgpud" \
-    --listen "127.0.0.1:$p_rgpud" --lib-dir "$build/tests/fakegpu" -v
+    --listen "127.0.0.1:$p_rgpud" --key-dir "$tmp/keys" --lib-dir "$build/tests/fakegpu" -v
 rgpud_pid=$bg_pid
 start_bg "$tmp/server-stunnel.log" "$stunnel" "$server_conf"
 server_pid=$bg_pid
@@ -189,6 +200,16 @@ check "client stunnel: server of a CA it does not trust -> 'certificate verify f
     why_refused "$tmp/client-stunnel.log" wrongca 'certificate verify failed'
 check "client stunnel: other host name -> 'Subject checks failed'" \
     why_refused "$tmp/client-stunnel.log" wronghost 'Subject checks failed'
+
+# TLS let it through, but without the key rgpud itself refuses.
+if RGPU_KEY_FILE=$tmp/none.key run_example "$tmp/nokey" "$build/stubs" "127.0.0.1:${port[good]}"; then
+    fail "a client with a certificate but no key: refused by rgpud"
+elif grep -q 'this server requires a key' "$tmp/nokey.err"; then
+    ok "a client with a certificate but no key: refused by rgpud"
+else
+    show "$tmp/nokey.err"
+    fail "a client with a certificate but no key: refused by rgpud"
+fi
 
 # After all that, the good path still works.
 if run_example "$tmp/again" "$build/stubs" "127.0.0.1:${port[good]}" && connected "$tmp/again"; then

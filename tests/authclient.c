@@ -1,0 +1,248 @@
+/* authclient: the hello of common/rgpu_hello.h, as honest and dishonest
+ * clients and servers speak it, for tests/auth.sh.
+ *
+ *   authclient hello ADDR       an honest client with every library's digest
+ *   authclient digest ADDR      a client whose cudart table differs by one
+ *                               parameter size (another build)
+ *   authclient proto1 ADDR      a protocol-1 hello ([HELLO, 1, name])
+ *   authclient replay ADDR      an auth recorded in one session, replayed in
+ *                               another with the same client nonce
+ *   authclient fake PATH        serve one client on a Unix socket at PATH
+ *                               as a fake rgpud: challenge, then an OK
+ *                               welcome with a proof made without the key
+ *
+ * Prints "welcome STATUS MESSAGE", "refused WHY" (the client's own check
+ * failed) or "error WHY" and exits 0, except on a usage error; tests/auth.sh
+ * judges the line.  Keys come from RGPU_KEY_FILE like the client core's. */
+#include "rgpu_addr.h"
+#include "rgpu_hello.h"
+#include "rgpu_proto.h"
+#include "rgpu_wire.h"
+#include "cudart_procs.h"
+#include "cuda_procs.h"
+#include "cublas_procs.h"
+#include "cublasLt_procs.h"
+#include "cudnn_procs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static const struct rgpu_lib *const libs[] = {
+    &rgpu_cudart_lib, &rgpu_cuda_lib, &rgpu_cublas_lib, &rgpu_cublasLt_lib, &rgpu_cudnn_lib,
+};
+
+static int dial(const char *spec, struct rgpu_addr *a)
+{
+    char err[512];
+    struct timeval tv = { 10, 0 };
+    if (rgpu_addr_parse(spec, a, err, sizeof err) < 0) {
+        printf("error %s\n", err);
+        return -1;
+    }
+    int fd = rgpu_addr_dial(a, 5000, err, sizeof err);
+    if (fd < 0) {
+        printf("error %s\n", err);
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+static void report(int rc, const struct rgpu_welcome *w, const char *why)
+{
+    if (rc == 0)
+        printf("welcome %d %s\n", w->status, w->message);
+    else
+        printf("%s %s\n", rc == -2 ? "refused" : "error", why);
+}
+
+static int do_hello(const char *spec, int alter)
+{
+    struct rgpu_addr a;
+    struct rgpu_hello h;
+    struct rgpu_welcome w;
+    char why[512], how[256];
+    int fd = dial(spec, &a);
+    if (fd < 0)
+        return 0;
+    memset(&h, 0, sizeof h);
+    snprintf(h.client_name, sizeof h.client_name, "authclient");
+    for (size_t i = alter ? 1 : 0; i < sizeof libs / sizeof libs[0]; i++)
+        rgpu_hello_add_lib(&h, libs[i]);
+    if (alter) {
+        /* cudart as a build whose first procedure's first parameter has
+         * another size would describe it: only the table differs. */
+        struct rgpu_lib lib = rgpu_cudart_lib;
+        struct rgpu_proc *procs = calloc(lib.nprocs, sizeof *procs);
+        memcpy(procs, lib.procs, lib.nprocs * sizeof *procs);
+        size_t k = 0;
+        while (k < lib.nprocs && procs[k].nparams == 0)
+            k++;
+        struct rgpu_param *params = calloc(procs[k].nparams, sizeof *params);
+        memcpy(params, procs[k].params, procs[k].nparams * sizeof *params);
+        params[0].size += 4;
+        procs[k].params = params;
+        lib.procs = procs;
+        rgpu_hello_add_lib(&h, &lib);
+    }
+    int rc = rgpu_hs_client(fd, a.kind == RGPU_ADDR_TCP, &h, &w, how, sizeof how, why,
+                            sizeof why);
+    report(rc, &w, why);
+    close(fd);
+    return 0;
+}
+
+static int do_proto1(const char *spec)
+{
+    struct rgpu_addr a;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_zone zone;
+    msgpack_object root;
+    char *frame;
+    size_t len;
+    int fd = dial(spec, &a);
+    if (fd < 0)
+        return 0;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_int(&pk, RGPU_MSG_HELLO);
+    msgpack_pack_int(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "rgpu-client", 11);
+    struct iovec iov = { sb.data, sb.size };
+    msgpack_zone_init(&zone, 1024);
+    /* What a protocol-1 client reads: status at [2], message at [6]. */
+    if (rgpu_write_frame(fd, &iov, 1) < 0 || rgpu_read_frame(fd, &frame, &len) < 0 ||
+        rgpu_unpack_frame(frame, len, &zone, &root) < 0 || root.type != MSGPACK_OBJECT_ARRAY ||
+        root.via.array.size < 7 || root.via.array.ptr[2].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+        root.via.array.ptr[6].type != MSGPACK_OBJECT_STR)
+        printf("error no welcome a protocol-1 client can read\n");
+    else
+        printf("welcome %d %.*s\n", (int)root.via.array.ptr[2].via.u64,
+               (int)root.via.array.ptr[6].via.str.size, root.via.array.ptr[6].via.str.ptr);
+    close(fd);
+    return 0;
+}
+
+/* Session 1 runs honestly, recording its nonce and MAC; session 2 sends
+ * the same hello and the recorded MAC to a fresh challenge. */
+static int do_replay(const char *spec)
+{
+    struct rgpu_addr a;
+    struct rgpu_hs_msg m;
+    struct rgpu_key key;
+    struct rgpu_hello h;
+    unsigned char mac[RGPU_MAC_LEN];
+    char why[512];
+
+    if (rgpu_key_load(getenv("RGPU_KEY_FILE"), &key, why, sizeof why) < 0) {
+        printf("error %s\n", why);
+        return 0;
+    }
+    memset(&h, 0, sizeof h);
+    h.proto = RGPU_PROTO_VERSION;
+    snprintf(h.client_name, sizeof h.client_name, "replayer");
+    rgpu_random(h.nonce, sizeof h.nonce);
+    for (int round = 0; round < 2; round++) {
+        int fd = dial(spec, &a);
+        if (fd < 0)
+            return 0;
+        m.type = RGPU_MSG_HELLO;
+        m.u.hello = h;
+        if (rgpu_hs_send(fd, &m) < 0 || rgpu_hs_recv(fd, &m, why, sizeof why) < 0 ||
+            m.type != RGPU_MSG_CHALLENGE) {
+            printf("error no challenge in round %d\n", round + 1);
+            return 0;
+        }
+        if (round == 0)
+            rgpu_hs_mac(key.secret, RGPU_MAC_CLIENT, h.nonce, m.u.server_nonce, mac);
+        m.type = RGPU_MSG_AUTH;
+        memset(&m.u.auth, 0, sizeof m.u.auth);
+        snprintf(m.u.auth.key_id, sizeof m.u.auth.key_id, "%s", key.id);
+        memcpy(m.u.auth.mac, mac, sizeof mac);
+        m.u.auth.has_mac = 1;
+        if (rgpu_hs_send(fd, &m) < 0 || rgpu_hs_recv(fd, &m, why, sizeof why) < 0 ||
+            m.type != RGPU_MSG_WELCOME) {
+            printf("error no welcome in round %d\n", round + 1);
+            return 0;
+        }
+        if (round == 0 && m.u.welcome.status != RGPU_OK) {
+            printf("error the honest round was refused: %s\n", m.u.welcome.message);
+            return 0;
+        }
+        close(fd);
+    }
+    printf("welcome %d %s\n", m.u.welcome.status, m.u.welcome.message);
+    return 0;
+}
+
+/* A fake rgpud without the key: it can challenge and say OK, but its proof
+ * is made with a key of its own. */
+static int do_fake(const char *path)
+{
+    struct rgpu_addr a;
+    struct rgpu_hs_msg m;
+    char err[512], why[512];
+    unsigned char nonce[RGPU_NONCE_LEN], client_nonce[RGPU_NONCE_LEN], guess[RGPU_KEY_LEN];
+
+    if (rgpu_addr_parse(path, &a, err, sizeof err) < 0 || a.kind != RGPU_ADDR_UNIX) {
+        fprintf(stderr, "authclient fake: %s\n", "want a Unix socket path");
+        return 2;
+    }
+    int lfd = rgpu_addr_listen(&a, 0600, (gid_t)-1, err, sizeof err);
+    if (lfd < 0) {
+        fprintf(stderr, "authclient fake: %s\n", err);
+        return 2;
+    }
+    int fd = accept(lfd, NULL, NULL);
+    if (fd >= 0 && rgpu_hs_recv(fd, &m, why, sizeof why) == 0 && m.type == RGPU_MSG_HELLO) {
+        memcpy(client_nonce, m.u.hello.nonce, sizeof client_nonce);
+        rgpu_random(nonce, sizeof nonce);
+        rgpu_random(guess, sizeof guess);
+        m.type = RGPU_MSG_CHALLENGE;
+        memcpy(m.u.server_nonce, nonce, sizeof nonce);
+        if (rgpu_hs_send(fd, &m) == 0 && rgpu_hs_recv(fd, &m, why, sizeof why) == 0) {
+            memset(&m, 0, sizeof m);
+            m.type = RGPU_MSG_WELCOME;
+            m.u.welcome.proto = RGPU_PROTO_VERSION;
+            m.u.welcome.runtime_version = 13000;
+            m.u.welcome.driver_version = 13000;
+            snprintf(m.u.welcome.server_name, sizeof m.u.welcome.server_name, "fake");
+            rgpu_hs_mac(guess, RGPU_MAC_SERVER, nonce, client_nonce, m.u.welcome.proof);
+            m.u.welcome.has_proof = 1;
+            rgpu_hs_send(fd, &m);
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    close(lfd);
+    unlink(a.path);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc != 3) {
+        fprintf(stderr, "usage: authclient hello|digest|proto1|replay ADDR | fake PATH\n");
+        return 2;
+    }
+    if (strcmp(argv[1], "hello") == 0)
+        return do_hello(argv[2], 0);
+    if (strcmp(argv[1], "digest") == 0)
+        return do_hello(argv[2], 1);
+    if (strcmp(argv[1], "proto1") == 0)
+        return do_proto1(argv[2]);
+    if (strcmp(argv[1], "replay") == 0)
+        return do_replay(argv[2]);
+    if (strcmp(argv[1], "fake") == 0)
+        return do_fake(argv[2]);
+    fprintf(stderr, "authclient: unknown mode %s\n", argv[1]);
+    return 2;
+}
