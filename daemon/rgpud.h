@@ -14,6 +14,9 @@ struct rgpud_options {
     int foreground;
     int max_sessions;
     long spin_ns;               /* poll for the next request this long */
+    int hello_timeout_s;        /* a client must finish its hello within this */
+    int frame_timeout_s;        /* the rest of a frame, once its first byte came */
+    int keepalive_ms;           /* while a request runs, a keepalive this often */
 };
 
 /* ---- backend.c: the real (or fake) CUDA libraries, loaded per session ---- */
