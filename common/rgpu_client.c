@@ -204,11 +204,16 @@ static int timeout_ms_from_env(void)
     return s == 0 ? -1 : (int)(s * 1000);
 }
 
-/* TCP keepalive: a server host that vanished (no FIN, no RST) is noticed
- * on an idle connection too.  Fails harmlessly on a Unix socket. */
-static void enable_tcp_keepalive(int fd)
+/* Bounds on waiting for the server: a read that gets nothing for
+ * RGPU_TIMEOUT (SO_RCVTIMEO: the hello and every reply wait), and TCP
+ * keepalive, so that a server host that vanished (no FIN, no RST) is
+ * noticed on an idle connection too (fails harmlessly on a Unix socket). */
+static void bound_waits(int fd)
 {
+    struct timeval tv = { S.timeout_ms / 1000, (S.timeout_ms % 1000) * 1000 };
     int one = 1, idle = 60, intvl = 10, cnt = 6;
+    if (S.timeout_ms > 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
@@ -225,6 +230,8 @@ static void connect_once(void)
     S.timeout_ms = timeout_ms_from_env();
     snprintf(S.spec, sizeof S.spec, "%s", spec);
     int fd = dial(spec);
+    if (fd >= 0)
+        bound_waits(fd);
     if (fd < 0) {
         rgpu_error("cannot reach rgpud at %s: %s (is rgpud running? set RGPU_SERVER=HOST:PORT)",
                    spec, strerror(errno));
@@ -236,7 +243,6 @@ static void connect_once(void)
         S.broken = 1;
         return;
     }
-    enable_tcp_keepalive(fd);
     S.fd = fd;
     atomic_store(&S.connected, 1);
     rgpu_info("connected to %s (server %s, CUDA runtime %d, driver %d)", spec, S.info.name,
@@ -348,7 +354,7 @@ static int wait_reply(struct waiter *me)
         char *frame = NULL;
         size_t len = 0;
         rgpu_spin_until_readable(S.fd, S.spin_ns);
-        int rc = rgpu_read_frame_timed(S.fd, &frame, &len, S.timeout_ms, S.timeout_ms);
+        int rc = rgpu_read_frame_timed(S.fd, &frame, &len, S.timeout_ms);
         int err = errno;
         pthread_mutex_lock(&S.lock);
         S.reader_active = 0;

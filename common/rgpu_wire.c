@@ -109,9 +109,9 @@ static long now_ms(void)
 }
 
 /* Read exactly n bytes, never blocking past deadline (a CLOCK_MONOTONIC
- * time in ms; -1: none).  The read is tried first without waiting, so a
- * frame already in the socket costs no poll(2): the timeout is free on
- * the hot path. */
+ * time in ms; -1: none).  The read is tried first without waiting, so
+ * bytes already in the socket cost no poll(2): the rest of a frame is
+ * nearly always there, and the deadline is free on the hot path. */
 static int read_all_until(int fd, void *buf, size_t n, int eof_ok, long deadline)
 {
     char *p = buf;
@@ -144,21 +144,33 @@ static int read_all_until(int fd, void *buf, size_t n, int eof_ok, long deadline
     return 0;
 }
 
-int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int idle_ms, int frame_ms)
+int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int frame_ms)
 {
-    uint32_t be;
-    unsigned char first;
+    unsigned char hdr[4];
     long deadline;
+    ssize_t r;
 
-    /* The first byte may be long in coming (idle_ms); from then on the
-     * whole frame must arrive within frame_ms. */
-    if (read_all_until(fd, &first, 1, 1, idle_ms < 0 ? -1 : now_ms() + idle_ms) < 0)
+    /* The wait for a frame: a plain blocking read, as cheap as ever; the
+     * socket's SO_RCVTIMEO, where set, bounds it. */
+    do
+        r = recv(fd, hdr, sizeof hdr, 0);
+    while (r < 0 && errno == EINTR);
+    if (r < 0 && errno == ENOTSOCK)
+        r = read(fd, hdr, sizeof hdr);
+    if (r < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            errno = ETIMEDOUT;
         return -1;
+    }
+    if (r == 0) {
+        errno = EPIPE;
+        return -1;
+    }
+    /* From its first byte, the whole frame within frame_ms. */
     deadline = frame_ms < 0 ? -1 : now_ms() + frame_ms;
-    memcpy(&be, &first, 1);
-    if (read_all_until(fd, (char *)&be + 1, sizeof be - 1, 0, deadline) < 0)
+    if (read_all_until(fd, hdr + r, sizeof hdr - (size_t)r, 0, deadline) < 0)
         return -1;
-    size_t n = ntohl(be);
+    size_t n = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
     if (n == 0 || n > RGPU_FRAME_MAX) {
         errno = EMSGSIZE;
         return -1;

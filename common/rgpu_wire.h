@@ -17,12 +17,13 @@ int rgpu_write_frame(int fd, const struct iovec *parts, int nparts);
  * beyond RGPU_FRAME_MAX. */
 int rgpu_read_frame(int fd, char **buf, size_t *len);
 
-/* rgpu_read_frame, with time limits: the first byte may take up to idle_ms
- * (-1: wait for ever), the rest of the frame up to frame_ms from the first
- * byte plus 1 ms per 256 bytes of the frame (-1: for ever).  Fails with errno ETIMEDOUT when one runs out.  A
- * peer idle between frames is normal (a notebook); a peer that stops
- * inside a frame is stalled or hostile. */
-int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int idle_ms, int frame_ms);
+/* rgpu_read_frame, with a time limit inside the frame: from its first
+ * byte, the whole frame must arrive within frame_ms plus 1 ms per 256
+ * bytes of it (-1: no limit).  The wait for the first byte is bounded only
+ * by the socket's SO_RCVTIMEO, if set.  Fails with errno ETIMEDOUT when
+ * either runs out.  A peer idle between frames is normal (a notebook); a
+ * peer that stops inside a frame is stalled or hostile. */
+int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int frame_ms);
 
 /* The most array elements and map entries (a map entry counts twice) one
  * frame may decode to.  msgpack-c spends a 24-byte msgpack_object on each

@@ -201,7 +201,8 @@ static void refuse_busy(int fd, int lfd, int sfd, const struct rgpud_options *op
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (rgpu_read_frame_timed(fd, &hello, &len, REFUSE_HELLO_MS, REFUSE_HELLO_MS) == 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (rgpu_read_frame_timed(fd, &hello, &len, REFUSE_HELLO_MS) == 0)
             send_busy_welcome(fd, opt->max_sessions);
         _exit(0);
     }

@@ -453,7 +453,7 @@ static struct request *read_request(void)
     rgpu_spin_until_readable(S.fd, S.spin_ns);
     /* Idle between frames for as long as the client likes; inside one,
      * within the frame timeout. */
-    if (rgpu_read_frame_timed(S.fd, &rq->frame, &len, -1, S.frame_timeout_ms) < 0) {
+    if (rgpu_read_frame_timed(S.fd, &rq->frame, &len, S.frame_timeout_ms) < 0) {
         if (errno == EMSGSIZE)
             protocol_error(0, RGPU_ETOOBIG, "frame larger than the protocol allows");
         if (errno == ETIMEDOUT) {
