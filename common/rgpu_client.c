@@ -48,6 +48,8 @@ static struct {
     int reader_active;
     atomic_int connected;           /* connect_once succeeded */
     long spin_ns;                   /* RGPU_SPIN_US: how long a reader polls */
+    int timeout_ms;                 /* RGPU_TIMEOUT: silence before giving up; -1: never */
+    char spec[256];                 /* the server, for messages */
     struct waiter *waiters;
     atomic_uint_fast64_t next_serial;
     atomic_uint next_tid;
@@ -143,6 +145,41 @@ static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
     return 0;
 }
 
+/* RGPU_TIMEOUT: seconds of silence from the server (not a single frame,
+ * keepalives included) after which a waiting call gives up; 0 waits for
+ * ever.  The server sends a keepalive every second while a request of
+ * ours runs, so only a dead, frozen or unreachable server stays silent. */
+static int timeout_ms_from_env(void)
+{
+    const char *e = getenv("RGPU_TIMEOUT");
+    char *end;
+    long s = 60;
+    if (e && *e) {
+        s = strtol(e, &end, 10);
+        if (*end || s < 0 || s > 86400 * 365) {
+            rgpu_warn("RGPU_TIMEOUT=%s is not a number of seconds: using 60", e);
+            s = 60;
+        }
+    }
+    return s == 0 ? -1 : (int)(s * 1000);
+}
+
+/* Bounds on waiting for the server: a read that gets nothing for
+ * RGPU_TIMEOUT (SO_RCVTIMEO: the hello and every reply wait), and TCP
+ * keepalive, so that a server host that vanished (no FIN, no RST) is
+ * noticed on an idle connection too (fails harmlessly on a Unix socket). */
+static void bound_waits(int fd)
+{
+    struct timeval tv = { S.timeout_ms / 1000, (S.timeout_ms % 1000) * 1000 };
+    int one = 1, idle = 60, intvl = 10, cnt = 6;
+    if (S.timeout_ms > 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
+
 static void connect_once(void)
 {
     const char *spec = getenv("RGPU_SERVER");
@@ -153,6 +190,8 @@ static void connect_once(void)
         spec = RGPU_DEFAULT_SERVER;
     rgpu_log_init("rgpu", getenv("RGPU_LOG"));
     S.spin_ns = rgpu_spin_ns(getenv("RGPU_SPIN_US"));
+    S.timeout_ms = timeout_ms_from_env();
+    snprintf(S.spec, sizeof S.spec, "%s", spec);
     if (rgpu_addr_parse(spec, &addr, err, sizeof err) < 0) {
         rgpu_error("RGPU_SERVER: %s", err);
         S.broken = 1;
@@ -165,6 +204,7 @@ static void connect_once(void)
         S.broken = 1;
         return;
     }
+    bound_waits(fd);
     if (handshake(fd, &addr, spec) < 0) {
         close(fd);
         S.broken = 1;
@@ -230,8 +270,14 @@ static void deliver(char *frame, size_t len)
 
     msgpack_zone_init(&zone, 256);
     int unpacked = rgpu_unpack_frame(frame, len, &zone, &root) == 0 &&
-                   root.type == MSGPACK_OBJECT_ARRAY && root.via.array.size >= 2;
+                   root.type == MSGPACK_OBJECT_ARRAY && root.via.array.size >= 1;
     if (unpacked && root.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+        root.via.array.ptr[0].via.u64 == RGPU_MSG_KEEPALIVE) {
+        free(frame);                        /* it did its work by arriving */
+        frame = NULL;
+    } else if (unpacked && root.via.array.size < 2) {
+        ;                                   /* nothing we know: refused below */
+    } else if (unpacked && root.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
         root.via.array.ptr[0].via.u64 == RGPU_MSG_LOG) {
         rgpu_liblog_queue(frame, len);      /* delivered once a reply is in */
         frame = NULL;
@@ -275,11 +321,17 @@ static int wait_reply(struct waiter *me)
         char *frame = NULL;
         size_t len = 0;
         rgpu_spin_until_readable(S.fd, S.spin_ns);
-        int rc = rgpu_read_frame(S.fd, &frame, &len);
+        int rc = rgpu_read_frame_timed(S.fd, &frame, &len, S.timeout_ms);
+        int err = errno;
         pthread_mutex_lock(&S.lock);
         S.reader_active = 0;
-        if (rc < 0) {
-            rgpu_error("connection to rgpud lost: %s", strerror(errno));
+        if (rc < 0 && err == ETIMEDOUT) {
+            rgpu_error("rgpud at %s sent nothing for %d s: giving up (RGPU_TIMEOUT)", S.spec,
+                       S.timeout_ms / 1000);
+            S.broken = 1;
+            fail_all_waiters();
+        } else if (rc < 0) {
+            rgpu_error("connection to rgpud lost: %s", strerror(err));
             S.broken = 1;
             fail_all_waiters();
         } else {

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,10 +101,101 @@ int rgpu_read_frame(int fd, char **buf, size_t *len)
     return 0;
 }
 
+static long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+/* Read exactly n bytes, never blocking past deadline (a CLOCK_MONOTONIC
+ * time in ms; -1: none).  The read is tried first without waiting, so
+ * bytes already in the socket cost no poll(2): the rest of a frame is
+ * nearly always there, and the deadline is free on the hot path. */
+static int read_all_until(int fd, void *buf, size_t n, int eof_ok, long deadline)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+        if (r < 0 && errno == ENOTSOCK)
+            r = read(fd, p, n);         /* a pipe in a test: blocking */
+        if (r > 0) {
+            p += r;
+            n -= (size_t)r;
+            continue;
+        }
+        if (r == 0) {
+            errno = (eof_ok && p == (char *)buf) ? EPIPE : ECONNRESET;
+            return -1;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -1;
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        long left = deadline < 0 ? -1 : deadline - now_ms();
+        if (deadline >= 0 && left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        if (poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left) < 0 && errno != EINTR)
+            return -1;
+    }
+    return 0;
+}
+
+int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int frame_ms)
+{
+    unsigned char hdr[4];
+    long deadline;
+    ssize_t r;
+
+    /* The wait for a frame: a plain blocking read, as cheap as ever; the
+     * socket's SO_RCVTIMEO, where set, bounds it. */
+    do
+        r = recv(fd, hdr, sizeof hdr, 0);
+    while (r < 0 && errno == EINTR);
+    if (r < 0 && errno == ENOTSOCK)
+        r = read(fd, hdr, sizeof hdr);
+    if (r < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            errno = ETIMEDOUT;
+        return -1;
+    }
+    if (r == 0) {
+        errno = EPIPE;
+        return -1;
+    }
+    /* From its first byte, the whole frame within frame_ms. */
+    deadline = frame_ms < 0 ? -1 : now_ms() + frame_ms;
+    if (read_all_until(fd, hdr + r, sizeof hdr - (size_t)r, 0, deadline) < 0)
+        return -1;
+    size_t n = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
+    if (n == 0 || n > RGPU_FRAME_MAX) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    /* A large frame on a slow link gets 1 ms more per 256 bytes (a floor
+     * of 256 KB/s): 72 MiB may take 5 minutes, a small one frame_ms. */
+    if (deadline >= 0)
+        deadline += (long)(n >> 8);
+    char *p = malloc(n);
+    if (!p)
+        return -1;
+    if (read_all_until(fd, p, n, 0, deadline) < 0) {
+        free(p);
+        return -1;
+    }
+    *buf = p;
+    *len = n;
+    return 0;
+}
+
 /* ---- msgpack pre-check ------------------------------------------------------ */
 
 struct scan {
     const unsigned char *p, *end;
+    uint64_t objects;           /* decoded objects so far */
 };
 
 static int take(struct scan *s, size_t n)
@@ -132,6 +224,11 @@ static int scan_object(struct scan *s, int depth);
 static int scan_container(struct scan *s, uint64_t count, int per_item, int depth)
 {
     if (depth >= RGPU_MAX_DEPTH || count > (uint64_t)(s->end - s->p))
+        return -1;
+    /* msgpack-c allocates one msgpack_object (24 bytes) per element, a
+     * pair per map entry, before it reads them: bound the total. */
+    s->objects += count * (uint64_t)per_item;
+    if (s->objects > RGPU_MAX_OBJECTS)
         return -1;
     for (uint64_t i = 0; i < count * (uint64_t)per_item; i++)
         if (scan_object(s, depth + 1) < 0)
@@ -181,19 +278,33 @@ static int scan_object(struct scan *s, int depth)
     }
 }
 
-int rgpu_msgpack_check(const char *buf, size_t len)
+static int check_counted(const char *buf, size_t len, uint64_t *objects)
 {
-    struct scan s = { (const unsigned char *)buf, (const unsigned char *)buf + len };
+    struct scan s = { .p = (const unsigned char *)buf, .end = (const unsigned char *)buf + len };
     if (scan_object(&s, 0) < 0)
         return -1;
+    *objects = s.objects;
     return s.p == s.end ? 0 : -1;
+}
+
+int rgpu_msgpack_check(const char *buf, size_t len)
+{
+    uint64_t objects;
+    return check_counted(buf, len, &objects);
 }
 
 int rgpu_unpack_frame(const char *buf, size_t len, msgpack_zone *zone,
                       msgpack_object *root)
 {
+    uint64_t objects;
+    return rgpu_unpack_frame_counted(buf, len, zone, root, &objects);
+}
+
+int rgpu_unpack_frame_counted(const char *buf, size_t len, msgpack_zone *zone,
+                              msgpack_object *root, uint64_t *objects)
+{
     size_t off = 0;
-    if (rgpu_msgpack_check(buf, len) < 0)
+    if (check_counted(buf, len, objects) < 0)
         return -1;
     if (msgpack_unpack(buf, len, &off, zone, root) != MSGPACK_UNPACK_SUCCESS || off != len)
         return -1;

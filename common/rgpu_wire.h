@@ -17,6 +17,22 @@ int rgpu_write_frame(int fd, const struct iovec *parts, int nparts);
  * beyond RGPU_FRAME_MAX. */
 int rgpu_read_frame(int fd, char **buf, size_t *len);
 
+/* rgpu_read_frame, with a time limit inside the frame: from its first
+ * byte, the whole frame must arrive within frame_ms plus 1 ms per 256
+ * bytes of it (-1: no limit).  The wait for the first byte is bounded only
+ * by the socket's SO_RCVTIMEO, if set.  Fails with errno ETIMEDOUT when
+ * either runs out.  A peer idle between frames is normal (a notebook); a
+ * peer that stops inside a frame is stalled or hostile. */
+int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int frame_ms);
+
+/* The most array elements and map entries (a map entry counts twice) one
+ * frame may decode to.  msgpack-c spends a 24-byte msgpack_object on each
+ * before reading it, so a frame of one-byte elements would cost 24 times
+ * its size: 2^18 objects bound that to 6 MiB.  The largest legitimate
+ * frames hold a few thousand (a 512-parameter launch layout, the error
+ * texts of a library); bulk data travels as bin, one object. */
+#define RGPU_MAX_OBJECTS        (1u << 18)
+
 /* Busy-poll fd for up to spin_ns until it is readable (or at its end, or
  * failed) before a blocking read: a frame that comes within that time is
  * read without the scheduler's wake-up latency, at the price of a busy core
@@ -31,7 +47,8 @@ long rgpu_spin_ns(const char *setting);
 
 /* Validate that buf holds exactly one msgpack object whose every array and
  * map count fits in the bytes left (msgpack-c allocates for a count before
- * it reads the elements) and whose nesting is at most RGPU_MAX_DEPTH.
+ * it reads the elements), whose nesting is at most RGPU_MAX_DEPTH and
+ * whose containers hold at most RGPU_MAX_OBJECTS elements in all.
  * Returns 0 when safe. */
 int rgpu_msgpack_check(const char *buf, size_t len);
 
@@ -39,6 +56,11 @@ int rgpu_msgpack_check(const char *buf, size_t len);
  * Returns 0, or -1 when the frame is not acceptable msgpack. */
 int rgpu_unpack_frame(const char *buf, size_t len, msgpack_zone *zone,
                       msgpack_object *root);
+
+/* rgpu_unpack_frame, also telling how many objects the frame decoded to
+ * (array elements and map keys and values). */
+int rgpu_unpack_frame_counted(const char *buf, size_t len, msgpack_zone *zone,
+                              msgpack_object *root, uint64_t *objects);
 
 /* Helpers for reading decoded messages. */
 int rgpu_obj_u64(const msgpack_object *o, uint64_t *v);

@@ -1,7 +1,9 @@
 /* Hand-written driver-API procedures, server side (client side:
  * stubs/cuda_hand.c; argument lists: common/rgpu_hand_procs.h). */
 #include "rgpud.h"
+#include "image_check.h"
 #include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
 #include "rgpu_proto.h"
 
 #include <cuda.h>
@@ -52,6 +54,19 @@ static int h_dtoh(struct hand_call *c)
     return rc;
 }
 
+/* Whether a module image may go to the library (image_check.c), logged
+ * when not. */
+static int image_acceptable(const void *p, size_t n)
+{
+    int why = image_check(p, n);
+    if (why == IMAGE_WRAPPER)
+        rgpu_warn("refusing a fatbin wrapper as a module image: its data pointer would be "
+                  "followed in the session (send the container)");
+    else if (why != IMAGE_OK)
+        rgpu_warn("refusing a module image of %zu bytes whose headers reach beyond it", n);
+    return why == IMAGE_OK;
+}
+
 /* [bin image] -> [module] */
 static int h_module_load(struct hand_call *c)
 {
@@ -60,12 +75,14 @@ static int h_module_load(struct hand_call *c)
     CUmodule mod = NULL;
     PROTO_IF(args_count(c, 1) || arg_bin(c, 0, &p, &n));
     NEED(REAL(cuModuleLoadData));
-    /* msgpack bins are not NUL-terminated: PTX text needs one. */
-    char *copy = malloc(n + 1);
+    if (!image_acceptable(p, n)) {
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_uint64(c->out, 0);
+        return CUDA_ERROR_INVALID_IMAGE;
+    }
+    char *copy = image_copy(p, n);
     if (!copy)
         return -RGPU_ENOMEM;
-    memcpy(copy, p, n);
-    copy[n] = '\0';
     int rc = REAL(cuModuleLoadData)(&mod, copy);
     free(copy);
     msgpack_pack_array(c->out, 1);
@@ -81,11 +98,14 @@ static int h_library_load(struct hand_call *c)
     CUlibrary lib = NULL;
     PROTO_IF(args_count(c, 1) || arg_bin(c, 0, &p, &n));
     NEED(REAL(cuLibraryLoadData));
-    char *copy = malloc(n + 1);
+    if (!image_acceptable(p, n)) {
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_uint64(c->out, 0);
+        return CUDA_ERROR_INVALID_IMAGE;
+    }
+    char *copy = image_copy(p, n);
     if (!copy)
         return -RGPU_ENOMEM;
-    memcpy(copy, p, n);
-    copy[n] = '\0';
     int rc = REAL(cuLibraryLoadData)(&lib, copy, NULL, NULL, 0, NULL, NULL, 0);
     free(copy);
     msgpack_pack_array(c->out, 1);

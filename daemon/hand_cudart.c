@@ -1,7 +1,9 @@
 /* Hand-written runtime procedures, server side (client side:
  * stubs/cudart_hand.c; argument lists: common/rgpu_hand_procs.h). */
 #include "rgpud.h"
+#include "image_check.h"
 #include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
 #include "rgpu_proto.h"
 
 #include <cuda.h>
@@ -190,8 +192,22 @@ static int h_lib_load(struct hand_call *c)
     cudaLibrary_t lib = NULL;
     PROTO_IF(args_count(c, 1) || arg_bin(c, 0, &p, &n));
     NEED(REAL(cudaLibraryLoadData));
-    /* The image must stay valid only during the call. */
-    int rc = REAL(cudaLibraryLoadData)(&lib, p, NULL, NULL, 0, NULL, NULL, 0);
+    /* The call takes no size: only an image whose headers stay inside the
+     * frame may reach it, as a copy with zeros after it. */
+    int why = image_check(p, n);
+    if (why != IMAGE_OK) {
+        rgpu_warn("refusing a module image of %zu bytes: %s", n,
+                  why == IMAGE_WRAPPER ? "a fatbin wrapper (its data pointer would be followed)"
+                                       : "its headers reach beyond it");
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_uint64(c->out, 0);
+        return cudaErrorInvalidKernelImage;
+    }
+    void *copy = image_copy(p, n);
+    if (!copy)
+        return -RGPU_ENOMEM;
+    int rc = REAL(cudaLibraryLoadData)(&lib, copy, NULL, NULL, 0, NULL, NULL, 0);
+    free(copy);
     if (rc == cudaSuccess)
         remember_library((uint64_t)(uintptr_t)lib);
     msgpack_pack_array(c->out, 1);
@@ -409,15 +425,26 @@ static int h_error_strings(struct hand_call *c)
     return 0;
 }
 
-/* [lib, function] -> [value]: a library's size_t query (cudnnGetVersion):
- * only functions named *Version, which take no arguments. */
+/* [lib, function] -> [value]: a library's size_t query (cudnnGetVersion).
+ * Only the functions listed here, each called through its real signature
+ * (size_t f(void)): a name the client chose must never pick the function
+ * the session calls with a guessed signature. */
 static int h_size_query(struct hand_call *c)
 {
+    static const struct { const char *lib, *fn; } allowed[] = {
+        { "cudnn", "cudnnGetVersion" },
+        { "cudnn", "cudnnGetMaxDeviceVersion" },
+        { "cudnn", "cudnnGetCudartVersion" },
+    };
     char lib[32], fn[64];
     PROTO_IF(args_count(c, 2) || arg_str(c, 0, lib, sizeof lib) || arg_str(c, 1, fn, sizeof fn));
-    size_t len = strlen(fn);
-    PROTO_IF(len < 7 || strcmp(fn + len - 7, "Version") != 0);
-    size_t (*query)(void) = (size_t (*)(void))backend_sym(lib, fn);
+    size_t i = 0;
+    while (i < sizeof allowed / sizeof allowed[0] &&
+           (strcmp(allowed[i].lib, lib) != 0 || strcmp(allowed[i].fn, fn) != 0))
+        i++;
+    if (i == sizeof allowed / sizeof allowed[0])
+        return -RGPU_ENOSYM;        /* not one we call; the session goes on */
+    size_t (*query)(void) = (size_t (*)(void))backend_sym(allowed[i].lib, allowed[i].fn);
     NEED(query);
     msgpack_pack_array(c->out, 1);
     msgpack_pack_uint64(c->out, query());

@@ -25,6 +25,9 @@ struct rgpud_options {
     int have_gid;               /* the Unix socket's allowed group: */
     gid_t gid;
     char group_name[64];
+    int hello_timeout_s;        /* a client must finish its hello within this */
+    int frame_timeout_s;        /* the rest of a frame, once its first byte came */
+    int keepalive_ms;           /* while a request runs, a keepalive this often */
 };
 
 /* ---- auth.c: who may connect ------------------------------------------------ */

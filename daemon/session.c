@@ -23,12 +23,24 @@
 #include "cudnn_procs.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_CLIENT_THREADS 256
+/* Requests read but not yet run, over all worker threads: past either
+ * bound the reader stops reading (the client's sends then wait in TCP)
+ * until workers catch up.  Cost = frame bytes + 24 per decoded object. */
+#define MAX_QUEUED_REQUESTS 1024
+#define MAX_QUEUED_BYTES ((size_t)256 << 20)
 
 struct served_lib;
 
@@ -45,6 +57,7 @@ struct request {
     struct served_lib *lib;
     size_t index;
     const struct hand_proc *hand;
+    size_t cost;                /* counted against MAX_QUEUED_BYTES */
     struct request *next;
 };
 
@@ -57,6 +70,9 @@ struct worker {
     /* First failure of a no-reply call, per library: a cuBLAS failure is
      * reported by the next waiting cuBLAS call, never by cudaMemcpy. */
     int deferred[8];
+    /* CLOCK_MONOTONIC ms at which the running request started; 0: idle.
+     * The keepalive thread reads it. */
+    _Atomic long busy_since;
 };
 
 /* The deferred-status slot of a library. */
@@ -83,10 +99,16 @@ static struct {
     struct worker inline_worker;
     int have_inline;
     long spin_ns;
+    int frame_timeout_ms;
+    int keepalive_ms;
+    int queued;                 /* requests at workers, not yet run; async_lock */
+    size_t queued_bytes;
+    pthread_cond_t queue_space;
 } S = {
     .write_lock = PTHREAD_MUTEX_INITIALIZER,
     .async_lock = PTHREAD_MUTEX_INITIALIZER,
     .async_done = PTHREAD_COND_INITIALIZER,
+    .queue_space = PTHREAD_COND_INITIALIZER,
 };
 
 /* ---- procedure lookup --------------------------------------------------------- */
@@ -300,6 +322,21 @@ static void execute(struct worker *w, struct request *rq)
     msgpack_sbuffer_destroy(&outbuf);
 }
 
+static long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000L + t.tv_nsec / 1000000L + 1;    /* never 0 */
+}
+
+/* execute, marked busy for the keepalive thread. */
+static void execute_busy(struct worker *w, struct request *rq)
+{
+    atomic_store(&w->busy_since, now_ms());
+    execute(w, rq);
+    atomic_store(&w->busy_since, 0);
+}
+
 static void request_free(struct request *rq)
 {
     msgpack_zone_destroy(&rq->zone);
@@ -321,14 +358,16 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&w->lock);
 
         int noreply = rq->flags & RGPU_CALL_NOREPLY;
-        execute(w, rq);
+        size_t cost = rq->cost;
+        execute_busy(w, rq);
         request_free(rq);
-        if (noreply) {
-            pthread_mutex_lock(&S.async_lock);
-            if (--S.async_pending == 0)
-                pthread_cond_broadcast(&S.async_done);
-            pthread_mutex_unlock(&S.async_lock);
-        }
+        pthread_mutex_lock(&S.async_lock);
+        if (noreply && --S.async_pending == 0)
+            pthread_cond_broadcast(&S.async_done);
+        S.queued--;
+        S.queued_bytes -= cost;
+        pthread_cond_signal(&S.queue_space);
+        pthread_mutex_unlock(&S.async_lock);
     }
     return NULL;
 }
@@ -348,8 +387,24 @@ static struct worker *worker_for(uint32_t tid, uint64_t serial)
     pthread_cond_init(&w->cond, NULL);
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         protocol_error(serial, RGPU_ENOMEM, "cannot start a worker thread");
-    S.workers[S.nworkers++] = w;
+    S.workers[S.nworkers] = w;
+    __atomic_store_n(&S.nworkers, S.nworkers + 1, __ATOMIC_RELEASE);   /* keepalive reads it */
     return w;
+}
+
+/* Back-pressure: wait until the workers have room for one more request.
+ * This cannot deadlock: the reader waits only while requests are queued,
+ * and a worker runs its queue without ever waiting for the reader (a CUDA
+ * call never waits for host calls not yet made, the premise the inline
+ * worker rests on too; replies are written by the workers themselves).
+ * So the queue drains and the reader resumes.  Meanwhile the client's
+ * sends wait in the socket buffers, and keepalives tell it we are alive. */
+static void wait_queue_space(void)
+{
+    pthread_mutex_lock(&S.async_lock);
+    while (S.queued >= MAX_QUEUED_REQUESTS || S.queued_bytes >= MAX_QUEUED_BYTES)
+        pthread_cond_wait(&S.queue_space, &S.async_lock);
+    pthread_mutex_unlock(&S.async_lock);
 }
 
 /* Every no-reply request received so far has run. */
@@ -368,6 +423,8 @@ static void enqueue(struct worker *w, struct request *rq)
         pthread_cond_wait(&S.async_done, &S.async_lock);
     if (rq->flags & RGPU_CALL_NOREPLY)
         S.async_pending++;
+    S.queued++;
+    S.queued_bytes += rq->cost;
     pthread_mutex_unlock(&S.async_lock);
 
     pthread_mutex_lock(&w->lock);
@@ -394,15 +451,25 @@ static struct request *read_request(void)
     if (!rq)
         protocol_error(0, RGPU_ENOMEM, "out of memory");
     rgpu_spin_until_readable(S.fd, S.spin_ns);
-    if (rgpu_read_frame(S.fd, &rq->frame, &len) < 0) {
+    /* Idle between frames for as long as the client likes; inside one,
+     * within the frame timeout. */
+    if (rgpu_read_frame_timed(S.fd, &rq->frame, &len, S.frame_timeout_ms) < 0) {
         if (errno == EMSGSIZE)
             protocol_error(0, RGPU_ETOOBIG, "frame larger than the protocol allows");
+        if (errno == ETIMEDOUT) {
+            rgpu_warn("client stalled inside a frame for over %d s (--frame-timeout): "
+                      "ending the session", S.frame_timeout_ms / 1000);
+            _exit(3);
+        }
         rgpu_info("client closed the session");
         _exit(0);
     }
     msgpack_zone_init(&rq->zone, 4096);
-    if (rgpu_unpack_frame(rq->frame, len, &rq->zone, &root) < 0)
-        protocol_error(0, RGPU_EPROTO, "frame is not well-formed msgpack");
+    uint64_t objects;
+    if (rgpu_unpack_frame_counted(rq->frame, len, &rq->zone, &root, &objects) < 0)
+        protocol_error(0, RGPU_EPROTO, "frame is not well-formed msgpack or decodes to "
+                                       "too many objects");
+    rq->cost = len + 24 * (size_t)objects + sizeof *rq;
     if (root.type != MSGPACK_OBJECT_ARRAY || root.via.array.size != 6)
         protocol_error(0, RGPU_EPROTO, "request is not a 6-element array");
     const msgpack_object *o = root.via.array.ptr;
@@ -427,13 +494,114 @@ static struct request *read_request(void)
     return rq;
 }
 
+/* ---- keepalive ------------------------------------------------------------------ */
+
+/* The client is gone (closed, crashed, reset) while we compute: nobody
+ * will read the result, and the slot is better given back now than after
+ * a kernel of an hour. */
+static void end_if_client_gone(void)
+{
+    struct pollfd pfd = { .fd = S.fd, .events = POLLRDHUP };
+    if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        rgpu_info("client gone while a request ran: ending the session");
+        _exit(0);
+    }
+}
+
+/* Whether a request has run for at least ms (any worker); *busy: whether
+ * one runs at all. */
+static int long_request(long now, long ms, int *busy)
+{
+    int n = __atomic_load_n(&S.nworkers, __ATOMIC_ACQUIRE), due = 0;
+    long t = atomic_load(&S.inline_worker.busy_since);
+    *busy = t != 0;
+    due = t && now - t >= ms;
+    for (int i = 0; i < n; i++) {
+        t = atomic_load(&S.workers[i]->busy_since);
+        *busy |= t != 0;
+        due |= t && now - t >= ms;
+    }
+    return due;
+}
+
+/* While a request runs longer than keepalive_ms, send [KEEPALIVE] that
+ * often, so that the client's RGPU_TIMEOUT counts the server's silence,
+ * not the length of a kernel or a synchronise.  A thread of its own: the
+ * first client thread's requests run on the reader. */
+static void *keepalive_main(void *arg)
+{
+    static const char frame[] = { (char)0x91, RGPU_MSG_KEEPALIVE };    /* [KEEPALIVE] */
+    struct timespec tick = { S.keepalive_ms / 1000, (S.keepalive_ms % 1000) * 1000000L };
+    (void)arg;
+    for (;;) {
+        int busy;
+        nanosleep(&tick, NULL);
+        int due = long_request(now_ms(), S.keepalive_ms, &busy);
+        if (!busy)
+            continue;
+        end_if_client_gone();
+        if (due) {
+            struct iovec iov = { (void *)frame, sizeof frame };
+            send_parts_or_die(&iov, 1);
+        }
+    }
+    return NULL;
+}
+
+static void on_hello_timeout(int sig)
+{
+    static const char m[] = "rgpud: client did not finish its hello in time "
+                            "(--hello-timeout): closing\n";
+    (void)sig;
+    (void)!write(STDERR_FILENO, m, sizeof m - 1);
+    _exit(3);
+}
+
+/* Socket settings of a session: a client that stops reading our replies
+ * for the frame timeout ends the session (a blocked write would hold it
+ * for ever), and TCP keepalive notices a client host that vanished. */
+static void session_socket(int fd, const struct rgpud_options *opt)
+{
+    struct timeval tv = { opt->frame_timeout_s, 0 };
+    int one = 1, idle = 60, intvl = 10, cnt = 6;
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
+
+/* The hello must be over within the hello timeout, whatever it holds:
+ * SIGALRM ends a session that is still in it. */
+static void hello_deadline(int seconds)
+{
+    struct sigaction sa = { .sa_handler = on_hello_timeout };
+    sigaction(SIGALRM, &sa, NULL);
+    alarm((unsigned)seconds);
+}
+
+static void start_keepalive(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, keepalive_main, NULL) != 0) {
+        rgpu_error("cannot start the keepalive thread");
+        _exit(1);
+    }
+    pthread_detach(t);
+}
+
 void session_run(int fd, const struct rgpud_options *opt)
 {
     struct rgpu_welcome w;
     S.fd = fd;
     S.spin_ns = opt->spin_ns;
+    S.frame_timeout_ms = opt->frame_timeout_s * 1000;
+    S.keepalive_ms = opt->keepalive_ms;
+    session_socket(fd, opt);
     /* Who the client is, first: one not let in never makes us load CUDA. */
+    hello_deadline(opt->hello_timeout_s);
     auth_session(fd, opt, &w);
+    alarm(0);
     init_tables();
     if (backend_open(opt->lib_dir) < 0)
         rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
@@ -441,7 +609,9 @@ void session_run(int fd, const struct rgpud_options *opt)
     w.runtime_version = backend_runtime_version();
     w.driver_version = backend_driver_version();
     auth_welcome(fd, &w);
+    start_keepalive();
     for (;;) {
+        wait_queue_space();
         struct request *rq = read_request();
         if (!S.have_inline) {
             S.have_inline = 1;
@@ -449,7 +619,7 @@ void session_run(int fd, const struct rgpud_options *opt)
         }
         if (rq->tid == S.inline_worker.tid) {
             wait_async_done();
-            execute(&S.inline_worker, rq);
+            execute_busy(&S.inline_worker, rq);
             request_free(rq);
         } else {
             enqueue(worker_for(rq->tid, rq->serial), rq);

@@ -296,6 +296,31 @@ struct fatbin_header {
     uint64_t fat_size;
 };
 
+static size_t max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+/* A cubin's extent as the server checks it (daemon/image_check.c): its
+ * header, both header tables, and every section's and segment's bytes. */
+static size_t elf_size(const unsigned char *p)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
+    size_t end = max_size(sizeof *eh, eh->e_ehsize);
+    end = max_size(end, eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize);
+    end = max_size(end, eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize);
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        const Elf64_Shdr *sh = (const void *)(p + eh->e_shoff + (size_t)i * eh->e_shentsize);
+        if (sh->sh_type != SHT_NOBITS && sh->sh_type != SHT_NULL)
+            end = max_size(end, sh->sh_offset + sh->sh_size);
+    }
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        const Elf64_Phdr *ph = (const void *)(p + eh->e_phoff + (size_t)i * eh->e_phentsize);
+        end = max_size(end, ph->p_offset + ph->p_filesz);
+    }
+    return end;
+}
+
 /* The size of a module image, read from its own headers: fatbin, cubin
  * (ELF) or PTX text.  0 when it is none of those. */
 static size_t image_size(const void **image)
@@ -304,8 +329,17 @@ static size_t image_size(const void **image)
     uint32_t magic;
     memcpy(&magic, p, sizeof magic);
     if (magic == FATBIN_WRAPPER_MAGIC) {
+        /* The server refuses wrappers (it would follow their pointer into
+         * its own memory): send the container the wrapper points at. */
         const void *const *data = (const void *const *)(p + 8);
-        *image = *data;
+        const unsigned char *inner = *data;
+        uint32_t inner_magic;
+        if (!inner)
+            return 0;
+        memcpy(&inner_magic, inner, sizeof inner_magic);
+        if (inner_magic != FATBIN_MAGIC)
+            return 0;
+        *image = inner;
         return image_size(image);
     }
     if (magic == FATBIN_MAGIC) {
@@ -314,12 +348,8 @@ static size_t image_size(const void **image)
         const struct fatbin_header *h = (const void *)p;
         return (size_t)h->header_size + h->fat_size;
     }
-    if (memcmp(p, ELFMAG, SELFMAG) == 0 && p[EI_CLASS] == ELFCLASS64) {
-        const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
-        size_t end = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
-        size_t ph = eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize;
-        return end > ph ? end : ph;
-    }
+    if (memcmp(p, ELFMAG, SELFMAG) == 0 && p[EI_CLASS] == ELFCLASS64)
+        return elf_size(p);
     return strlen((const char *)p) + 1;     /* PTX */
 }
 
@@ -330,6 +360,8 @@ static CUresult load_image(const char *proc, uint64_t *handle, const void *image
     if (!handle || !image)
         return CUDA_ERROR_INVALID_VALUE;
     size_t size = image_size(&image);
+    if (!size)
+        return CUDA_ERROR_INVALID_IMAGE;
     rgpu_req_begin(&req, rgpu_proc_id("cuda", proc), 0);
     msgpack_pack_array(&req.pk, 1);
     rgpu_req_payload(&req, image, size);

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CTX_STACK_MAX 64
 
@@ -375,11 +376,23 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *dev)
     return r;
 }
 
+// FAKEGPU_SYNC_SLEEP_MS=N: every synchronise takes N ms, like a long kernel
+// (the hang test tells a slow GPU from a dead server with it).
+static void sync_sleep(void)
+{
+    const char *e = getenv("FAKEGPU_SYNC_SLEEP_MS");
+    long ms = e ? atol(e) : 0;
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    if (ms > 0)
+        nanosleep(&ts, NULL);
+}
+
 CUresult CUDAAPI cuCtxSynchronize(void)
 {
     struct fg_ctx *c;
     CUresult r;
 
+    sync_sleep();
     // Work ran when it was enqueued; all that is left is reporting faults.
     fg_lock();
     r = fg_enter(0, &c, NULL);
