@@ -119,10 +119,12 @@ static void expect(const char *what, int64_t got, int64_t want)
 
 /* ---- finding addresses in the session process --------------------------------- */
 
-/* The listener's one child: the session of our one connection. */
-static pid_t session_pid(void)
+/* The listener's children: our session, and perhaps the session of
+ * start_daemon's probe connection, still ending.  *n of them into pids. */
+static int session_pids(pid_t *pids, int max)
 {
-    char path[64], buf[256] = "";
+    char path[64], buf[512] = "";
+    int n = 0;
     snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)daemon_pid, (int)daemon_pid);
     FILE *f = fopen(path, "r");
     if (!f)
@@ -130,7 +132,13 @@ static pid_t session_pid(void)
     if (!fgets(buf, sizeof buf, f))
         buf[0] = '\0';
     fclose(f);
-    return (pid_t)strtol(buf, NULL, 10);
+    for (char *s = buf, *end; n < max; s = end) {
+        long v = strtol(s, &end, 10);
+        if (end == s)
+            break;
+        pids[n++] = (pid_t)v;
+    }
+    return n;
 }
 
 static int find_addresses(pid_t pid)
@@ -343,7 +351,16 @@ int main(int argc, char **argv)
             stop_daemon();
         return 1;
     }
-    pid_t pid = session_pid();
+    /* The probe's session ends soon after its connection: wait until only
+     * ours is left, then read its map. */
+    pid_t pids[8], pid = 0;
+    for (int waited = 0; waited < IO_TIMEOUT_S * 1000; waited += 20) {
+        if (session_pids(pids, 8) == 1) {
+            pid = pids[0];
+            break;
+        }
+        pause_ms(20);
+    }
     if (!pid || find_addresses(pid) < 0) {
         printf("FAIL session addresses (pid %d): %s\n", (int)pid, why);
         stop_daemon();
