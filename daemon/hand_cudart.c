@@ -211,7 +211,8 @@ static int h_dtod_2d(struct hand_call *c)
     PROTO_IF(args_count(c, 7) || arg_u64s(c, 7, v));
     NEED(REAL(cudaMemcpy2DAsync));
     msgpack_pack_array(c->out, 0);
-    if (((!v[0] || !v[2]) && v[4] && v[5]) || !owned_2d(v[0], v[1], v[4], v[5]) || !owned_2d(v[2], v[3], v[4], v[5]))
+    if (((!v[0] || !v[2]) && v[4] && v[5]) || !owned_2d(v[0], v[1], v[4], v[5]) ||
+        !owned_2d(v[2], v[3], v[4], v[5]))
         return cudaErrorInvalidValue;
     return REAL(cudaMemcpy2DAsync)((void *)v[0], v[1], (const void *)v[2], v[3], v[4], v[5],
                                    cudaMemcpyDeviceToDevice, (cudaStream_t)v[6]);
