@@ -4,8 +4,11 @@
  *   header FILE             a header to parse (several allowed)
  *   variant -DMACRO ...     parse the headers again with these defines, to
  *                           see the _ptds/_ptsz names they produce
- *   status TYPE NOTSUP UNAVAIL  the status type, its not-supported value and
- *                           its value when no server can be reached
+ *   status TYPE NOTSUP UNAVAIL INVALID  the status type, its not-supported
+ *                           value, its value when no server can be reached
+ *                           and its invalid-argument value (what a call
+ *                           whose device pointer the server refuses
+ *                           returns)
  *   proc-address HEADER     emit the cuGetProcAddress table from the PFN_
  *                           typedefs of HEADER (cudaTypedefs.h)
  *   errors ENUM             emit name and description tables of this enum
@@ -14,7 +17,9 @@
  *   handle-types TYPE...    typedefs of pointers to complete structs that are
  *                           nonetheless opaque handles (cuBLASLt descriptors)
  *   device-pointers TYPE... pointers to these types (and arrays of such
- *                           pointers) are device memory, passed as values
+ *                           pointers) are device memory: kind devptr
+ *   device-values TYPE...   integer types that hold a device address
+ *                           (CUdeviceptr): kind devptr
  *   runtime                 the library keeps a per-thread last error
  *   versioned               symbols carry a version node named after the soname
  *
@@ -28,6 +33,12 @@
  *                           the call fills no host memory
  *   arg FUNC PARAM KIND [len=PARAM] [size=N]
  *                           KIND: val in out inout str in-buf out-buf inout-buf, or
+ *                           devptr [len=PARAM] [size=N]: a device pointer by
+ *                           value, checked on the server against the memory
+ *                           the session owns (daemon/owned.c): the range
+ *                           [ptr, ptr + PARAM * N) (N defaults to 1), or ptr
+ *                           alone without len=; NULL passes; a refused one
+ *                           makes the call return INVALID of `status`, or
  *                           in-buf/out-buf [elem=P:FUNC]: element size is
  *                           FUNC(value of P) (FUNC in common/), or
  *                           scalar scalar-out scalar-inout [type=P] [ctype=P]
@@ -76,6 +87,7 @@ static enum gen_kind parse_kind(const char *s, const char *path, int line)
         { "str", K_STR }, { "in-buf", K_IN_BUF }, { "out-buf", K_OUT_BUF },
         { "scalar", K_SCALAR_IN }, { "scalar-out", K_SCALAR_OUT },
         { "scalar-inout", K_SCALAR_INOUT }, { "inout-buf", K_INOUT_BUF },
+        { "devptr", K_DEVPTR },
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (strcmp(s, kinds[i].name) == 0)
@@ -151,6 +163,10 @@ static void parse_line(struct annotations *ann, char *p, int line)
         ann->status_type = xstrdup(next_token(&p, ann->path, line));
         ann->not_supported = xstrdup(next_token(&p, ann->path, line));
         ann->unavailable = xstrdup(next_token(&p, ann->path, line));
+        char *inval = next_token(&p, ann->path, line);
+        if (!inval)
+            die("%s:%d: status needs TYPE NOTSUP UNAVAIL INVALID", ann->path, line);
+        ann->invalid_value = xstrdup(inval);
     } else if (strcmp(word, "proc-address") == 0) {
         ann->typedefs = xstrdup(next_token(&p, ann->path, line));
     } else if (strcmp(word, "errors") == 0) {
@@ -166,6 +182,9 @@ static void parse_line(struct annotations *ann, char *p, int line)
     } else if (strcmp(word, "device-pointers") == 0) {
         for (char *t; (t = next_token(&p, ann->path, line)) && ann->ndevice_pointees < 16;)
             ann->device_pointees[ann->ndevice_pointees++] = xstrdup(t);
+    } else if (strcmp(word, "device-values") == 0) {
+        for (char *t; (t = next_token(&p, ann->path, line)) && ann->ndevice_values < 8;)
+            ann->device_values[ann->ndevice_values++] = xstrdup(t);
     } else if (strcmp(word, "runtime") == 0) {
         ann->runtime = 1;
     } else if (strcmp(word, "versioned") == 0) {

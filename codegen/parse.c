@@ -131,8 +131,8 @@ static void classify_pointer(struct gen_param *p, CXType canon, CXType orig)
                          clang_isConstQualifiedType(declared));
     if (is_device_pointee(declared) ||
         (pointer_array && is_device_pointee(clang_getPointeeType(declared)))) {
-        p->kind = K_VAL;
-        p->size = 8;
+        p->kind = K_DEVPTR;             /* checked on the server */
+        p->size = 1;
         return;
     }
     if (pc.kind == CXType_Void)
@@ -186,6 +186,23 @@ static int is_handle_type(CXType t)
     return found;
 }
 
+/* An integer typedef the annotations call a device address (CUdeviceptr),
+ * by its declared spelling without const. */
+static int is_device_value(CXType t)
+{
+    if (!current_ann)
+        return 0;
+    CXString s = clang_getTypeSpelling(t);
+    const char *n = clang_getCString(s);
+    if (strncmp(n, "const ", 6) == 0)
+        n += 6;
+    int found = 0;
+    for (int i = 0; i < current_ann->ndevice_values && !found; i++)
+        found = !strcmp(n, current_ann->device_values[i]);
+    clang_disposeString(s);
+    return found;
+}
+
 static void classify(struct gen_param *p, CXType t)
 {
     CXType canon = clang_getCanonicalType(t);
@@ -198,7 +215,10 @@ static void classify(struct gen_param *p, CXType t)
         p->size = 8;
             return;
     }
-    if (is_scalar(canon) && size > 0 && size <= 8) {
+    if (is_scalar(canon) && size == 8 && is_device_value(t)) {
+        p->kind = K_DEVPTR;             /* checked on the server */
+        p->size = 1;
+    } else if (is_scalar(canon) && size > 0 && size <= 8) {
         p->kind = K_VAL;
         p->size = (unsigned)size;
     } else if (canon.kind == CXType_Pointer || canon.kind == CXType_IncompleteArray ||

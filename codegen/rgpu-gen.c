@@ -161,6 +161,8 @@ static void apply_arg_rule(struct ann_rule *r, struct gen_func *f, const char *a
         p->size = p->pointee_size;
     if (!p->size && (r->kind == K_IN_BUF || r->kind == K_OUT_BUF || r->kind == K_INOUT_BUF))
         p->size = p->pointee_size ? p->pointee_size : 1;
+    if (!p->size && r->kind == K_DEVPTR)
+        p->size = p->pointee_size ? p->pointee_size : 1;    /* bytes per len unit */
     if (!p->size && is_scalar_kind(r->kind))
         p->size = p->pointee_size;  /* 0 for void *: the type parameters decide */
     if (r->len_param)
@@ -257,6 +259,7 @@ static const char *kind_name(enum gen_kind k)
         "RGPU_VAL", "RGPU_BYVAL", "RGPU_IN", "RGPU_OUT", "RGPU_INOUT",
         "RGPU_STR", "RGPU_IN_BUF", "RGPU_OUT_BUF",
         "RGPU_SCALAR_IN", "RGPU_SCALAR_OUT", "RGPU_SCALAR_INOUT", "RGPU_INOUT_BUF",
+        "RGPU_DEVPTR",
     };
     return names[k];
 }
@@ -318,8 +321,9 @@ static void emit_table_c(const struct gen *g)
                 e->proto->nparams ? e->name : "");
     }
     fprintf(f, "};\n\nconst struct rgpu_lib rgpu_%s_lib = {\n", g->lib);
-    fprintf(f, "    \"%s\", \"%s\", %s, %s, %d, %d, rgpu_%s_procs,\n};\n", g->lib, g->soname,
-            g->ann->not_supported, g->ann->unavailable, g->ann->runtime, g->nprocs, g->lib);
+    fprintf(f, "    \"%s\", \"%s\", %s, %s, %s, %d, %d, rgpu_%s_procs,\n};\n", g->lib,
+            g->soname, g->ann->not_supported, g->ann->unavailable, g->ann->invalid_value,
+            g->ann->runtime, g->nprocs, g->lib);
     fclose(f);
 }
 

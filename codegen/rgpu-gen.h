@@ -9,7 +9,7 @@
 /* How a parameter travels: mirrors enum rgpu_kind in common/rgpu_marshal.h. */
 enum gen_kind {
     K_VAL, K_BYVAL, K_IN, K_OUT, K_INOUT, K_STR, K_IN_BUF, K_OUT_BUF,
-    K_SCALAR_IN, K_SCALAR_OUT, K_SCALAR_INOUT, K_INOUT_BUF, K_NONE
+    K_SCALAR_IN, K_SCALAR_OUT, K_SCALAR_INOUT, K_INOUT_BUF, K_DEVPTR, K_NONE
 };
 
 struct gen_param {
@@ -69,6 +69,7 @@ struct annotations {
     char *status_type;          /* cudaError_t */
     char *not_supported;        /* cudaErrorNotSupported */
     char *unavailable;          /* cudaErrorNoDevice: no server reachable */
+    char *invalid_value;        /* cudaErrorInvalidValue: a refused pointer */
     char *headers[8];
     int nheaders;
     char *variants[8];          /* extra -D sets to parse with */
@@ -83,6 +84,8 @@ struct annotations {
     int nhandle_types;
     char *device_pointees[16];  /* device-pointers: pointee types that are device memory */
     int ndevice_pointees;
+    char *device_values[8];     /* device-values: integer types holding device addresses */
+    int ndevice_values;
     struct ann_rule *rules;
     int nrules;
 };

@@ -149,11 +149,15 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
     msgpack_pack_array(pk, proc->nparams);
     for (unsigned i = 0; i < proc->nparams; i++) {
         const struct rgpu_param *prm = &proc->params[i];
-        const void *ptr = prm->kind == RGPU_VAL || prm->kind == RGPU_BYVAL
+        const void *ptr = prm->kind == RGPU_VAL || prm->kind == RGPU_BYVAL ||
+                                  prm->kind == RGPU_DEVPTR
                               ? NULL : *(const void *const *)argv[i];
         switch (prm->kind) {
         case RGPU_VAL:
             msgpack_pack_uint64(pk, count_from_value(argv[i], prm->size));
+            break;
+        case RGPU_DEVPTR:
+            msgpack_pack_uint64(pk, count_from_value(argv[i], 8));
             break;
         case RGPU_BYVAL:
             pack_bytes_or_nil(pk, argv[i], prm->size);
@@ -355,6 +359,7 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
     f->argv[i] = &f->slot[i];
     switch (prm->kind) {
     case RGPU_VAL:
+    case RGPU_DEVPTR:
         return decode_val(o, &f->slot[i]);
     case RGPU_BYVAL:
         rc = decode_bytes(o, prm->size, 0, f, i);
@@ -410,6 +415,71 @@ int rgpu_decode_args(const msgpack_object *args, const struct rgpu_proc *proc,
             if (rc != RGPU_OK)
                 return rc;
         }
+    }
+    return RGPU_OK;
+}
+
+/* ---- server: pointer checks ------------------------------------------------ */
+
+static const struct rgpu_server_checks *server_checks;
+
+void rgpu_set_server_checks(const struct rgpu_server_checks *checks)
+{
+    server_checks = checks;
+}
+
+static int devptr_ok(uint64_t ptr, uint64_t len)
+{
+    if (!ptr)
+        return 1;
+    return server_checks && server_checks->devptr && server_checks->devptr(ptr, len);
+}
+
+/* A device pointer parameter: its whole range when the annotation gives
+ * its length. */
+static int check_devptr(const struct rgpu_proc *proc, const struct rgpu_param *prm,
+                        const struct rgpu_call_frame *f, unsigned i)
+{
+    uint64_t len = 0;
+    if (prm->len_arg >= 0) {
+        uint64_t count = count_from_value(f->argv[prm->len_arg],
+                                          proc->params[prm->len_arg].size);
+        uint32_t elem = prm->size ? prm->size : 1;
+        if (count > UINT64_MAX / elem)
+            return 0;
+        len = count * elem;
+    }
+    return devptr_ok(f->slot[i], len);
+}
+
+/* A scalar travels as bytes (decode_scalar gave it a buffer the frame
+ * owns) exactly when the server-side library reads it from the host; a
+ * pointer from the client is used only in device mode, and only when it
+ * is the session's device memory.  Never is a client-supplied address
+ * read or written on the server. */
+static int check_scalar(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                        const struct rgpu_call_frame *f, unsigned i)
+{
+    if (!f->slot[i])
+        return 1;
+    int host = server_checks && server_checks->scalar_host
+                   ? server_checks->scalar_host(lib, proc, i, f->argv) : 1;
+    if (f->owned[i])
+        return host == 1;
+    const struct rgpu_param *prm = &proc->params[i];
+    uint64_t len = prm->len_arg < 0 ? prm->size : 0;
+    return host == 0 && devptr_ok(f->slot[i], len);
+}
+
+int rgpu_check_args(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                    const struct rgpu_call_frame *f)
+{
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        const struct rgpu_param *prm = &proc->params[i];
+        if (prm->kind == RGPU_DEVPTR && !check_devptr(proc, prm, f, i))
+            return RGPU_EREFUSED;
+        if (is_scalar(prm->kind) && !check_scalar(lib, proc, f, i))
+            return RGPU_EREFUSED;
     }
     return RGPU_OK;
 }

@@ -29,6 +29,11 @@ enum rgpu_kind {
     RGPU_SCALAR_OUT,
     RGPU_SCALAR_INOUT,
     RGPU_INOUT_BUF, /* void *: count(len_arg) * size bytes read and written */
+    /* A device pointer by value, like RGPU_VAL (8 bytes), that the server
+     * checks against the memory its session owns before the call runs:
+     * [ptr, ptr + count(len_arg) * size), or ptr alone without len_arg.
+     * NULL passes (the library checks it). */
+    RGPU_DEVPTR,
 };
 
 /* Largest scalar (cuDoubleComplex) plus room: what the server allocates. */
@@ -78,6 +83,7 @@ struct rgpu_lib {
     const char *soname;         /* "libcudart.so.13" */
     int not_supported;          /* the library's not-supported status */
     int unavailable;            /* its status when no server can be reached */
+    int invalid_value;          /* its invalid-argument status (a refused pointer) */
     int is_runtime;             /* keeps cudart's per-thread last error */
     size_t nprocs;
     const struct rgpu_proc *procs;
@@ -126,6 +132,29 @@ void rgpu_encode_outs(msgpack_packer *pk, const struct rgpu_proc *proc,
                       const struct rgpu_call_frame *frame);
 
 void rgpu_call_frame_release(struct rgpu_call_frame *frame);
+
+/* Server side: the checks a call's pointers pass before the real function
+ * runs (registered by the daemon, daemon/owned.c). */
+struct rgpu_server_checks {
+    /* Whether [ptr, ptr+len) lies in device memory the session owns (len
+     * 0: ptr itself). */
+    int (*devptr)(uint64_t ptr, uint64_t len);
+    /* Where scalar parameter `param` of this call lives as the server-side
+     * library sees it: 1 host (its bytes travel in the frame), 0 device
+     * (a device pointer travels), -1 when that cannot be told. */
+    int (*scalar_host)(const struct rgpu_lib *lib, const struct rgpu_proc *proc, unsigned param,
+                       void *const *argv);
+};
+
+void rgpu_set_server_checks(const struct rgpu_server_checks *checks);
+
+/* Server side, after rgpu_decode_args and before the call: RGPU_OK, or
+ * RGPU_EREFUSED when a device pointer is not the session's or a scalar
+ * does not travel the way the server-side handle says (the call then
+ * answers lib->invalid_value without running).  Without registered checks
+ * every non-NULL device pointer is refused. */
+int rgpu_check_args(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                    const struct rgpu_call_frame *frame);
 
 /* Binary search in a library's sorted procedure table. */
 const struct rgpu_proc *rgpu_lib_find(const struct rgpu_lib *lib, uint32_t id);

@@ -4,6 +4,7 @@
  * every context it has seen created or reported by the driver, and refuses
  * the others before the real function runs. */
 #include "rgpud.h"
+#include "owned.h"
 
 #include <cuda.h>
 #include <pthread.h>
@@ -100,8 +101,10 @@ static void post_created_arg0(void **argv, int status)
 
 static void post_destroyed_arg0(void **argv, int status)
 {
-    if (status == CUDA_SUCCESS)
+    if (status == CUDA_SUCCESS) {
         ctx_remove(val(argv, 0));
+        owned_clear();      /* its memory is gone (daemon/owned.c) */
+    }
 }
 
 static void post_created_arg1(void **argv, int status)
@@ -138,7 +141,7 @@ const struct guard *guard_for(const char *lib, const char *name)
     for (size_t i = 0; i < sizeof guards / sizeof guards[0]; i++)
         if (strcmp(guards[i].lib, lib) == 0 && strcmp(guards[i].name, name) == 0)
             return &guards[i];
-    return NULL;
+    return memguard_for(lib, name);
 }
 
 int guard_function_known(uint64_t func)

@@ -2,6 +2,7 @@
  * stubs/cuda_hand.c; argument lists: common/rgpu_hand_procs.h). */
 #include "rgpud.h"
 #include "image_check.h"
+#include "owned.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
@@ -26,6 +27,9 @@ static int h_htod(struct hand_call *c)
     NEED(REAL(cuMemcpyHtoDAsync_v2));
     NEED(REAL(cuStreamSynchronize));
     msgpack_pack_array(c->out, 0);
+    /* Only the session's device memory (daemon/owned.c). */
+    if ((!dst && n) || !owned_range(dst, n))
+        return CUDA_ERROR_INVALID_VALUE;
     int rc = REAL(cuMemcpyHtoDAsync_v2)(dst, p, n, (CUstream)stream);
     /* The frame is freed after we return: wait for the bytes to land. */
     if (rc == CUDA_SUCCESS)
@@ -43,6 +47,11 @@ static int h_dtoh(struct hand_call *c)
         return -RGPU_ETOOBIG;
     NEED(REAL(cuMemcpyDtoHAsync_v2));
     NEED(REAL(cuStreamSynchronize));
+    if ((!src && count) || !owned_range(src, count)) {
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_nil(c->out);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     void *buf = malloc(count ? count : 1);
     if (!buf)
         return -RGPU_ENOMEM;

@@ -2,6 +2,7 @@
  * stubs/cudart_hand.c; argument lists: common/rgpu_hand_procs.h). */
 #include "rgpud.h"
 #include "image_check.h"
+#include "owned.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
@@ -70,6 +71,15 @@ static struct kernel_rec *find_kernel(uint64_t handle)
 
 /* ---- copies ------------------------------------------------------------------ */
 
+/* Every device range a copy touches must be the session's
+ * (daemon/owned.c): a "device" address that is really the session's own
+ * memory would make the copy read or write the session itself. */
+static int owned_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height)
+{
+    uint64_t extent;
+    return owned_extent_2d(pitch, width, height, &extent) == 0 && owned_range(ptr, extent);
+}
+
 static int sync_after(cudaStream_t stream, int rc)
 {
     if (rc != cudaSuccess)
@@ -86,6 +96,10 @@ static int h_htod(struct hand_call *c)
     PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &stream) ||
              arg_bin(c, 2, &p, &n));
     NEED(REAL(cudaMemcpyAsync));
+    if ((!dst && n) || !owned_range(dst, n)) {
+        msgpack_pack_array(c->out, 0);
+        return cudaErrorInvalidValue;
+    }
     /* The frame is freed after we return: wait for the copy to finish. */
     int rc = sync_after((cudaStream_t)stream,
                         REAL(cudaMemcpyAsync)((void *)dst, p, n, cudaMemcpyHostToDevice,
@@ -103,6 +117,11 @@ static int h_dtoh(struct hand_call *c)
     if (count > RGPU_FRAME_MAX - 4096)
         return -RGPU_ETOOBIG;
     NEED(REAL(cudaMemcpyAsync));
+    if ((!src && count) || !owned_range(src, count)) {
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_nil(c->out);
+        return cudaErrorInvalidValue;
+    }
     void *buf = malloc(count ? count : 1);
     if (!buf)
         return -RGPU_ENOMEM;
@@ -123,6 +142,13 @@ static int h_dtod(struct hand_call *c)
              arg_u64(c, 5, &async));
     NEED(REAL(cudaMemcpyAsync));
     msgpack_pack_array(c->out, 0);
+    /* Both sides in the session's device memory, whatever the kind says:
+     * host-to-host or a default copy through the server would name the
+     * server's own memory. */
+    if ((kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault) ||
+        ((!dst || !src) && count) ||
+        !owned_range(dst, count) || !owned_range(src, count))
+        return cudaErrorInvalidValue;
     if (async)
         return REAL(cudaMemcpyAsync)((void *)dst, (const void *)src, count,
                                      (enum cudaMemcpyKind)kind, (cudaStream_t)stream);
@@ -142,6 +168,10 @@ static int h_htod_2d(struct hand_call *c)
     PROTO_IF(width && height > n / width);
     PROTO_IF(width * height != n);
     NEED(REAL(cudaMemcpy2DAsync));
+    if ((!dst && width && height) || !owned_2d(dst, dpitch, width, height)) {
+        msgpack_pack_array(c->out, 0);
+        return cudaErrorInvalidValue;
+    }
     int rc = sync_after((cudaStream_t)stream,
                         REAL(cudaMemcpy2DAsync)((void *)dst, dpitch, p, width, width, height,
                                                 cudaMemcpyHostToDevice, (cudaStream_t)stream));
@@ -158,6 +188,11 @@ static int h_dtoh_2d(struct hand_call *c)
     if (width && height > (RGPU_FRAME_MAX - 4096) / width)
         return -RGPU_ETOOBIG;
     NEED(REAL(cudaMemcpy2DAsync));
+    if ((!src && width && height) || !owned_2d(src, spitch, width, height)) {
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_nil(c->out);
+        return cudaErrorInvalidValue;
+    }
     size_t n = width * height;
     void *buf = malloc(n ? n : 1);
     if (!buf)
@@ -178,6 +213,9 @@ static int h_dtod_2d(struct hand_call *c)
     PROTO_IF(args_count(c, 7) || arg_u64s(c, 7, v));
     NEED(REAL(cudaMemcpy2DAsync));
     msgpack_pack_array(c->out, 0);
+    if (((!v[0] || !v[2]) && v[4] && v[5]) || !owned_2d(v[0], v[1], v[4], v[5]) ||
+        !owned_2d(v[2], v[3], v[4], v[5]))
+        return cudaErrorInvalidValue;
     return REAL(cudaMemcpy2DAsync)((void *)v[0], v[1], (const void *)v[2], v[3], v[4], v[5],
                                    cudaMemcpyDeviceToDevice, (cudaStream_t)v[6]);
 }
@@ -285,6 +323,9 @@ static int h_global_get(struct hand_call *c)
     NEED(REAL(cudaLibraryGetGlobal));
     int rc = known_library(lib) ? REAL(cudaLibraryGetGlobal)(&ptr, &size, (cudaLibrary_t)lib, name)
                                 : cudaErrorInvalidResourceHandle;
+    /* The variable is the session's memory from now on. */
+    if (rc == cudaSuccess)
+        (void)owned_add((uint64_t)(uintptr_t)ptr, size, OWNED_GLOBAL, lib);
     msgpack_pack_array(c->out, 2);
     msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)ptr);
     msgpack_pack_uint64(c->out, size);

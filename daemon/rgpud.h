@@ -75,6 +75,8 @@ struct guard {
 };
 
 const struct guard *guard_for(const char *lib, const char *name);
+/* memguards.c: the guards that keep the table of owned device memory. */
+const struct guard *memguard_for(const char *lib, const char *name);
 /* Whether the driver handed out this CUfunction or CUkernel to the session. */
 int guard_function_known(uint64_t func);
 

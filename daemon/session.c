@@ -257,7 +257,10 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
         *transport = RGPU_ENOSYM;
     if (*transport == RGPU_OK) {
         const struct guard *g = l->guard[index];
-        api = g && g->pre ? g->pre(frame.argv) : 0;
+        /* Device pointers and scalars first (daemon/memguards.c). */
+        api = rgpu_check_args(l->lib, proc, &frame) != RGPU_OK ? l->lib->invalid_value : 0;
+        if (api == 0 && g && g->pre)
+            api = g->pre(frame.argv);
         if (api == 0)
             api = l->server[index].thunk(fn, frame.argv);
         if (g && g->post)

@@ -28,7 +28,7 @@ static const struct rgpu_param p_miniGetName[] = {
     { "device", RGPU_VAL, 4, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniMemset[] = {
-    { "dst", RGPU_VAL, 8, -1, -1, 0 },
+    { "dst", RGPU_DEVPTR, 1, 2, -1, 0 },
     { "value", RGPU_VAL, 4, -1, -1, 0 },
     { "count", RGPU_VAL, 8, -1, -1, 0 },
 };
@@ -36,7 +36,7 @@ static const struct rgpu_param p_miniGetCount[] = {
     { "count", RGPU_OUT, 4, -1, -1, 0 },
 };
 static const struct rgpu_param p_miniMemsetAsync[] = {
-    { "dst", RGPU_VAL, 8, -1, -1, 0 },
+    { "dst", RGPU_DEVPTR, 1, -1, -1, 0 },
     { "value", RGPU_VAL, 4, -1, -1, 0 },
     { "count", RGPU_VAL, 8, -1, -1, 0 },
     { "s", RGPU_VAL, 8, -1, -1, 0 },
@@ -69,5 +69,5 @@ const struct rgpu_proc rgpu_mini_procs[12] = {
 };
 
 const struct rgpu_lib rgpu_mini_lib = {
-    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, 0, 12, rgpu_mini_procs,
+    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, MINI_ERROR_INVALID, 0, 12, rgpu_mini_procs,
 };
