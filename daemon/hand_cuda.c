@@ -3,6 +3,7 @@
 #include "rgpud.h"
 #include "owned_handles.h"
 #include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
 #include "rgpu_proto.h"
 
 #include <cuda.h>
@@ -17,10 +18,12 @@
 /* A stream the session never handed out is refused before the driver sees
  * it: nouts empty outputs, and the driver's bad-handle status. */
 #define STREAM_OR_REFUSE(c, stream, nouts) \
-    do { if (!handles_valid(H_STREAM, (stream))) return bad_handle((c), (nouts)); } while (0)
+    do { if (!handles_valid(H_STREAM, (stream))) return bad_handle((c), (nouts), "stream"); } \
+    while (0)
 
-static int bad_handle(struct hand_call *c, unsigned nouts)
+static int bad_handle(struct hand_call *c, unsigned nouts, const char *what)
 {
+    rgpu_warn("refused a %s the session never handed out", what);
     msgpack_pack_array(c->out, nouts);
     for (unsigned i = 0; i < nouts; i++)
         msgpack_pack_bin(c->out, 0);
@@ -201,7 +204,7 @@ static int h_launch(struct hand_call *c)
     STREAM_OR_REFUSE(c, v[8], 0);
     /* The packed path names the function without asking its layout. */
     if (!guard_function_known(v[0]))
-        return bad_handle(c, 0);
+        return bad_handle(c, 0, "function");
     NEED(REAL(cuLaunchKernel));
     msgpack_pack_array(c->out, 0);
     if (v[9]) {     /* the caller packed the buffer itself (`extra`) */

@@ -3,6 +3,7 @@
 #include "rgpud.h"
 #include "owned_handles.h"
 #include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
 #include "rgpu_proto.h"
 
 #include <cuda.h>
@@ -29,6 +30,7 @@ static void *real_sym(const char *name)
 
 static int bad_stream(struct hand_call *c, unsigned nouts)
 {
+    rgpu_warn("refused a stream the session never handed out");
     msgpack_pack_array(c->out, nouts);
     for (unsigned i = 0; i < nouts; i++)
         msgpack_pack_bin(c->out, 0);
