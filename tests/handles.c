@@ -328,6 +328,22 @@ int main(int argc, char **argv)
         }
     }
     run_hand_cases(a, &failures);
+    /* A descriptor inside a cuDNN backend attribute array. */
+    uint64_t desc, api, forged = FORGED;
+    int before = refusals();
+    if (must(a, "cudnn", "cudnnBackendCreateDescriptor", &desc, "uo",
+             CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, 0) < 0 ||
+        callf(a, "cudnn", "cudnnBackendSetAttribute", &api, NULL, "uuuub", desc,
+              (uint64_t)CUDNN_ATTR_OPERATIONGRAPH_OPS, (uint64_t)CUDNN_TYPE_BACKEND_DESCRIPTOR,
+              (uint64_t)1, &forged, sizeof forged) < 0 ||
+        (api != CUDNN_STATUS_BAD_PARAM && fail("status %llu", (unsigned long long)api)) ||
+        (refusals() <= before && fail("rgpud did not refuse it")) ||
+        good_call(a, ++serial_no) < 0) {
+        printf("FAIL forged-backend-descriptor-in-array: %s\n", why);
+        failures++;
+    } else {
+        printf("ok forged-backend-descriptor-in-array (cudnnBackendSetAttribute)\n");
+    }
     /* The handles made earlier still work after all the refusals. */
     if (must(a, "cublas", "cublasSetStream_v2", NULL, "uu", H.blas, H.stream) < 0 ||
         must(a, "cudart", "cudaStreamDestroy", NULL, "u", H.stream, 0) < 0) {
