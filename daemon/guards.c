@@ -11,6 +11,7 @@
 #include "rgpu_log.h"
 
 #include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <cudnn_graph.h>
 #include <string.h>
 
@@ -57,7 +58,24 @@ static int pre_backend_get(void **argv)
     return backend_descriptors_known(argv, 2, 3, 5);
 }
 
+/* Output arrays that live in the server (the node list of
+ * cudaGraphGetNodes, the capture's dependency and edge arrays) are refused
+ * on the client, which sends NULL; they travel as plain values, so a raw
+ * client could name any address for the runtime to write to.  Only NULL. */
+static int pre_null_arg1(void **argv)
+{
+    return val(argv, 1) ? cudaErrorInvalidValue : 0;
+}
+
+static int pre_null_args45(void **argv)
+{
+    return val(argv, 4) || val(argv, 5) ? cudaErrorInvalidValue : 0;
+}
+
 static const struct guard guards[] = {
+    { "cudart", "cudaGraphGetNodes", pre_null_arg1, NULL },
+    { "cudart", "cudaStreamGetCaptureInfo", pre_null_args45, NULL },
+    { "cudart", "cudaStreamGetCaptureInfo_ptsz", pre_null_args45, NULL },
     { "cuda", "cuCtxPushCurrent_v2", pre_ctx_arg0, NULL },
     { "cuda", "cuCtxDestroy_v2", pre_ctx_arg0, NULL },
     { "cudnn", "cudnnBackendSetAttribute", pre_backend_set, NULL },
