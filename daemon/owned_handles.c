@@ -13,7 +13,7 @@
 
 uint32_t H_CONTEXT, H_STREAM, H_EVENT, H_MODULE, H_FUNCTION, H_LIBRARY, H_KERNEL, H_GRAPH,
     H_GRAPH_EXEC, H_MEMPOOL, H_CUBLASLT, H_CUBLASLT_MATMUL_DESC, H_CUBLASLT_MATRIX_LAYOUT,
-    H_CUBLASLT_PREFERENCE, H_CUBLASLT_TRANSFORM_DESC, H_CUDNN;
+    H_CUBLASLT_PREFERENCE, H_CUBLASLT_TRANSFORM_DESC, H_CUDNN, H_CUBLAS;
 
 /* The class names are those the generator derives from the headers: the
  * record a handle type points at. */
@@ -35,6 +35,7 @@ __attribute__((constructor)) static void classes_init(void)
     H_CUBLASLT_PREFERENCE = rgpu_handle_class("cublasLtMatmulPreferenceOpaque_t");
     H_CUBLASLT_TRANSFORM_DESC = rgpu_handle_class("cublasLtMatrixTransformDescOpaque_t");
     H_CUDNN = rgpu_handle_class("cudnnContext");
+    H_CUBLAS = rgpu_handle_class("cublasContext");
 }
 
 struct slot {
@@ -147,11 +148,18 @@ static int special(uint32_t cls, uint64_t h)
     return cls == H_STREAM && (h == 1 || h == 2);
 }
 
+/* A cuBLAS handle may stand for a cuBLASLt handle: NVIDIA documents the
+ * cast, and PyTorch passes its cuBLAS handle to cuBLASLt that way. */
+static int alias(uint32_t cls, uint64_t h)
+{
+    return cls == H_CUBLASLT && handles_contains(H_CUBLAS, h);
+}
+
 /* NULL is each API's own business (the default stream, "no context", or an
  * error the library returns itself). */
 int handles_valid(uint32_t cls, uint64_t h)
 {
-    return !h || special(cls, h) || handles_contains(cls, h);
+    return !h || special(cls, h) || handles_contains(cls, h) || alias(cls, h);
 }
 
 int handles_check(uint32_t cls, uint64_t h, int status)

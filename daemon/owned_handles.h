@@ -17,7 +17,7 @@
 /* Classes named by hand-written procedures (set before main runs). */
 extern uint32_t H_CONTEXT, H_STREAM, H_EVENT, H_MODULE, H_FUNCTION, H_LIBRARY, H_KERNEL,
     H_GRAPH, H_GRAPH_EXEC, H_MEMPOOL, H_CUBLASLT, H_CUBLASLT_MATMUL_DESC,
-    H_CUBLASLT_MATRIX_LAYOUT, H_CUBLASLT_PREFERENCE, H_CUBLASLT_TRANSFORM_DESC, H_CUDNN;
+    H_CUBLASLT_MATRIX_LAYOUT, H_CUBLASLT_PREFERENCE, H_CUBLASLT_TRANSFORM_DESC, H_CUDNN, H_CUBLAS;
 
 /* Record h (not NULL) as a handle of class cls.  Thread-safe. */
 void handles_add(uint32_t cls, uint64_t h);

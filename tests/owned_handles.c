@@ -49,6 +49,14 @@ int main(void)
         printf("FAIL special values\n");
         return 1;
     }
+    /* A cuBLAS handle may be cast to a cuBLASLt handle; not the reverse. */
+    handles_add(H_CUBLAS, 0x5000);
+    handles_add(H_CUBLASLT, 0x6000);
+    if (!handles_valid(H_CUBLASLT, 0x5000) || handles_valid(H_CUBLAS, 0x6000) ||
+        handles_valid(H_CUDNN, 0x5000)) {
+        printf("FAIL cuBLAS handle as cuBLASLt handle\n");
+        return 1;
+    }
     printf("ok handle table: %lu live handles match the reference\n", live);
     return 0;
 }
