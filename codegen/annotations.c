@@ -20,6 +20,15 @@
  *                           pointers) are device memory: kind devptr
  *   device-values TYPE...   integer types that hold a device address
  *                           (CUdeviceptr): kind devptr
+ *   invalid-handle STATUS [CLASS...]
+ *                           the status for a handle the session never handed
+ *                           out (without CLASS: any class; with: those)
+ *   unchecked-handle CLASS "why"
+ *                           pass handles of CLASS through unchecked
+ *   destroys FUNC PARAM     FUNC destroys handle PARAM: forgotten on success
+ *                           (default: the only handle of a function named
+ *                           *Destroy*, *Free* or *Unload*)
+ *   keeps FUNC "why"        FUNC matches the default but destroys nothing
  *   runtime                 the library keeps a per-thread last error
  *   versioned               symbols carry a version node named after the soname
  *
@@ -138,6 +147,24 @@ static void parse_arg_rule(struct annotations *ann, char **p, int line)
         die("%s:%d: %s needs len=PARAM", ann->path, line, kind);
 }
 
+static void parse_invalid_handle(struct annotations *ann, char **p, int line)
+{
+    char *status = next_token(p, ann->path, line);
+    if (!status)
+        die("%s:%d: invalid-handle needs a STATUS", ann->path, line);
+    char *cls = next_token(p, ann->path, line);
+    if (!cls) {
+        ann->invalid_handle = xstrdup(status);
+        return;
+    }
+    for (; cls; cls = next_token(p, ann->path, line)) {
+        if (ann->nclass_status == 8)
+            die("%s:%d: too many per-class statuses", ann->path, line);
+        ann->class_status_class[ann->nclass_status] = xstrdup(cls);
+        ann->class_status[ann->nclass_status++] = xstrdup(status);
+    }
+}
+
 static void parse_line(struct annotations *ann, char *p, int line)
 {
     static const struct { const char *word; enum ann_verb verb; } verbs[] = {
@@ -185,6 +212,28 @@ static void parse_line(struct annotations *ann, char *p, int line)
     } else if (strcmp(word, "device-values") == 0) {
         for (char *t; (t = next_token(&p, ann->path, line)) && ann->ndevice_values < 8;)
             ann->device_values[ann->ndevice_values++] = xstrdup(t);
+    } else if (strcmp(word, "invalid-handle") == 0) {
+        parse_invalid_handle(ann, &p, line);
+    } else if (strcmp(word, "unchecked-handle") == 0) {
+        char *cls = next_token(&p, ann->path, line), *why = next_token(&p, ann->path, line);
+        if (!cls || !why || ann->nunchecked == 16)
+            die("%s:%d: unchecked-handle needs CLASS \"why\" (at most 16)", ann->path, line);
+        ann->unchecked[ann->nunchecked] = xstrdup(cls);
+        ann->unchecked_why[ann->nunchecked++] = xstrdup(why);
+    } else if (strcmp(word, "destroys") == 0) {
+        struct ann_rule *r = add_rule(ann, A_DESTROYS, line);
+        char *fn = next_token(&p, ann->path, line), *param = next_token(&p, ann->path, line);
+        if (!fn || !param)
+            die("%s:%d: destroys needs FUNC PARAM", ann->path, line);
+        r->pattern = xstrdup(fn);
+        r->param = xstrdup(param);
+    } else if (strcmp(word, "keeps") == 0) {
+        struct ann_rule *r = add_rule(ann, A_KEEPS, line);
+        char *fn = next_token(&p, ann->path, line), *why = next_token(&p, ann->path, line);
+        if (!fn || !why)
+            die("%s:%d: keeps needs FUNC \"why\"", ann->path, line);
+        r->pattern = xstrdup(fn);
+        r->reason = xstrdup(why);
     } else if (strcmp(word, "runtime") == 0) {
         ann->runtime = 1;
     } else if (strcmp(word, "versioned") == 0) {

@@ -100,6 +100,43 @@ static CXType element_of(CXType t)
     return t.kind == CXType_Pointer ? clang_getPointeeType(t) : clang_getArrayElementType(t);
 }
 
+/* The class of a handle: the name of the record it points at (cudaStream_t
+ * and CUstream are both CUstream_st *, one class). */
+static char *record_name(CXType record)
+{
+    CXString s = clang_getTypeSpelling(clang_getCanonicalType(record));
+    const char *n = clang_getCString(s);
+    if (strncmp(n, "const ", 6) == 0)
+        n += 6;
+    if (strncmp(n, "struct ", 7) == 0)
+        n += 7;
+    char *r = xstrdup(n);
+    clang_disposeString(s);
+    return r;
+}
+
+static int is_handle_type(CXType t);
+
+/* The handle class of type t (a handle value), or NULL. */
+static char *handle_class_of(CXType t)
+{
+    CXType c = clang_getCanonicalType(t);
+    if (c.kind == CXType_Pointer && is_incomplete_record(clang_getPointeeType(c)))
+        return record_name(clang_getPointeeType(c));
+    if (is_handle_type(t)) {
+        if (c.kind == CXType_Pointer &&
+            clang_getCanonicalType(clang_getPointeeType(c)).kind == CXType_Record)
+            return record_name(clang_getPointeeType(c));
+        /* An integer or void * handle: its typedef names the class. */
+        CXString s = clang_getTypeSpelling(t);
+        const char *n = clang_getCString(s);
+        char *r = xstrdup(strncmp(n, "const ", 6) == 0 ? n + 6 : n);
+        clang_disposeString(s);
+        return r;
+    }
+    return NULL;
+}
+
 static void classify_pointer(struct gen_param *p, CXType canon, CXType orig)
 {
     CXType pointee = element_of(canon);
@@ -119,10 +156,13 @@ static void classify_pointer(struct gen_param *p, CXType canon, CXType orig)
     if (pc.kind == CXType_FunctionProto || pc.kind == CXType_FunctionNoProto)
         return set_none(p, "function pointer (a callback runs on the client)");
     if (is_incomplete_record(pc)) {
-        p->kind = K_VAL;                /* an opaque handle, passed through */
+        p->kind = K_VAL;                /* an opaque handle: checked (rgpu-gen) */
         p->size = 8;
+        p->handle_class = record_name(pc);
         return;
     }
+    /* A pointer to handles: where a function returns one, or an array. */
+    p->pointee_class = handle_class_of(declared);
     /* Device memory, or an array of device pointers (itself in device
      * memory, as cuBLAS's batched calls take it: T *const[] or T *const *).
      * A plain T ** is where a function returns a pointer: an output. */
@@ -213,7 +253,8 @@ static void classify(struct gen_param *p, CXType t)
     if (is_handle_type(t)) {
         p->kind = K_VAL;
         p->size = 8;
-            return;
+        p->handle_class = handle_class_of(t);
+        return;
     }
     if (is_scalar(canon) && size == 8 && is_device_value(t)) {
         p->kind = K_DEVPTR;             /* checked on the server */

@@ -21,6 +21,7 @@
  */
 #include "rgpu-gen.h"
 #include "../common/rgpu_proto.h"
+#include "../common/rgpu_handles.h"
 
 #include <ctype.h>
 #include <fnmatch.h>
@@ -95,7 +96,8 @@ static void decide(struct export_fn *e, struct annotations *ann, char **exports,
     e->disp = D_GENERATED;
     for (int i = 0; i < ann->nrules; i++) {
         struct ann_rule *r = &ann->rules[i];
-        if (r->verb == A_ARG || r->verb == A_ASYNC)
+        if (r->verb == A_ARG || r->verb == A_ASYNC || r->verb == A_DESTROYS ||
+            r->verb == A_KEEPS)
             continue;
         if (r->verb == A_REFUSE_SUPERSEDED) {
             if (e->proto || !has_versioned_sibling(exports, nexp, e->name))
@@ -216,6 +218,87 @@ static void check_generated(struct export_fn *e, const struct annotations *ann)
      * (rgpu_has_host_outputs). */
 }
 
+/* ---- handles: checked on the way in, recorded on the way out ------------- */
+
+static int unchecked_class(struct annotations *ann, const char *cls)
+{
+    for (int i = 0; i < ann->nunchecked; i++)
+        if (strcmp(ann->unchecked[i], cls) == 0) {
+            ann->unchecked_used[i] = 1;
+            return 1;
+        }
+    return 0;
+}
+
+static int default_destroyer(const char *name)
+{
+    return strstr(name, "Destroy") || strstr(name, "Free") || strstr(name, "Unload");
+}
+
+/* Which handle a destroy function forgets: the annotation's, else the only
+ * handle of a function the default rule matches. */
+static void mark_destroyed(struct export_fn *e, struct annotations *ann)
+{
+    struct gen_func *f = e->proto;
+    int keeps = 0, annotated = 0;
+    for (int i = 0; i < ann->nrules; i++) {
+        struct ann_rule *r = &ann->rules[i];
+        if ((r->verb != A_DESTROYS && r->verb != A_KEEPS) || !rule_matches(r, e->name))
+            continue;
+        r->used = 1;
+        if (r->verb == A_KEEPS) {
+            keeps = 1;
+            continue;
+        }
+        int k = param_index(f, r->param);
+        if (k < 0 || f->params[k].kind != K_HANDLE)
+            die("%s:%d: destroys %s %s: not a checked handle parameter", ann->path, r->line,
+                e->name, r->param);
+        f->params[k].destroys = 1;
+        annotated = 1;
+    }
+    if (keeps || annotated || !default_destroyer(e->name))
+        return;
+    int found = -1, n = 0;
+    for (int k = 0; k < f->nparams; k++)
+        if (f->params[k].kind == K_HANDLE) {
+            found = k;
+            n++;
+        }
+    if (n > 1)
+        problem("%s: %s takes %d handles: say which it destroys (destroys FUNC PARAM, or "
+                "keeps FUNC \"why\") in %s", f->where, e->name, n, ann->path);
+    else if (n == 1)
+        f->params[found].destroys = 1;
+}
+
+/* Every opaque handle a generated function takes is checked on the server
+ * (K_HANDLE) unless its class is declared unchecked; a handle it returns is
+ * recorded by its class. */
+static void classify_handles(struct export_fn *e, struct annotations *ann)
+{
+    struct gen_func *f = e->proto;
+    for (int k = 0; k < f->nparams; k++) {
+        struct gen_param *p = &f->params[k];
+        if (p->kind == K_VAL && p->handle_class && !unchecked_class(ann, p->handle_class))
+            p->kind = K_HANDLE;
+        if (p->kind != K_HANDLE && p->handle_class)
+            p->handle_class = NULL;
+        if (p->pointee_class && unchecked_class(ann, p->pointee_class))
+            p->pointee_class = NULL;
+        /* Handles travel only inside host buffers of whole 8-byte values. */
+        int carries = p->kind == K_OUT || p->kind == K_IN || p->kind == K_INOUT ||
+                      p->kind == K_IN_BUF || p->kind == K_OUT_BUF || p->kind == K_INOUT_BUF;
+        if (!carries || (p->size && p->size % 8) || p->elem_func)
+            p->pointee_class = NULL;
+    }
+    for (int k = 0; k < f->nparams; k++)
+        if ((f->params[k].kind == K_HANDLE || f->params[k].pointee_class) && !ann->invalid_handle)
+            problem("%s: %s takes or returns handles: give invalid-handle STATUS in %s", f->where,
+                    e->name, ann->path);
+    mark_destroyed(e, ann);
+}
+
 static int has_procedure(const struct export_fn *e)
 {
     return e->disp == D_GENERATED || e->disp == D_CLIENT_HAND;
@@ -261,7 +344,30 @@ static const char *kind_name(enum gen_kind k)
         "RGPU_SCALAR_IN", "RGPU_SCALAR_OUT", "RGPU_SCALAR_INOUT", "RGPU_INOUT_BUF",
         "RGPU_DEVPTR",
     };
-    return names[k];
+    return k == K_HANDLE ? "RGPU_HANDLE" : names[k];
+}
+
+/* The status a refused handle of class cls returns: the class's own, else
+ * 0 (the library's invalid-handle status). */
+static const char *class_status(const struct annotations *ann, const char *cls)
+{
+    for (int i = 0; cls && i < ann->nclass_status; i++)
+        if (strcmp(ann->class_status_class[i], cls) == 0)
+            return ann->class_status[i];
+    return "0";
+}
+
+static void emit_param_row(FILE *f, const struct gen *g, const struct gen_param *p)
+{
+    const char *cls = p->kind == K_HANDLE ? p->handle_class : p->pointee_class;
+    fprintf(f, "    { \"%s\", %s, %u, %d, %d, %s", p->name, kind_name(p->kind), p->size,
+            p->len_arg, p->aux_arg, p->elem_func ? p->elem_func : "0");
+    if (cls)
+        fprintf(f, ", 0x%08xu /* %s */, %s, %s", rgpu_handle_class(cls), cls,
+                p->destroys ? "RGPU_HANDLE_DESTROYS" : "0", class_status(g->ann, cls));
+    else
+        fprintf(f, ", 0, 0, 0");
+    fprintf(f, " },\n");
 }
 
 static void emit_includes(FILE *f, const struct gen *g)
@@ -305,11 +411,8 @@ static void emit_table_c(const struct gen *g)
         if (fn->nparams == 0)
             continue;
         fprintf(f, "static const struct rgpu_param p_%s[] = {\n", fn->name);
-        for (int k = 0; k < fn->nparams; k++) {
-            const struct gen_param *p = &fn->params[k];
-            fprintf(f, "    { \"%s\", %s, %u, %d, %d, %s },\n", p->name, kind_name(p->kind),
-                    p->size, p->len_arg, p->aux_arg, p->elem_func ? p->elem_func : "0");
-        }
+        for (int k = 0; k < fn->nparams; k++)
+            emit_param_row(f, g, &fn->params[k]);
         fprintf(f, "};\n");
     }
     fprintf(f, "\nconst struct rgpu_proc rgpu_%s_procs[%d] = {\n", g->lib, g->nprocs);
@@ -321,9 +424,10 @@ static void emit_table_c(const struct gen *g)
                 e->proto->nparams ? e->name : "");
     }
     fprintf(f, "};\n\nconst struct rgpu_lib rgpu_%s_lib = {\n", g->lib);
-    fprintf(f, "    \"%s\", \"%s\", %s, %s, %s, %d, %d, rgpu_%s_procs,\n};\n", g->lib,
+    fprintf(f, "    \"%s\", \"%s\", %s, %s, %s, %d, %d, rgpu_%s_procs, %s,\n};\n", g->lib,
             g->soname, g->ann->not_supported, g->ann->unavailable, g->ann->invalid_value,
-            g->ann->runtime, g->nprocs, g->lib);
+            g->ann->runtime, g->nprocs, g->lib,
+            g->ann->invalid_handle ? g->ann->invalid_handle : "0");
     fclose(f);
 }
 
@@ -570,6 +674,10 @@ static int cmp_by_id(const void *a, const void *b)
 
 static void check_rules_used(const struct annotations *ann)
 {
+    for (int i = 0; i < ann->nunchecked; i++)
+        if (!ann->unchecked_used[i])
+            die("%s: unchecked-handle %s: no generated function takes or returns one", ann->path,
+                ann->unchecked[i]);
     for (int i = 0; i < ann->nrules; i++)
         if (!ann->rules[i].used)
             die("%s:%d: rule '%s' matches no exported function", ann->path,
@@ -613,6 +721,7 @@ int main(int argc, char **argv)
             }
             apply_param_rules(e, &ann);
             check_generated(e, &ann);
+            classify_handles(e, &ann);
             g.procs[g.nprocs++] = e;
         } else if (e->disp == D_REFUSED && e->proto && !e->proto->ret_is_status &&
                    strcmp(e->proto->ret, "void") != 0) {

@@ -9,7 +9,8 @@
 /* How a parameter travels: mirrors enum rgpu_kind in common/rgpu_marshal.h. */
 enum gen_kind {
     K_VAL, K_BYVAL, K_IN, K_OUT, K_INOUT, K_STR, K_IN_BUF, K_OUT_BUF,
-    K_SCALAR_IN, K_SCALAR_OUT, K_SCALAR_INOUT, K_INOUT_BUF, K_DEVPTR, K_NONE
+    K_SCALAR_IN, K_SCALAR_OUT, K_SCALAR_INOUT, K_INOUT_BUF, K_DEVPTR, K_NONE,
+    K_HANDLE,       /* an opaque library handle by value, checked on the server */
 };
 
 struct gen_param {
@@ -23,6 +24,12 @@ struct gen_param {
     char *elem_func;        /* *_BUF: function giving an element's size from its type */
     char *why;              /* when kind == K_NONE: why it cannot be classified */
     unsigned pointee_size;  /* for pointers: sizeof the pointee (0 if void/incomplete) */
+    /* Handles: the class (the record a handle type points at, or the
+     * handle-types name) of a handle passed by value, and of the handles
+     * a pointer parameter points at (outputs, arrays); NULL when none. */
+    char *handle_class;
+    char *pointee_class;
+    int destroys;           /* a destroy function removes this handle */
 };
 
 struct gen_func {
@@ -46,7 +53,8 @@ struct export_fn {
 };
 
 /* Annotations: one file per library (codegen/<lib>.ann). */
-enum ann_verb { A_LOCAL, A_HAND, A_CLIENT, A_REFUSE, A_ASYNC, A_ARG, A_REFUSE_SUPERSEDED, A_SERVE };
+enum ann_verb { A_LOCAL, A_HAND, A_CLIENT, A_REFUSE, A_ASYNC, A_ARG, A_REFUSE_SUPERSEDED, A_SERVE,
+                A_DESTROYS, A_KEEPS };
 
 struct ann_rule {
     enum ann_verb verb;
@@ -88,6 +96,13 @@ struct annotations {
     int ndevice_values;
     struct ann_rule *rules;
     int nrules;
+    char *invalid_handle;       /* the status for an unknown handle */
+    char *class_status_class[8], *class_status[8];  /* per handle class */
+    int nclass_status;
+    char *unchecked[16];        /* handle classes passed through unchecked */
+    char *unchecked_why[16];
+    int nunchecked;
+    int unchecked_used[16];
 };
 
 void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));

@@ -150,9 +150,10 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
     for (unsigned i = 0; i < proc->nparams; i++) {
         const struct rgpu_param *prm = &proc->params[i];
         const void *ptr = prm->kind == RGPU_VAL || prm->kind == RGPU_BYVAL ||
-                                  prm->kind == RGPU_DEVPTR
+                                  prm->kind == RGPU_DEVPTR || prm->kind == RGPU_HANDLE
                               ? NULL : *(const void *const *)argv[i];
         switch (prm->kind) {
+        case RGPU_HANDLE:
         case RGPU_VAL:
             msgpack_pack_uint64(pk, count_from_value(argv[i], prm->size));
             break;
@@ -360,6 +361,7 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
     switch (prm->kind) {
     case RGPU_VAL:
     case RGPU_DEVPTR:
+    case RGPU_HANDLE:   /* checked by the server before the call */
         return decode_val(o, &f->slot[i]);
     case RGPU_BYVAL:
         rc = decode_bytes(o, prm->size, 0, f, i);
@@ -509,4 +511,25 @@ void rgpu_call_frame_release(struct rgpu_call_frame *f)
     for (unsigned i = 0; i < RGPU_MAX_PARAMS; i++)
         free(f->owned[i]);
     memset(f->owned, 0, sizeof f->owned);
+}
+
+size_t rgpu_frame_bytes(const struct rgpu_proc *proc, const struct rgpu_call_frame *f,
+                        unsigned i)
+{
+    size_t bytes = 0;
+    if (i >= proc->nparams || !f->slot[i])
+        return 0;
+    const struct rgpu_param *prm = &proc->params[i];
+    switch (prm->kind) {
+    case RGPU_IN:
+    case RGPU_OUT:
+    case RGPU_INOUT:
+        return prm->size;
+    case RGPU_IN_BUF:
+    case RGPU_OUT_BUF:
+    case RGPU_INOUT_BUF:
+        return buf_len_server(proc, prm, f, &bytes) == RGPU_OK ? bytes : 0;
+    default:
+        return 0;
+    }
 }

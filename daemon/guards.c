@@ -1,139 +1,95 @@
 /* Guards around generated procedures whose arguments the driver does not
- * check well: a destroyed or invented context handle passed to
- * cuCtxSetCurrent can crash the driver (BRIEF 4.4).  The session records
- * every context it has seen created or reported by the driver, and refuses
- * the others before the real function runs. */
+ * check well, beyond the handle checks every procedure gets
+ * (owned_handles.c): those refuse a context the session never saw handed
+ * out, or saw destroyed, before the real function runs (a destroyed or
+ * invented context passed to cuCtxSetCurrent can crash the driver, BRIEF
+ * 4.4).  What is left here: the calls where NULL, which the handle check
+ * lets through, is no context at all, and handles inside typed arrays the
+ * generated table cannot see (cuDNN backend attributes). */
 #include "rgpud.h"
 #include "owned.h"
+#include "owned_handles.h"
+#include "rgpu_log.h"
 
 #include <cuda.h>
-#include <pthread.h>
-#include <stdlib.h>
+#include <cuda_runtime_api.h>
+#include <cudnn_graph.h>
 #include <string.h>
 
-/* A set of handles the session has seen the driver hand out. */
-struct handle_set {
-    uint64_t *v;
-    size_t n, cap;
-};
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct handle_set contexts, functions;
-
-static void set_add(struct handle_set *s, uint64_t h)
-{
-    if (!h)
-        return;
-    pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < s->n; i++)
-        if (s->v[i] == h)
-            goto out;
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 16;
-        uint64_t *n = realloc(s->v, ncap * sizeof *n);
-        if (!n)
-            goto out;
-        s->v = n;
-        s->cap = ncap;
-    }
-    s->v[s->n++] = h;
-out:
-    pthread_mutex_unlock(&lock);
-}
-
-static void set_remove(struct handle_set *s, uint64_t h)
-{
-    pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < s->n; i++) {
-        if (s->v[i] == h) {
-            s->v[i] = s->v[--s->n];
-            break;
-        }
-    }
-    pthread_mutex_unlock(&lock);
-}
-
-static int set_has(struct handle_set *s, uint64_t h)
-{
-    int found = 0;
-    pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < s->n && !found; i++)
-        found = s->v[i] == h;
-    pthread_mutex_unlock(&lock);
-    return found;
-}
-
-static void ctx_add(uint64_t ctx) { set_add(&contexts, ctx); }
-static void ctx_remove(uint64_t ctx) { set_remove(&contexts, ctx); }
-static int ctx_known(uint64_t ctx) { return set_has(&contexts, ctx); }
-
-/* argv[i] points at the decoded argument; for outputs, at the pointer to
- * the buffer the real function wrote. */
+/* argv[i] points at the decoded argument. */
 static uint64_t val(void **argv, int i)
 {
     return *(uint64_t *)argv[i];
 }
 
-static uint64_t out_ptr_value(void **argv, int i)
-{
-    const uint64_t *p = *(uint64_t **)argv[i];
-    return p ? *p : 0;
-}
-
-/* A context argument must be NULL (where allowed) or one we know. */
-static int pre_ctx_arg0_nullable(void **argv)
-{
-    uint64_t ctx = val(argv, 0);
-    return !ctx || ctx_known(ctx) ? 0 : CUDA_ERROR_INVALID_CONTEXT;
-}
-
+/* Pushing or destroying "no context" is refused as the driver would. */
 static int pre_ctx_arg0(void **argv)
 {
     uint64_t ctx = val(argv, 0);
-    return ctx && ctx_known(ctx) ? 0 : CUDA_ERROR_INVALID_CONTEXT;
+    return ctx && handles_contains(H_CONTEXT, ctx) ? 0 : CUDA_ERROR_INVALID_CONTEXT;
 }
 
-static void post_created_arg0(void **argv, int status)
+/* A cuDNN backend attribute of type CUDNN_TYPE_BACKEND_DESCRIPTOR is an
+ * array of descriptors the library follows: each must be one the session
+ * made.  type, count and array are parameter indices. */
+static int backend_descriptors_known(void **argv, int type, int count, int array)
 {
+    const uint64_t *v = *(const uint64_t **)argv[array];
+    int64_t n = *(int64_t *)argv[count];
+    if (val(argv, type) != CUDNN_TYPE_BACKEND_DESCRIPTOR || !v)
+        return 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!handles_valid(rgpu_handle_class("cudnnBackendDescriptor_t"), v[i])) {
+            rgpu_warn("cudnnBackend*Attribute: refused a descriptor the session never handed out");
+            return CUDNN_STATUS_BAD_PARAM;
+        }
+    return 0;
+}
+
+/* cudnnBackendSetAttribute(desc, name, type, elementCount, arrayOfElements) */
+static int pre_backend_set(void **argv)
+{
+    return backend_descriptors_known(argv, 2, 3, 4);
+}
+
+/* cudnnBackendGetAttribute(desc, name, type, requestedElementCount,
+ * elementCount, arrayOfElements): descriptors the caller made, to fill. */
+static int pre_backend_get(void **argv)
+{
+    return backend_descriptors_known(argv, 2, 3, 5);
+}
+
+/* Output arrays that live in the server (the node list of
+ * cudaGraphGetNodes, the capture's dependency and edge arrays) are refused
+ * on the client, which sends NULL; they travel as plain values, so a raw
+ * client could name any address for the runtime to write to.  Only NULL. */
+static int pre_null_arg1(void **argv)
+{
+    return val(argv, 1) ? cudaErrorInvalidValue : 0;
+}
+
+static int pre_null_args45(void **argv)
+{
+    return val(argv, 4) || val(argv, 5) ? cudaErrorInvalidValue : 0;
+}
+
+/* A destroyed context takes its memory with it (daemon/owned.c); its
+ * handle is forgotten by the generated handle bookkeeping. */
+static void post_ctx_destroyed(void **argv, int status)
+{
+    (void)argv;
     if (status == CUDA_SUCCESS)
-        ctx_add(out_ptr_value(argv, 0));
-}
-
-static void post_destroyed_arg0(void **argv, int status)
-{
-    if (status == CUDA_SUCCESS) {
-        ctx_remove(val(argv, 0));
-        owned_clear();      /* its memory is gone (daemon/owned.c) */
-    }
-}
-
-static void post_created_arg1(void **argv, int status)
-{
-    if (status == CUDA_SUCCESS)
-        ctx_add(out_ptr_value(argv, 1));
-}
-
-/* Functions and kernels the driver handed out: the only handles whose
- * parameter layout rgpud asks the driver for (rgpu.cu_param_layout). */
-static void post_function_arg0(void **argv, int status)
-{
-    if (status == CUDA_SUCCESS)
-        set_add(&functions, out_ptr_value(argv, 0));
+        owned_clear();
 }
 
 static const struct guard guards[] = {
-    { "cuda", "cuModuleGetFunction", NULL, post_function_arg0 },
-    { "cuda", "cuKernelGetFunction", NULL, post_function_arg0 },
-    { "cuda", "cuLibraryGetKernel", NULL, post_function_arg0 },
-    { "cuda", "cuStreamGetCtx", NULL, post_created_arg1 },
-    { "cuda", "cuStreamGetCtx_v2", NULL, post_created_arg1 },
-    { "cuda", "cuCtxCreate_v4", NULL, post_created_arg0 },
-    { "cuda", "cuDevicePrimaryCtxRetain", NULL, post_created_arg0 },
-    { "cuda", "cuCtxGetCurrent", NULL, post_created_arg0 },
-    { "cuda", "cuCtxPopCurrent_v2", NULL, post_created_arg0 },
-    { "cuda", "cuCtxSetCurrent", pre_ctx_arg0_nullable, NULL },
+    { "cudart", "cudaGraphGetNodes", pre_null_arg1, NULL },
+    { "cudart", "cudaStreamGetCaptureInfo", pre_null_args45, NULL },
+    { "cudart", "cudaStreamGetCaptureInfo_ptsz", pre_null_args45, NULL },
     { "cuda", "cuCtxPushCurrent_v2", pre_ctx_arg0, NULL },
-    { "cuda", "cuCtxDestroy_v2", pre_ctx_arg0, post_destroyed_arg0 },
+    { "cuda", "cuCtxDestroy_v2", pre_ctx_arg0, post_ctx_destroyed },
+    { "cudnn", "cudnnBackendSetAttribute", pre_backend_set, NULL },
+    { "cudnn", "cudnnBackendGetAttribute", pre_backend_get, NULL },
 };
 
 const struct guard *guard_for(const char *lib, const char *name)
@@ -144,7 +100,9 @@ const struct guard *guard_for(const char *lib, const char *name)
     return memguard_for(lib, name);
 }
 
+/* Functions and kernels the driver handed out: the only handles whose
+ * parameter layout rgpud asks the driver for (rgpu.cu_param_layout). */
 int guard_function_known(uint64_t func)
 {
-    return set_has(&functions, func);
+    return handles_contains(H_FUNCTION, func) || handles_contains(H_KERNEL, func);
 }

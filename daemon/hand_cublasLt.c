@@ -2,6 +2,7 @@
  * client keeps by content (client side: stubs/cublasLt_desc.c; arguments:
  * common/rgpu_hand_procs.h).  Every other cuBLASLt call is generated. */
 #include "rgpud.h"
+#include "owned_handles.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
@@ -24,8 +25,18 @@ static pthread_mutex_t made_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct made_desc *made;
 static size_t nmade, made_cap;
 
+/* The handle class of a kind: generated calls (cublasLtMatmul) check the
+ * descriptors they are given against what this procedure made. */
+static uint32_t class_of(uint64_t kind)
+{
+    return kind == RGPU_LT_MATMUL_DESC ? H_CUBLASLT_MATMUL_DESC
+           : kind == RGPU_LT_LAYOUT    ? H_CUBLASLT_MATRIX_LAYOUT
+                                       : H_CUBLASLT_PREFERENCE;
+}
+
 static void remember_made(uint64_t h, uint64_t kind)
 {
+    handles_add(class_of(kind), h);
     pthread_mutex_lock(&made_lock);
     if (nmade == made_cap) {
         size_t cap = made_cap ? 2 * made_cap : 64;
@@ -48,6 +59,7 @@ static int forget_made(uint64_t h, uint64_t *kind)
     for (size_t i = 0; i < nmade && !found; i++) {
         if (made[i].handle == h) {
             *kind = made[i].kind;
+            handles_remove(class_of(*kind), h);
             made[i] = made[--nmade];
             found = 1;
         }

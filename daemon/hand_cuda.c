@@ -3,6 +3,7 @@
 #include "rgpud.h"
 #include "image_check.h"
 #include "owned.h"
+#include "owned_handles.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
@@ -16,6 +17,21 @@
 #define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
 #define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
 
+/* A stream the session never handed out is refused before the driver sees
+ * it: nouts empty outputs, and the driver's bad-handle status. */
+#define STREAM_OR_REFUSE(c, stream, nouts) \
+    do { if (!handles_valid(H_STREAM, (stream))) return bad_handle((c), (nouts), "stream"); } \
+    while (0)
+
+static int bad_handle(struct hand_call *c, unsigned nouts, const char *what)
+{
+    rgpu_warn("refused a %s the session never handed out", what);
+    msgpack_pack_array(c->out, nouts);
+    for (unsigned i = 0; i < nouts; i++)
+        msgpack_pack_bin(c->out, 0);
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
 /* [dst, stream, bin] */
 static int h_htod(struct hand_call *c)
 {
@@ -24,6 +40,7 @@ static int h_htod(struct hand_call *c)
     size_t n;
     PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &stream) ||
              arg_bin(c, 2, &p, &n));
+    STREAM_OR_REFUSE(c, stream, 0);
     NEED(REAL(cuMemcpyHtoDAsync_v2));
     NEED(REAL(cuStreamSynchronize));
     msgpack_pack_array(c->out, 0);
@@ -43,6 +60,7 @@ static int h_dtoh(struct hand_call *c)
     uint64_t src, count, stream;
     PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &src) || arg_u64(c, 1, &count) ||
              arg_u64(c, 2, &stream));
+    STREAM_OR_REFUSE(c, stream, 1);
     if (count > RGPU_FRAME_MAX - 4096)
         return -RGPU_ETOOBIG;
     NEED(REAL(cuMemcpyDtoHAsync_v2));
@@ -94,6 +112,8 @@ static int h_module_load(struct hand_call *c)
         return -RGPU_ENOMEM;
     int rc = REAL(cuModuleLoadData)(&mod, copy);
     free(copy);
+    if (rc == CUDA_SUCCESS)
+        handles_add(H_MODULE, (uint64_t)(uintptr_t)mod);
     msgpack_pack_array(c->out, 1);
     msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)mod);
     return rc;
@@ -117,6 +137,8 @@ static int h_library_load(struct hand_call *c)
         return -RGPU_ENOMEM;
     int rc = REAL(cuLibraryLoadData)(&lib, copy, NULL, NULL, 0, NULL, NULL, 0);
     free(copy);
+    if (rc == CUDA_SUCCESS)
+        handles_add(H_LIBRARY, (uint64_t)(uintptr_t)lib);
     msgpack_pack_array(c->out, 1);
     msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)lib);
     return rc;
@@ -207,6 +229,10 @@ static int h_launch(struct hand_call *c)
     size_t n;
     void *argv[512];
     PROTO_IF(args_count(c, 11) || arg_bin(c, 10, &params, &n) || arg_u64s(c, 10, v));
+    STREAM_OR_REFUSE(c, v[8], 0);
+    /* The packed path names the function without asking its layout. */
+    if (!guard_function_known(v[0]))
+        return bad_handle(c, 0, "function");
     NEED(REAL(cuLaunchKernel));
     msgpack_pack_array(c->out, 0);
     if (v[9]) {     /* the caller packed the buffer itself (`extra`) */

@@ -3,6 +3,7 @@
 #include "rgpud.h"
 #include "image_check.h"
 #include "owned.h"
+#include "owned_handles.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
@@ -24,6 +25,20 @@ static void *real_sym(const char *name)
 #define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
 #define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
 
+/* A stream the session never handed out is refused before the runtime
+ * sees it: nouts empty outputs, and the runtime's bad-handle status. */
+#define STREAM_OR_REFUSE(c, stream, nouts) \
+    do { if (!handles_valid(H_STREAM, (stream))) return bad_stream((c), (nouts)); } while (0)
+
+static int bad_stream(struct hand_call *c, unsigned nouts)
+{
+    rgpu_warn("refused a stream the session never handed out");
+    msgpack_pack_array(c->out, nouts);
+    for (unsigned i = 0; i < nouts; i++)
+        msgpack_pack_bin(c->out, 0);
+    return cudaErrorInvalidResourceHandle;
+}
+
 /* ---- handles this session created: never trust the client's ------------ */
 
 struct kernel_rec {
@@ -34,29 +49,13 @@ struct kernel_rec {
 };
 
 static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t *libraries;
-static size_t nlibraries;
 static struct kernel_rec *kernels;
 
-static void remember_library(uint64_t lib)
-{
-    pthread_mutex_lock(&handles_lock);
-    uint64_t *n = realloc(libraries, (nlibraries + 1) * sizeof *n);
-    if (n) {
-        libraries = n;
-        libraries[nlibraries++] = lib;
-    }
-    pthread_mutex_unlock(&handles_lock);
-}
-
+/* Libraries are in the session's handle table (owned_handles.c): loaded
+ * here, or through the driver's cuLibraryLoadData (one CUlib_st class). */
 static int known_library(uint64_t lib)
 {
-    int found = 0;
-    pthread_mutex_lock(&handles_lock);
-    for (size_t i = 0; i < nlibraries && !found; i++)
-        found = libraries[i] == lib;
-    pthread_mutex_unlock(&handles_lock);
-    return found;
+    return lib && handles_contains(H_LIBRARY, lib);
 }
 
 static struct kernel_rec *find_kernel(uint64_t handle)
@@ -95,6 +94,7 @@ static int h_htod(struct hand_call *c)
     size_t n;
     PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &stream) ||
              arg_bin(c, 2, &p, &n));
+    STREAM_OR_REFUSE(c, stream, 0);
     NEED(REAL(cudaMemcpyAsync));
     if ((!dst && n) || !owned_range(dst, n)) {
         msgpack_pack_array(c->out, 0);
@@ -114,6 +114,7 @@ static int h_dtoh(struct hand_call *c)
     uint64_t src, count, stream;
     PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &src) || arg_u64(c, 1, &count) ||
              arg_u64(c, 2, &stream));
+    STREAM_OR_REFUSE(c, stream, 1);
     if (count > RGPU_FRAME_MAX - 4096)
         return -RGPU_ETOOBIG;
     NEED(REAL(cudaMemcpyAsync));
@@ -140,6 +141,7 @@ static int h_dtod(struct hand_call *c)
     PROTO_IF(args_count(c, 6) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &src) ||
              arg_u64(c, 2, &count) || arg_u64(c, 3, &kind) || arg_u64(c, 4, &stream) ||
              arg_u64(c, 5, &async));
+    STREAM_OR_REFUSE(c, stream, 0);
     NEED(REAL(cudaMemcpyAsync));
     msgpack_pack_array(c->out, 0);
     /* Both sides in the session's device memory, whatever the kind says:
@@ -165,6 +167,7 @@ static int h_htod_2d(struct hand_call *c)
     PROTO_IF(args_count(c, 6) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &dpitch) ||
              arg_u64(c, 2, &width) || arg_u64(c, 3, &height) || arg_u64(c, 4, &stream) ||
              arg_bin(c, 5, &p, &n));
+    STREAM_OR_REFUSE(c, stream, 0);
     PROTO_IF(width && height > n / width);
     PROTO_IF(width * height != n);
     NEED(REAL(cudaMemcpy2DAsync));
@@ -185,6 +188,7 @@ static int h_dtoh_2d(struct hand_call *c)
     uint64_t src, spitch, width, height, stream;
     PROTO_IF(args_count(c, 5) || arg_u64(c, 0, &src) || arg_u64(c, 1, &spitch) ||
              arg_u64(c, 2, &width) || arg_u64(c, 3, &height) || arg_u64(c, 4, &stream));
+    STREAM_OR_REFUSE(c, stream, 1);
     if (width && height > (RGPU_FRAME_MAX - 4096) / width)
         return -RGPU_ETOOBIG;
     NEED(REAL(cudaMemcpy2DAsync));
@@ -211,6 +215,7 @@ static int h_dtod_2d(struct hand_call *c)
 {
     uint64_t v[7];
     PROTO_IF(args_count(c, 7) || arg_u64s(c, 7, v));
+    STREAM_OR_REFUSE(c, v[6], 0);
     NEED(REAL(cudaMemcpy2DAsync));
     msgpack_pack_array(c->out, 0);
     if (((!v[0] || !v[2]) && v[4] && v[5]) || !owned_2d(v[0], v[1], v[4], v[5]) ||
@@ -247,7 +252,7 @@ static int h_lib_load(struct hand_call *c)
     int rc = REAL(cudaLibraryLoadData)(&lib, copy, NULL, NULL, 0, NULL, NULL, 0);
     free(copy);
     if (rc == cudaSuccess)
-        remember_library((uint64_t)(uintptr_t)lib);
+        handles_add(H_LIBRARY, (uint64_t)(uintptr_t)lib);
     msgpack_pack_array(c->out, 1);
     msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)lib);
     return rc;
@@ -294,6 +299,8 @@ static int h_kernel_get(struct hand_call *c)
     }
     int rc = REAL(cudaLibraryGetKernel)(&kern, (cudaLibrary_t)lib, name);
     struct kernel_rec *k = rc == cudaSuccess ? find_kernel((uint64_t)(uintptr_t)kern) : NULL;
+    if (rc == cudaSuccess)      /* generated calls may name it too */
+        handles_add(H_KERNEL, (uint64_t)(uintptr_t)kern);
     if (rc == cudaSuccess && !k && (k = calloc(1, sizeof *k))) {
         k->handle = (uint64_t)(uintptr_t)kern;
         layout_of(k);
@@ -340,6 +347,7 @@ static int h_launch(struct hand_call *c)
     size_t n;
     void *argv[512];
     PROTO_IF(args_count(c, 10) || arg_bin(c, 9, &params, &n) || arg_u64s(c, 9, v));
+    STREAM_OR_REFUSE(c, v[8], 0);
     msgpack_pack_array(c->out, 0);
     struct kernel_rec *k = find_kernel(v[0]);
     if (!k)

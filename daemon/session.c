@@ -12,6 +12,7 @@
  * that sends garbage cannot be trusted with a GPU context.  The session
  * process exits, and with it everything the client held. */
 #include "rgpud.h"
+#include "owned_handles.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
@@ -257,12 +258,17 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
         *transport = RGPU_ENOSYM;
     if (*transport == RGPU_OK) {
         const struct guard *g = l->guard[index];
-        /* Device pointers and scalars first (daemon/memguards.c). */
-        api = rgpu_check_args(l->lib, proc, &frame) != RGPU_OK ? l->lib->invalid_value : 0;
+        /* Handles, device pointers and scalars first (daemon/owned_handles.c,
+         * daemon/memguards.c). */
+        api = handles_check_call(l->lib, proc, &frame);
+        if (api == 0 && rgpu_check_args(l->lib, proc, &frame) != RGPU_OK)
+            api = l->lib->invalid_value;
         if (api == 0 && g && g->pre)
             api = g->pre(frame.argv);
-        if (api == 0)
+        if (api == 0) {
             api = l->server[index].thunk(fn, frame.argv);
+            handles_after_call(proc, &frame, api);
+        }
         if (g && g->post)
             g->post(frame.argv, api);
         rgpu_encode_outs(outs, proc, &frame);

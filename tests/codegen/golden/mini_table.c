@@ -3,54 +3,54 @@
 #include <mini.h>
 
 static const struct rgpu_param p_miniStreamSync[] = {
-    { "stream", RGPU_VAL, 8, -1, -1, 0 },
+    { "stream", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0 },
 };
 static const struct rgpu_param p_miniGetProps[] = {
-    { "props", RGPU_OUT, 48, -1, -1, 0 },
-    { "device", RGPU_VAL, 4, -1, -1, 0 },
+    { "props", RGPU_OUT, 48, -1, -1, 0, 0, 0, 0 },
+    { "device", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
 };
 static const struct rgpu_param p_miniSetArray[] = {
-    { "values", RGPU_IN_BUF, 4, 1, -1, 0 },
-    { "n", RGPU_VAL, 8, -1, -1, 0 },
+    { "values", RGPU_IN_BUF, 4, 1, -1, 0, 0, 0, 0 },
+    { "n", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0 },
 };
 static const struct rgpu_param p_miniSetProps[] = {
-    { "props", RGPU_IN, 48, -1, -1, 0 },
+    { "props", RGPU_IN, 48, -1, -1, 0, 0, 0, 0 },
 };
 static const struct rgpu_param p_miniLaunch[] = {
-    { "grid", RGPU_BYVAL, 12, -1, -1, 0 },
-    { "scale", RGPU_VAL, 4, -1, -1, 0 },
-    { "offset", RGPU_VAL, 8, -1, -1, 0 },
-    { "s", RGPU_VAL, 8, -1, -1, 0 },
+    { "grid", RGPU_BYVAL, 12, -1, -1, 0, 0, 0, 0 },
+    { "scale", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
+    { "offset", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0 },
+    { "s", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0 },
 };
 static const struct rgpu_param p_miniGetName[] = {
-    { "name", RGPU_OUT_BUF, 1, 1, -1, 0 },
-    { "len", RGPU_VAL, 4, -1, -1, 0 },
-    { "device", RGPU_VAL, 4, -1, -1, 0 },
+    { "name", RGPU_OUT_BUF, 1, 1, -1, 0, 0, 0, 0 },
+    { "len", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
+    { "device", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
 };
 static const struct rgpu_param p_miniMemset[] = {
-    { "dst", RGPU_DEVPTR, 1, 2, -1, 0 },
-    { "value", RGPU_VAL, 4, -1, -1, 0 },
-    { "count", RGPU_VAL, 8, -1, -1, 0 },
+    { "dst", RGPU_DEVPTR, 1, 2, -1, 0, 0, 0, 0 },
+    { "value", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
+    { "count", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0 },
 };
 static const struct rgpu_param p_miniGetCount[] = {
-    { "count", RGPU_OUT, 4, -1, -1, 0 },
+    { "count", RGPU_OUT, 4, -1, -1, 0, 0, 0, 0 },
 };
 static const struct rgpu_param p_miniMemsetAsync[] = {
-    { "dst", RGPU_DEVPTR, 1, -1, -1, 0 },
-    { "value", RGPU_VAL, 4, -1, -1, 0 },
-    { "count", RGPU_VAL, 8, -1, -1, 0 },
-    { "s", RGPU_VAL, 8, -1, -1, 0 },
+    { "dst", RGPU_DEVPTR, 1, -1, -1, 0, 0, 0, 0 },
+    { "value", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
+    { "count", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0 },
+    { "s", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0 },
 };
 static const struct rgpu_param p_miniFind[] = {
-    { "device", RGPU_OUT, 4, -1, -1, 0 },
-    { "name", RGPU_STR, 0, -1, -1, 0 },
+    { "device", RGPU_OUT, 4, -1, -1, 0, 0, 0, 0 },
+    { "name", RGPU_STR, 0, -1, -1, 0, 0, 0, 0 },
 };
 static const struct rgpu_param p_miniStreamCreate[] = {
-    { "stream", RGPU_OUT, 8, -1, -1, 0 },
-    { "flags", RGPU_VAL, 4, -1, -1, 0 },
+    { "stream", RGPU_OUT, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0 },
+    { "flags", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
 };
 static const struct rgpu_param p_miniInit[] = {
-    { "flags", RGPU_VAL, 4, -1, -1, 0 },
+    { "flags", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
 };
 
 const struct rgpu_proc rgpu_mini_procs[12] = {
@@ -69,5 +69,5 @@ const struct rgpu_proc rgpu_mini_procs[12] = {
 };
 
 const struct rgpu_lib rgpu_mini_lib = {
-    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, MINI_ERROR_INVALID, 0, 12, rgpu_mini_procs,
+    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, MINI_ERROR_INVALID, 0, 12, rgpu_mini_procs, MINI_ERROR_INVALID,
 };

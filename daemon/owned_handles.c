@@ -1,0 +1,238 @@
+/* The library handles a session has seen handed out: one open-addressing
+ * hash table keyed by (class, value), which is a table per class in one
+ * allocation.  Linear probing with backward-shift deletion, so removals
+ * leave no tombstones and a lookup is one short probe run; grown at half
+ * load.  One mutex: every lookup is a few loads under an uncontended lock
+ * (see docs/security.d/handles.md for the cost). */
+#include "owned_handles.h"
+#include "rgpu_log.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t H_CONTEXT, H_STREAM, H_EVENT, H_MODULE, H_FUNCTION, H_LIBRARY, H_KERNEL, H_GRAPH,
+    H_GRAPH_EXEC, H_MEMPOOL, H_CUBLASLT, H_CUBLASLT_MATMUL_DESC, H_CUBLASLT_MATRIX_LAYOUT,
+    H_CUBLASLT_PREFERENCE, H_CUBLASLT_TRANSFORM_DESC, H_CUDNN, H_CUBLAS;
+
+/* The class names are those the generator derives from the headers: the
+ * record a handle type points at. */
+__attribute__((constructor)) static void classes_init(void)
+{
+    H_CONTEXT = rgpu_handle_class("CUctx_st");
+    H_STREAM = rgpu_handle_class("CUstream_st");
+    H_EVENT = rgpu_handle_class("CUevent_st");
+    H_MODULE = rgpu_handle_class("CUmod_st");
+    H_FUNCTION = rgpu_handle_class("CUfunc_st");
+    H_LIBRARY = rgpu_handle_class("CUlib_st");
+    H_KERNEL = rgpu_handle_class("CUkern_st");
+    H_GRAPH = rgpu_handle_class("CUgraph_st");
+    H_GRAPH_EXEC = rgpu_handle_class("CUgraphExec_st");
+    H_MEMPOOL = rgpu_handle_class("CUmemPoolHandle_st");
+    H_CUBLASLT = rgpu_handle_class("cublasLtContext");
+    H_CUBLASLT_MATMUL_DESC = rgpu_handle_class("cublasLtMatmulDescOpaque_t");
+    H_CUBLASLT_MATRIX_LAYOUT = rgpu_handle_class("cublasLtMatrixLayoutOpaque_t");
+    H_CUBLASLT_PREFERENCE = rgpu_handle_class("cublasLtMatmulPreferenceOpaque_t");
+    H_CUBLASLT_TRANSFORM_DESC = rgpu_handle_class("cublasLtMatrixTransformDescOpaque_t");
+    H_CUDNN = rgpu_handle_class("cudnnContext");
+    H_CUBLAS = rgpu_handle_class("cublasContext");
+}
+
+struct slot {
+    uint64_t h;         /* 0: empty (NULL is never stored) */
+    uint32_t cls;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct slot *tab;
+static size_t cap, used;        /* cap: a power of two, or 0 */
+
+static size_t home(uint32_t cls, uint64_t h, size_t mask)
+{
+    uint64_t x = (h ^ ((uint64_t)cls << 32 | cls)) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(x >> 17) & mask;
+}
+
+/* Index of (cls, h), or of the empty slot where it would go. */
+static size_t probe(uint32_t cls, uint64_t h)
+{
+    size_t mask = cap - 1, i = home(cls, h, mask);
+    while (tab[i].h && !(tab[i].h == h && tab[i].cls == cls))
+        i = (i + 1) & mask;
+    return i;
+}
+
+static int grow(void)
+{
+    size_t ncap = cap ? cap * 2 : 256;
+    struct slot *old = tab, *n = calloc(ncap, sizeof *n);
+    size_t ocap = cap;
+    if (!n)
+        return -1;
+    tab = n;
+    cap = ncap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].h)
+            tab[probe(old[i].cls, old[i].h)] = old[i];
+    free(old);
+    return 0;
+}
+
+void handles_add(uint32_t cls, uint64_t h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&lock);
+    if ((used + 1) * 2 > cap && grow() < 0) {
+        rgpu_error("out of memory recording a handle: it will be refused");
+        goto out;
+    }
+    size_t i = probe(cls, h);
+    if (!tab[i].h) {
+        tab[i] = (struct slot){ h, cls };
+        used++;
+    }
+out:
+    pthread_mutex_unlock(&lock);
+}
+
+void handles_remove(uint32_t cls, uint64_t h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&lock);
+    if (!cap)
+        goto out;
+    size_t mask = cap - 1, i = probe(cls, h);
+    if (!tab[i].h)
+        goto out;
+    /* Backward shift: pull later members of the run into the hole when
+     * their home does not lie cyclically in (hole, j]. */
+    for (size_t j = (i + 1) & mask; tab[j].h; j = (j + 1) & mask) {
+        size_t k = home(tab[j].cls, tab[j].h, mask);
+        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (!stays) {
+            tab[i] = tab[j];
+            i = j;
+        }
+    }
+    tab[i] = (struct slot){ 0, 0 };
+    used--;
+out:
+    pthread_mutex_unlock(&lock);
+}
+
+int handles_contains(uint32_t cls, uint64_t h)
+{
+    int found = 0;
+    if (!h)
+        return 0;
+    pthread_mutex_lock(&lock);
+    found = cap && tab[probe(cls, h)].h != 0;
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+unsigned long handles_count(void)
+{
+    pthread_mutex_lock(&lock);
+    unsigned long n = used;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+/* cudaStreamLegacy / CU_STREAM_LEGACY and cudaStreamPerThread /
+ * CU_STREAM_PER_THREAD: the only handle constants the headers define. */
+static int special(uint32_t cls, uint64_t h)
+{
+    return cls == H_STREAM && (h == 1 || h == 2);
+}
+
+/* A cuBLAS handle may stand for a cuBLASLt handle: NVIDIA documents the
+ * cast, and PyTorch passes its cuBLAS handle to cuBLASLt that way. */
+static int alias(uint32_t cls, uint64_t h)
+{
+    return cls == H_CUBLASLT && handles_contains(H_CUBLAS, h);
+}
+
+/* NULL is each API's own business (the default stream, "no context", or an
+ * error the library returns itself). */
+int handles_valid(uint32_t cls, uint64_t h)
+{
+    return !h || special(cls, h) || handles_contains(cls, h) || alias(cls, h);
+}
+
+int handles_check(uint32_t cls, uint64_t h, int status)
+{
+    if (handles_valid(cls, h))
+        return 0;
+    rgpu_warn("refused a handle the session never handed out: 0x%llx", (unsigned long long)h);
+    return status;
+}
+
+/* ---- generated procedures ------------------------------------------------- */
+
+static int is_in_buffer(uint8_t kind)
+{
+    return kind == RGPU_IN || kind == RGPU_INOUT || kind == RGPU_IN_BUF ||
+           kind == RGPU_INOUT_BUF;
+}
+
+static int is_out_buffer(uint8_t kind)
+{
+    return kind == RGPU_OUT || kind == RGPU_INOUT || kind == RGPU_OUT_BUF ||
+           kind == RGPU_INOUT_BUF;
+}
+
+/* The handles inside host buffer parameter i: its bytes as 8-byte values. */
+static const uint64_t *buffer_handles(const struct rgpu_proc *proc,
+                                      const struct rgpu_call_frame *f, unsigned i, size_t *n)
+{
+    *n = rgpu_frame_bytes(proc, f, i) / sizeof(uint64_t);
+    return (const uint64_t *)(uintptr_t)f->slot[i];
+}
+
+int handles_check_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                       const struct rgpu_call_frame *f)
+{
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        const struct rgpu_param *prm = &proc->params[i];
+        int bad = 0;
+        if (!prm->handle_class)
+            continue;
+        if (prm->kind == RGPU_HANDLE) {
+            bad = !handles_valid(prm->handle_class, f->slot[i]);
+        } else if (is_in_buffer(prm->kind)) {
+            size_t n;
+            const uint64_t *v = buffer_handles(proc, f, i, &n);
+            for (size_t k = 0; k < n && !bad; k++)
+                bad = !handles_valid(prm->handle_class, v[k]);
+        }
+        if (bad) {
+            rgpu_warn("%s: refused %s, a handle the session never handed out", proc->name,
+                      prm->name);
+            return prm->handle_status ? prm->handle_status : lib->invalid_handle;
+        }
+    }
+    return 0;
+}
+
+void handles_after_call(const struct rgpu_proc *proc, const struct rgpu_call_frame *f,
+                        int status)
+{
+    if (status != 0)
+        return;
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        const struct rgpu_param *prm = &proc->params[i];
+        if (!prm->handle_class)
+            continue;
+        if (prm->kind == RGPU_HANDLE && (prm->handle_flags & RGPU_HANDLE_DESTROYS)) {
+            handles_remove(prm->handle_class, f->slot[i]);
+        } else if (is_out_buffer(prm->kind)) {
+            size_t n;
+            const uint64_t *v = buffer_handles(proc, f, i, &n);
+            for (size_t k = 0; k < n; k++)
+                handles_add(prm->handle_class, v[k]);
+        }
+    }
+}

@@ -1,0 +1,365 @@
+/* bad-handles: rgpud refuses library handles the session never handed out.
+ *
+ *   badhandles RGPUD LIB_DIR
+ *
+ * A library handle (stream, event, cuBLAS or cuDNN handle, descriptor,
+ * module, function) is a pointer the real library follows, so a client
+ * naming one it was never given could steer the session.  Through the raw
+ * protocol, this sends forged, destroyed and other sessions' handles to
+ * generated and hand-written procedures and checks, for each, that the
+ * call answers the library's own bad-handle status, that rgpud itself
+ * refused it (its log says so: the fake backend would often have refused
+ * too, or, worse, accepted), and that the session keeps serving.
+ *
+ * The daemon start, framing and answer helpers are badinput.c's, included
+ * rather than copied, so that a change to the hello reaches both tests. */
+#define main badinput_main
+#include "badinput.c"
+#undef main
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cublas_api.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#define FORGED 0x7f00deadbe00ull    /* no library handed this out */
+
+static char log_path[] = "/tmp/rgpu-badhandles-XXXXXX";
+static uint64_t serial_no;
+
+/* ---- calls through the raw protocol --------------------------------------- */
+
+/* One call of lib/name with arguments by fmt: u a value, o an 8-byte
+ * output (i a 4-byte one), s a string, b a bin (pointer, length).  *api gets the API status
+ * and *out the first output's bytes (when there is one).  -1 (why set) on
+ * a transport failure. */
+static int callf(int fd, const char *lib, const char *name, uint64_t *api, uint64_t *out,
+                 const char *fmt, ...)
+{
+    msgpack_sbuffer sb;
+    struct msg m;
+    struct answer a;
+    va_list ap;
+
+    msg_begin(&m);
+    pack_call_head(&m, ++serial_no, rgpu_proc_id(lib, name));
+    msgpack_pack_array(&m.pk, (uint32_t)strlen(fmt));
+    va_start(ap, fmt);
+    for (const char *f = fmt; *f; f++) {
+        if (*f == 'u') {
+            msgpack_pack_uint64(&m.pk, va_arg(ap, uint64_t));
+        } else if (*f == 'o' || *f == 'i') {
+            msgpack_pack_uint64(&m.pk, *f == 'o' ? 8 : 4);
+        } else if (*f == 's') {
+            const char *s = va_arg(ap, const char *);
+            msgpack_pack_str_with_body(&m.pk, s, strlen(s));
+        } else {
+            const void *p = va_arg(ap, const void *);
+            size_t n = va_arg(ap, size_t);
+            msgpack_pack_bin_with_body(&m.pk, p, n);
+        }
+    }
+    va_end(ap);
+    msgpack_sbuffer_init(&sb);
+    msg_end(&m, &sb);
+    int rc = send_buf(fd, &sb);
+    msgpack_sbuffer_destroy(&sb);
+    if (rc < 0 || expect_reply(fd, (int64_t)serial_no, RGPU_OK, &a) < 0)
+        return fail_prefix(name);
+    *api = field(&a, 3);
+    if (out) {
+        const msgpack_object *o = &a.f[5];
+        *out = 0;
+        if (o->type == MSGPACK_OBJECT_ARRAY && o->via.array.size >= 1 &&
+            o->via.array.ptr[0].type == MSGPACK_OBJECT_BIN && o->via.array.ptr[0].via.bin.size <= 8)
+            memcpy(out, o->via.array.ptr[0].via.bin.ptr, o->via.array.ptr[0].via.bin.size);
+    }
+    answer_free(&a);
+    return 0;
+}
+
+/* A call that must succeed; its first output in *out. */
+static int must(int fd, const char *lib, const char *name, uint64_t *out, const char *fmt,
+                uint64_t a0, uint64_t a1)
+{
+    uint64_t api;
+    int rc = strlen(fmt) == 1 ? callf(fd, lib, name, &api, out, fmt, a0)
+                              : callf(fd, lib, name, &api, out, fmt, a0, a1);
+    if (rc < 0)
+        return -1;
+    if (api != 0)
+        return fail("%s: status %llu", name, (unsigned long long)api);
+    if (out && !*out)
+        return fail("%s: no handle came back", name);
+    return 0;
+}
+
+/* ---- rgpud's own word that it refused -------------------------------------- */
+
+/* How many refusals rgpud has logged so far. */
+static int refusals(void)
+{
+    char buf[4096];
+    int n = 0, fd = open(log_path, O_RDONLY | O_CLOEXEC);
+    const char *needle = "never handed out";
+    size_t keep = 0;
+    ssize_t r;
+    if (fd < 0)
+        return -1;
+    /* Lines are short; carry the tail over reads so none is split. */
+    while ((r = read(fd, buf + keep, sizeof buf - 1 - keep)) > 0) {
+        size_t len = keep + (size_t)r;
+        buf[len] = '\0';
+        for (char *p = buf; (p = strstr(p, needle)); p += strlen(needle))
+            n++;
+        keep = len < strlen(needle) ? len : strlen(needle) - 1;
+        memmove(buf, buf + len - keep, keep);
+    }
+    close(fd);
+    return n;
+}
+
+/* Start rgpud with its log in log_path. */
+static int start_logged(const char *exe, const char *dir)
+{
+    int lfd = mkstemp(log_path), saved = dup(STDERR_FILENO), rc = -1;
+    if (lfd < 0 || saved < 0)
+        return fail("log file: %s", strerror(errno));
+    fflush(stderr);
+    dup2(lfd, STDERR_FILENO);
+    for (int attempt = 0; attempt < 3 && rc < 0 && !daemon_pid; attempt++)
+        rc = start_daemon(exe, dir);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(lfd);
+    return rc;
+}
+
+/* ---- the cases ------------------------------------------------------------- */
+
+/* Handles the well-behaved part of session A made. */
+static struct {
+    uint64_t blas, dnn, tensor, stream, dead_stream, dev, other_stream;
+} H;
+
+struct handle_case {
+    const char *name;
+    const char *lib, *proc, *fmt;
+    uint64_t a0, a1;
+    uint64_t *a0_from;      /* a handle made earlier, instead of a0 */
+    uint64_t *a1_from;
+    uint64_t want;          /* the library's status */
+};
+
+static const struct handle_case hcases[] = {
+    /* Generated procedures, one handle class each. */
+    { "forged-stream", "cudart", "cudaStreamSynchronize", "u", FORGED, 0, NULL, NULL,
+      cudaErrorInvalidResourceHandle },
+    { "forged-event", "cudart", "cudaEventSynchronize", "u", FORGED, 0, NULL, NULL,
+      cudaErrorInvalidResourceHandle },
+    { "forged-event-record", "cudart", "cudaEventRecord", "uu", FORGED, 0, NULL, NULL,
+      cudaErrorInvalidResourceHandle },
+    { "forged-cublas-handle", "cublas", "cublasSetStream_v2", "uu", FORGED, 0, NULL, NULL,
+      CUBLAS_STATUS_NOT_INITIALIZED },
+    { "forged-stream-to-cublas", "cublas", "cublasSetStream_v2", "uu", 0, FORGED, &H.blas, NULL,
+      CUBLAS_STATUS_NOT_INITIALIZED },
+    { "forged-cudnn-handle", "cudnn", "cudnnSetStream", "uu", FORGED, 0, NULL, NULL,
+      CUDNN_STATUS_BAD_PARAM },
+    { "forged-cudnn-descriptor", "cudnn", "cudnnDestroyTensorDescriptor", "u", FORGED, 0, NULL,
+      NULL, CUDNN_STATUS_BAD_PARAM },
+    { "descriptor-as-handle", "cudnn", "cudnnSetStream", "uu", 0, 0, &H.tensor, NULL,
+      CUDNN_STATUS_BAD_PARAM },
+    { "destroyed-stream", "cudnn", "cudnnSetStream", "uu", 0, 0, &H.dnn, &H.dead_stream,
+      CUDNN_STATUS_BAD_PARAM },
+    { "other-sessions-stream", "cublas", "cublasSetStream_v2", "uu", 0, 0, &H.blas,
+      &H.other_stream, CUBLAS_STATUS_NOT_INITIALIZED },
+    { "forged-context", "cuda", "cuCtxSetCurrent", "u", FORGED, 0, NULL, NULL,
+      CUDA_ERROR_INVALID_CONTEXT },
+    { "forged-module", "cuda", "cuModuleGetFunction", "ous", 0, FORGED, NULL, NULL,
+      CUDA_ERROR_INVALID_HANDLE },
+    { "forged-function", "cuda", "cuFuncGetAttribute", "iuu", 0, 0, NULL, NULL,
+      CUDA_ERROR_INVALID_HANDLE },
+};
+
+static int run_handle_case(int fd, const struct handle_case *c)
+{
+    uint64_t api, a0 = c->a0_from ? *c->a0_from : c->a0, a1 = c->a1_from ? *c->a1_from : c->a1;
+    int before = refusals(), rc;
+
+    if (strcmp(c->fmt, "ous") == 0)         /* cuModuleGetFunction(&f, module, name) */
+        rc = callf(fd, c->lib, c->proc, &api, NULL, c->fmt, a1, "kernel");
+    else if (strcmp(c->fmt, "iuu") == 0)    /* cuFuncGetAttribute(&v, attr, function) */
+        rc = callf(fd, c->lib, c->proc, &api, NULL, c->fmt, (uint64_t)0, FORGED);
+    else if (strlen(c->fmt) == 1)
+        rc = callf(fd, c->lib, c->proc, &api, NULL, c->fmt, a0);
+    else
+        rc = callf(fd, c->lib, c->proc, &api, NULL, c->fmt, a0, a1);
+    if (rc < 0)
+        return -1;
+    if (api != c->want)
+        return fail("status %llu, wanted %llu", (unsigned long long)api,
+                    (unsigned long long)c->want);
+    if (refusals() <= before)
+        return fail("rgpud did not refuse it: the library saw the handle");
+    return 0;
+}
+
+/* Hand-written procedures: a copy and two launches with a forged stream or
+ * function. */
+static int run_hand_cases(int fd, int *failures)
+{
+    static const char bytes[16];
+    uint64_t api;
+    struct {
+        const char *name;
+        int rc;
+        uint64_t want;
+    } r[3];
+    int before = refusals();
+
+    r[0].name = "hand-htod-forged-stream";
+    r[0].want = cudaErrorInvalidResourceHandle;
+    r[0].rc = callf(fd, "cudart", RGPU_H_HTOD, &api, NULL, "uub", H.dev, FORGED, bytes,
+                    sizeof bytes);
+    r[0].rc = r[0].rc < 0 ? -1 : api == r[0].want ? 0 : fail("status %llu", (unsigned long long)api);
+    r[1].name = "hand-cu-launch-forged-function";
+    r[1].want = CUDA_ERROR_INVALID_HANDLE;
+    r[1].rc = callf(fd, "cuda", RGPU_H_CU_LAUNCH, &api, NULL, "uuuuuuuuuub", FORGED,
+                    (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1,
+                    (uint64_t)0, (uint64_t)0, (uint64_t)1, bytes, sizeof bytes);
+    r[1].rc = r[1].rc < 0 ? -1 : api == r[1].want ? 0 : fail("status %llu", (unsigned long long)api);
+    r[2].name = "hand-cu-launch-forged-stream";
+    r[2].want = CUDA_ERROR_INVALID_HANDLE;
+    r[2].rc = callf(fd, "cuda", RGPU_H_CU_LAUNCH, &api, NULL, "uuuuuuuuuub", (uint64_t)0,
+                    (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1,
+                    (uint64_t)0, FORGED, (uint64_t)1, bytes, sizeof bytes);
+    r[2].rc = r[2].rc < 0 ? -1 : api == r[2].want ? 0 : fail("status %llu", (unsigned long long)api);
+    if (refusals() < before + 3)
+        for (int i = 0; i < 3; i++)
+            if (r[i].rc == 0)
+                r[i].rc = fail("rgpud logged %d refusals for 3 forged handles",
+                               refusals() - before);
+    for (int i = 0; i < 3; i++) {
+        if (r[i].rc == 0 && good_call(fd, ++serial_no) < 0)
+            r[i].rc = fail_prefix("session after it");
+        printf("%s %s%s%s\n", r[i].rc ? "FAIL" : "ok", r[i].name, r[i].rc ? ": " : "",
+               r[i].rc ? why : "");
+        *failures += r[i].rc != 0;
+    }
+    return 0;
+}
+
+/* What the well-behaved calls must still do: legitimate handles, the
+ * default streams, and a stream made through the handle it came from. */
+static int setup(int a)
+{
+    uint64_t api;
+    int b = open_session();
+    if (b < 0)
+        return fail_prefix("session B");
+    /* Session B's stream: a real handle, but not session A's.  The fake
+     * backend numbers its handles, so B makes more streams than A will
+     * and passes on its last. */
+    int rc = 0;
+    for (int i = 0; i < 8 && rc == 0; i++)
+        rc = must(b, "cudart", "cudaStreamCreate", &H.other_stream, "o", 0, 0);
+    close(b);
+    if (rc < 0)
+        return fail_prefix("session B");
+    if (must(a, "cuda", "cuInit", NULL, "u", 0, 0) < 0 ||
+        must(a, "cudart", "cudaMalloc", &H.dev, "ou", 64, 0) < 0 ||
+        must(a, "cublas", "cublasCreate_v2", &H.blas, "o", 0, 0) < 0 ||
+        must(a, "cudnn", "cudnnCreate", &H.dnn, "o", 0, 0) < 0 ||
+        must(a, "cudnn", "cudnnCreateTensorDescriptor", &H.tensor, "o", 0, 0) < 0 ||
+        must(a, "cudart", "cudaStreamCreate", &H.stream, "o", 0, 0) < 0 ||
+        must(a, "cudart", "cudaStreamCreate", &H.dead_stream, "o", 0, 0) < 0 ||
+        must(a, "cudart", "cudaStreamDestroy", NULL, "u", H.dead_stream, 0) < 0)
+        return -1;
+    /* Allowed: the handles made, NULL and the special streams. */
+    uint64_t ok_streams[] = { H.stream, 0, 1, 2 };
+    for (size_t i = 0; i < sizeof ok_streams / sizeof ok_streams[0]; i++)
+        if (must(a, "cublas", "cublasSetStream_v2", NULL, "uu", H.blas, ok_streams[i]) < 0 ||
+            must(a, "cudnn", "cudnnSetStream", NULL, "uu", H.dnn, ok_streams[i]) < 0 ||
+            must(a, "cudart", "cudaStreamSynchronize", NULL, "u", ok_streams[i], 0) < 0)
+            return fail_prefix("a legitimate stream");
+    if (callf(a, "cudnn", "cudnnSetTensor4dDescriptor", &api, NULL, "uuuuuuu", H.tensor,
+              (uint64_t)CUDNN_TENSOR_NCHW, (uint64_t)CUDNN_DATA_FLOAT, (uint64_t)1, (uint64_t)1,
+              (uint64_t)2, (uint64_t)2) < 0 || api != 0)
+        return fail("cudnnSetTensor4dDescriptor on a real descriptor: %llu",
+                    (unsigned long long)api);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int failures = 0;
+
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s RGPUD LIB_DIR\n", argv[0]);
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    count_proc = rgpu_proc_id("cudart", "cudaGetDeviceCount");
+    if (start_logged(argv[1], argv[2]) < 0) {
+        printf("FAIL start: %s\n", why);
+        if (daemon_pid)
+            stop_daemon();
+        unlink(log_path);
+        return 1;
+    }
+    int a = open_session();
+    if (a < 0 || setup(a) < 0) {
+        printf("FAIL setup: %s\n", why);
+        stop_daemon();
+        unlink(log_path);
+        return 1;
+    }
+    printf("ok legitimate handles accepted\n");
+    for (size_t i = 0; i < sizeof hcases / sizeof hcases[0]; i++) {
+        const struct handle_case *c = &hcases[i];
+        if (run_handle_case(a, c) < 0 || good_call(a, ++serial_no) < 0) {
+            printf("FAIL %s (%s): %s\n", c->name, c->proc, why);
+            failures++;
+        } else {
+            printf("ok %s (%s)\n", c->name, c->proc);
+        }
+    }
+    run_hand_cases(a, &failures);
+    /* A descriptor inside a cuDNN backend attribute array. */
+    uint64_t desc, api, forged = FORGED;
+    int before = refusals();
+    if (must(a, "cudnn", "cudnnBackendCreateDescriptor", &desc, "uo",
+             CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, 0) < 0 ||
+        callf(a, "cudnn", "cudnnBackendSetAttribute", &api, NULL, "uuuub", desc,
+              (uint64_t)CUDNN_ATTR_OPERATIONGRAPH_OPS, (uint64_t)CUDNN_TYPE_BACKEND_DESCRIPTOR,
+              (uint64_t)1, &forged, sizeof forged) < 0 ||
+        (api != CUDNN_STATUS_BAD_PARAM && fail("status %llu", (unsigned long long)api)) ||
+        (refusals() <= before && fail("rgpud did not refuse it")) ||
+        good_call(a, ++serial_no) < 0) {
+        printf("FAIL forged-backend-descriptor-in-array: %s\n", why);
+        failures++;
+    } else {
+        printf("ok forged-backend-descriptor-in-array (cudnnBackendSetAttribute)\n");
+    }
+    /* The handles made earlier still work after all the refusals. */
+    if (must(a, "cublas", "cublasSetStream_v2", NULL, "uu", H.blas, H.stream) < 0 ||
+        must(a, "cudart", "cudaStreamDestroy", NULL, "u", H.stream, 0) < 0) {
+        printf("FAIL still-serving: %s\n", why);
+        failures++;
+    } else {
+        printf("ok still-serving\n");
+    }
+    close(a);
+    if (stop_daemon() < 0) {
+        printf("FAIL stop: %s\n", why);
+        failures++;
+    }
+    if (failures)
+        printf("rgpud's log: %s\n", log_path);
+    else
+        unlink(log_path);
+    return failures ? 1 : 0;
+}
