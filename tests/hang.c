@@ -2,20 +2,22 @@
  *
  *   hang RGPUD LIB_DIR
  *
- * Each case starts its own rgpud on a free loopback port with the fake GPU
- * backend of LIB_DIR and short configured timeouts, acts as a client (raw
- * frames, or the real client core through the cudart stub in a forked
+ * Each case starts its own rgpud on a Unix socket in a private temporary
+ * directory (rgpud's default kind of address: peer credentials let us in)
+ * with the fake GPU backend of LIB_DIR and short configured timeouts, acts
+ * as a client (the hello through the one codec of rgpu_hello.h, then raw
+ * frames; or the real client core through the cudart stub in a forked
  * child) and checks that every wait ends with a clear error within the
  * configured time, bounded generously.  Prints "ok CASE" or "FAIL CASE:
  * why" per case; exits non-zero on any failure.  Every wait is bounded. */
 #include "rgpu_hand_procs.h"
+#include "rgpu_hello.h"
 #include "rgpu_proto.h"
 
 #include <arpa/inet.h>
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -25,6 +27,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,7 +38,8 @@
 #define REPLY_MAX (1u << 20)
 
 static const char *rgpud_exe, *lib_dir;
-static int port;
+static char sock_dir[64];          /* ours, 0700 */
+static char sock_path[96];
 static pid_t daemon_pid;
 static char why[512];
 
@@ -67,10 +71,10 @@ static void pause_ms(long ms)
 
 static int dial(void)
 {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
     struct timeval tv = { IO_TIMEOUT_S, 0 };
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock_path);
     if (fd < 0)
         return fail("socket: %s", strerror(errno));
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
@@ -193,43 +197,31 @@ static uint64_t field(const struct answer *a, uint32_t i)
     return a->f[i].via.u64;
 }
 
-static void pack_hello(msgpack_packer *pk)
-{
-    msgpack_pack_array(pk, 3);
-    msgpack_pack_int(pk, RGPU_MSG_HELLO);
-    msgpack_pack_int(pk, RGPU_PROTO_VERSION);
-    msgpack_pack_str_with_body(pk, "hang", 4);
-}
-
-/* Connect and say hello; the welcome's status in *status and its message
- * in msg.  Returns the socket, or -1. */
+/* Connect and say hello with the codec every client uses (no library
+ * digests: the raw frames below name procedures by id); the welcome's
+ * status in *status and its message in msg.  Returns the socket, or -1. */
 static int hello(int *status, char *msg, size_t msglen)
 {
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    struct answer a;
+    struct rgpu_hello h = { .client_name = "hang" };
+    struct rgpu_welcome w;
+    char how[128], reason[512];
     int fd = dial();
     if (fd < 0)
         return -1;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    pack_hello(&pk);
-    int rc = send_msg(fd, &sb);
-    msgpack_sbuffer_destroy(&sb);
-    if (rc < 0 || read_answer(fd, &a) < 0) {
+    int rc = rgpu_hs_client(fd, 0, &h, &w, how, sizeof how, reason, sizeof reason);
+    if (rc < 0) {
         close(fd);
-        return -1;
+        return fail("hello: %s", reason);
     }
-    if (a.n != 7 || field(&a, 0) != RGPU_MSG_WELCOME) {
-        answer_free(&a);
+    /* The codec also reads a protocol-1 welcome (7 elements): this one
+     * must be in this protocol's layout, the busy answer included. */
+    if (w.proto != RGPU_PROTO_VERSION) {
         close(fd);
-        return fail("not a welcome");
+        return fail("a welcome of protocol %d, wanted %d", w.proto, RGPU_PROTO_VERSION);
     }
-    *status = (int)field(&a, 2);
+    *status = w.status;
     if (msg)
-        snprintf(msg, msglen, "%.*s", a.f[6].type == MSGPACK_OBJECT_STR ? (int)a.f[6].via.str.size : 0,
-                 a.f[6].type == MSGPACK_OBJECT_STR ? a.f[6].via.str.ptr : "");
-    answer_free(&a);
+        snprintf(msg, msglen, "%s", w.message);
     return fd;
 }
 
@@ -303,77 +295,6 @@ static int good_call(int fd)
 
 /* ---- rgpud ------------------------------------------------------------------ */
 
-static int free_port(void)
-{
-    struct sockaddr_in sa = { .sin_family = AF_INET };
-    socklen_t len = sizeof sa;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
-        if (fd >= 0)
-            close(fd);
-        return fail("no free port");
-    }
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
-/* rgpud with these options (NULL-terminated) and, if given, one NAME=VALUE
- * in its environment. */
-static int start_daemon(const char *env, ...)
-{
-    const char *argv[24] = { rgpud_exe, "--foreground", "--listen", NULL, "--lib-dir", lib_dir };
-    char listen[64];
-    int argc = 6;
-    va_list ap;
-    va_start(ap, env);
-    for (const char *a; argc < 22 && (a = va_arg(ap, const char *));)
-        argv[argc++] = a;
-    va_end(ap);
-    for (int attempt = 0; attempt < 3; attempt++) {
-        if ((port = free_port()) < 0)
-            return -1;
-        snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
-        argv[3] = listen;
-        pid_t pid = fork();
-        if (pid < 0)
-            return fail("fork: %s", strerror(errno));
-        if (pid == 0) {
-            setpgid(0, 0);
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (env)
-                putenv((char *)env);
-            execv(rgpud_exe, (char *const *)argv);
-            _exit(127);
-        }
-        setpgid(pid, pid);
-        daemon_pid = pid;
-        for (int waited = 0; waited < IO_TIMEOUT_S * 1000; waited += 20) {
-            int fd = dial();
-            if (fd >= 0) {
-                close(fd);
-                return 0;
-            }
-            if (waitpid(pid, NULL, WNOHANG) == pid)
-                break;                  /* the port was taken: another */
-            pause_ms(20);
-        }
-        daemon_pid = 0;
-    }
-    return fail("rgpud did not start");
-}
-
-static void stop_daemon(void)
-{
-    if (!daemon_pid)
-        return;
-    kill(-daemon_pid, SIGCONT);
-    kill(-daemon_pid, SIGKILL);
-    waitpid(daemon_pid, NULL, 0);
-    daemon_pid = 0;
-}
-
 /* The pids of rgpud's children (sessions) into pids; their count. */
 static int sessions_of_daemon(pid_t *pids, int max)
 {
@@ -401,6 +322,78 @@ static int sessions_of_daemon(pid_t *pids, int max)
     return n;
 }
 
+/* Until rgpud has no child (the start-up probe's session has ended and been
+ * reaped, so the listener counts no session): 0, or -1 after seconds. */
+static int wait_no_children(double seconds)
+{
+    pid_t s[4];
+    double t0 = now_s();
+    while (sessions_of_daemon(s, 4) > 0) {
+        if (now_s() - t0 > seconds)
+            return fail("rgpud still has children after %.0f s", seconds);
+        pause_ms(20);
+    }
+    return 0;
+}
+
+/* rgpud with these options (NULL-terminated) and, if given, one NAME=VALUE
+ * in its environment, listening on sock_path. */
+static int start_daemon(const char *env, ...)
+{
+    const char *argv[24] = { rgpud_exe, "--foreground", "--listen", NULL, "--lib-dir", lib_dir };
+    char listen[128];
+    int argc = 6;
+    va_list ap;
+    va_start(ap, env);
+    for (const char *a; argc < 22 && (a = va_arg(ap, const char *));)
+        argv[argc++] = a;
+    va_end(ap);
+    snprintf(listen, sizeof listen, "unix:%s", sock_path);
+    argv[3] = listen;
+    unlink(sock_path);                  /* the last case's rgpud was killed */
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("fork: %s", strerror(errno));
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (env)
+            putenv((char *)env);
+        execv(rgpud_exe, (char *const *)argv);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    daemon_pid = pid;
+    for (int waited = 0; waited < IO_TIMEOUT_S * 1000; waited += 20) {
+        int fd = dial();
+        if (fd >= 0) {
+            /* The probe's session ends at our end of stream; once it is
+             * reaped, each case begins with no session counted. */
+            shutdown(fd, SHUT_WR);
+            int rc = expect_close(fd);
+            close(fd);
+            return rc < 0 ? rc : wait_no_children(5);
+        }
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            daemon_pid = 0;
+            return fail("rgpud exited before accepting");
+        }
+        pause_ms(20);
+    }
+    return fail("rgpud did not accept within %d s", IO_TIMEOUT_S);
+}
+
+static void stop_daemon(void)
+{
+    if (!daemon_pid)
+        return;
+    kill(-daemon_pid, SIGCONT);
+    kill(-daemon_pid, SIGKILL);
+    waitpid(daemon_pid, NULL, 0);
+    daemon_pid = 0;
+    unlink(sock_path);
+}
+
 /* ---- clients through the real client core (a forked child each) ---------------- */
 
 /* Run fn in a child with RGPU_SERVER and RGPU_TIMEOUT set; its exit code
@@ -420,10 +413,10 @@ static int child_start(struct child *c, const char *timeout, int (*fn)(int in, i
     if (c->pid < 0)
         return fail("fork: %s", strerror(errno));
     if (c->pid == 0) {
-        char server[64];
+        char server[128];
         close(up[0]);
         close(down[1]);
-        snprintf(server, sizeof server, "127.0.0.1:%d", port);
+        snprintf(server, sizeof server, "unix:%s", sock_path);
         setenv("RGPU_SERVER", server, 1);
         setenv("RGPU_TIMEOUT", timeout, 1);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -522,7 +515,7 @@ static int t_frozen_session(void)
         return -1;
     if (wait_byte(c.to_parent) < 0)
         return child_end(&c, 5) < 0 ? -1 : fail("the client did not connect");
-    /* The start-up probe's session may still be ending. */
+    /* The client's session, and only it (start_daemon reaped the probe's). */
     for (int waited = 0; waited < 5000 && sessions_of_daemon(s, 4) != 1; waited += 20)
         pause_ms(20);
     if (sessions_of_daemon(s, 4) != 1) {
@@ -577,6 +570,9 @@ static int t_silent_client(void)
 {
     if (start_daemon(NULL, "--max-sessions", "1", "--hello-timeout", "1", NULL) < 0)
         return -1;
+    /* No session is counted (start_daemon), so this one gets the slot and
+     * meets --hello-timeout (the default, 10 s, is beyond IO_TIMEOUT_S),
+     * not the busy answer's own 2 s wait for a hello. */
     int fd = dial();
     if (fd < 0)
         return -1;
@@ -600,7 +596,7 @@ static int t_silent_client(void)
  * session ends. */
 static int t_cap_reached(void)
 {
-    char msg[256];
+    char msg[512];              /* a welcome message's size */
     int status;
     if (start_daemon(NULL, "--max-sessions", "1", NULL) < 0)
         return -1;
@@ -861,6 +857,12 @@ int main(int argc, char **argv)
     lib_dir = argv[2];
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGPIPE, SIG_IGN);
+    snprintf(sock_dir, sizeof sock_dir, "%s", "/tmp/rgpu-hang-XXXXXX");
+    if (!mkdtemp(sock_dir)) {
+        fprintf(stderr, "hang: mkdtemp: %s\n", strerror(errno));
+        return 2;
+    }
+    snprintf(sock_path, sizeof sock_path, "%s/rgpud.sock", sock_dir);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int chosen = argc == 3;
         for (int k = 3; k < argc; k++)
@@ -878,5 +880,6 @@ int main(int argc, char **argv)
             printf("ok %s (%.1f s)\n", cases[i].name, now_s() - t0);
         }
     }
+    rmdir(sock_dir);
     return failures ? 1 : 0;
 }
