@@ -4,6 +4,7 @@
  * client (session.c); it never loads or calls CUDA itself, since CUDA is
  * undefined in the child of a process that initialised it. */
 #include "rgpud.h"
+#include "sandbox.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
@@ -36,6 +37,10 @@ static void usage(FILE *f)
             "  -s, --spin-us N          poll N microseconds for a client's next request\n"
             "                           before sleeping (env RGPUD_SPIN_US; default 50\n"
             "                           with 4 or more CPUs, else 0)\n"
+            "      --session-memory-limit SIZE\n"
+            "                           private memory of one session, as RLIMIT_DATA\n"
+            "                           (K, M, G, T suffixes, or unlimited; default 64G)\n"
+            "      --no-sandbox         run sessions unconfined (debugging only)\n"
             "  -f, --foreground         stay in the foreground (default)\n"
             "  -v, --verbose            more logging (repeat for debug; env RGPU_LOG)\n"
             "  -h, --help               this text\n",
@@ -44,10 +49,13 @@ static void usage(FILE *f)
 
 static void on_child(int sig)
 {
-    int saved = errno;
+    int saved = errno, status;
+    pid_t pid;
     (void)sig;
-    while (waitpid(-1, NULL, WNOHANG) > 0)
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         nsessions--;
+        sandbox_note_exit(pid, status);
+    }
     errno = saved;
 }
 
@@ -168,10 +176,12 @@ int main(int argc, char **argv)
         { "foreground", no_argument, NULL, 'f' },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
+        { "session-memory-limit", required_argument, NULL, 'M' },
+        { "no-sandbox", no_argument, NULL, 'S' },
         { NULL, 0, NULL, 0 },
     };
     struct rgpud_options opt = { "127.0.0.1:9713", getenv("RGPUD_LIB_DIR"), 1, 64,
-                                 rgpu_spin_ns(getenv("RGPUD_SPIN_US")) };
+                                 rgpu_spin_ns(getenv("RGPUD_SPIN_US")), 0, 0 };
     int verbose = 0, c;
 
     rgpu_log_init("rgpud", getenv("RGPU_LOG"));
@@ -184,6 +194,13 @@ int main(int argc, char **argv)
         case 'f': opt.foreground = 1; break;
         case 'v': verbose++; break;
         case 'h': usage(stdout); return 0;
+        case 'M':
+            if (sandbox_parse_size(optarg, &opt.session_memory) < 0) {
+                rgpu_error("--session-memory-limit wants a size such as 64G, got '%s'", optarg);
+                return 2;
+            }
+            break;
+        case 'S': opt.no_sandbox = 1; break;
         default: usage(stderr); return 2;
         }
     }
@@ -205,6 +222,7 @@ int main(int argc, char **argv)
     if (lfd < 0)
         return 1;
     listen_fd = lfd;
+    sandbox_listener(&opt);
     rgpu_log(RGPU_LOG_INFO, "listening on %s%s%s", opt.listen,
              opt.lib_dir ? ", CUDA libraries from " : "", opt.lib_dir ? opt.lib_dir : "");
     serve(lfd, &opt);

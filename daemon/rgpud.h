@@ -14,6 +14,8 @@ struct rgpud_options {
     int foreground;
     int max_sessions;
     long spin_ns;               /* poll for the next request this long */
+    int no_sandbox;             /* --no-sandbox: sessions unconfined (sandbox.c) */
+    uint64_t session_memory;    /* RLIMIT_DATA of a session; 0: the default */
 };
 
 /* ---- backend.c: the real (or fake) CUDA libraries, loaded per session ---- */

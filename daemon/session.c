@@ -12,6 +12,7 @@
  * that sends garbage cannot be trusted with a GPU context.  The session
  * process exits, and with it everything the client held. */
 #include "rgpud.h"
+#include "sandbox.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
@@ -486,6 +487,7 @@ void session_run(int fd, const struct rgpud_options *opt)
     if (backend_open(opt->lib_dir) < 0)
         rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
                    opt->lib_dir ? " from " : "", opt->lib_dir ? opt->lib_dir : "");
+    sandbox_session(opt);       /* before anything the client sends is read */
     handshake();
     for (;;) {
         struct request *rq = read_request();
