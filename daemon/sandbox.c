@@ -311,10 +311,6 @@ static int conditional_rules(scmp_filter_ctx ctx)
      * reach the listener's whole process group. */
     struct scmp_arg_cmp to_self = SCMP_A0(SCMP_CMP_EQ, self);
     struct scmp_arg_cmp pid_zero = SCMP_A0(SCMP_CMP_EQ, 0);
-    /* The kernel reads ioctl's request as 32 bits: compare those only.
-     * TIOCSTI and TIOCLINUX would type into a terminal on stderr. */
-    struct scmp_arg_cmp sti = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI);
-    struct scmp_arg_cmp linux_console = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX);
     /* Everything prctl does but making the process dumpable again. */
     struct scmp_arg_cmp not_dumpable = SCMP_A0(SCMP_CMP_NE, PR_SET_DUMPABLE);
     int rc = 0;
@@ -334,8 +330,6 @@ static int conditional_rules(scmp_filter_ctx ctx)
     if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, &pid_zero);
     if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, &to_self);
     if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "prctl", 1, &not_dumpable);
-    if (!rc) rc = rule(ctx, SCMP_ACT_KILL_PROCESS, "ioctl", 1, &sti);
-    if (!rc) rc = rule(ctx, SCMP_ACT_KILL_PROCESS, "ioctl", 1, &linux_console);
     return rc;
 }
 
@@ -391,6 +385,27 @@ static int load_filter(scmp_filter_ctx ctx, const char *who)
     return rc;
 }
 
+/* Kills that depend on the arguments of a call the main filter allows
+ * outright: libseccomp lets an unconditional rule win over conditional
+ * ones of the same call, so they go in a second filter, allowing all else.
+ * The kernel runs both and takes the stricter action. */
+static int session_arg_kills(void)
+{
+    /* The kernel reads ioctl's request as 32 bits: compare those only.
+     * TIOCSTI and TIOCLINUX would type into a terminal on stderr. */
+    struct scmp_arg_cmp sti = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI);
+    struct scmp_arg_cmp linux_console = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX);
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    int rc = ctx ? 0 : -ENOMEM;
+
+    if (!rc) rc = rule(ctx, SCMP_ACT_KILL_PROCESS, "ioctl", 1, &sti);
+    if (!rc) rc = rule(ctx, SCMP_ACT_KILL_PROCESS, "ioctl", 1, &linux_console);
+    if (!rc) rc = load_filter(ctx, "session");
+    if (ctx)
+        seccomp_release(ctx);
+    return rc;
+}
+
 static int session_seccomp(void)
 {
     struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO | SA_RESTART };
@@ -402,10 +417,17 @@ static int session_seccomp(void)
         rgpu_error("sandbox: cannot catch SIGSYS: %s", strerror(errno));
         return -1;
     }
+    /* First the small filter: the main one forbids seccomp() itself. */
+    if (session_arg_kills() != 0)
+        return -1;
     if (!(ctx = seccomp_init(SCMP_ACT_TRAP))) {
         rgpu_error("sandbox: seccomp_init failed");
         return -1;
     }
+    /* A binary tree of the ~250 rules: every system call of every thread
+     * passes through this filter, so it must be quick (optimisation level
+     * 2; older libseccomp without it keeps the linear list). */
+    (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
     rc = RULES(ctx, SCMP_ACT_ALLOW, session_allowed);
     if (rc == 0)
         rc = RULES(ctx, SCMP_ACT_KILL_PROCESS, session_killed);
