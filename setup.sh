@@ -7,7 +7,7 @@ SUDO=
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
     meson ninja-build pkg-config gcc libc6-dev \
-    libmsgpack-dev libclang-14-dev libssl-dev liblz4-dev libzstd-dev \
+    libmsgpack-dev libseccomp-dev libclang-14-dev libssl-dev liblz4-dev libzstd-dev \
     binutils iproute2 \
     debhelper dpkg-dev fakeroot lintian stunnel4 openssl \
     openssh-server openssh-client >/dev/null

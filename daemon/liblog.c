@@ -52,7 +52,8 @@ static void forward_cublasLt(int level, const char *function, const char *messag
 }
 
 /* cuBLASLt writes its log file as well as calling the callback: the
- * server's is /dev/null, the client writes its own. */
+ * server's is /dev/null, the client writes its own.  Opened "r+" (O_RDWR):
+ * the sandbox kills a session that opens anything with O_WRONLY or O_CREAT. */
 static int h_cublasLt_settings(struct hand_call *c)
 {
     static FILE *devnull;
@@ -61,7 +62,7 @@ static int h_cublasLt_settings(struct hand_call *c)
     NEED(REAL("cublasLt", cublasLtLoggerSetCallback));
     NEED(REAL("cublasLt", cublasLtLoggerSetFile));
     NEED(REAL("cublasLt", cublasLtLoggerSetMask));
-    if (!devnull && !(devnull = fopen("/dev/null", "w")))
+    if (!devnull && !(devnull = fopen("/dev/null", "r+")))
         return -RGPU_ENOMEM;
     msgpack_pack_array(c->out, 0);
     cublasStatus_t rc = REAL("cublasLt", cublasLtLoggerSetCallback)(forward_cublasLt);

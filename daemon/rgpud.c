@@ -5,6 +5,7 @@
  * undefined in the child of a process that initialised it. */
 #include "rgpud.h"
 #include "rgpu_hello.h"
+#include "sandbox.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
@@ -71,6 +72,10 @@ static void usage(FILE *f)
             "  -s, --spin-us N          poll N microseconds for a client's next request\n"
             "                           before sleeping (env RGPUD_SPIN_US; default 50\n"
             "                           with 4 or more CPUs, else 0)\n"
+            "      --session-memory-limit SIZE\n"
+            "                           private memory of one session, as RLIMIT_DATA\n"
+            "                           (K, M, G, T suffixes, or unlimited; default 64G)\n"
+            "      --no-sandbox         run sessions unconfined (debugging only)\n"
             "  -f, --foreground         stay in the foreground (default)\n"
             "  -v, --verbose            more logging (repeat for debug; env RGPU_LOG)\n"
             "  -h, --help               this text\n",
@@ -104,8 +109,9 @@ static void log_session_end(pid_t pid, int status)
         rgpu_warn("session %d ended with exit code %d (%d active)", (int)pid,
                   WEXITSTATUS(status), sessions.n);
     else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
-        rgpu_warn("session %d killed by the sandbox (SIGSYS: a forbidden system call; "
-                  "%d active)", (int)pid, sessions.n);
+        rgpu_warn("session %d killed by the sandbox (SIGSYS: a forbidden system call, "
+                  "named in the kernel's audit log, type=1326; %d active)", (int)pid,
+                  sessions.n);
     else if (WIFSIGNALED(status))
         rgpu_warn("session %d killed by signal %d (%s; %d active)", (int)pid,
                   WTERMSIG(status), strsignal(WTERMSIG(status)), sessions.n);
@@ -263,6 +269,8 @@ int main(int argc, char **argv)
         { "foreground", no_argument, NULL, 'f' },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
+        { "session-memory-limit", required_argument, NULL, 'M' },
+        { "no-sandbox", no_argument, NULL, 'S' },
         { NULL, 0, NULL, 0 },
     };
     struct rgpud_options opt = { .listen = RGPU_DEFAULT_SERVER, .key_dir = RGPUD_KEY_DIR,
@@ -291,6 +299,13 @@ int main(int argc, char **argv)
         case 'f': opt.foreground = 1; break;
         case 'v': verbose++; break;
         case 'h': usage(stdout); return 0;
+        case 'M':
+            if (sandbox_parse_size(optarg, &opt.session_memory) < 0) {
+                rgpu_error("--session-memory-limit wants a size such as 64G, got '%s'", optarg);
+                return 2;
+            }
+            break;
+        case 'S': opt.no_sandbox = 1; break;
         default: usage(stderr); return 2;
         }
     }
@@ -321,6 +336,7 @@ int main(int argc, char **argv)
     int lfd = auth_prepare(&opt) < 0 ? -1 : auth_listen(&opt);
     if (lfd < 0)
         return 1;
+    sandbox_listener(&opt);
     rgpu_log(RGPU_LOG_INFO, "listening on %s%s%s", opt.listen,
              opt.lib_dir ? ", CUDA libraries from " : "", opt.lib_dir ? opt.lib_dir : "");
     serve(lfd, sfd, &opt);

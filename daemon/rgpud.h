@@ -28,6 +28,8 @@ struct rgpud_options {
     int hello_timeout_s;        /* a client must finish its hello within this */
     int frame_timeout_s;        /* the rest of a frame, once its first byte came */
     int keepalive_ms;           /* while a request runs, a keepalive this often */
+    int no_sandbox;             /* --no-sandbox: sessions unconfined (sandbox.c) */
+    uint64_t session_memory;    /* RLIMIT_DATA of a session; 0: the default */
 };
 
 /* ---- auth.c: who may connect ------------------------------------------------ */

@@ -13,6 +13,7 @@
  * process exits, and with it everything the client held. */
 #include "rgpud.h"
 #include "owned_handles.h"
+#include "sandbox.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
@@ -615,6 +616,7 @@ void session_run(int fd, const struct rgpud_options *opt)
     if (backend_open(opt->lib_dir) < 0)
         rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
                    opt->lib_dir ? " from " : "", opt->lib_dir ? opt->lib_dir : "");
+    sandbox_session(opt);       /* before anything else the client sends is read */
     w.runtime_version = backend_runtime_version();
     w.driver_version = backend_driver_version();
     auth_welcome(fd, &w);

@@ -1,0 +1,693 @@
+/* The sandbox of rgpud's processes.
+ *
+ * A session replays a client's calls, and kernels the client sends can
+ * reach any address of the session (with HMM the GPU reads pageable host
+ * memory), so a hostile client must be assumed able to run code in its
+ * session.  What that gains it is decided here, once the GPU libraries are
+ * loaded and before the first byte from the client is read:
+ *
+ *   - no new privileges, no core dumps, not dumpable (no ptrace or
+ *     /proc/PID/mem by other processes of the rgpu user);
+ *   - resource limits: open files, and private writable memory
+ *     (RLIMIT_DATA; not RLIMIT_AS, since the CUDA driver reserves terabytes
+ *     of address space it never fills);
+ *   - Landlock, where the kernel has it: the filesystem shrinks to reading
+ *     the libraries, /proc and /sys, and reading and writing the NVIDIA
+ *     device nodes; no TCP, no signals or abstract sockets beyond itself;
+ *   - seccomp: the system calls CUDA needs at run time are allowed, the
+ *     ones an intruder needs (execve, ptrace, new sockets, connect, opening
+ *     for writing, changing files) kill the process, and everything else
+ *     fails with EPERM and a log line naming it, so that a call of the real
+ *     driver missing from the list shows up in the log rather than killing
+ *     a real workload.
+ *
+ * The listener gets a small filter of its own: it only accepts and forks.
+ * docs/security.d/sandbox.md describes the layers for administrators. */
+#include "sandbox.h"
+#include "rgpud.h"
+#include "rgpu_log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <linux/landlock.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+/* ---- sizes ------------------------------------------------------------------ */
+
+int sandbox_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    unsigned shift = 0;
+
+    if (strcmp(s, "unlimited") == 0) {
+        *out = RLIM_INFINITY;
+        return 0;
+    }
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (errno || *end || v == 0 || v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+/* ---- async-signal-safe log lines ------------------------------------------- */
+
+/* The SIGSYS handler and the listener's reaping cannot use stdio: lines
+ * are built by hand, in rgpu_log's format. */
+struct line {
+    char buf[256];
+    size_t len;
+};
+
+static void put_str(struct line *l, const char *s)
+{
+    while (*s && l->len < sizeof l->buf - 1)
+        l->buf[l->len++] = *s++;
+}
+
+static void put_num(struct line *l, long v)
+{
+    char digits[24];
+    int n = 0;
+    unsigned long u = v < 0 ? 0UL - (unsigned long)v : (unsigned long)v;
+    if (v < 0)
+        put_str(l, "-");
+    do
+        digits[n++] = (char)('0' + u % 10);
+    while ((u /= 10) && n < (int)sizeof digits);
+    while (n > 0 && l->len < sizeof l->buf - 1)
+        l->buf[l->len++] = digits[--n];
+}
+
+static void line_start(struct line *l, const char *level)
+{
+    l->len = 0;
+    put_str(l, "rgpud[");
+    put_num(l, (long)getpid());
+    put_str(l, "]: ");
+    put_str(l, level);
+    put_str(l, ": ");
+}
+
+static void line_write(struct line *l)
+{
+    l->buf[l->len++] = '\n';
+    ssize_t rc = write(STDERR_FILENO, l->buf, l->len);
+    (void)rc;       /* nowhere to report a failed log write */
+}
+
+/* ---- common layers ------------------------------------------------------------- */
+
+/* No core files: a session's memory holds other data of its client, and
+ * the listener's too.  Not dumpable: processes of the same user can no
+ * longer ptrace this one or open its /proc/PID/mem, environ or pagemap
+ * (the process itself keeps reading its own maps, status, fd and exe, which
+ * is what the CUDA driver reads). */
+static int no_privs_no_dumps(void)
+{
+    struct rlimit zero = { 0, 0 };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        rgpu_error("sandbox: cannot set no_new_privs: %s", strerror(errno));
+        return -1;
+    }
+    if (setrlimit(RLIMIT_CORE, &zero) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+        rgpu_error("sandbox: cannot turn core dumps off: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Lower (never raise) a limit to at most max. */
+static void cap_limit(int resource, const char *name, rlim_t max)
+{
+    struct rlimit rl;
+    if (getrlimit(resource, &rl) < 0)
+        return;
+    if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > max)
+        rl.rlim_max = max;
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > rl.rlim_max)
+        rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(resource, &rl) < 0)
+        rgpu_warn("sandbox: cannot limit %s: %s", name, strerror(errno));
+}
+
+/* The driver holds a few descriptors per device and context; thousands is
+ * plenty, and bounds what a session can pin in the kernel. */
+#define SESSION_MAX_FILES 4096
+
+static void session_limits(const struct rgpud_options *opt)
+{
+    uint64_t mem = opt->session_memory ? opt->session_memory : SANDBOX_DEFAULT_SESSION_MEMORY;
+    cap_limit(RLIMIT_NOFILE, "open files", SESSION_MAX_FILES);
+    if (mem != RLIM_INFINITY)
+        cap_limit(RLIMIT_DATA, "session memory", (rlim_t)mem);
+}
+
+/* ---- seccomp -------------------------------------------------------------------- */
+
+/* System calls CUDA, cuBLAS, cuDNN, glibc and the session need once the
+ * libraries are loaded: memory and device management (ioctl and mmap on
+ * the device nodes), I/O on descriptors already open, threads, futexes,
+ * clocks, signals, and looking at files (opens are ruled below). */
+static const char *const session_allowed[] = {
+    "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
+    "preadv2", "pwritev2", "sendmsg", "recvmsg", "sendto", "recvfrom", "sendmmsg",
+    "recvmmsg", "shutdown", "getsockopt", "setsockopt", "getsockname", "getpeername",
+    "poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl",
+    "epoll_wait", "epoll_pwait", "epoll_pwait2",
+    "close", "close_range", "fstat", "newfstatat", "stat", "lstat", "statx", "statfs",
+    "fstatfs", "lseek", "getdents64", "readlink", "readlinkat", "access", "faccessat",
+    "faccessat2", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2", "eventfd", "eventfd2",
+    "memfd_create", "ftruncate", "flock", "fsync", "fdatasync", "fadvise64", "readahead",
+    "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
+    "getcwd", "chdir", "fchdir", "umask", "timerfd_create", "timerfd_settime",
+    "timerfd_gettime",
+    "ioctl", "mmap", "munmap", "mprotect", "mremap", "madvise", "brk", "msync", "mincore",
+    "mlock", "mlock2", "munlock", "mlockall", "munlockall", "membarrier",
+    "get_mempolicy", "set_mempolicy", "mbind", "pkey_alloc", "pkey_free", "pkey_mprotect",
+    "futex", "futex_waitv", "set_robust_list", "get_robust_list", "rseq",
+    "set_tid_address", "arch_prctl",
+    "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
+    "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun", "timer_delete",
+    "alarm", "setitimer", "getitimer",
+    "sched_yield", "sched_getaffinity", "sched_setaffinity", "sched_getparam",
+    "sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min",
+    "sched_getattr", "getpriority", "getcpu",
+    "exit", "exit_group", "wait4", "waitid",
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigtimedwait", "rt_sigpending",
+    "rt_sigsuspend", "sigaltstack", "restart_syscall", "pause",
+    "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups",
+    "getresuid", "getresgid", "getpgrp", "getpgid", "getsid", "capget",
+    "getrandom", "uname", "sysinfo", "getrlimit", "setrlimit", "getrusage", "times",
+};
+
+/* What an intruder needs, and CUDA does not: the process is killed. */
+static const char *const session_killed[] = {
+    "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev",
+    "socket", "connect", "bind", "listen", "accept", "accept4",
+    "creat", "fork", "vfork",
+    "unlink", "unlinkat", "rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir",
+    "symlink", "symlinkat", "link", "linkat", "mknod", "mknodat",
+    "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
+    "truncate", "fallocate", "utime", "utimes", "utimensat", "futimesat",
+    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+    /* io_uring performs opens and connects that seccomp never sees. */
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "bpf", "perf_event_open", "userfaultfd", "unshare", "setns", "mount", "umount2",
+    "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick", "open_tree",
+    "move_mount", "mount_setattr", "keyctl", "add_key", "request_key",
+    "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "kcmp",
+    "name_to_handle_at", "open_by_handle_at", "kexec_load", "kexec_file_load",
+    "init_module", "finit_module", "delete_module", "uselib", "swapon", "swapoff",
+    "reboot", "acct",
+};
+
+/* The listener's: it accepts and forks, and nothing it does needs these. */
+static const char *const listener_killed[] = {
+    "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev", "connect",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+};
+
+/* Opening for writing, creating, truncating or appending (O_RDWR stays:
+ * the driver opens /dev/nvidia* so at cuInit and at every context; Landlock
+ * decides where). */
+static const unsigned long open_write_flags[] = {
+    O_WRONLY, O_CREAT, O_TRUNC, O_APPEND, __O_TMPFILE,
+};
+
+/* A rule on a system call named as the kernel does; one unknown to this
+ * libseccomp or absent from this architecture is skipped (it then falls to
+ * the filter's default). */
+static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n,
+                const struct scmp_arg_cmp *cmp)
+{
+    int nr = seccomp_syscall_resolve_name(name);
+    if (nr < 0)
+        return 0;
+    int rc = seccomp_rule_add_array(ctx, action, nr, n, cmp);
+    if (rc < 0)
+        rgpu_error("sandbox: seccomp rule for %s: %s", name, strerror(-rc));
+    return rc;
+}
+
+static int rules(scmp_filter_ctx ctx, uint32_t action, const char *const *names, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = rule(ctx, action, names[i], 0, NULL);
+    return rc;
+}
+
+#define RULES(ctx, action, list) rules(ctx, action, list, sizeof list / sizeof list[0])
+
+/* open and openat: allowed without any writing flag, killed with one. */
+static int open_rules(scmp_filter_ctx ctx, const char *name, unsigned flags_arg)
+{
+    unsigned long all = 0;
+    int rc = 0;
+    for (size_t i = 0; i < sizeof open_write_flags / sizeof open_write_flags[0]; i++)
+        all |= open_write_flags[i];
+    struct scmp_arg_cmp none = { flags_arg, SCMP_CMP_MASKED_EQ, all, 0 };
+    rc = rule(ctx, SCMP_ACT_ALLOW, name, 1, &none);
+    for (size_t i = 0; rc == 0 && i < sizeof open_write_flags / sizeof open_write_flags[0]; i++) {
+        unsigned long f = open_write_flags[i];
+        struct scmp_arg_cmp has = { flags_arg, SCMP_CMP_MASKED_EQ, f, f };
+        rc = rule(ctx, SCMP_ACT_KILL_PROCESS, name, 1, &has);
+    }
+    return rc;
+}
+
+/* Calls allowed with some arguments only. */
+static int conditional_rules(scmp_filter_ctx ctx)
+{
+    const uint64_t self = (uint64_t)getpid();
+    /* Threads only: a new process could run without the parent's rules on
+     * nothing, but it is what an intruder wants for a shell. */
+    struct scmp_arg_cmp thread = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
+    struct scmp_arg_cmp process = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
+    /* Signals, and resource limits, to this process only; kill(0) would
+     * reach the listener's whole process group. */
+    struct scmp_arg_cmp to_self = SCMP_A0(SCMP_CMP_EQ, self);
+    struct scmp_arg_cmp pid_zero = SCMP_A0(SCMP_CMP_EQ, 0);
+    /* Everything prctl does but making the process dumpable again. */
+    struct scmp_arg_cmp not_dumpable = SCMP_A0(SCMP_CMP_NE, PR_SET_DUMPABLE);
+    int rc = 0;
+
+    if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "clone", 1, &thread);
+    if (!rc) rc = rule(ctx, SCMP_ACT_KILL_PROCESS, "clone", 1, &process);
+    /* clone3 passes its flags in memory, out of the filter's sight: glibc
+     * falls back to clone on ENOSYS.  openat2 likewise. */
+    if (!rc) rc = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
+    if (!rc) rc = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, NULL);
+    if (!rc) rc = open_rules(ctx, "open", 1);
+    if (!rc) rc = open_rules(ctx, "openat", 2);
+    if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "kill", 1, &to_self);
+    if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "tgkill", 1, &to_self);
+    if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "rt_sigqueueinfo", 1, &to_self);
+    if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "rt_tgsigqueueinfo", 1, &to_self);
+    if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, &pid_zero);
+    if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, &to_self);
+    if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "prctl", 1, &not_dumpable);
+    return rc;
+}
+
+/* One line per system call number, the first time: numbers are bounded by
+ * the architecture's table, larger ones share the last slot. */
+#define TRAP_SLOTS 1024
+#ifndef SYS_SECCOMP
+#define SYS_SECCOMP 1           /* si_code of a seccomp SIGSYS; older glibc lacks it */
+#endif
+static unsigned char trap_seen[TRAP_SLOTS];
+
+/* A system call outside every list: make it fail with EPERM, and say which
+ * one, so that a call of the real driver we did not foresee shows up in the
+ * log instead of killing the workload. */
+static void on_sigsys(int sig, siginfo_t *si, void *ctx)
+{
+    int saved = errno;
+    (void)sig;
+    if (si->si_code != SYS_SECCOMP)
+        return;         /* sent by someone: nothing to answer */
+#if defined(__x86_64__)
+    ((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RAX] = -EPERM;
+#elif defined(__aarch64__)
+    ((ucontext_t *)ctx)->uc_mcontext.regs[0] = (unsigned long long)-EPERM;
+#else
+    (void)ctx;
+#endif
+    int nr = si->si_syscall;
+    unsigned slot = nr >= 0 && nr < TRAP_SLOTS ? (unsigned)nr : TRAP_SLOTS - 1;
+    if (!__atomic_exchange_n(&trap_seen[slot], 1, __ATOMIC_RELAXED)) {
+        struct line l;
+        line_start(&l, "warn");
+        put_str(&l, "sandbox: refused system call ");
+        put_num(&l, nr);
+        put_str(&l, " with EPERM (not in the session's list; if a CUDA program fails "
+                    "because of it, report it)");
+        line_write(&l);
+    }
+    errno = saved;
+}
+
+static int load_filter(scmp_filter_ctx ctx, const char *who)
+{
+    /* TSYNC: threads the GPU libraries already started get the filter
+     * too; a thread that cannot is an error, never silently left out. */
+    int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+    if (rc == 0)
+        rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    if (rc == 0)
+        rc = seccomp_load(ctx);
+    if (rc != 0)
+        rgpu_error("sandbox: cannot load the %s's seccomp filter: %s", who, strerror(-rc));
+    return rc;
+}
+
+/* Kills that depend on the arguments of a call the main filter allows
+ * outright: libseccomp lets an unconditional rule win over conditional
+ * ones of the same call, so they go in a second filter, allowing all else.
+ * The kernel runs both and takes the stricter action. */
+static int session_arg_kills(void)
+{
+    /* The kernel reads ioctl's request as 32 bits: compare those only.
+     * TIOCSTI and TIOCLINUX would type into a terminal on stderr. */
+    struct scmp_arg_cmp sti = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI);
+    struct scmp_arg_cmp linux_console = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX);
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    int rc = ctx ? 0 : -ENOMEM;
+
+    if (!rc) rc = rule(ctx, SCMP_ACT_KILL_PROCESS, "ioctl", 1, &sti);
+    if (!rc) rc = rule(ctx, SCMP_ACT_KILL_PROCESS, "ioctl", 1, &linux_console);
+    if (!rc) rc = load_filter(ctx, "session");
+    if (ctx)
+        seccomp_release(ctx);
+    return rc;
+}
+
+static int session_seccomp(void)
+{
+    struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO | SA_RESTART };
+    scmp_filter_ctx ctx;
+    int rc;
+
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSYS, &sa, NULL) < 0) {
+        rgpu_error("sandbox: cannot catch SIGSYS: %s", strerror(errno));
+        return -1;
+    }
+    /* First the small filter: the main one forbids seccomp() itself. */
+    if (session_arg_kills() != 0)
+        return -1;
+    if (!(ctx = seccomp_init(SCMP_ACT_TRAP))) {
+        rgpu_error("sandbox: seccomp_init failed");
+        return -1;
+    }
+    /* A binary tree of the ~250 rules: every system call of every thread
+     * passes through this filter, so it must be quick (optimisation level
+     * 2; older libseccomp without it keeps the linear list). */
+    (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+    rc = RULES(ctx, SCMP_ACT_ALLOW, session_allowed);
+    if (rc == 0)
+        rc = RULES(ctx, SCMP_ACT_KILL_PROCESS, session_killed);
+    if (rc == 0)
+        rc = conditional_rules(ctx);
+    if (rc == 0)
+        rc = load_filter(ctx, "session");
+    seccomp_release(ctx);
+    return rc == 0 ? 0 : -1;
+}
+
+/* ---- Landlock ------------------------------------------------------------------- */
+
+/* Rights of later ABIs, where the installed headers predate them. */
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+#ifndef LANDLOCK_ACCESS_NET_BIND_TCP
+#define LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)
+#define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
+#endif
+#ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#endif
+
+#define LL_FS_ABI1 ((1ULL << 13) - 1)   /* EXECUTE .. MAKE_SYM */
+#define LL_READ (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+#define LL_READ_EXEC (LL_READ | LANDLOCK_ACCESS_FS_EXECUTE)
+#define LL_DEVICE (LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+/* The rights a rule on a file (not a directory) may carry. */
+#define LL_FILE_RIGHTS (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | \
+                        LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE | \
+                        LANDLOCK_ACCESS_FS_IOCTL_DEV)
+
+/* The ruleset attribute of the newest ABI; older kernels are given the
+ * prefix they know. */
+struct ll_ruleset_attr {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;    /* ABI 4 */
+    uint64_t scoped;                /* ABI 6 */
+};
+
+struct ll {
+    int fd;
+    uint64_t handled;
+};
+
+/* Grant access beneath path (or to the file path); a path this host lacks
+ * is skipped. */
+static void ll_allow(const struct ll *ll, const char *path, uint64_t access)
+{
+    struct landlock_path_beneath_attr pb = { 0 };
+    struct stat st;
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+        access &= LL_FILE_RIGHTS;
+    pb.allowed_access = access & ll->handled;
+    pb.parent_fd = fd;
+    if (pb.allowed_access &&
+        syscall(SYS_landlock_add_rule, ll->fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+        rgpu_warn("sandbox: Landlock rule for %s: %s", path, strerror(errno));
+    close(fd);
+}
+
+/* The folder of a path ("/a/b/libx.so" -> "/a/b"), into buf. */
+static const char *dir_of(const char *path, char *buf, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path || (size_t)(slash - path) >= size)
+        return NULL;
+    memcpy(buf, path, (size_t)(slash - path));
+    buf[slash - path] = '\0';
+    return buf;
+}
+
+/* Every library loaded so far: the backend, its dependencies, and the
+ * folders the driver and cuDNN load their parts from later. */
+static int allow_loaded_lib(struct dl_phdr_info *info, size_t size, void *data)
+{
+    char dir[4096];
+    (void)size;
+    if (info->dlpi_name && info->dlpi_name[0] == '/' &&
+        dir_of(info->dlpi_name, dir, sizeof dir))
+        ll_allow(data, dir, LL_READ_EXEC);
+    return 0;
+}
+
+static void allow_path_list(const struct ll *ll, const char *list, uint64_t access)
+{
+    char dir[4096];
+    while (list && *list) {
+        size_t n = strcspn(list, ":");
+        if (n > 0 && n < sizeof dir && list[0] == '/') {
+            memcpy(dir, list, n);
+            dir[n] = '\0';
+            ll_allow(ll, dir, access);
+        }
+        list += n + (list[n] == ':');
+    }
+}
+
+/* Entries of dir whose name begins with prefix. */
+static void allow_prefixed(const struct ll *ll, const char *dir, const char *prefix,
+                           uint64_t access)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[4096];
+    if (!d)
+        return;
+    while ((e = readdir(d)))
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 &&
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+            ll_allow(ll, path, access);
+    closedir(d);
+}
+
+/* What a session may touch.  /etc is named file by file: /etc/rgpu holds
+ * the daemon's keys, which a session must not read. */
+static void ll_rules(const struct ll *ll, const struct rgpud_options *opt)
+{
+    static const char *const lib_dirs[] = {
+        "/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib32",
+        "/usr/local/nvidia", "/opt", "/usr/share/nvidia",
+    };
+    static const char *const etc_files[] = {
+        "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ld.so.preload",
+        "/etc/nvidia", "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",
+        "/etc/hosts", "/etc/host.conf", "/etc/gai.conf", "/etc/ssl", "/etc/OpenCL",
+    };
+    static const char *const devices[] = {
+        "/dev/urandom", "/dev/random", "/dev/zero",
+    };
+
+    for (size_t i = 0; i < sizeof lib_dirs / sizeof lib_dirs[0]; i++)
+        ll_allow(ll, lib_dirs[i], LL_READ_EXEC);
+    allow_prefixed(ll, "/usr/local", "cuda", LL_READ_EXEC);
+    if (opt->lib_dir)
+        ll_allow(ll, opt->lib_dir, LL_READ_EXEC);
+    allow_path_list(ll, getenv("LD_LIBRARY_PATH"), LL_READ_EXEC);
+    dl_iterate_phdr(allow_loaded_lib, (void *)ll);
+    for (size_t i = 0; i < sizeof etc_files / sizeof etc_files[0]; i++)
+        ll_allow(ll, etc_files[i], LL_READ);
+    ll_allow(ll, "/proc", LL_READ);
+    ll_allow(ll, "/sys", LL_READ);
+    /* The device nodes: /dev/nvidia0.., nvidiactl, nvidia-uvm, nvidia-modeset,
+     * the nvidia-caps folder (MIG).  Nodes made after this point are not
+     * reachable: the driver makes them before, at boot or when the first
+     * session of the host starts. */
+    ll_allow(ll, "/dev", LANDLOCK_ACCESS_FS_READ_DIR);
+    allow_prefixed(ll, "/dev", "nvidia", LL_DEVICE);
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
+        ll_allow(ll, devices[i], LANDLOCK_ACCESS_FS_READ_FILE);
+    /* cuBLASLt's log file is /dev/null, opened for writing (liblog.c). */
+    ll_allow(ll, "/dev/null", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE);
+}
+
+/* Threads started before Landlock (by the GPU libraries' constructors)
+ * keep the unrestricted filesystem: say so when there are any. */
+static void warn_early_threads(void)
+{
+    char line[128];
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "Threads:", 8) == 0 && atoi(line + 8) > 1)
+            rgpu_warn("sandbox: %d threads started before Landlock and keep the whole "
+                      "filesystem (seccomp still covers them)", atoi(line + 8) - 1);
+    fclose(f);
+}
+
+/* Landlock where the kernel has it; its absence (old kernels, gVisor and
+ * the like) is logged and tolerated: seccomp and the unit still hold. */
+static void session_landlock(const struct rgpud_options *opt)
+{
+    struct ll_ruleset_attr attr = { 0 };
+    struct ll ll;
+    size_t size = sizeof attr.handled_access_fs;
+    int abi = (int)syscall(SYS_landlock_create_ruleset, NULL, 0,
+                           LANDLOCK_CREATE_RULESET_VERSION);
+    if (abi < 1) {
+        rgpu_warn("sandbox: this kernel has no Landlock (%s): the session's filesystem is "
+                  "limited by seccomp and the service's own sandbox only", strerror(errno));
+        return;
+    }
+    attr.handled_access_fs = LL_FS_ABI1;
+    if (abi >= 2)
+        attr.handled_access_fs |= LANDLOCK_ACCESS_FS_REFER;
+    if (abi >= 3)
+        attr.handled_access_fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    if (abi >= 5)
+        attr.handled_access_fs |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+    if (abi >= 4) {
+        /* Handled with no rule: no TCP bind or connect at all. */
+        attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+        size = offsetof(struct ll_ruleset_attr, scoped);
+    }
+    if (abi >= 6) {
+        /* No signals to, nor abstract sockets of, processes outside. */
+        attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+        size = sizeof attr;
+    }
+    ll.handled = attr.handled_access_fs;
+    ll.fd = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+    if (ll.fd < 0) {
+        rgpu_warn("sandbox: cannot create a Landlock ruleset (ABI %d): %s", abi,
+                  strerror(errno));
+        return;
+    }
+    ll_rules(&ll, opt);
+    warn_early_threads();
+    if (syscall(SYS_landlock_restrict_self, ll.fd, 0) < 0)
+        rgpu_warn("sandbox: cannot apply Landlock (ABI %d): %s", abi, strerror(errno));
+    else
+        rgpu_debug("sandbox: Landlock ABI %d applied", abi);
+    close(ll.fd);
+}
+
+/* ---- entry points ----------------------------------------------------------------- */
+
+/* The driver's JIT cache would be shared by every client of the rgpu user,
+ * letting one plant compiled code for another's PTX; a cache per session
+ * would need files created after the sandbox forbids it.  So: none. */
+static void no_jit_cache(void)
+{
+    setenv("CUDA_CACHE_DISABLE", "1", 1);
+}
+
+void sandbox_session(const struct rgpud_options *opt)
+{
+    no_jit_cache();
+    session_limits(opt);
+    if (opt->no_sandbox)
+        return;
+    if (no_privs_no_dumps() < 0)
+        _exit(3);
+    session_landlock(opt);
+    if (session_seccomp() < 0) {
+        rgpu_error("sandbox: refusing to serve this client unconfined (--no-sandbox turns "
+                   "the sandbox off)");
+        _exit(3);
+    }
+}
+
+void sandbox_listener(const struct rgpud_options *opt)
+{
+    scmp_filter_ctx ctx;
+    int rc;
+
+    no_jit_cache();
+    if (opt->no_sandbox) {
+        rgpu_warn("--no-sandbox: sessions run unconfined; a client that takes over its "
+                  "session can do anything this user can");
+        return;
+    }
+    if (no_privs_no_dumps() < 0)
+        exit(1);
+    if (!(ctx = seccomp_init(SCMP_ACT_ALLOW))) {
+        rgpu_error("sandbox: seccomp_init failed");
+        exit(1);
+    }
+    rc = RULES(ctx, SCMP_ACT_KILL_PROCESS, listener_killed);
+    if (rc == 0)
+        rc = load_filter(ctx, "listener");
+    seccomp_release(ctx);
+    if (rc != 0)
+        exit(1);
+}
