@@ -313,6 +313,21 @@ gpu_name() {
 
 # --- main ------------------------------------------------------------------
 
+# What rgpud refused or warned about during the run, counted by kind (the
+# sandbox's refused system calls, sessions it killed, handles and pointers
+# the checks turned away): a legitimate program should cause none.
+rgpud_warnings() {
+    say ""
+    say "== rgpud warnings and errors (count, line without pid)"
+    if ! grep -Eq ': (warning|error): |sandbox: ' "$WORK/rgpud.log"; then
+        say "(none)"
+        return
+    fi
+    grep -E ': (warning|error): |sandbox: ' "$WORK/rgpud.log" |
+        sed -E 's/^rgpud\[[0-9]+\]: //; s/session [0-9]+/session N/g; s/[0-9]+ active/N active/' |
+        sort | uniq -c | sort -rn | head -n 30 | tee -a "$SUMMARY"
+}
+
 main() {
     mkdir -p "$OUTDIR" || die "cannot create $OUTDIR"
     : > "$SUMMARY"
@@ -337,6 +352,7 @@ main() {
 
     kill -0 "$DAEMON_PID" 2>/dev/null || say "warning: rgpud died during the run"
     stop_daemon
+    rgpud_warnings
     log_file "rgpud log" "$WORK/rgpud.log"
     say ""
     say "logs: $LOGS"
