@@ -76,6 +76,9 @@ static void usage(FILE *f)
             "                           private memory of one session, as RLIMIT_DATA\n"
             "                           (K, M, G, T suffixes, or unlimited; default 64G)\n"
             "      --no-sandbox         run sessions unconfined (debugging only)\n"
+            "      --sandbox-audit      sandbox on, but a forbidden system call fails with\n"
+            "                           EPERM and is logged instead of killing the session\n"
+            "                           (to find what a driver needs)\n"
             "  -f, --foreground         stay in the foreground (default)\n"
             "  -v, --verbose            more logging (repeat for debug; env RGPU_LOG)\n"
             "  -h, --help               this text\n",
@@ -271,6 +274,7 @@ int main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { "session-memory-limit", required_argument, NULL, 'M' },
         { "no-sandbox", no_argument, NULL, 'S' },
+        { "sandbox-audit", no_argument, NULL, 'A' },
         { NULL, 0, NULL, 0 },
     };
     struct rgpud_options opt = { .listen = RGPU_DEFAULT_SERVER, .key_dir = RGPUD_KEY_DIR,
@@ -306,6 +310,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'S': opt.no_sandbox = 1; break;
+        case 'A': opt.sandbox_audit = 1; break;
         default: usage(stderr); return 2;
         }
     }

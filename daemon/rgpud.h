@@ -29,6 +29,7 @@ struct rgpud_options {
     int frame_timeout_s;        /* the rest of a frame, once its first byte came */
     int keepalive_ms;           /* while a request runs, a keepalive this often */
     int no_sandbox;             /* --no-sandbox: sessions unconfined (sandbox.c) */
+    int sandbox_audit;          /* --sandbox-audit: log forbidden calls, do not kill */
     uint64_t session_memory;    /* RLIMIT_DATA of a session; 0: the default */
 };
 

@@ -242,6 +242,11 @@ static const unsigned long open_write_flags[] = {
     O_WRONLY, O_CREAT, O_TRUNC, O_APPEND, __O_TMPFILE,
 };
 
+/* What the sandbox does to a forbidden call: kill the process, or, with
+ * --sandbox-audit, refuse it with EPERM and log it like an unlisted one
+ * (to find what a driver needs without losing the session). */
+static uint32_t kill_action = SCMP_ACT_KILL_PROCESS;
+
 /* A rule on a system call named as the kernel does; one unknown to this
  * libseccomp or absent from this architecture is skipped (it then falls to
  * the filter's default). */
@@ -279,7 +284,7 @@ static int open_rules(scmp_filter_ctx ctx, const char *name, unsigned flags_arg)
     for (size_t i = 0; rc == 0 && i < sizeof open_write_flags / sizeof open_write_flags[0]; i++) {
         unsigned long f = open_write_flags[i];
         struct scmp_arg_cmp has = { flags_arg, SCMP_CMP_MASKED_EQ, f, f };
-        rc = rule(ctx, SCMP_ACT_KILL_PROCESS, name, 1, &has);
+        rc = rule(ctx, kill_action, name, 1, &has);
     }
     return rc;
 }
@@ -301,7 +306,7 @@ static int conditional_rules(scmp_filter_ctx ctx)
     int rc = 0;
 
     if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "clone", 1, &thread);
-    if (!rc) rc = rule(ctx, SCMP_ACT_KILL_PROCESS, "clone", 1, &process);
+    if (!rc) rc = rule(ctx, kill_action, "clone", 1, &process);
     /* clone3 passes its flags in memory, out of the filter's sight: glibc
      * falls back to clone on ENOSYS.  openat2 likewise. */
     if (!rc) rc = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
@@ -343,13 +348,25 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
     (void)ctx;
 #endif
     int nr = si->si_syscall;
+#if defined(__x86_64__)
+    const greg_t *r = ((ucontext_t *)ctx)->uc_mcontext.gregs;
+    long a0 = r[REG_RDI], a1 = r[REG_RSI], a2 = r[REG_RDX];
+#else
+    long a0 = 0, a1 = 0, a2 = 0;
+#endif
     unsigned slot = nr >= 0 && nr < TRAP_SLOTS ? (unsigned)nr : TRAP_SLOTS - 1;
     if (!__atomic_exchange_n(&trap_seen[slot], 1, __ATOMIC_RELAXED)) {
         struct line l;
         line_start(&l, "warn");
         put_str(&l, "sandbox: refused system call ");
         put_num(&l, nr);
-        put_str(&l, " with EPERM (not in the session's list; if a CUDA program fails "
+        put_str(&l, " (");
+        put_num(&l, a0);
+        put_str(&l, ", ");
+        put_num(&l, a1);
+        put_str(&l, ", ");
+        put_num(&l, a2);
+        put_str(&l, ", ...) with EPERM (not in the session's list; if a CUDA program fails "
                     "because of it, report it)");
         line_write(&l);
     }
@@ -383,8 +400,8 @@ static int session_arg_kills(void)
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     int rc = ctx ? 0 : -ENOMEM;
 
-    if (!rc) rc = rule(ctx, SCMP_ACT_KILL_PROCESS, "ioctl", 1, &sti);
-    if (!rc) rc = rule(ctx, SCMP_ACT_KILL_PROCESS, "ioctl", 1, &linux_console);
+    if (!rc) rc = rule(ctx, kill_action, "ioctl", 1, &sti);
+    if (!rc) rc = rule(ctx, kill_action, "ioctl", 1, &linux_console);
     if (!rc) rc = load_filter(ctx, "session");
     if (ctx)
         seccomp_release(ctx);
@@ -415,7 +432,7 @@ static int session_seccomp(void)
     (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
     rc = RULES(ctx, SCMP_ACT_ALLOW, session_allowed);
     if (rc == 0)
-        rc = RULES(ctx, SCMP_ACT_KILL_PROCESS, session_killed);
+        rc = RULES(ctx, kill_action, session_killed);
     if (rc == 0)
         rc = conditional_rules(ctx);
     if (rc == 0)
@@ -657,6 +674,8 @@ void sandbox_session(const struct rgpud_options *opt)
     session_limits(opt);
     if (opt->no_sandbox)
         return;
+    if (opt->sandbox_audit)
+        kill_action = SCMP_ACT_TRAP;
     if (no_privs_no_dumps() < 0)
         _exit(3);
     session_landlock(opt);

@@ -17,7 +17,8 @@
 # Tunables: RGPU_PROG_TIMEOUT (s, default 60), RGPU_BENCH_TIMEOUT (s, 240),
 # RGPU_BENCH_ARGS (e.g. --quick), CUDA_HOME (/usr/local/cuda); RGPU_PROGS=0 and
 # RGPU_BENCH=0 skip those parts, RGPU_LADDER=1 adds the PyTorch ladder
-# (RGPU_LADDER_RUNGS picks rungs), RGPU_PROFILE=1 a table of where nanogpt
+# (RGPU_LADDER_RUNGS picks rungs), RGPUD_ARGS more options for rgpud (e.g.
+# --sandbox-audit), RGPU_PROFILE=1 a table of where nanogpt
 # waits on the network (RGPU_PROFILE_STEPS, default 50).
 set -u
 
@@ -115,7 +116,8 @@ start_daemon() {
     local sock=$WORK/rgpud.sock
     echo "--- rgpud on unix:$sock" >> "$WORK/rgpud.log"
     LD_LIBRARY_PATH="$CUDA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-        "$RGPUD" --foreground -v --listen "unix:$sock" --group none >> "$WORK/rgpud.log" 2>&1 &
+        "$RGPUD" --foreground -v --listen "unix:$sock" --group none ${RGPUD_ARGS:-} \
+        >> "$WORK/rgpud.log" 2>&1 &
     DAEMON_PID=$!
     for _ in $(seq 100); do   # 10 s
         if [ -S "$sock" ]; then
