@@ -82,7 +82,7 @@ int sandbox_parse_size(const char *s, uint64_t *out)
 /* The SIGSYS handler and the listener's reaping cannot use stdio: lines
  * are built by hand, in rgpu_log's format. */
 struct line {
-    char buf[256];
+    char buf[512];
     size_t len;
 };
 
@@ -256,6 +256,10 @@ static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned
     int nr = seccomp_syscall_resolve_name(name);
     if (nr < 0)
         return 0;
+    /* Audit mode: the session filter's default is that action already,
+     * and libseccomp refuses a rule that repeats the default. */
+    if (action == SCMP_ACT_TRAP)
+        return 0;
     int rc = seccomp_rule_add_array(ctx, action, nr, n, cmp);
     if (rc < 0)
         rgpu_error("sandbox: seccomp rule for %s: %s", name, strerror(-rc));
@@ -272,21 +276,16 @@ static int rules(scmp_filter_ctx ctx, uint32_t action, const char *const *names,
 
 #define RULES(ctx, action, list) rules(ctx, action, list, sizeof list / sizeof list[0])
 
-/* open and openat: allowed without any writing flag, killed with one. */
+/* open and openat: allowed without any writing flag.  With one they fall to
+ * the filter's default, the trap, where on_sigsys kills the session (but
+ * for thread names). */
 static int open_rules(scmp_filter_ctx ctx, const char *name, unsigned flags_arg)
 {
     unsigned long all = 0;
-    int rc = 0;
     for (size_t i = 0; i < sizeof open_write_flags / sizeof open_write_flags[0]; i++)
         all |= open_write_flags[i];
     struct scmp_arg_cmp none = { flags_arg, SCMP_CMP_MASKED_EQ, all, 0 };
-    rc = rule(ctx, SCMP_ACT_ALLOW, name, 1, &none);
-    for (size_t i = 0; rc == 0 && i < sizeof open_write_flags / sizeof open_write_flags[0]; i++) {
-        unsigned long f = open_write_flags[i];
-        struct scmp_arg_cmp has = { flags_arg, SCMP_CMP_MASKED_EQ, f, f };
-        rc = rule(ctx, kill_action, name, 1, &has);
-    }
-    return rc;
+    return rule(ctx, SCMP_ACT_ALLOW, name, 1, &none);
 }
 
 /* Calls allowed with some arguments only. */
@@ -330,45 +329,123 @@ static int conditional_rules(scmp_filter_ctx ctx)
 #define SYS_SECCOMP 1           /* si_code of a seccomp SIGSYS; older glibc lacks it */
 #endif
 static unsigned char trap_seen[TRAP_SLOTS];
+/* What a thread's name is written to (opened before the filter). */
+static int devnull_fd = -1;
 
 /* A system call outside every list: make it fail with EPERM, and say which
  * one, so that a call of the real driver we did not foresee shows up in the
  * log instead of killing the workload. */
+/* The trapped call's arguments and its result, in the interrupted
+ * thread's registers. */
+static void trapped_args(const void *ctx, long a[3])
+{
+#if defined(__x86_64__)
+    const greg_t *r = ((const ucontext_t *)ctx)->uc_mcontext.gregs;
+    a[0] = r[REG_RDI], a[1] = r[REG_RSI], a[2] = r[REG_RDX];
+#elif defined(__aarch64__)
+    const unsigned long long *r = ((const ucontext_t *)ctx)->uc_mcontext.regs;
+    a[0] = (long)r[0], a[1] = (long)r[1], a[2] = (long)r[2];
+#else
+    (void)ctx;
+    a[0] = a[1] = a[2] = 0;
+#endif
+}
+
+static void trapped_result(void *ctx, long v)
+{
+#if defined(__x86_64__)
+    ((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RAX] = v;
+#elif defined(__aarch64__)
+    ((ucontext_t *)ctx)->uc_mcontext.regs[0] = (unsigned long long)v;
+#else
+    (void)ctx;
+    (void)v;
+#endif
+}
+
+/* The path argument of a trapped open, or NULL for another call. */
+static const char *trapped_open_path(int nr, const long a[3])
+{
+#ifdef SYS_open
+    if (nr == SYS_open)
+        return (const char *)a[0];
+#endif
+    return nr == SYS_openat ? (const char *)a[1] : NULL;
+}
+
+/* Whether path names one of this process's thread names:
+ * /proc/self/task/TID/comm or /proc/thread-self/comm (the driver names its
+ * threads by writing there). */
+static int is_thread_name(const char *path)
+{
+    static const char task[] = "/proc/self/task/", own[] = "/proc/thread-self/comm";
+    if (strcmp(path, own) == 0)
+        return 1;
+    if (strncmp(path, task, sizeof task - 1) != 0)
+        return 0;
+    const char *p = path + sizeof task - 1;
+    if (*p < '0' || *p > '9')
+        return 0;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return strcmp(p, "/comm") == 0;
+}
+
+static void log_trapped(const char *what, int nr, const long a[3], const char *path,
+                        const char *after)
+{
+    struct line l;
+    line_start(&l, "warn");
+    put_str(&l, what);
+    put_num(&l, nr);
+    put_str(&l, " (");
+    for (int i = 0; i < 3; i++) {
+        put_num(&l, a[i]);
+        put_str(&l, ", ");
+    }
+    put_str(&l, "...)");
+    if (path) {
+        put_str(&l, " path \"");
+        for (int i = 0; i < 160 && path[i] && l.len < sizeof l.buf - 8; i++)
+            l.buf[l.len++] = path[i];
+        put_str(&l, "\"");
+    }
+    put_str(&l, after);
+    line_write(&l);
+}
+
+/* A trapped call.  An open for writing: a thread naming itself gets
+ * /dev/null (the name is lost, nothing is written), anything else kills
+ * the session -- SIGSYS with its default action once this handler returns;
+ * the call itself never runs, whatever a compromised session does to this
+ * handler.  Any other call is outside every list: it fails with EPERM and
+ * is logged once, so that a call of the real driver we did not foresee
+ * shows up in the log instead of killing the workload.  --sandbox-audit
+ * refuses and logs instead of killing. */
 static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 {
-    int saved = errno;
+    int saved = errno, nr = si->si_syscall;
+    long a[3];
     (void)sig;
     if (si->si_code != SYS_SECCOMP)
         return;         /* sent by someone: nothing to answer */
-#if defined(__x86_64__)
-    ((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RAX] = -EPERM;
-#elif defined(__aarch64__)
-    ((ucontext_t *)ctx)->uc_mcontext.regs[0] = (unsigned long long)-EPERM;
-#else
-    (void)ctx;
-#endif
-    int nr = si->si_syscall;
-#if defined(__x86_64__)
-    const greg_t *r = ((ucontext_t *)ctx)->uc_mcontext.gregs;
-    long a0 = r[REG_RDI], a1 = r[REG_RSI], a2 = r[REG_RDX];
-#else
-    long a0 = 0, a1 = 0, a2 = 0;
-#endif
-    unsigned slot = nr >= 0 && nr < TRAP_SLOTS ? (unsigned)nr : TRAP_SLOTS - 1;
-    if (!__atomic_exchange_n(&trap_seen[slot], 1, __ATOMIC_RELAXED)) {
-        struct line l;
-        line_start(&l, "warn");
-        put_str(&l, "sandbox: refused system call ");
-        put_num(&l, nr);
-        put_str(&l, " (");
-        put_num(&l, a0);
-        put_str(&l, ", ");
-        put_num(&l, a1);
-        put_str(&l, ", ");
-        put_num(&l, a2);
-        put_str(&l, ", ...) with EPERM (not in the session's list; if a CUDA program fails "
-                    "because of it, report it)");
-        line_write(&l);
+    trapped_args(ctx, a);
+    trapped_result(ctx, -EPERM);
+    const char *path = trapped_open_path(nr, a);
+    if (path && is_thread_name(path)) {
+        int fd = devnull_fd >= 0 ? fcntl(devnull_fd, F_DUPFD_CLOEXEC, 0) : -1;
+        trapped_result(ctx, fd >= 0 ? fd : -EPERM);
+    } else if (path && kill_action != SCMP_ACT_TRAP) {
+        log_trapped("sandbox: killing the session for opening a file for writing: system call ",
+                    nr, a, path, "");
+        signal(SIGSYS, SIG_DFL);
+        syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGSYS);
+    } else {
+        unsigned slot = nr >= 0 && nr < TRAP_SLOTS ? (unsigned)nr : TRAP_SLOTS - 1;
+        if (!__atomic_exchange_n(&trap_seen[slot], 1, __ATOMIC_RELAXED))
+            log_trapped("sandbox: refused system call ", nr, a, path,
+                        " with EPERM (not in the session's list; if a CUDA program fails "
+                        "because of it, report it)");
     }
     errno = saved;
 }
@@ -398,10 +475,12 @@ static int session_arg_kills(void)
     struct scmp_arg_cmp sti = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI);
     struct scmp_arg_cmp linux_console = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX);
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    /* Audit mode: refused, unlogged (this filter has no trap default). */
+    uint32_t act = kill_action == SCMP_ACT_TRAP ? SCMP_ACT_ERRNO(EPERM) : kill_action;
     int rc = ctx ? 0 : -ENOMEM;
 
-    if (!rc) rc = rule(ctx, kill_action, "ioctl", 1, &sti);
-    if (!rc) rc = rule(ctx, kill_action, "ioctl", 1, &linux_console);
+    if (!rc) rc = rule(ctx, act, "ioctl", 1, &sti);
+    if (!rc) rc = rule(ctx, act, "ioctl", 1, &linux_console);
     if (!rc) rc = load_filter(ctx, "session");
     if (ctx)
         seccomp_release(ctx);
@@ -415,6 +494,7 @@ static int session_seccomp(void)
     int rc;
 
     sigemptyset(&sa.sa_mask);
+    devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (sigaction(SIGSYS, &sa, NULL) < 0) {
         rgpu_error("sandbox: cannot catch SIGSYS: %s", strerror(errno));
         return -1;

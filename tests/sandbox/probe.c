@@ -99,6 +99,17 @@ static void do_tiocsti(void)
     report("tiocsti", rc, rc < 0 ? errno : 0);
 }
 
+static void do_thread_name(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/comm", (long)syscall(SYS_gettid));
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    long rc = fd < 0 ? -1 : write(fd, "probe", 5);
+    report("thread-name", rc, rc < 0 ? errno : 0);
+    if (fd >= 0)
+        close(fd);
+}
+
 static void on_signal(int sig)
 {
     int saved = errno;
@@ -110,6 +121,7 @@ static void on_signal(int sig)
     case PROBE_READ_OUTSIDE: do_read_outside(); break;
     case PROBE_UNLISTED: do_unlisted(); break;
     case PROBE_TIOCSTI: do_tiocsti(); break;
+    case PROBE_THREAD_NAME: do_thread_name(); break;
     default: break;
     }
     errno = saved;

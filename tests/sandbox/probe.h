@@ -11,6 +11,8 @@ enum {
     PROBE_READ_OUTSIDE,     /* read PROBE_SECRET, outside Landlock's paths */
     PROBE_UNLISTED,         /* a system call in no list: EPERM and a log line */
     PROBE_TIOCSTI,          /* type into the terminal on stderr */
+    PROBE_THREAD_NAME,      /* name a thread as the CUDA driver does: write
+                               /proc/self/task/TID/comm (answered with /dev/null) */
     PROBE_COUNT
 };
 

@@ -354,6 +354,9 @@ static const struct sb_case cases[] = {
     { "tiocsti", PROBE_TIOCSTI, 1, NULL, NULL, NULL },
     { "unlisted-syscall", PROBE_UNLISTED, 0, NULL, "probe: unlisted rc=-1 errno=1\n",
       "sandbox: refused system call " },
+    /* The driver names its threads through /proc: that write alone is let
+     * through, to /dev/null. */
+    { "thread-name", PROBE_THREAD_NAME, 0, NULL, "probe: thread-name rc=5 errno=0\n", NULL },
     /* EACCES from Landlock; the line is only checked where the kernel has it. */
     { "read-outside", PROBE_READ_OUTSIDE, 0, NULL, "probe: read-outside rc=-1 errno=13\n",
       NULL },
