@@ -73,3 +73,17 @@ int backend_driver_version(void)
 {
     return query_version("cudart", "cudaDriverGetVersion");
 }
+
+/* cuInit runs the driver's one-time setup for this process: it opens the
+ * device nodes, creates the /dev/char links to them where udev has not,
+ * and looks for helper daemons.  That is file creation and sockets, which
+ * the session's sandbox forbids afterwards, so the session initialises the
+ * driver first.  A failure is the driver's to report: the client's first
+ * call gets it again. */
+void backend_init_driver(void)
+{
+    int (*init)(unsigned) = (int (*)(unsigned))backend_sym("cuda", "cuInit");
+    int rc = init ? init(0) : -1;
+    if (rc != 0)
+        rgpu_info("cuInit before the sandbox: %d (the client's calls will see it)", rc);
+}

@@ -59,6 +59,8 @@ int backend_open(const char *lib_dir);
 /* A function of library lib ("cudart", "cuda"), or NULL. */
 void *backend_sym(const char *lib, const char *name);
 int backend_runtime_version(void);
+/* cuInit, before the session is sandboxed (backend.c says why). */
+void backend_init_driver(void);
 int backend_driver_version(void);
 
 /* ---- session.c -------------------------------------------------------------- */

@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -231,7 +232,7 @@ static const char *const session_killed[] = {
 
 /* The listener's: it accepts and forks, and nothing it does needs these. */
 static const char *const listener_killed[] = {
-    "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev", "connect",
+    "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev",
     "io_uring_setup", "io_uring_enter", "io_uring_register",
 };
 
@@ -239,13 +240,15 @@ static const char *const listener_killed[] = {
  * the driver opens /dev/nvidia* so at cuInit and at every context; Landlock
  * decides where). */
 static const unsigned long open_write_flags[] = {
-    O_WRONLY, O_CREAT, O_TRUNC, O_APPEND, __O_TMPFILE,
+    /* O_TMPFILE by its own bit: glibc's __O_TMPFILE includes O_DIRECTORY,
+     * which every directory listing sets. */
+    O_WRONLY, O_CREAT, O_TRUNC, O_APPEND, 020000000,
 };
 
-/* What the sandbox does to a forbidden call: kill the process, or, with
- * --sandbox-audit, refuse it with EPERM and log it like an unlisted one
- * (to find what a driver needs without losing the session). */
-static uint32_t kill_action = SCMP_ACT_KILL_PROCESS;
+/* --sandbox-audit: a forbidden call is refused with EPERM and logged like
+ * an unlisted one instead of killing the session (to find what a driver
+ * needs without losing the session). */
+static int audit_only;
 
 /* A rule on a system call named as the kernel does; one unknown to this
  * libseccomp or absent from this architecture is skipped (it then falls to
@@ -256,10 +259,7 @@ static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned
     int nr = seccomp_syscall_resolve_name(name);
     if (nr < 0)
         return 0;
-    /* Audit mode: the session filter's default is that action already,
-     * and libseccomp refuses a rule that repeats the default. */
-    if (action == SCMP_ACT_TRAP)
-        return 0;
+
     int rc = seccomp_rule_add_array(ctx, action, nr, n, cmp);
     if (rc < 0)
         rgpu_error("sandbox: seccomp rule for %s: %s", name, strerror(-rc));
@@ -292,10 +292,9 @@ static int open_rules(scmp_filter_ctx ctx, const char *name, unsigned flags_arg)
 static int conditional_rules(scmp_filter_ctx ctx)
 {
     const uint64_t self = (uint64_t)getpid();
-    /* Threads only: a new process could run without the parent's rules on
-     * nothing, but it is what an intruder wants for a shell. */
+    /* Threads only: a new process is what an intruder wants for a shell
+     * (other clones fall to the trap, which kills). */
     struct scmp_arg_cmp thread = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
-    struct scmp_arg_cmp process = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
     /* Signals, and resource limits, to this process only; kill(0) would
      * reach the listener's whole process group. */
     struct scmp_arg_cmp to_self = SCMP_A0(SCMP_CMP_EQ, self);
@@ -305,7 +304,6 @@ static int conditional_rules(scmp_filter_ctx ctx)
     int rc = 0;
 
     if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "clone", 1, &thread);
-    if (!rc) rc = rule(ctx, kill_action, "clone", 1, &process);
     /* clone3 passes its flags in memory, out of the filter's sight: glibc
      * falls back to clone on ENOSYS.  openat2 likewise. */
     if (!rc) rc = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
@@ -329,6 +327,17 @@ static int conditional_rules(scmp_filter_ctx ctx)
 #define SYS_SECCOMP 1           /* si_code of a seccomp SIGSYS; older glibc lacks it */
 #endif
 static unsigned char trap_seen[TRAP_SLOTS];
+/* The calls that kill, by number (their names, for the log line). */
+static const char *killing[TRAP_SLOTS];
+
+static void note_killed(const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int nr = seccomp_syscall_resolve_name(names[i]);
+        if (nr >= 0 && nr < TRAP_SLOTS)
+            killing[nr] = names[i];
+    }
+}
 /* What a thread's name is written to (opened before the filter). */
 static int devnull_fd = -1;
 
@@ -363,14 +372,47 @@ static void trapped_result(void *ctx, long v)
 #endif
 }
 
-/* The path argument of a trapped open, or NULL for another call. */
-static const char *trapped_open_path(int nr, const long a[3])
+/* The path a trapped call names, for the log and for the thread-name
+ * exception: an open's, a connect's or bind's socket (an abstract name
+ * starts with a NUL: shown from the next byte), an unlink's, a symlink's
+ * new name.  NULL for other calls. */
+static const char *trapped_path(int nr, const long a[3])
+{
+    if (nr == SYS_connect || nr == SYS_bind) {
+        const struct sockaddr_un *sun = (const struct sockaddr_un *)a[1];
+        if (!sun || sun->sun_family != AF_UNIX)
+            return NULL;
+        return sun->sun_path[0] ? sun->sun_path : sun->sun_path + 1;
+    }
+    switch (nr) {
+#ifdef SYS_open
+    case SYS_open:
+    case SYS_unlink:
+    case SYS_mkdir:
+#endif
+        return (const char *)a[0];
+#ifdef SYS_symlink
+    case SYS_symlink:
+#endif
+    case SYS_openat:
+    case SYS_unlinkat:
+    case SYS_mkdirat:
+        return (const char *)a[1];
+    case SYS_symlinkat:
+        return (const char *)a[2];
+    default:
+        return NULL;
+    }
+}
+
+/* Whether a trapped call is an open (for writing: the only opens trapped). */
+static int is_open(int nr)
 {
 #ifdef SYS_open
     if (nr == SYS_open)
-        return (const char *)a[0];
+        return 1;
 #endif
-    return nr == SYS_openat ? (const char *)a[1] : NULL;
+    return nr == SYS_openat;
 }
 
 /* Whether path names one of this process's thread names:
@@ -425,27 +467,30 @@ static void log_trapped(const char *what, int nr, const long a[3], const char *p
 static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 {
     int saved = errno, nr = si->si_syscall;
+    unsigned slot = nr >= 0 && nr < TRAP_SLOTS ? (unsigned)nr : TRAP_SLOTS - 1;
     long a[3];
     (void)sig;
     if (si->si_code != SYS_SECCOMP)
         return;         /* sent by someone: nothing to answer */
     trapped_args(ctx, a);
     trapped_result(ctx, -EPERM);
-    const char *path = trapped_open_path(nr, a);
-    if (path && is_thread_name(path)) {
+    const char *path = trapped_path(nr, a);
+    /* Trapped, these were forbidden outright: a clone that is no thread,
+     * the ioctls of the second filter, an open for writing. */
+    int kills = killing[slot] || nr == SYS_clone || nr == SYS_ioctl || is_open(nr);
+    if (is_open(nr) && path && is_thread_name(path)) {
         int fd = devnull_fd >= 0 ? fcntl(devnull_fd, F_DUPFD_CLOEXEC, 0) : -1;
         trapped_result(ctx, fd >= 0 ? fd : -EPERM);
-    } else if (path && kill_action != SCMP_ACT_TRAP) {
-        log_trapped("sandbox: killing the session for opening a file for writing: system call ",
-                    nr, a, path, "");
+    } else if (kills && !audit_only) {
+        log_trapped("sandbox: killing the session for a forbidden system call: ", nr, a, path,
+                    killing[slot] ? killing[slot] : "");
         signal(SIGSYS, SIG_DFL);
         syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGSYS);
-    } else {
-        unsigned slot = nr >= 0 && nr < TRAP_SLOTS ? (unsigned)nr : TRAP_SLOTS - 1;
-        if (!__atomic_exchange_n(&trap_seen[slot], 1, __ATOMIC_RELAXED))
-            log_trapped("sandbox: refused system call ", nr, a, path,
-                        " with EPERM (not in the session's list; if a CUDA program fails "
-                        "because of it, report it)");
+    } else if (!__atomic_exchange_n(&trap_seen[slot], 1, __ATOMIC_RELAXED)) {
+        log_trapped("sandbox: refused system call ", nr, a, path,
+                    kills ? " with EPERM (--sandbox-audit: it would have killed the session)"
+                          : " with EPERM (not in the session's list; if a CUDA program fails "
+                            "because of it, report it)");
     }
     errno = saved;
 }
@@ -475,12 +520,12 @@ static int session_arg_kills(void)
     struct scmp_arg_cmp sti = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI);
     struct scmp_arg_cmp linux_console = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX);
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-    /* Audit mode: refused, unlogged (this filter has no trap default). */
-    uint32_t act = kill_action == SCMP_ACT_TRAP ? SCMP_ACT_ERRNO(EPERM) : kill_action;
     int rc = ctx ? 0 : -ENOMEM;
 
-    if (!rc) rc = rule(ctx, act, "ioctl", 1, &sti);
-    if (!rc) rc = rule(ctx, act, "ioctl", 1, &linux_console);
+    /* Trapped: on_sigsys kills for an ioctl it sees (the main filter
+     * allows every other ioctl outright). */
+    if (!rc) rc = seccomp_rule_add(ctx, SCMP_ACT_TRAP, SCMP_SYS(ioctl), 1, sti);
+    if (!rc) rc = seccomp_rule_add(ctx, SCMP_ACT_TRAP, SCMP_SYS(ioctl), 1, linux_console);
     if (!rc) rc = load_filter(ctx, "session");
     if (ctx)
         seccomp_release(ctx);
@@ -499,6 +544,7 @@ static int session_seccomp(void)
         rgpu_error("sandbox: cannot catch SIGSYS: %s", strerror(errno));
         return -1;
     }
+    note_killed(session_killed, sizeof session_killed / sizeof session_killed[0]);
     /* First the small filter: the main one forbids seccomp() itself. */
     if (session_arg_kills() != 0)
         return -1;
@@ -511,8 +557,6 @@ static int session_seccomp(void)
      * 2; older libseccomp without it keeps the linear list). */
     (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
     rc = RULES(ctx, SCMP_ACT_ALLOW, session_allowed);
-    if (rc == 0)
-        rc = RULES(ctx, kill_action, session_killed);
     if (rc == 0)
         rc = conditional_rules(ctx);
     if (rc == 0)
@@ -748,18 +792,31 @@ static void no_jit_cache(void)
     setenv("CUDA_CACHE_DISABLE", "1", 1);
 }
 
+/* RGPUD_SANDBOX_OFF=LAYER,...: leave out layers one by one (limits,
+ * nodump, landlock, seccomp), to find which one a driver trips over. */
+static int layer_off(const char *layer)
+{
+    const char *off = getenv("RGPUD_SANDBOX_OFF");
+    size_t n = strlen(layer);
+    for (const char *p = off; p && (p = strstr(p, layer)); p += n)
+        if ((p == off || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
 void sandbox_session(const struct rgpud_options *opt)
 {
     no_jit_cache();
-    session_limits(opt);
+    if (!layer_off("limits"))
+        session_limits(opt);
     if (opt->no_sandbox)
         return;
-    if (opt->sandbox_audit)
-        kill_action = SCMP_ACT_TRAP;
-    if (no_privs_no_dumps() < 0)
+    audit_only = opt->sandbox_audit;
+    if (!layer_off("nodump") && no_privs_no_dumps() < 0)
         _exit(3);
-    session_landlock(opt);
-    if (session_seccomp() < 0) {
+    if (!layer_off("landlock"))
+        session_landlock(opt);
+    if (!layer_off("seccomp") && session_seccomp() < 0) {
         rgpu_error("sandbox: refusing to serve this client unconfined (--no-sandbox turns "
                    "the sandbox off)");
         _exit(3);

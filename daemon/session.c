@@ -616,6 +616,7 @@ void session_run(int fd, const struct rgpud_options *opt)
     if (backend_open(opt->lib_dir) < 0)
         rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
                    opt->lib_dir ? " from " : "", opt->lib_dir ? opt->lib_dir : "");
+    backend_init_driver();
     sandbox_session(opt);       /* before anything else the client sends is read */
     w.runtime_version = backend_runtime_version();
     w.driver_version = backend_driver_version();
