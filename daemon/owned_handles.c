@@ -41,7 +41,18 @@ __attribute__((constructor)) static void classes_init(void)
 struct slot {
     uint64_t h;         /* 0: empty (NULL is never stored) */
     uint32_t cls;
+    uint32_t refs;      /* times handed out, for the shared classes */
 };
+
+/* Classes whose library hands the same handle to every creator and counts
+ * them: cuBLASLt's cublasLtCreate returns one handle per device (seen on
+ * an H200 with cuBLASLt 13: two threads, two creates, one value), and each
+ * cublasLtDestroy drops one reference.  Forgetting the handle at the first
+ * destroy would refuse the other creators' calls. */
+static int shared_class(uint32_t cls)
+{
+    return cls == H_CUBLASLT;
+}
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct slot *tab;
@@ -89,8 +100,10 @@ void handles_add(uint32_t cls, uint64_t h)
     }
     size_t i = probe(cls, h);
     if (!tab[i].h) {
-        tab[i] = (struct slot){ h, cls };
+        tab[i] = (struct slot){ h, cls, 1 };
         used++;
+    } else if (shared_class(cls)) {
+        tab[i].refs++;
     }
 out:
     pthread_mutex_unlock(&lock);
@@ -106,6 +119,10 @@ void handles_remove(uint32_t cls, uint64_t h)
     size_t mask = cap - 1, i = probe(cls, h);
     if (!tab[i].h)
         goto out;
+    if (tab[i].refs > 1) {
+        tab[i].refs--;
+        goto out;
+    }
     /* Backward shift: pull later members of the run into the hole when
      * their home does not lie cyclically in (hole, j]. */
     for (size_t j = (i + 1) & mask; tab[j].h; j = (j + 1) & mask) {
@@ -116,7 +133,7 @@ void handles_remove(uint32_t cls, uint64_t h)
             i = j;
         }
     }
-    tab[i] = (struct slot){ 0, 0 };
+    tab[i] = (struct slot){ 0, 0, 0 };
     used--;
 out:
     pthread_mutex_unlock(&lock);

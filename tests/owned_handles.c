@@ -57,6 +57,22 @@ int main(void)
         printf("FAIL cuBLAS handle as cuBLASLt handle\n");
         return 1;
     }
+    /* cuBLASLt hands one handle to every cublasLtCreate and counts them:
+     * it stays valid until the last destroy.  Other classes do not count:
+     * one destroy (or a context destroyed after many getters) forgets. */
+    handles_add(H_CUBLASLT, 0x7000);
+    handles_add(H_CUBLASLT, 0x7000);
+    handles_remove(H_CUBLASLT, 0x7000);
+    int shared_kept = handles_contains(H_CUBLASLT, 0x7000);
+    handles_remove(H_CUBLASLT, 0x7000);
+    handles_add(H_CONTEXT, 0x8000);
+    handles_add(H_CONTEXT, 0x8000);
+    handles_remove(H_CONTEXT, 0x8000);
+    if (!shared_kept || handles_contains(H_CUBLASLT, 0x7000) ||
+        handles_contains(H_CONTEXT, 0x8000)) {
+        printf("FAIL shared handles counted, others not\n");
+        return 1;
+    }
     printf("ok handle table: %lu live handles match the reference\n", live);
     return 0;
 }
