@@ -400,6 +400,7 @@ static struct request *read_request(void)
         rgpu_info("client closed the session");
         _exit(0);
     }
+    record_frame(rq->frame, len);
     msgpack_zone_init(&rq->zone, 4096);
     if (rgpu_unpack_frame(rq->frame, len, &rq->zone, &root) < 0)
         protocol_error(0, RGPU_EPROTO, "frame is not well-formed msgpack");
