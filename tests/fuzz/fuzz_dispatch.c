@@ -11,8 +11,11 @@
  * u16 BE][length u16 BE][msgpack arguments], run in order, so that a call
  * can use the handles an earlier one made (an allocation, then a copy).  A
  * record that session.c would answer with a protocol error ends the input,
- * as it ends the session.  The fake backend's state lives on between inputs,
- * as a session's does between calls. */
+ * as it ends the session.  Each input ends with cudaDeviceReset, so that
+ * the next starts from (nearly) fresh device state and a crash replays from
+ * its own input; what the reset does not undo (contexts made with
+ * cuCtxCreate, library handles, the guards' tables) lives on, as in a
+ * session. */
 #include "procs.h"
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
@@ -143,5 +146,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data += len;
         size -= len;
     }
+    int (*reset)(void) = (int (*)(void))backend_sym("cudart", "cudaDeviceReset");
+    if (reset)
+        (void)reset();
     return 0;
 }
