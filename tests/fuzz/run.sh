@@ -40,6 +40,7 @@ for h in "${harnesses[@]}"; do
     fi
     work=$(mktemp -d "${TMPDIR:-/tmp}/rgpu-fuzz.XXXXXX") || exit 1
     mkdir -p "$work/corpus"
+    touch "$work/stamp"     # artifacts newer than this are this run's
     # Leaks: the dispatch harness keeps the fake backend's state (handles,
     # device memory) across inputs on purpose, as a session keeps it across
     # calls; and a forged size asks the fake backend for terabytes, which it
@@ -58,7 +59,7 @@ for h in "${harnesses[@]}"; do
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
     [ -n "$execs" ] || execs=$(grep -o '^#[0-9]*' "$work/log" | tail -1 | tr -d '#')
     # A crash, leak, timeout or out-of-memory leaves an artifact behind.
-    crashes=$(find "$artifacts" -name "$h-*" -newer "$work/corpus" | wc -l)
+    crashes=$(find "$artifacts" -name "$h-*" -newer "$work/stamp" | wc -l)
     [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ] && crashes=1
     line="$h: ${execs:-0} executions in ${took} s, $crashes crashes (rev $rev)"
     if [ "$crashes" -eq 0 ]; then
@@ -66,7 +67,7 @@ for h in "${harnesses[@]}"; do
     else
         echo "FAIL - $line"
         grep -m 20 -A 12 '^==[0-9]*==ERROR\|^SUMMARY\|runtime error' "$work/log" | head -60
-        find "$artifacts" -name "$h-*" -newer "$work/corpus" | sed 's/^/  artifact: /' 
+        find "$artifacts" -name "$h-*" -newer "$work/stamp" | sed 's/^/  artifact: /' 
         status=1
     fi
     echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $line" >>"$log"
