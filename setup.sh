@@ -8,7 +8,7 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
     meson ninja-build pkg-config gcc libc6-dev \
     libmsgpack-dev libseccomp-dev libclang-14-dev libssl-dev liblz4-dev libzstd-dev \
-    binutils iproute2 \
+    binutils iproute2 clang-14 libclang-rt-14-dev \
     debhelper dpkg-dev fakeroot lintian stunnel4 openssl \
     openssh-server openssh-client >/dev/null
 if [ ! -e /usr/local/cuda/include/cuda.h ]; then

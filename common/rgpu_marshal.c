@@ -220,7 +220,8 @@ int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
                                                : prm->size;
         if (o->via.bin.size > cap)
             return RGPU_EPROTO;
-        memcpy(dst, o->via.bin.ptr, o->via.bin.size);
+        if (o->via.bin.size)    /* msgpack-c: an empty bin's ptr is NULL */
+            memcpy(dst, o->via.bin.ptr, o->via.bin.size);
     }
     return k == outs->via.array.size ? RGPU_OK : RGPU_EPROTO;
 }
@@ -249,7 +250,8 @@ static int decode_bytes(const msgpack_object *o, size_t want, int nil_ok,
     void *p = malloc(want ? want : 1);
     if (!p)
         return RGPU_ENOMEM;
-    memcpy(p, o->via.bin.ptr, want);
+    if (want)               /* msgpack-c: an empty bin's ptr is NULL */
+        memcpy(p, o->via.bin.ptr, want);
     f->owned[i] = p;
     f->slot[i] = (uint64_t)(uintptr_t)p;
     return RGPU_OK;
@@ -266,7 +268,8 @@ static int decode_str(const msgpack_object *o, struct rgpu_call_frame *f, unsign
     char *s = malloc(o->via.str.size + 1);
     if (!s)
         return RGPU_ENOMEM;
-    memcpy(s, o->via.str.ptr, o->via.str.size);
+    if (o->via.str.size)    /* msgpack-c: an empty str's ptr is NULL */
+        memcpy(s, o->via.str.ptr, o->via.str.size);
     s[o->via.str.size] = '\0';
     f->owned[i] = s;
     f->slot[i] = (uint64_t)(uintptr_t)s;
@@ -326,7 +329,7 @@ static int decode_scalar(const msgpack_object *o, uint8_t kind, struct rgpu_call
     void *p = calloc(1, RGPU_SCALAR_MAX);
     if (!p)
         return RGPU_ENOMEM;
-    if (o->type == MSGPACK_OBJECT_BIN)
+    if (o->type == MSGPACK_OBJECT_BIN && n)
         memcpy(p, o->via.bin.ptr, n);
     f->owned[i] = p;
     f->slot[i] = (uint64_t)(uintptr_t)p;

@@ -37,7 +37,8 @@ int arg_bin(const struct hand_call *c, unsigned i, const void **p, size_t *len)
     const msgpack_object *o = arg(c, i);
     if (!o || o->type != MSGPACK_OBJECT_BIN)
         return -1;
-    *p = o->via.bin.ptr;
+    /* msgpack-c gives an empty bin a NULL ptr; handlers memcpy from it. */
+    *p = o->via.bin.size ? o->via.bin.ptr : "";
     *len = o->via.bin.size;
     return 0;
 }
@@ -47,7 +48,8 @@ int arg_str(const struct hand_call *c, unsigned i, char *buf, size_t size)
     const msgpack_object *o = arg(c, i);
     if (!o || o->type != MSGPACK_OBJECT_STR || o->via.str.size >= size)
         return -1;
-    memcpy(buf, o->via.str.ptr, o->via.str.size);
+    if (o->via.str.size)    /* msgpack-c: an empty str's ptr is NULL */
+        memcpy(buf, o->via.str.ptr, o->via.str.size);
     buf[o->via.str.size] = '\0';
     return 0;
 }

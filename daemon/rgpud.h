@@ -71,6 +71,10 @@ void session_run(int fd, const struct rgpud_options *opt) __attribute__((noretur
  * session. */
 void session_send(const msgpack_sbuffer *sb);
 
+/* ---- record.c: request frames to RGPU_RECORD_DIR, for the fuzz corpus ---- */
+
+void record_frame(const char *frame, size_t len);
+
 /* ---- guards.c: checks around generated procedures ---------------------------- */
 
 struct guard {

@@ -474,6 +474,7 @@ static struct request *read_request(void)
         rgpu_info("client closed the session");
         _exit(0);
     }
+    record_frame(rq->frame, len);
     msgpack_zone_init(&rq->zone, 4096);
     uint64_t objects;
     if (rgpu_unpack_frame_counted(rq->frame, len, &rq->zone, &root, &objects) < 0)

@@ -95,8 +95,14 @@ if [ ! -S "$sock" ]; then
     exit 1
 fi
 
+# A sanitized build (-Db_sanitize=address): the stubs need the ASan runtime
+# loaded before anything else, which an nvcc-built program does not do.
+asan_rt=$(ldd "$build/stubs/libcuda.so.1" 2>/dev/null | awk '/libasan\.so/ { print $3; exit }')
+prog_preload=${asan_rt:+$asan_rt${LD_PRELOAD:+:$LD_PRELOAD}}
+
 # In the background, because bash runs traps only once a foreground command
 # has finished, while `wait` returns as soon as a signal arrives.
+LD_PRELOAD=${prog_preload:-${LD_PRELOAD:-}} \
 LD_LIBRARY_PATH="$build/stubs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 RGPU_SERVER="unix:$sock" RGPU_LOG="${RGPU_LOG:-info}" \
     timeout -k 5 "${RGPU_PROG_TIMEOUT:-100}" "$prog" "$@" >"$tmp/out" 2>"$tmp/err" &

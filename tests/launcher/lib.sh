@@ -11,6 +11,15 @@ fake=$build/tests/fakegpu
 stubs=$(readlink -f "$build/stubs")
 example=$build/tests/progs/example
 
+# A sanitized build (-Db_sanitize=address): the stubs `rgpu run` preloads
+# need the ASan runtime in the preload list too.  It cannot come first (the
+# launcher puts the stubs in front), which ASan accepts when told; the leak
+# check is off for the commands run (ssh, env, sleep), which are not ours.
+asan_rt=$(ldd "$build/stubs/libcuda.so.1" 2>/dev/null | awk '/libasan\.so/ { print $3; exit }')
+if [ -n "$asan_rt" ]; then
+    export LD_PRELOAD=$asan_rt ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0
+fi
+
 # The launcher's environment must not already point somewhere.
 unset RGPU_SERVER RGPU_LIB_DIR RGPUD RGPUD_LIB_DIR RGPU_SSH_OPTS SSH_AUTH_SOCK
 export RGPU_LOG=warn

@@ -79,7 +79,7 @@ fi
 
 # ---- the command's environment ----------------------------------------------------
 
-LD_LIBRARY_PATH=/nonexistent-before LD_PRELOAD=libm.so.6 \
+LD_LIBRARY_PATH=/nonexistent-before LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}libm.so.6 \
     R run "${F[@]}" -- env >"$tmp/out" 2>&1
 expect "LD_LIBRARY_PATH: stubs first, old value kept" 0 $? "$tmp/out" \
     "^LD_LIBRARY_PATH=$stubs:/nonexistent-before\$"
