@@ -191,6 +191,99 @@ int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int frame_ms)
     return 0;
 }
 
+/* ---- read-ahead ---------------------------------------------------------------- */
+
+void rgpu_reader_init(struct rgpu_reader *r, int fd)
+{
+    r->fd = fd;
+    r->start = r->end = 0;
+}
+
+int rgpu_reader_pending(const struct rgpu_reader *r)
+{
+    return r->end > r->start;
+}
+
+/* Buffer at least need bytes (need <= RGPU_READER_BUF), taking whatever
+ * more the socket has.  With nothing buffered the wait is a plain blocking
+ * recv (SO_RCVTIMEO bounds it); once a frame has begun, deadline does. */
+static int reader_fill(struct rgpu_reader *r, size_t need, long deadline)
+{
+    if (r->start > 0 && r->end - r->start < need) {
+        memmove(r->buf, r->buf + r->start, r->end - r->start);
+        r->end -= r->start;
+        r->start = 0;
+    }
+    while (r->end - r->start < need) {
+        int waiting = r->end == r->start;
+        ssize_t n = recv(r->fd, r->buf + r->end, sizeof r->buf - r->end,
+                         waiting ? 0 : MSG_DONTWAIT);
+        if (n < 0 && errno == ENOTSOCK)
+            n = read(r->fd, r->buf + r->end, sizeof r->buf - r->end);
+        if (n > 0) {
+            r->end += (size_t)n;
+            continue;
+        }
+        if (n == 0) {
+            errno = waiting ? EPIPE : ECONNRESET;
+            return -1;
+        }
+        if (errno == EINTR)
+            continue;
+        if (waiting && (errno == EAGAIN || errno == EWOULDBLOCK))
+            errno = ETIMEDOUT;
+        if (waiting || (errno != EAGAIN && errno != EWOULDBLOCK))
+            return -1;
+        struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+        long left = deadline < 0 ? -1 : deadline - now_ms();
+        if (deadline >= 0 && left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        if (poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left) < 0 && errno != EINTR)
+            return -1;
+    }
+    return 0;
+}
+
+int rgpu_reader_frame(struct rgpu_reader *r, char **buf, size_t *len, int frame_ms)
+{
+    long deadline = -1;
+    if (!rgpu_reader_pending(r) && reader_fill(r, 1, -1) < 0)
+        return -1;
+    /* From its first byte, the whole frame within frame_ms. */
+    if (frame_ms >= 0)
+        deadline = now_ms() + frame_ms;
+    if (reader_fill(r, 4, deadline) < 0)
+        return -1;
+    const unsigned char *h = (const unsigned char *)r->buf + r->start;
+    size_t n = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+    if (n == 0 || n > RGPU_FRAME_MAX) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    r->start += 4;
+    if (deadline >= 0)
+        deadline += (long)(n >> 8);     /* as rgpu_read_frame_timed */
+    char *p = malloc(n);
+    if (!p)
+        return -1;
+    /* What is buffered, then the rest straight into the frame (a bulk copy
+     * does not pass through the read-ahead buffer). */
+    size_t have = r->end - r->start < n ? r->end - r->start : n;
+    memcpy(p, r->buf + r->start, have);
+    r->start += have;
+    if (r->start == r->end)
+        r->start = r->end = 0;
+    if (have < n && read_all_until(r->fd, p + have, n - have, 0, deadline) < 0) {
+        free(p);
+        return -1;
+    }
+    *buf = p;
+    *len = n;
+    return 0;
+}
+
 /* ---- msgpack pre-check ------------------------------------------------------ */
 
 struct scan {

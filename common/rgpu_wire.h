@@ -25,6 +25,22 @@ int rgpu_read_frame(int fd, char **buf, size_t *len);
  * peer that stops inside a frame is stalled or hostile. */
 int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int frame_ms);
 
+/* A frame reader that reads ahead: requests sent without waiting (kernel
+ * launches, async copies) arrive back to back, and one recv(2) of up to
+ * RGPU_READER_BUF bytes then serves many frames instead of two system
+ * calls each.  Same timeouts as rgpu_read_frame_timed. */
+#define RGPU_READER_BUF (64u << 10)
+struct rgpu_reader {
+    int fd;
+    size_t start, end;          /* buffered bytes: buf[start..end) */
+    char buf[RGPU_READER_BUF];
+};
+void rgpu_reader_init(struct rgpu_reader *r, int fd);
+/* Whether bytes of a next frame are already buffered (no need to wait on
+ * the socket). */
+int rgpu_reader_pending(const struct rgpu_reader *r);
+int rgpu_reader_frame(struct rgpu_reader *r, char **buf, size_t *len, int frame_ms);
+
 /* The most array elements and map entries (a map entry counts twice) one
  * frame may decode to.  msgpack-c spends a 24-byte msgpack_object on each
  * before reading it, so a frame of one-byte elements would cost 24 times

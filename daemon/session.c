@@ -101,6 +101,8 @@ static struct {
     struct worker inline_worker;
     int have_inline;
     long spin_ns;
+    /* Requests are read through a read-ahead buffer (common/rgpu_wire.h). */
+    struct rgpu_reader reader;
     int frame_timeout_ms;
     int keepalive_ms;
     int queued;                 /* requests at workers, not yet run; async_lock */
@@ -460,10 +462,11 @@ static struct request *read_request(void)
 
     if (!rq)
         protocol_error(0, RGPU_ENOMEM, "out of memory");
-    rgpu_spin_until_readable(S.fd, S.spin_ns);
+    if (!rgpu_reader_pending(&S.reader))
+        rgpu_spin_until_readable(S.fd, S.spin_ns);
     /* Idle between frames for as long as the client likes; inside one,
      * within the frame timeout. */
-    if (rgpu_read_frame_timed(S.fd, &rq->frame, &len, S.frame_timeout_ms) < 0) {
+    if (rgpu_reader_frame(&S.reader, &rq->frame, &len, S.frame_timeout_ms) < 0) {
         if (errno == EMSGSIZE)
             protocol_error(0, RGPU_ETOOBIG, "frame larger than the protocol allows");
         if (errno == ETIMEDOUT) {
@@ -608,6 +611,7 @@ void session_run(int fd, const struct rgpud_options *opt)
     S.spin_ns = opt->spin_ns;
     S.frame_timeout_ms = opt->frame_timeout_s * 1000;
     S.keepalive_ms = opt->keepalive_ms;
+    rgpu_reader_init(&S.reader, fd);    /* used once the hello is over */
     session_socket(fd, opt);
     /* Who the client is, first: one not let in never makes us load CUDA. */
     hello_deadline(opt->hello_timeout_s);
