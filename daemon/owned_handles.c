@@ -3,7 +3,7 @@
  * allocation.  Linear probing with backward-shift deletion, so removals
  * leave no tombstones and a lookup is one short probe run; grown at half
  * load.  One mutex: every lookup is a few loads under an uncontended lock
- * (see docs/security.d/handles.md for the cost). */
+ * (see docs/security.md for the cost). */
 #include "owned_handles.h"
 #include "rgpu_log.h"
 

@@ -22,7 +22,7 @@
  *     a real workload.
  *
  * The listener gets a small filter of its own: it only accepts and forks.
- * docs/security.d/sandbox.md describes the layers for administrators. */
+ * docs/security.md describes the layers for administrators. */
 #include "sandbox.h"
 #include "rgpud.h"
 #include "rgpu_log.h"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Who may connect to rgpud, refusal by refusal (docs/security.d/auth.md).
+# Who may connect to rgpud, refusal by refusal (docs/security.md).
 #
 #   auth.sh RGPUD AUTHCLIENT LIB_DIR
 #

@@ -1,4 +1,4 @@
-/* hang: no hangs, no exhaustion, no races (docs/security.d/limits.md).
+/* hang: no hangs, no exhaustion, no races (docs/security.md).
  *
  *   hang RGPUD LIB_DIR
  *
