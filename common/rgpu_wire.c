@@ -108,6 +108,21 @@ static long now_ms(void)
     return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
 }
 
+/* Wait until fd is readable or deadline (CLOCK_MONOTONIC ms; -1: none)
+ * has passed (ETIMEDOUT). */
+static int wait_readable_until(int fd, long deadline)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    long left = deadline < 0 ? -1 : deadline - now_ms();
+    if (deadline >= 0 && left <= 0) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
+    if (poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left) < 0 && errno != EINTR)
+        return -1;
+    return 0;
+}
+
 /* Read exactly n bytes, never blocking past deadline (a CLOCK_MONOTONIC
  * time in ms; -1: none).  The read is tried first without waiting, so
  * bytes already in the socket cost no poll(2): the rest of a frame is
@@ -132,13 +147,7 @@ static int read_all_until(int fd, void *buf, size_t n, int eof_ok, long deadline
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return -1;
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        long left = deadline < 0 ? -1 : deadline - now_ms();
-        if (deadline >= 0 && left <= 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-        if (poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left) < 0 && errno != EINTR)
+        if (wait_readable_until(fd, deadline) < 0)
             return -1;
     }
     return 0;
@@ -234,13 +243,7 @@ static int reader_fill(struct rgpu_reader *r, size_t need, long deadline)
             errno = ETIMEDOUT;
         if (waiting || (errno != EAGAIN && errno != EWOULDBLOCK))
             return -1;
-        struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
-        long left = deadline < 0 ? -1 : deadline - now_ms();
-        if (deadline >= 0 && left <= 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-        if (poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left) < 0 && errno != EINTR)
+        if (wait_readable_until(r->fd, deadline) < 0)
             return -1;
     }
     return 0;

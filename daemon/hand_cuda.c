@@ -81,19 +81,6 @@ static int h_dtoh(struct hand_call *c)
     return rc;
 }
 
-/* Whether a module image may go to the library (image_check.c), logged
- * when not. */
-static int image_acceptable(const void *p, size_t n)
-{
-    int why = image_check(p, n);
-    if (why == IMAGE_WRAPPER)
-        rgpu_warn("refusing a fatbin wrapper as a module image: its data pointer would be "
-                  "followed in the session (send the container)");
-    else if (why != IMAGE_OK)
-        rgpu_warn("refusing a module image of %zu bytes whose headers reach beyond it", n);
-    return why == IMAGE_OK;
-}
-
 /* [bin image] -> [module] */
 static int h_module_load(struct hand_call *c)
 {

@@ -237,11 +237,7 @@ static int h_lib_load(struct hand_call *c)
     NEED(REAL(cudaLibraryLoadData));
     /* The call takes no size: only an image whose headers stay inside the
      * frame may reach it, as a copy with zeros after it. */
-    int why = image_check(p, n);
-    if (why != IMAGE_OK) {
-        rgpu_warn("refusing a module image of %zu bytes: %s", n,
-                  why == IMAGE_WRAPPER ? "a fatbin wrapper (its data pointer would be followed)"
-                                       : "its headers reach beyond it");
+    if (!image_acceptable(p, n)) {
         msgpack_pack_array(c->out, 1);
         msgpack_pack_uint64(c->out, 0);
         return cudaErrorInvalidKernelImage;

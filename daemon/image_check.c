@@ -18,6 +18,7 @@
  * The checked image is then handed over as a copy followed by zero bytes,
  * so that a library that walks on to "the next container" finds none. */
 #include "image_check.h"
+#include "rgpu_log.h"
 
 #include <elf.h>
 #include <stdint.h>
@@ -165,4 +166,15 @@ void *image_copy(const void *image, size_t n)
         memset(copy + n, 0, ZERO_TAIL);
     }
     return copy;
+}
+
+int image_acceptable(const void *p, size_t n)
+{
+    int why = image_check(p, n);
+    if (why == IMAGE_WRAPPER)
+        rgpu_warn("refusing a fatbin wrapper as a module image: its data pointer would be "
+                  "followed in the session (send the container)");
+    else if (why != IMAGE_OK)
+        rgpu_warn("refusing a module image of %zu bytes whose headers reach beyond it", n);
+    return why == IMAGE_OK;
 }

@@ -17,5 +17,7 @@ int image_check(const void *image, size_t n);
 /* A malloc'd copy of n bytes followed by zero bytes (a terminating NUL
  * for PTX, no "next container" for a fatbin), or NULL. */
 void *image_copy(const void *image, size_t n);
+/* image_check() == IMAGE_OK, with a log line saying why not. */
+int image_acceptable(const void *image, size_t n);
 
 #endif
