@@ -49,6 +49,19 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+/* A sanitized rgpud (the test suite's sanitizer build) differs in two
+ * ways: AddressSanitizer maps terabytes of shadow memory as private
+ * writable mappings, which RLIMIT_DATA counts, so its sessions run without
+ * the memory limit; and LeakSanitizer stops the process's threads with
+ * ptrace at exit, so its listener may ptrace. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RGPUD_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RGPUD_ASAN 1
+#endif
+#endif
+
 /* ---- sizes ------------------------------------------------------------------ */
 
 int sandbox_parse_size(const char *s, uint64_t *out)
@@ -163,17 +176,6 @@ static void cap_limit(int resource, const char *name, rlim_t max)
  * plenty, and bounds what a session can pin in the kernel. */
 #define SESSION_MAX_FILES 4096
 
-/* AddressSanitizer maps terabytes of shadow memory as private writable
- * mappings, which RLIMIT_DATA counts: a sanitized rgpud (the test suite's
- * sanitizer build) runs its sessions without the memory limit. */
-#if defined(__SANITIZE_ADDRESS__)
-#define RGPUD_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RGPUD_ASAN 1
-#endif
-#endif
-
 static void session_limits(const struct rgpud_options *opt)
 {
     uint64_t mem = opt->session_memory ? opt->session_memory : SANDBOX_DEFAULT_SESSION_MEMORY;
@@ -187,6 +189,7 @@ static void session_limits(const struct rgpud_options *opt)
 }
 
 /* ---- seccomp -------------------------------------------------------------------- */
+
 
 /* System calls CUDA, cuBLAS, cuDNN, glibc and the session need once the
  * libraries are loaded: memory and device management (ioctl and mmap on
@@ -247,7 +250,10 @@ static const char *const session_killed[] = {
 
 /* The listener's: it accepts and forks, and nothing it does needs these. */
 static const char *const listener_killed[] = {
-    "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev",
+    "execve", "execveat",
+#ifndef RGPUD_ASAN
+    "ptrace", "process_vm_readv", "process_vm_writev",
+#endif
     "io_uring_setup", "io_uring_enter", "io_uring_register",
 };
 

@@ -144,6 +144,7 @@ static int session_pids(pid_t *pids, int max)
 static int find_addresses(pid_t pid)
 {
     char path[64], line[512], exe[256] = "";
+    unsigned long exe_data = 0;
     snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
     ssize_t n = readlink(path, exe, sizeof exe - 1);
     if (n > 0)
@@ -161,8 +162,13 @@ static int find_addresses(pid_t pid)
             elf_addr = lo;
         if (strstr(line, "[heap]") && perms[1] == 'w')
             heap_addr = hi - 64;    /* the top chunk's unused end */
+        if (*exe && strstr(line, exe) && perms[1] == 'w')
+            exe_data = hi - 64;     /* the page padding after .bss */
     }
     fclose(f);
+    /* AddressSanitizer's allocator uses no brk heap: rgpud's own data. */
+    if (!heap_addr)
+        heap_addr = exe_data;
     return elf_addr && heap_addr ? 0 : fail("no ELF image or heap in %s", path);
 }
 

@@ -148,6 +148,13 @@ static int start_daemon(int sandboxed)
         /* rgpud must not find the stubs this test runs on. */
         unsetenv("LD_LIBRARY_PATH");
         setenv("LD_PRELOAD", probe_lib, 1);
+        /* A sanitized rgpud: the probe comes before the ASan runtime in the
+         * preload list, which ASan would otherwise refuse. */
+        char asan[512];
+        snprintf(asan, sizeof asan, "%s%sverify_asan_link_order=0",
+                 getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "",
+                 getenv("ASAN_OPTIONS") ? ":" : "");
+        setenv("ASAN_OPTIONS", asan, 1);
         setenv("RGPU_PROBE_DIR", dir, 1);
         setenv("RGPU_PROBE_PORT", port_env, 1);
         setenv("RGPU_LOG", "info", 1);
