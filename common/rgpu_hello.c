@@ -133,10 +133,13 @@ int rgpu_hs_send(int fd, const struct rgpu_hs_msg *m)
 
 static int get_str(const msgpack_object *o, char *buf, size_t size)
 {
-    if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= size ||
-        memchr(o->via.str.ptr, '\0', o->via.str.size))
+    if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= size)
         return -1;
-    memcpy(buf, o->via.str.ptr, o->via.str.size);
+    /* msgpack-c gives an empty str a NULL pointer: nothing to look at. */
+    if (o->via.str.size && memchr(o->via.str.ptr, '\0', o->via.str.size))
+        return -1;
+    if (o->via.str.size)
+        memcpy(buf, o->via.str.ptr, o->via.str.size);
     buf[o->via.str.size] = '\0';
     return 0;
 }
@@ -145,7 +148,7 @@ static int get_str(const msgpack_object *o, char *buf, size_t size)
 static void get_text(const msgpack_object *o, char *buf, size_t size)
 {
     buf[0] = '\0';
-    if (o->type == MSGPACK_OBJECT_STR)
+    if (o->type == MSGPACK_OBJECT_STR && o->via.str.size)     /* empty: a NULL pointer */
         snprintf(buf, size, "%.*s", (int)o->via.str.size, o->via.str.ptr);
 }
 

@@ -24,7 +24,7 @@ seconds=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_frame fuzz_decode fuzz_dispatch)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_frame fuzz_hello fuzz_decode fuzz_dispatch)
 log=${RGPU_FUZZ_LOG:-$build/fuzz-runs.log}
 artifacts=$build/fuzz-artifacts
 mkdir -p "$artifacts"
