@@ -750,7 +750,9 @@ static void ll_rules(const struct ll *ll, const struct rgpud_options *opt)
 
 /* Threads started before Landlock (by the GPU libraries' constructors)
  * keep the unrestricted filesystem: say so when there are any. */
-static void warn_early_threads(void)
+/* Expected on every session of a real GPU (cuInit starts a thread) and on
+ * kernels whose Landlock cannot sync threads: said at -v, not warned. */
+static void note_early_threads(void)
 {
     char line[128];
     FILE *f = fopen("/proc/self/status", "re");
@@ -758,8 +760,8 @@ static void warn_early_threads(void)
         return;
     while (fgets(line, sizeof line, f))
         if (strncmp(line, "Threads:", 8) == 0 && atoi(line + 8) > 1)
-            rgpu_warn("sandbox: %d threads started before Landlock and keep the whole "
-                      "filesystem (seccomp still covers them)", atoi(line + 8) - 1);
+            rgpu_info("sandbox: %d threads, started by the driver before the sandbox, "
+                      "are outside Landlock (seccomp covers them)", atoi(line + 8) - 1);
     fclose(f);
 }
 
@@ -802,7 +804,7 @@ static void session_landlock(const struct rgpud_options *opt)
         return;
     }
     ll_rules(&ll, opt);
-    warn_early_threads();
+    note_early_threads();
     if (syscall(SYS_landlock_restrict_self, ll.fd, 0) < 0)
         rgpu_warn("sandbox: cannot apply Landlock (ABI %d): %s", abi, strerror(errno));
     else
