@@ -210,37 +210,32 @@ static void classify_pointer(struct gen_param *p, CXType canon, CXType orig)
     set_none(p, pc.kind == CXType_Record ? "structure holding pointers" : "pointer of unknown use");
 }
 
-/* A typedef the annotations call a handle, however complete its pointee. */
-static int is_handle_type(CXType t)
+/* Whether t's declared spelling (without const) is one of names. */
+static int spelled_as_one_of(CXType t, char *const *names, int n)
 {
-    if (!current_ann)
-        return 0;
     CXString s = clang_getTypeSpelling(t);
-    const char *n = clang_getCString(s);
-    if (strncmp(n, "const ", 6) == 0)
-        n += 6;
+    const char *sp = clang_getCString(s);
+    if (strncmp(sp, "const ", 6) == 0)
+        sp += 6;
     int found = 0;
-    for (int i = 0; i < current_ann->nhandle_types && !found; i++)
-        found = !strcmp(n, current_ann->handle_types[i]);
+    for (int i = 0; i < n && !found; i++)
+        found = !strcmp(sp, names[i]);
     clang_disposeString(s);
     return found;
 }
 
-/* An integer typedef the annotations call a device address (CUdeviceptr),
- * by its declared spelling without const. */
+/* A typedef the annotations call a handle, however complete its pointee. */
+static int is_handle_type(CXType t)
+{
+    return current_ann &&
+           spelled_as_one_of(t, current_ann->handle_types, current_ann->nhandle_types);
+}
+
+/* An integer typedef the annotations call a device address (CUdeviceptr). */
 static int is_device_value(CXType t)
 {
-    if (!current_ann)
-        return 0;
-    CXString s = clang_getTypeSpelling(t);
-    const char *n = clang_getCString(s);
-    if (strncmp(n, "const ", 6) == 0)
-        n += 6;
-    int found = 0;
-    for (int i = 0; i < current_ann->ndevice_values && !found; i++)
-        found = !strcmp(n, current_ann->device_values[i]);
-    clang_disposeString(s);
-    return found;
+    return current_ann &&
+           spelled_as_one_of(t, current_ann->device_values, current_ann->ndevice_values);
 }
 
 static void classify(struct gen_param *p, CXType t)
