@@ -1,5 +1,6 @@
 /* Server addresses (see rgpu_addr.h). */
 #include "rgpu_addr.h"
+#include "rgpu_log.h"
 #include "rgpu_proto.h"
 
 #include <errno.h>
@@ -8,7 +9,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,17 +17,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* Put a sentence in err and return -1. */
-__attribute__((format(printf, 3, 4)))
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-#define FAIL(...) set_err(err, errlen, __VA_ARGS__)
+/* Put a sentence in err and return -1 (rgpu_log.h). */
+#define FAIL(...) rgpu_reason(err, errlen, __VA_ARGS__)
 
 /* ---- parsing ------------------------------------------------------------------ */
 

@@ -1,11 +1,11 @@
 /* The hello codec, its cryptography and key files (see rgpu_hello.h). */
 #include "rgpu_hello.h"
+#include "rgpu_log.h"
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,17 +28,8 @@
  * session allocate RGPU_FRAME_MAX. */
 #define HS_FRAME_MAX (64u << 10)
 
-/* Put a reason in why and return -1. */
-__attribute__((format(printf, 3, 4)))
-static int set_why(char *why, size_t whylen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-#define WHY(...) set_why(why, whylen, __VA_ARGS__)
+/* Put a reason in why and return -1 (rgpu_log.h). */
+#define WHY(...) rgpu_reason(why, whylen, __VA_ARGS__)
 
 const char *rgpu_version_string(void)
 {

@@ -54,3 +54,12 @@ void rgpu_log(int level, const char *fmt, ...)
     if (write(STDERR_FILENO, line, strlen(line)) < 0)
         return;
 }
+
+int rgpu_reason(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}

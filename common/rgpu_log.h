@@ -2,12 +2,17 @@
 #ifndef RGPU_LOG_H
 #define RGPU_LOG_H
 
+#include <stddef.h>
+
 enum rgpu_log_level { RGPU_LOG_ERROR, RGPU_LOG_WARN, RGPU_LOG_INFO, RGPU_LOG_DEBUG };
 
 void rgpu_log_init(const char *prefix, const char *level_name);
 void rgpu_log_set_level(int level);
 int rgpu_log_enabled(int level);
 void rgpu_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Put a sentence saying why something failed in buf (of size len) and
+ * return -1: for functions that report failures to their caller. */
+int rgpu_reason(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define rgpu_error(...) rgpu_log(RGPU_LOG_ERROR, __VA_ARGS__)
 #define rgpu_warn(...)  rgpu_log(RGPU_LOG_WARN, __VA_ARGS__)
