@@ -122,6 +122,9 @@ static void stop_daemon(void)
     daemon_pid = 0;
 }
 
+/* How start_daemon starts rgpud. */
+enum { UNCONFINED, SANDBOXED, AUDITED };
+
 static int start_daemon(int sandboxed)
 {
     char listen_arg[80], port_env[16];
@@ -159,7 +162,8 @@ static int start_daemon(int sandboxed)
         setenv("RGPU_PROBE_PORT", port_env, 1);
         setenv("RGPU_LOG", "info", 1);
         execl(rgpud, rgpud, "--foreground", "--listen", listen_arg, "--lib-dir", lib_dir,
-              sandboxed ? NULL : "--no-sandbox", (char *)NULL);
+              sandboxed == SANDBOXED ? NULL
+              : sandboxed == AUDITED ? "--sandbox-audit" : "--no-sandbox", (char *)NULL);
         _exit(127);
     }
     setpgid(pid, pid);
@@ -427,7 +431,7 @@ static int control_unsandboxed(void)
     int rc, ok;
     pid_t s;
 
-    if (start_daemon(0) < 0 || client_start(&c) < 0)
+    if (start_daemon(UNCONFINED) < 0 || client_start(&c) < 0)
         return -1;
     ok = client_result(&c, &rc) == 0 && rc == 0 && (s = the_session()) > 0 &&
          kill(s, SIGRTMIN + PROBE_WRITE) == 0 && log_has("probe: write rc=6", 1);
@@ -435,6 +439,33 @@ static int control_unsandboxed(void)
         fail("the unsandboxed session's write did not happen");
     if (ok && !exists(PROBE_WRITTEN))
         ok = 0, fail("the unsandboxed write left no file");
+    client_end(&c);
+    stop_daemon();
+    return ok ? 0 : -1;
+}
+
+/* --sandbox-audit: the forbidden write is refused with EPERM and logged
+ * as one that would have killed; the session lives on and serves. */
+static int audit_refuses_and_logs(void)
+{
+    struct client c;
+    int rc, ok;
+    pid_t s;
+
+    char written[512];
+    path_in_dir(written, sizeof written, PROBE_WRITTEN);
+    unlink(written);        /* the unconfined control run left one */
+    if (start_daemon(AUDITED) < 0 || client_start(&c) < 0)
+        return -1;
+    ok = client_result(&c, &rc) == 0 && rc == 0 && (s = the_session()) > 0 &&
+         kill(s, SIGRTMIN + PROBE_WRITE) == 0 && log_has("probe: write rc=-1 errno=1\n", 1) &&
+         log_has("it would have killed the session", 1);
+    if (!ok && !why[0])
+        fail("the audited write was not refused and logged");
+    if (ok && exists(PROBE_WRITTEN))
+        ok = 0, fail("the audited write left a file");
+    if (ok && (write(c.to, "g", 1) != 1 || client_result(&c, &rc) < 0 || rc != 0))
+        ok = 0, fail("the audited session stopped serving (%d)", rc);
     client_end(&c);
     stop_daemon();
     return ok ? 0 : -1;
@@ -525,7 +556,7 @@ int main(int argc, char **argv)
     if (!have_landlock)
         printf("# no Landlock in this kernel: read-outside only checks the session survives\n");
 
-    if (report("start", start_daemon(1)) != 0) {
+    if (report("start", start_daemon(SANDBOXED)) != 0) {
         dump_log();
         remove_dir();
         return 1;
@@ -537,6 +568,7 @@ int main(int argc, char **argv)
                                              ? 0 : fail("rgpud exited"));
     stop_daemon();
     failures += report("control-no-sandbox", control_unsandboxed());
+    failures += report("audit-mode", audit_refuses_and_logs());
     if (failures)
         dump_log();
     stop_daemon();
