@@ -59,47 +59,6 @@ int rgpu_write_frame(int fd, const struct iovec *parts, int nparts)
     return write_all_iov(fd, iov, nparts + 1);
 }
 
-static int read_all(int fd, void *buf, size_t n, int eof_ok)
-{
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (r == 0) {
-            errno = (eof_ok && p == (char *)buf) ? EPIPE : ECONNRESET;
-            return -1;
-        }
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-int rgpu_read_frame(int fd, char **buf, size_t *len)
-{
-    uint32_t be;
-    if (read_all(fd, &be, sizeof be, 1) < 0)
-        return -1;
-    size_t n = ntohl(be);
-    if (n == 0 || n > RGPU_FRAME_MAX) {
-        errno = EMSGSIZE;
-        return -1;
-    }
-    char *p = malloc(n);
-    if (!p)
-        return -1;
-    if (read_all(fd, p, n, 0) < 0) {
-        free(p);
-        return -1;
-    }
-    *buf = p;
-    *len = n;
-    return 0;
-}
 
 static long now_ms(void)
 {
@@ -198,6 +157,11 @@ int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int frame_ms)
     *buf = p;
     *len = n;
     return 0;
+}
+
+int rgpu_read_frame(int fd, char **buf, size_t *len)
+{
+    return rgpu_read_frame_timed(fd, buf, len, -1);
 }
 
 /* ---- read-ahead ---------------------------------------------------------------- */

@@ -131,11 +131,6 @@ int owned_range(uint64_t ptr, uint64_t len)
     return ok;
 }
 
-int owned_ptr(uint64_t ptr)
-{
-    return owned_range(ptr, 0);
-}
-
 int owned_extent_2d(uint64_t pitch, uint64_t width, uint64_t height, uint64_t *extent)
 {
     *extent = 0;
@@ -147,12 +142,4 @@ int owned_extent_2d(uint64_t pitch, uint64_t width, uint64_t height, uint64_t *e
         return -1;
     *extent = pitch * (height - 1) + width;
     return 0;
-}
-
-size_t owned_count(void)
-{
-    pthread_rwlock_rdlock(&lock);
-    size_t n = nranges;
-    pthread_rwlock_unlock(&lock);
-    return n;
 }

@@ -30,14 +30,10 @@ void owned_clear(void);
 /* Whether [ptr, ptr+len) lies inside one owned range (len 0: ptr itself);
  * NULL is allowed, the library checks it. */
 int owned_range(uint64_t ptr, uint64_t len);
-/* owned_range(ptr, 0). */
-int owned_ptr(uint64_t ptr);
 
 /* The 2D extent pitch*(height-1)+width of a strided copy or memset, or -1
  * when it wraps or width exceeds pitch (with more than one row). */
 int owned_extent_2d(uint64_t pitch, uint64_t width, uint64_t height, uint64_t *extent);
 
-/* Number of ranges (tests). */
-size_t owned_count(void);
 
 #endif
