@@ -465,8 +465,21 @@ static struct stat_slot *slot_of(uint32_t id)
     return NULL;
 }
 
+/* Totals, always kept (two atomic adds): a benchmark reads them between
+ * steps through rgpu_stats_totals. */
+static atomic_ullong total_waited, total_unwaited;
+
+RGPU_EXPORT void rgpu_stats_totals(unsigned long long *waited, unsigned long long *unwaited)
+{
+    if (waited)
+        *waited = atomic_load(&total_waited);
+    if (unwaited)
+        *unwaited = atomic_load(&total_unwaited);
+}
+
 static void count_call(uint32_t id, int waits)
 {
+    atomic_fetch_add_explicit(waits ? &total_waited : &total_unwaited, 1, memory_order_relaxed);
     if (!stats_enabled())
         return;
     pthread_mutex_lock(&stats_lock);

@@ -123,6 +123,11 @@ void rgpu_layout_pack(const struct rgpu_layout *l, void *const *args, unsigned c
 /* RGPU_STATS=1 prints, at exit, how many calls of each procedure waited
  * for a reply and how many did not; this names a procedure in that table. */
 void rgpu_stats_name(uint32_t id, const char *name);
+/* How many requests of this process waited for a reply and how many did
+ * not, so far (kept whether or not RGPU_STATS is set).  Exported from
+ * librgpu-client.so.0 for benchmarks: Python reads it with ctypes between
+ * training steps (bench/train_bench.py). */
+void rgpu_stats_totals(unsigned long long *waited, unsigned long long *unwaited);
 
 /* Map a transport failure to the library's status (logging it). */
 int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int transport);
