@@ -180,6 +180,8 @@ static void bound_waits(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 }
 
+static void report_unreported(void);
+
 static void connect_once(void)
 {
     const char *spec = getenv("RGPU_SERVER");
@@ -212,6 +214,7 @@ static void connect_once(void)
     }
     S.fd = fd;
     atomic_store(&S.connected, 1);
+    atexit(report_unreported);
     rgpu_info("connected to %s (server %s, CUDA runtime %d, driver %d)", spec, S.info.name,
               S.info.runtime_version, S.info.driver_version);
 }
@@ -502,12 +505,17 @@ void rgpu_stats_name(uint32_t id, const char *name)
     pthread_mutex_unlock(&stats_lock);
 }
 
+static void after_unwaited_send(size_t bytes);
+
 /* Send a request; for one that wants a reply, register its waiter first
- * (the reply may arrive at once) and hand back a ticket. */
-int rgpu_req_post(struct rgpu_req *req, struct rgpu_ticket **ticket)
+ * (the reply may arrive at once) and hand back a ticket.  counted: whether
+ * RGPU_STATS counts it (fences are not calls of the program). */
+static int post(struct rgpu_req *req, struct rgpu_ticket **ticket, int counted)
 {
     int fd = session(), rc;
     struct rgpu_ticket *t = NULL;
+    size_t bytes = req->buf.size + req->payload_len;
+    int noreply = req->flags & RGPU_CALL_NOREPLY;
 
     *ticket = NULL;
     if (fd < 0) {
@@ -515,7 +523,8 @@ int rgpu_req_post(struct rgpu_req *req, struct rgpu_ticket **ticket)
         return RGPU_EIO;
     }
     /* Too large for one frame: refuse this call, keep the session. */
-    count_call(req->proc_id, !(req->flags & RGPU_CALL_NOREPLY));
+    if (counted)
+        count_call(req->proc_id, !noreply);
     if (req->buf.size + req->payload_len > RGPU_FRAME_MAX) {
         rgpu_error("a request of %zu bytes exceeds the protocol's frame limit of %u",
                    req->buf.size + req->payload_len, RGPU_FRAME_MAX);
@@ -547,7 +556,85 @@ int rgpu_req_post(struct rgpu_req *req, struct rgpu_ticket **ticket)
         pthread_mutex_unlock(&S.lock);
     }
     *ticket = t;
+    if (rc == 0 && noreply)
+        after_unwaited_send(bytes);
     return rc < 0 && !t ? RGPU_EIO : RGPU_OK;
+}
+
+int rgpu_req_post(struct rgpu_req *req, struct rgpu_ticket **ticket)
+{
+    return post(req, ticket, 1);
+}
+
+/* ---- how far the client runs ahead ------------------------------------------ */
+
+/* Requests sent without waiting have returned to the program before the
+ * server ran them.  Every window/2 of them (or of their bytes) a fence
+ * request goes out, and the previous fence's reply is collected: the
+ * client is then never more than about a window ahead of the server,
+ * and waits (back-pressure) only when it would be.  The server's own
+ * queue and the socket buffers bound memory on both sides besides
+ * (daemon/session.c).  RGPU_AHEAD_CALLS and RGPU_AHEAD_MB set the window. */
+static struct {
+    pthread_mutex_t lock;
+    unsigned long calls, window_calls;
+    size_t bytes, window_bytes;
+    struct rgpu_ticket *fence;
+    int ever;                   /* any request went without waiting */
+} A = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static unsigned long env_count(const char *name, unsigned long dflt, unsigned long max)
+{
+    const char *e = getenv(name);
+    char *end;
+    if (!e || !*e)
+        return dflt;
+    unsigned long v = strtoul(e, &end, 10);
+    if (*end || v == 0 || v > max) {
+        rgpu_warn("%s=%s: expected a number from 1 to %lu; using %lu", name, e, max, dflt);
+        return dflt;
+    }
+    return v;
+}
+
+static void window_init(void)
+{
+    A.window_calls = env_count("RGPU_AHEAD_CALLS", 8192, 1ul << 24);
+    A.window_bytes = (size_t)env_count("RGPU_AHEAD_MB", 256, 1ul << 16) << 20;
+}
+
+/* A fence: an empty waiting request of library "rgpu" (whose deferred
+ * status no program call reads), posted without waiting. */
+static struct rgpu_ticket *post_fence(void)
+{
+    struct rgpu_req req;
+    struct rgpu_ticket *t = NULL;
+    rgpu_req_begin(&req, rgpu_proc_id("rgpu", RGPU_H_FENCE), 0);
+    msgpack_pack_array(&req.pk, 0);
+    return post(&req, &t, 0) == RGPU_OK ? t : NULL;
+}
+
+static void after_unwaited_send(size_t bytes)
+{
+    struct rgpu_ticket *old = NULL;
+    pthread_mutex_lock(&A.lock);
+    if (!A.window_calls)
+        window_init();
+    A.ever = 1;
+    A.calls++;
+    A.bytes += bytes;
+    if (A.calls >= A.window_calls / 2 || A.bytes >= A.window_bytes / 2) {
+        old = A.fence;
+        A.fence = post_fence();
+        A.calls = 0;
+        A.bytes = 0;
+    }
+    pthread_mutex_unlock(&A.lock);
+    if (old) {
+        struct rgpu_reply reply;
+        if (rgpu_req_wait(old, &reply) == RGPU_OK)
+            rgpu_reply_free(&reply);
+    }
 }
 
 int rgpu_req_wait(struct rgpu_ticket *t, struct rgpu_reply *reply)
@@ -650,16 +737,32 @@ static const struct rgpu_scalar_policy *policy_of(const struct rgpu_lib *lib)
     return NULL;
 }
 
+/* How a generated call treats its reply. */
+enum call_mode {
+    AS_DECLARED,    /* an asynchronous procedure may go without waiting */
+    WAITING,        /* wait whatever the procedure is */
+    UNWAITED,       /* go without waiting (the caller's policy allowed it) */
+};
+
+/* Whether this call may go without waiting: an asynchronous procedure
+ * that fills no host memory and names only handles this process holds
+ * (one it never had must fail at once, as the library would). */
+static int goes_unwaited(const struct rgpu_proc *proc, const void *const *argv,
+                         const struct rgpu_scalar_policy *pol, enum call_mode mode)
+{
+    if (mode == UNWAITED)
+        return 1;
+    return mode == AS_DECLARED && (proc->flags & RGPU_PROC_ASYNC) && rgpu_may_skip_reply() &&
+           !rgpu_has_host_outputs(proc, argv, pol) && rgpu_handles_known_in(proc, argv);
+}
+
 static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
-                const void *const *argv, int may_go_without_reply)
+                const void *const *argv, enum call_mode mode)
 {
     struct rgpu_req req;
     struct rgpu_reply reply;
     const struct rgpu_scalar_policy *pol = policy_of(lib);
-    /* An asynchronous call waits only when host memory must be filled. */
-    unsigned flags = may_go_without_reply && (proc->flags & RGPU_PROC_ASYNC) &&
-                             !rgpu_has_host_outputs(proc, argv, pol)
-                         ? RGPU_CALL_NOREPLY : 0;
+    unsigned flags = goes_unwaited(proc, argv, pol, mode) ? RGPU_CALL_NOREPLY : 0;
 
     rgpu_liblog_flush_settings(lib);
     rgpu_req_begin(&req, proc->id, flags);
@@ -671,8 +774,10 @@ static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
     int rc = rgpu_req_send(&req, &reply);
     if (rc != RGPU_OK)
         return rgpu_transport_status(lib, proc->name, rc);
-    if (flags & RGPU_CALL_NOREPLY)
+    if (flags & RGPU_CALL_NOREPLY) {
+        rgpu_handles_after_call(proc, argv, 0, 0);
         return 0;
+    }
     if (reply.transport != RGPU_OK) {
         rc = reply.transport;
         rgpu_reply_free(&reply);
@@ -682,6 +787,7 @@ static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
         rgpu_reply_free(&reply);
         return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
     }
+    rgpu_handles_after_call(proc, argv, reply.api, 1);
     int status = rgpu_reply_status(lib, &reply);
     rgpu_reply_free(&reply);
     if (status != 0)
@@ -693,13 +799,19 @@ static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
 int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
               const void *const *argv)
 {
-    return call(lib, proc, argv, 1);
+    return call(lib, proc, argv, AS_DECLARED);
 }
 
 int rgpu_call_waiting(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                       const void *const *argv)
 {
-    return call(lib, proc, argv, 0);
+    return call(lib, proc, argv, WAITING);
+}
+
+int rgpu_call_unwaited(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                       const void *const *argv)
+{
+    return call(lib, proc, argv, UNWAITED);
 }
 
 int rgpu_refused(const struct rgpu_lib *lib, const char *name, const char *reason, int *logged)
@@ -1014,6 +1126,58 @@ void rgpu_keyed_remove(struct rgpu_keyed *t, const void *key)
     if (e)
         *e = t->v[--t->n];
     pthread_mutex_unlock(&t->lock);
+}
+
+/* ---- errors no call reported ------------------------------------------------ */
+
+static const struct rgpu_lib *lib_named(const char *name, size_t len)
+{
+    const struct rgpu_lib *found = NULL;
+    pthread_mutex_lock(&L.lock);
+    for (int i = 0; i < L.n && !found; i++)
+        if (strlen(L.libs[i]->name) == len && memcmp(L.libs[i]->name, name, len) == 0)
+            found = L.libs[i];
+    pthread_mutex_unlock(&L.lock);
+    return found;
+}
+
+static void log_unreported(const msgpack_object *e)
+{
+    if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
+        e->via.array.ptr[0].type != MSGPACK_OBJECT_STR)
+        return;
+    const msgpack_object_str *name = &e->via.array.ptr[0].via.str;
+    int64_t status;
+    if (rgpu_obj_i64(&e->via.array.ptr[1], &status) < 0)
+        return;
+    const struct rgpu_lib *lib = lib_named(name->ptr, name->size);
+    const char *text = lib && status > 0 ? rgpu_server_error_string(lib, (int)status) : NULL;
+    rgpu_error("work sent without waiting failed and no later call of this thread reported "
+               "it: %.*s status %lld%s%s%s (RGPU_SYNC=strict reports it where it happens)",
+               (int)name->size, name->ptr, (long long)status, text ? " (" : "",
+               text ? text : "", text ? ")" : "");
+}
+
+/* At exit: failures of requests sent without waiting that no reply has
+ * reported (a lazy synchronise's error, when the program made no waiting
+ * call after it) are logged, never lost. */
+static void report_unreported(void)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    struct rgpu_ticket *t = NULL;
+
+    if (!__atomic_load_n(&A.ever, __ATOMIC_RELAXED) || S.broken || S.forked)
+        return;
+    rgpu_req_begin(&req, rgpu_proc_id("rgpu", RGPU_H_UNREPORTED), 0);
+    msgpack_pack_array(&req.pk, 0);
+    if (post(&req, &t, 0) != RGPU_OK || !t || rgpu_req_wait(t, &reply) != RGPU_OK)
+        return;
+    const msgpack_object *o = rgpu_reply_out(&reply, 0);
+    if (reply.transport == RGPU_OK && o && o->type == MSGPACK_OBJECT_ARRAY)
+        for (uint32_t i = 0; i < o->via.array.size; i++)
+            log_unreported(&o->via.array.ptr[i]);
+    rgpu_reply_free(&reply);
 }
 
 /* ---- a library loaded after the hello ---------------------------------------- */

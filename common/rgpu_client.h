@@ -167,9 +167,11 @@ void rgpu_keyed_remove(struct rgpu_keyed *t, const void *key);
 /* ---- bulk copies (rgpu_copy.c) ------------------------------------------ */
 
 /* Host to device through procedure proc_id, whose arguments are
- * [dst, stream, bin]; chunked.  Returns the library status. */
+ * [dst, stream, bin]; chunked.  Returns the library status.  wait 0:
+ * return once the bytes are sent (the policy's rgpu_lazy_copy_to_device
+ * allowed it; a failure is reported at the next call that waits). */
 int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *what,
-                   uint64_t dst, const void *src, size_t count, uint64_t stream);
+                   uint64_t dst, const void *src, size_t count, uint64_t stream, int wait);
 /* Device to host through proc_id, arguments [src, count, stream] ->
  * [bin]; chunked, several requests in flight. */
 int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *what, void *dst,
@@ -182,6 +184,60 @@ int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const char *what, uint64_t dst
                       uint64_t stream);
 int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const char *what, void *dst, size_t dpitch,
                       uint64_t src, size_t spitch, size_t width, size_t height, uint64_t stream);
+
+/* ---- the waiting policy (rgpu_lazy.c; docs/synchronisation.md) ------------ */
+
+/* RGPU_SYNC: lazy (the default) lets synchronisations and copies to the
+ * device go without waiting where nothing the program can observe depends
+ * on it; strict makes them wait as before; blocking makes every call wait
+ * for its reply, asynchronous ones included (errors at the call that
+ * caused them: for debugging). */
+enum rgpu_sync_modes { RGPU_SYNC_LAZY, RGPU_SYNC_STRICT, RGPU_SYNC_BLOCKING };
+int rgpu_sync_mode(void);
+/* Whether an asynchronous call may go without its reply at all (not in
+ * blocking mode). */
+int rgpu_may_skip_reply(void);
+
+/* The handles this process was handed and has not destroyed, by class
+ * (rgpu_handles.h), with one word of facts each.  Generated calls record
+ * them by themselves; hand-written code that gets handles some other way
+ * notes them.  A call sent without waiting names only known handles. */
+void rgpu_handle_note(uint32_t cls, uint64_t h, uint32_t info);
+void rgpu_handle_forget(uint32_t cls, uint64_t h);
+/* Known, or a default stream (NULL, legacy, per-thread). */
+int rgpu_handle_known(uint32_t cls, uint64_t h);
+int rgpu_stream_known(uint64_t stream);
+/* Whether every handle argument of a generated call is known. */
+int rgpu_handles_known_in(const struct rgpu_proc *proc, const void *const *argv);
+/* After a generated call: record the handles it returned (waited and
+ * succeeded), forget the one it destroyed. */
+void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *argv,
+                             int status, int waited);
+/* An event's creation flags (whether it may be timed). */
+void rgpu_event_note_flags(uint64_t event, unsigned flags);
+
+/* Stream captures under way in this process (cudaStreamBeginCapture). */
+void rgpu_capture_begin(void);
+void rgpu_capture_end(void);
+int rgpu_capture_active(void);
+
+/* Whether a synchronise of this stream, or of this event, may go without
+ * waiting: lazy mode, no capture under way, a handle this process holds
+ * (an event only when created with timing disabled). */
+int rgpu_lazy_stream_sync(uint64_t stream);
+int rgpu_lazy_event_sync(uint64_t event);
+/* Whether a copy of count bytes into device memory at dst (from host
+ * memory, or from device memory at src) may return once its bytes are
+ * sent: lazy mode, no capture, a known stream, and ranges inside device
+ * memory this process allocated. */
+int rgpu_lazy_copy_to_device(uint64_t dst, size_t count, uint64_t stream);
+int rgpu_lazy_copy_on_device(uint64_t dst, uint64_t src, size_t count, uint64_t stream);
+
+/* Make a generated call that returns no outputs without waiting for its
+ * reply (a synchronise the policy above allowed): its failure is reported
+ * at the next call that waits. */
+int rgpu_call_unwaited(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                       const void *const *argv);
 
 /* ---- per-thread runtime state --------------------------------------------- */
 

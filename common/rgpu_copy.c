@@ -1,7 +1,8 @@
 /* Bulk copies between client memory and device memory, in chunks of
  * RGPU_COPY_CHUNK, shared by the runtime and driver stubs.  Both directions
- * keep the connection busy: host-to-device chunks go without waiting except
- * the last, device-to-host requests are kept several in flight. */
+ * keep the connection busy: host-to-device chunks go without waiting (the
+ * last one waits where the caller's policy says so), device-to-host
+ * requests are kept several in flight. */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 
@@ -33,12 +34,12 @@ static int land_rows(const struct rgpu_lib *lib, const char *what, struct rgpu_r
 }
 
 int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *what,
-                   uint64_t dst, const void *src, size_t count, uint64_t stream)
+                   uint64_t dst, const void *src, size_t count, uint64_t stream, int wait)
 {
     size_t off = 0;
     do {
         size_t n = chunk_len(count, off);
-        int last = off + n >= count;
+        int last = off + n >= count && wait;
         struct rgpu_req req;
         rgpu_req_begin(&req, proc_id, last ? 0 : RGPU_CALL_NOREPLY);
         rgpu_stats_name(proc_id, what);

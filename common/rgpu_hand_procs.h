@@ -39,6 +39,15 @@
  * RGPU_EVERSION when the server's table differs (lib "rgpu"; rgpu_hello.h) */
 #define RGPU_H_LIB_DIGEST    "rgpu.lib_digest"
 
+/* [] -> []  a request that waits for nothing but its turn: its reply says
+ * every request sent before it has run (the client's bound on how far it
+ * runs ahead; library "rgpu", served in daemon/session.c) */
+#define RGPU_H_FENCE         "rgpu.fence"
+/* [] -> [[lib, status]...]  failures of no-reply requests that no reply
+ * has reported yet, of every client thread, forgotten once told (asked
+ * at exit, so that none is lost; library "rgpu", daemon/session.c) */
+#define RGPU_H_UNREPORTED    "rgpu.unreported"
+
 /* [lib] -> [[code, string]...]  a server library's own error texts */
 #define RGPU_H_ERROR_STRINGS "rgpu.error_strings"
 

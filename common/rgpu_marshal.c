@@ -536,3 +536,16 @@ size_t rgpu_frame_bytes(const struct rgpu_proc *proc, const struct rgpu_call_fra
         return 0;
     }
 }
+
+size_t rgpu_param_bytes_client(const struct rgpu_proc *proc, unsigned i, const void *const *argv)
+{
+    const struct rgpu_param *prm = &proc->params[i];
+    switch (prm->kind) {
+    case RGPU_IN: case RGPU_OUT: case RGPU_INOUT:
+        return prm->size;
+    case RGPU_IN_BUF: case RGPU_OUT_BUF: case RGPU_INOUT_BUF:
+        return buf_len_client(proc, prm, argv);
+    default:
+        return 0;
+    }
+}

@@ -125,6 +125,10 @@ int rgpu_has_host_outputs(const struct rgpu_proc *proc, const void *const *argv,
 int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
                      const void *const *argv, const struct rgpu_scalar_policy *pol);
 
+/* Client side: the bytes host buffer parameter i of a call points at (IN,
+ * OUT, INOUT, *_BUF), 0 for any other kind. */
+size_t rgpu_param_bytes_client(const struct rgpu_proc *proc, unsigned i, const void *const *argv);
+
 /* Server side: storage for one call's decoded arguments. */
 struct rgpu_call_frame {
     uint64_t slot[RGPU_MAX_PARAMS];     /* values and pointers */

@@ -1,14 +1,11 @@
-/* The library handles a session has seen handed out: one open-addressing
- * hash table keyed by (class, value), which is a table per class in one
- * allocation.  Linear probing with backward-shift deletion, so removals
- * leave no tombstones and a lookup is one short probe run; grown at half
- * load.  One mutex: every lookup is a few loads under an uncontended lock
+/* The library handles a session has seen handed out: one table keyed by
+ * (class, value) (common/rgpu_handle_table.h), which is a table per class
+ * in one allocation; every lookup is a few loads under an uncontended lock
  * (see docs/security.md for the cost). */
 #include "owned_handles.h"
+#include "rgpu_handle_table.h"
 #include "rgpu_log.h"
 
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 uint32_t H_CONTEXT, H_STREAM, H_EVENT, H_MODULE, H_FUNCTION, H_LIBRARY, H_KERNEL, H_GRAPH,
@@ -38,14 +35,8 @@ __attribute__((constructor)) static void classes_init(void)
     H_CUBLAS = rgpu_handle_class("cublasContext");
 }
 
-struct slot {
-    uint64_t h;         /* 0: empty (NULL is never stored) */
-    uint32_t cls;
-    uint32_t refs;      /* times handed out, for the shared classes */
-};
-
-/* Classes whose library hands the same handle to every creator and counts
- * them: cuBLASLt's cublasLtCreate returns one handle per device (seen on
+/* Classes whose library hands the same handle to every creator and
+ * counts them: cuBLASLt's cublasLtCreate returns one handle per device (seen on
  * an H200 with cuBLASLt 13: two threads, two creates, one value), and each
  * cublasLtDestroy drops one reference.  Forgetting the handle at the first
  * destroy would refuse the other creators' calls. */
@@ -54,108 +45,27 @@ static int shared_class(uint32_t cls)
     return cls == H_CUBLASLT;
 }
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct slot *tab;
-static size_t cap, used;        /* cap: a power of two, or 0 */
-
-static size_t home(uint32_t cls, uint64_t h, size_t mask)
-{
-    uint64_t x = (h ^ ((uint64_t)cls << 32 | cls)) * 0x9e3779b97f4a7c15ull;
-    return (size_t)(x >> 17) & mask;
-}
-
-/* Index of (cls, h), or of the empty slot where it would go. */
-static size_t probe(uint32_t cls, uint64_t h)
-{
-    size_t mask = cap - 1, i = home(cls, h, mask);
-    while (tab[i].h && !(tab[i].h == h && tab[i].cls == cls))
-        i = (i + 1) & mask;
-    return i;
-}
-
-static int grow(void)
-{
-    size_t ncap = cap ? cap * 2 : 256;
-    struct slot *old = tab, *n = calloc(ncap, sizeof *n);
-    size_t ocap = cap;
-    if (!n)
-        return -1;
-    tab = n;
-    cap = ncap;
-    for (size_t i = 0; i < ocap; i++)
-        if (old[i].h)
-            tab[probe(old[i].cls, old[i].h)] = old[i];
-    free(old);
-    return 0;
-}
+static struct rgpu_handle_table table = RGPU_HANDLE_TABLE_INIT(shared_class);
 
 void handles_add(uint32_t cls, uint64_t h)
 {
-    if (!h)
-        return;
-    pthread_mutex_lock(&lock);
-    if ((used + 1) * 2 > cap && grow() < 0) {
+    if (rgpu_htab_add(&table, cls, h, 0) < 0)
         rgpu_error("out of memory recording a handle: it will be refused");
-        goto out;
-    }
-    size_t i = probe(cls, h);
-    if (!tab[i].h) {
-        tab[i] = (struct slot){ h, cls, 1 };
-        used++;
-    } else if (shared_class(cls)) {
-        tab[i].refs++;
-    }
-out:
-    pthread_mutex_unlock(&lock);
 }
 
 void handles_remove(uint32_t cls, uint64_t h)
 {
-    if (!h)
-        return;
-    pthread_mutex_lock(&lock);
-    if (!cap)
-        goto out;
-    size_t mask = cap - 1, i = probe(cls, h);
-    if (!tab[i].h)
-        goto out;
-    if (tab[i].refs > 1) {
-        tab[i].refs--;
-        goto out;
-    }
-    /* Backward shift: pull later members of the run into the hole when
-     * their home does not lie cyclically in (hole, j]. */
-    for (size_t j = (i + 1) & mask; tab[j].h; j = (j + 1) & mask) {
-        size_t k = home(tab[j].cls, tab[j].h, mask);
-        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-        if (!stays) {
-            tab[i] = tab[j];
-            i = j;
-        }
-    }
-    tab[i] = (struct slot){ 0, 0, 0 };
-    used--;
-out:
-    pthread_mutex_unlock(&lock);
+    rgpu_htab_remove(&table, cls, h);
 }
 
 int handles_contains(uint32_t cls, uint64_t h)
 {
-    int found = 0;
-    if (!h)
-        return 0;
-    pthread_mutex_lock(&lock);
-    found = cap && tab[probe(cls, h)].h != 0;
-    pthread_mutex_unlock(&lock);
-    return found;
+    return rgpu_htab_get(&table, cls, h, NULL);
 }
 
 unsigned long handles_count(void)
 {
-    pthread_mutex_lock(&lock);
-    unsigned long n = used;
-    pthread_mutex_unlock(&lock);
-    return n;
+    return (unsigned long)rgpu_htab_count(&table);
 }
 
 /* cudaStreamLegacy / CU_STREAM_LEGACY and cudaStreamPerThread /

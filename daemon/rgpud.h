@@ -125,6 +125,8 @@ extern const struct hand_proc hand_liblog_procs[];     /* liblog.c */
 extern const int hand_liblog_nprocs;
 extern const struct hand_proc hand_auth_procs[];      /* auth.c */
 extern const int hand_auth_nprocs;
+extern const struct hand_proc hand_session_procs[];   /* session.c */
+extern const int hand_session_nprocs;
 extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
 extern const int hand_cublasLt_nprocs;
 

@@ -78,11 +78,13 @@ struct worker {
 };
 
 /* The deferred-status slot of a library. */
+static const char *const slot_names[8] = { "cudart", "cuda", "cublas", "cublasLt", "cudnn",
+                                           NULL, NULL, "rgpu" };
+
 static int lib_slot(const char *lib)
 {
-    static const char *const names[] = { "cudart", "cuda", "cublas", "cublasLt", "cudnn" };
     for (int i = 0; i < 5; i++)
-        if (strcmp(names[i], lib) == 0)
+        if (strcmp(slot_names[i], lib) == 0)
             return i;
     return 7;
 }
@@ -135,12 +137,12 @@ static struct served_lib served[] = {
 
 static const struct hand_proc *const hand_tables[] = {
     hand_cudart_procs, hand_cuda_procs, hand_cudnn_procs, hand_liblog_procs,
-    hand_cublasLt_procs, hand_auth_procs,
+    hand_cublasLt_procs, hand_auth_procs, hand_session_procs,
 };
 #define NHAND (sizeof hand_tables / sizeof hand_tables[0])
 static const int *const hand_counts[NHAND] = {
     &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cudnn_nprocs, &hand_liblog_nprocs,
-    &hand_cublasLt_nprocs, &hand_auth_nprocs,
+    &hand_cublasLt_nprocs, &hand_auth_nprocs, &hand_session_nprocs,
 };
 static uint32_t *hand_ids[NHAND];
 
@@ -307,15 +309,17 @@ static void execute(struct worker *w, struct request *rq)
         protocol_error(rq->serial, transport, "arguments do not match the procedure");
 
     if (rq->flags & RGPU_CALL_NOREPLY) {
-        if (!w->deferred[slot] && (transport != RGPU_OK || api != 0))
-            w->deferred[slot] = api ? api : -transport;
+        int none = 0;
+        if (transport != RGPU_OK || api != 0)
+            __atomic_compare_exchange_n(&w->deferred[slot], &none, api ? api : -transport, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     } else {
         msgpack_sbuffer sb;
         msgpack_packer pk;
         msgpack_sbuffer_init(&sb);
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        pack_reply_head(&pk, rq->serial, transport, api, w->deferred[slot]);
-        w->deferred[slot] = 0;
+        pack_reply_head(&pk, rq->serial, transport, api,
+                        __atomic_exchange_n(&w->deferred[slot], 0, __ATOMIC_SEQ_CST));
         /* Head, outputs and bulk bytes go out as one frame, uncopied. */
         struct iovec iov[3] = { { sb.data, sb.size } };
         int n = 1;
@@ -449,6 +453,63 @@ static void enqueue(struct worker *w, struct request *rq)
     pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
 }
+
+/* ---- the session's own procedures ---------------------------------------------- */
+
+/* rgpu.fence: nothing to do; that it runs after every earlier no-reply
+ * request (enqueue) is the answer. */
+static int h_fence(struct hand_call *c)
+{
+    if (args_count(c, 0))
+        return -RGPU_EPROTO;
+    msgpack_pack_array(c->out, 0);
+    return 0;
+}
+
+static unsigned take_unreported(struct worker *w, int *status, const char **lib, unsigned n,
+                                unsigned max)
+{
+    for (int slot = 0; slot < 8 && n < max; slot++) {
+        int d = __atomic_exchange_n(&w->deferred[slot], 0, __ATOMIC_SEQ_CST);
+        if (d) {
+            status[n] = d > 0 ? d : -d;
+            lib[n++] = slot_names[slot] ? slot_names[slot] : "rgpu";
+        }
+    }
+    return n;
+}
+
+/* rgpu.unreported: the failures of no-reply requests that no reply has
+ * carried yet, of every client thread (a transport failure as its
+ * RGPU_E* number); each is told once. */
+static int h_unreported(struct hand_call *c)
+{
+    enum { MAX = 8 * (MAX_CLIENT_THREADS + 1) };
+    static int status[MAX];
+    static const char *lib[MAX];
+    unsigned n = 0;
+    if (args_count(c, 0))
+        return -RGPU_EPROTO;
+    if (S.have_inline)
+        n = take_unreported(&S.inline_worker, status, lib, n, MAX);
+    int nw = __atomic_load_n(&S.nworkers, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < nw; i++)
+        n = take_unreported(S.workers[i], status, lib, n, MAX);
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_array(c->out, n);
+    for (unsigned i = 0; i < n; i++) {
+        msgpack_pack_array(c->out, 2);
+        msgpack_pack_str_with_body(c->out, lib[i], strlen(lib[i]));
+        msgpack_pack_int(c->out, status[i]);
+    }
+    return 0;
+}
+
+const struct hand_proc hand_session_procs[] = {
+    { "rgpu", RGPU_H_FENCE, h_fence },
+    { "rgpu", RGPU_H_UNREPORTED, h_unreported },
+};
+const int hand_session_nprocs = sizeof hand_session_procs / sizeof hand_session_procs[0];
 
 /* ---- reading requests ------------------------------------------------------------ */
 

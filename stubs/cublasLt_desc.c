@@ -291,6 +291,16 @@ static void scalar_facts(const unsigned char *content, size_t len, int32_t *scal
         *mode = CUBLASLT_POINTER_MODE_HOST;
 }
 
+/* The handle class of a server-side descriptor of this kind: calls that
+ * name it may go without waiting once the core knows it
+ * (rgpu_handle_note). */
+static uint32_t class_of(unsigned kind)
+{
+    return rgpu_handle_class(kind == RGPU_LT_MATMUL_DESC ? "cublasLtMatmulDescOpaque_t"
+                             : kind == RGPU_LT_LAYOUT    ? "cublasLtMatrixLayoutOpaque_t"
+                                                         : "cublasLtMatmulPreferenceOpaque_t");
+}
+
 /* Called with the lock held: keep a new server-side descriptor (unpinned
  * as yet).  0 when out of memory. */
 static int remember_made(const struct blob *b, uint64_t handle, struct cc_entry **entry)
@@ -300,6 +310,7 @@ static int remember_made(const struct blob *b, uint64_t handle, struct cc_entry 
     if (!e)
         return 0;       /* the server's descriptor is lost until the session ends */
     e->handle = handle;
+    rgpu_handle_note(class_of(b->bytes[0]), handle, 0);
     if (b->bytes[0] == RGPU_LT_MATMUL_DESC) {
         int32_t scale, mode;
         scalar_facts(b->bytes, b->len, &scale, &mode);
@@ -317,6 +328,7 @@ static unsigned choose_victims(size_t room, struct cc_entry **victims, unsigned 
     while (n < max && (e = cc_evict(&cache, room)) != NULL) {
         if (e->key[0] == RGPU_LT_MATMUL_DESC)
             lt_matmul_desc_gone(e->handle);
+        rgpu_handle_forget(class_of(e->key[0]), e->handle);
         victims[n++] = e;
     }
     return n;

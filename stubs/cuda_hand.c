@@ -249,8 +249,11 @@ RGPU_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 
 static CUresult htod(CUdeviceptr dst, const void *src, size_t count, CUstream stream)
 {
+    uint64_t s = (uint64_t)(uintptr_t)stream;
+    if (rgpu_sticky_error())
+        return (CUresult)rgpu_sticky_error();
     return rgpu_copy_htod(LIB, rgpu_proc_id("cuda", RGPU_H_CU_HTOD), "cuMemcpyHtoD", dst, src,
-                          count, (uint64_t)(uintptr_t)stream);
+                          count, s, !rgpu_lazy_copy_to_device(dst, count, s));
 }
 
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t count, CUstream stream)
@@ -535,6 +538,17 @@ static CUresult pack_params(CUfunction f, void **kernelParams, void **extra,
     return CUDA_SUCCESS;
 }
 
+/* A launch goes without waiting only when the driver's handle checks can
+ * be made here: a function and a stream this process was handed (else the
+ * server's answer, the driver's own error, comes back at once). */
+static int launch_must_wait(CUfunction f, CUstream stream)
+{
+    uint64_t h = (uint64_t)(uintptr_t)f;
+    return !rgpu_may_skip_reply() || !rgpu_stream_known((uint64_t)(uintptr_t)stream) ||
+           !(rgpu_handle_known(rgpu_handle_class("CUfunc_st"), h) ||
+             rgpu_handle_known(rgpu_handle_class("CUkern_st"), h));
+}
+
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                        unsigned by, unsigned bz, unsigned shmem, CUstream stream,
                        void **kernelParams, void **extra)
@@ -559,7 +573,8 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
     CUresult rc = pack_params(f, kernelParams, extra, &buf, &len, &owned);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LAUNCH), RGPU_CALL_NOREPLY);
+    int wait = launch_must_wait(f, stream);
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LAUNCH), wait ? 0 : RGPU_CALL_NOREPLY);
     msgpack_pack_array(&req.pk, 11);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)f);
     msgpack_pack_uint32(&req.pk, gx);
@@ -572,6 +587,11 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
     msgpack_pack_uint32(&req.pk, extra ? 1 : 0);
     rgpu_req_payload(&req, buf, len);
+    if (wait) {
+        rc = (CUresult)rgpu_req_status(LIB, "cuLaunchKernel", &req);
+        free(owned);
+        return rc;
+    }
     int t = rgpu_req_send(&req, NULL);
     free(owned);
     return t == RGPU_OK ? CUDA_SUCCESS : transport("cuLaunchKernel", t);

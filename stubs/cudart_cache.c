@@ -178,16 +178,15 @@ RGPU_EXPORT cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, uns
 /* PyTorch's allocator asks cudaStreamIsCapturing at every allocation.  A
  * capture can only start through cudaStreamBeginCapture here (the driver's
  * is refused), so while none is under way in this process the answer is
- * known: not capturing. */
-static int captures_active;
-
+ * known: not capturing.  The count lives in the core (rgpu_capture_*),
+ * whose waiting policy needs it too. */
 static cudaError_t begin_capture(const struct rgpu_proc *proc, cudaStream_t stream,
                                  enum cudaStreamCaptureMode mode)
 {
     const void *argv[] = { &stream, &mode };
     int rc = rgpu_call(LIB, proc, argv);
     if (rc == cudaSuccess)
-        __atomic_add_fetch(&captures_active, 1, __ATOMIC_SEQ_CST);
+        rgpu_capture_begin();
     return rc;
 }
 
@@ -199,8 +198,7 @@ static cudaError_t end_capture(const struct rgpu_proc *proc, cudaStream_t stream
     /* Ending fails when the capture was invalidated, but it is over. */
     if (rc == cudaSuccess || rc == cudaErrorStreamCaptureInvalidated ||
         rc == cudaErrorStreamCaptureUnjoined)
-        if (__atomic_load_n(&captures_active, __ATOMIC_SEQ_CST) > 0)
-            __atomic_sub_fetch(&captures_active, 1, __ATOMIC_SEQ_CST);
+        rgpu_capture_end();
     return rc;
 }
 
@@ -208,7 +206,7 @@ static cudaError_t is_capturing(const struct rgpu_proc *proc, cudaStream_t strea
                                 enum cudaStreamCaptureStatus *status)
 {
     const void *argv[] = { &stream, &status };
-    if (status && __atomic_load_n(&captures_active, __ATOMIC_SEQ_CST) == 0) {
+    if (status && !rgpu_capture_active()) {
         *status = cudaStreamCaptureStatusNone;
         return cudaSuccess;
     }

@@ -345,8 +345,11 @@ static cudaError_t launch(struct kernel *k, dim3 grid, dim3 block, void **args, 
         return RESULT(cudaErrorMemoryAllocation);
     rgpu_layout_pack(&k->layout, args, params);
 
-    /* A launch only enqueues work: it does not wait for the server. */
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_LAUNCH), RGPU_CALL_NOREPLY);
+    /* A launch only enqueues work: it does not wait for the server, unless
+     * its stream is one this process does not hold (the error must come
+     * now) or RGPU_SYNC=blocking. */
+    int wait = !rgpu_may_skip_reply() || !rgpu_stream_known((uint64_t)(uintptr_t)stream);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_LAUNCH), wait ? 0 : RGPU_CALL_NOREPLY);
     rgpu_stats_name(req.proc_id, "kernel launch");
     msgpack_pack_array(&req.pk, 10);
     msgpack_pack_uint64(&req.pk, k->handle);
@@ -359,10 +362,15 @@ static cudaError_t launch(struct kernel *k, dim3 grid, dim3 block, void **args, 
     msgpack_pack_uint64(&req.pk, shmem);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
     rgpu_req_payload(&req, params, k->layout.bytes);
-    rc = rgpu_req_send(&req, NULL);
+    if (wait)
+        rc = rgpu_req_status(LIB, "kernel launch", &req);
+    else
+        rc = rgpu_req_send(&req, NULL) == RGPU_OK ? cudaSuccess
+                                                  : rgpu_transport_status(LIB, "kernel launch",
+                                                                          RGPU_EIO);
     if (params != small)
         free(params);
-    return rc == RGPU_OK ? cudaSuccess : rgpu_transport_status(LIB, "kernel launch", rc);
+    return rc;
 }
 
 RGPU_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *entry)

@@ -212,10 +212,16 @@ static enum cudaMemcpyKind resolve_kind(void *dst, const void *src, enum cudaMem
              : (s ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
 }
 
+/* A copy to the device returns once its bytes are sent where the policy
+ * allows (common/rgpu_lazy.c): the host buffer is then free for reuse,
+ * which is all CUDA promises of a copy from pageable memory. */
 static cudaError_t htod(void *dst, const void *src, size_t count, cudaStream_t stream)
 {
-    return rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cudaMemcpy",
-                          (uint64_t)(uintptr_t)dst, src, count, (uint64_t)(uintptr_t)stream);
+    uint64_t d = (uint64_t)(uintptr_t)dst, s = (uint64_t)(uintptr_t)stream;
+    if (rgpu_sticky_error())
+        return RESULT(rgpu_sticky_error());
+    return rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cudaMemcpy", d, src, count,
+                          s, !rgpu_lazy_copy_to_device(d, count, s));
 }
 
 static cudaError_t dtoh(void *dst, const void *src, size_t count, cudaStream_t stream)
@@ -224,11 +230,18 @@ static cudaError_t dtoh(void *dst, const void *src, size_t count, cudaStream_t s
                           (uint64_t)(uintptr_t)src, count, (uint64_t)(uintptr_t)stream);
 }
 
+/* Device to device: no host memory is involved, so the copy waits for
+ * nothing (CUDA's own cudaMemcpy does not either) once the client knows
+ * both ranges and the stream. */
 static cudaError_t dtod(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                         cudaStream_t stream, int async)
 {
     struct rgpu_req req;
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOD), 0);
+    int lazy = rgpu_lazy_copy_on_device((uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src,
+                                        count, (uint64_t)(uintptr_t)stream);
+    if (rgpu_sticky_error())
+        return RESULT(rgpu_sticky_error());
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOD), lazy ? RGPU_CALL_NOREPLY : 0);
     msgpack_pack_array(&req.pk, 6);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)dst);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)src);
@@ -236,7 +249,11 @@ static cudaError_t dtod(void *dst, const void *src, size_t count, enum cudaMemcp
     msgpack_pack_uint64(&req.pk, (uint64_t)kind);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
     msgpack_pack_uint64(&req.pk, (uint64_t)async);
-    return rgpu_req_status(LIB, "cudaMemcpy", &req);
+    if (!lazy)
+        return rgpu_req_status(LIB, "cudaMemcpy", &req);
+    rgpu_stats_name(req.proc_id, "cudaMemcpy");
+    int rc = rgpu_req_send(&req, NULL);
+    return rc == RGPU_OK ? cudaSuccess : rgpu_transport_status(LIB, "cudaMemcpy", rc);
 }
 
 static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,

@@ -1,0 +1,221 @@
+/* What may go without waiting for the server (rgpu_client.h, "the waiting
+ * policy"; docs/synchronisation.md says why each rule holds).
+ *
+ * A call that goes without waiting has returned before the server ran it,
+ * so whatever it would have answered must be known here: its argument
+ * checks, its outputs, and whether anything the program can observe
+ * depends on it having finished.  Three things decide that:
+ * - RGPU_SYNC, the mode;
+ * - the handles this process was handed and has not destroyed (a mirror
+ *   of the server's table): a call naming anything else waits, so that
+ *   the library's own error comes back at once;
+ * - the device ranges this process allocated (client_ranges.c), for
+ *   copies. */
+#include "rgpu_client.h"
+#include "rgpu_handle_table.h"
+#include "rgpu_log.h"
+#include "client_ranges.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the mode ---------------------------------------------------------------- */
+
+static int sync_mode = -1;
+
+static int mode_from_env(void)
+{
+    const char *e = getenv("RGPU_SYNC");
+    if (!e || !*e || strcmp(e, "lazy") == 0)
+        return RGPU_SYNC_LAZY;
+    if (strcmp(e, "strict") == 0)
+        return RGPU_SYNC_STRICT;
+    if (strcmp(e, "blocking") == 0)
+        return RGPU_SYNC_BLOCKING;
+    rgpu_log_init("rgpu", getenv("RGPU_LOG"));
+    rgpu_warn("RGPU_SYNC=%s: expected lazy, strict or blocking; using lazy", e);
+    return RGPU_SYNC_LAZY;
+}
+
+int rgpu_sync_mode(void)
+{
+    int m = __atomic_load_n(&sync_mode, __ATOMIC_RELAXED);
+    if (m < 0) {
+        m = mode_from_env();
+        __atomic_store_n(&sync_mode, m, __ATOMIC_RELAXED);
+    }
+    return m;
+}
+
+/* ---- handles this process holds ------------------------------------------------ */
+
+static uint32_t C_STREAM, C_EVENT, C_CUBLAS, C_CUBLASLT;
+
+__attribute__((constructor)) static void classes_init(void)
+{
+    C_STREAM = rgpu_handle_class("CUstream_st");
+    C_EVENT = rgpu_handle_class("CUevent_st");
+    C_CUBLAS = rgpu_handle_class("cublasContext");
+    C_CUBLASLT = rgpu_handle_class("cublasLtContext");
+}
+
+/* cublasLtCreate hands every caller of a device the same handle and counts
+ * them (daemon/owned_handles.c says where this was seen). */
+static int shared_class(uint32_t cls)
+{
+    return cls == C_CUBLASLT;
+}
+
+static struct rgpu_handle_table held = RGPU_HANDLE_TABLE_INIT(shared_class);
+
+void rgpu_handle_note(uint32_t cls, uint64_t h, uint32_t info)
+{
+    (void)rgpu_htab_add(&held, cls, h, info);     /* unrecorded: its calls just wait */
+}
+
+void rgpu_handle_forget(uint32_t cls, uint64_t h)
+{
+    rgpu_htab_remove(&held, cls, h);
+}
+
+int rgpu_handle_known(uint32_t cls, uint64_t h)
+{
+    /* The NULL, legacy and per-thread streams are always there. */
+    if (cls == C_STREAM && h <= 2)
+        return 1;
+    if (rgpu_htab_get(&held, cls, h, NULL))
+        return 1;
+    /* A cuBLAS handle may stand for a cuBLASLt one (NVIDIA documents the
+     * cast; PyTorch does it). */
+    return cls == C_CUBLASLT && rgpu_htab_get(&held, C_CUBLAS, h, NULL);
+}
+
+int rgpu_stream_known(uint64_t stream)
+{
+    return rgpu_handle_known(C_STREAM, stream);
+}
+
+static uint64_t value_of(const struct rgpu_param *prm, const void *arg)
+{
+    uint64_t v = 0;
+    memcpy(&v, arg, prm->size < 8 ? prm->size : 8);
+    return v;
+}
+
+int rgpu_handles_known_in(const struct rgpu_proc *proc, const void *const *argv)
+{
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        const struct rgpu_param *prm = &proc->params[i];
+        if (!prm->handle_class)
+            continue;
+        if (prm->kind != RGPU_HANDLE && prm->kind != RGPU_OUT && prm->kind != RGPU_OUT_BUF)
+            return 0;       /* handles inside an input buffer: let the server look */
+        if (prm->kind == RGPU_HANDLE && !rgpu_handle_known(prm->handle_class,
+                                                           value_of(prm, argv[i])))
+            return 0;
+    }
+    return 1;
+}
+
+void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *argv,
+                             int status, int waited)
+{
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        const struct rgpu_param *prm = &proc->params[i];
+        if (!prm->handle_class)
+            continue;
+        /* A destroy sent without waiting is as good as done: no later
+         * call of ours may count on the handle. */
+        if (prm->kind == RGPU_HANDLE && (prm->handle_flags & RGPU_HANDLE_DESTROYS) &&
+            (status == 0 || !waited))
+            rgpu_handle_forget(prm->handle_class, value_of(prm, argv[i]));
+        if ((prm->kind == RGPU_OUT || prm->kind == RGPU_OUT_BUF) && waited && status == 0) {
+            const unsigned char *out = *(const void *const *)argv[i];
+            size_t n = out ? rgpu_param_bytes_client(proc, i, argv) / 8 : 0;
+            for (size_t k = 0; k < n; k++) {
+                uint64_t h;
+                memcpy(&h, out + 8 * k, 8);
+                rgpu_handle_note(prm->handle_class, h, 0);
+            }
+        }
+    }
+}
+
+/* ---- events: whether the program may time them --------------------------------- */
+
+#define EVENT_FLAGS_KNOWN (1u << 31)
+#define EVENT_DISABLE_TIMING 0x2u   /* cudaEventDisableTiming, CU_EVENT_DISABLE_TIMING */
+
+void rgpu_event_note_flags(uint64_t event, unsigned flags)
+{
+    rgpu_handle_note(C_EVENT, event, EVENT_FLAGS_KNOWN | flags);
+}
+
+/* ---- stream capture ------------------------------------------------------------- */
+
+/* A capture starts only through cudaStreamBeginCapture here (the driver's
+ * is refused), so while none is under way nothing is being captured. */
+static int captures_active;
+
+void rgpu_capture_begin(void)
+{
+    __atomic_add_fetch(&captures_active, 1, __ATOMIC_SEQ_CST);
+}
+
+void rgpu_capture_end(void)
+{
+    int n = __atomic_load_n(&captures_active, __ATOMIC_SEQ_CST);
+    while (n > 0 && !__atomic_compare_exchange_n(&captures_active, &n, n - 1, 0,
+                                                 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+}
+
+int rgpu_capture_active(void)
+{
+    return __atomic_load_n(&captures_active, __ATOMIC_SEQ_CST) > 0;
+}
+
+/* ---- the decisions ---------------------------------------------------------------- */
+
+/* Lazy mode, and no capture under way: a synchronise or a pageable copy
+ * inside a capture is an error the caller must see at once. */
+static int lazy_now(void)
+{
+    return rgpu_sync_mode() == RGPU_SYNC_LAZY && !rgpu_capture_active();
+}
+
+int rgpu_lazy_stream_sync(uint64_t stream)
+{
+    return lazy_now() && rgpu_handle_known(C_STREAM, stream);
+}
+
+int rgpu_lazy_event_sync(uint64_t event)
+{
+    uint32_t info = 0;
+    return lazy_now() && rgpu_htab_get(&held, C_EVENT, event, &info) &&
+           (info & EVENT_FLAGS_KNOWN) && (info & EVENT_DISABLE_TIMING);
+}
+
+/* [p, p + count) lies inside one device range this process allocated. */
+static int device_range_holds(uint64_t p, size_t count)
+{
+    uint64_t base;
+    size_t size;
+    return rgpu_ranges_find(p, &base, &size) == RGPU_RANGE_DEVICE && count <= size &&
+           p - base <= size - count;
+}
+
+int rgpu_lazy_copy_to_device(uint64_t dst, size_t count, uint64_t stream)
+{
+    return lazy_now() && rgpu_handle_known(C_STREAM, stream) && device_range_holds(dst, count);
+}
+
+int rgpu_lazy_copy_on_device(uint64_t dst, uint64_t src, size_t count, uint64_t stream)
+{
+    return rgpu_lazy_copy_to_device(dst, count, stream) && device_range_holds(src, count);
+}
+
+int rgpu_may_skip_reply(void)
+{
+    return rgpu_sync_mode() != RGPU_SYNC_BLOCKING;
+}

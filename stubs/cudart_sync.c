@@ -1,0 +1,67 @@
+/* Hand-written synchronisation of libcudart: synchronises that need not
+ * wait for the GPU, and the event facts that decide it (the policy:
+ * common/rgpu_lazy.c, docs/synchronisation.md).  The driver's twins:
+ * stubs/cuda_sync.c. */
+#include "rgpu_client.h"
+#include "cudart_procs.h"
+
+#include <cuda_runtime_api.h>
+
+#define LIB (&rgpu_cudart_lib)
+#define RESULT(e) rgpu_runtime_result(e)
+
+/* A synchronise the policy lets go without waiting is still sent: it runs
+ * on the server in order, and its failure comes back with the next call
+ * that waits.  A fault already known poisons it at once, as on a GPU. */
+static cudaError_t synchronise(const struct rgpu_proc *proc, const void *const *argv,
+                               int lazy)
+{
+    if (rgpu_sticky_error())
+        return RESULT(rgpu_sticky_error());
+    return lazy ? rgpu_call_unwaited(LIB, proc, argv) : rgpu_call(LIB, proc, argv);
+}
+
+#undef cudaStreamSynchronize
+RGPU_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    const void *argv[] = { &stream };
+    return synchronise(RGPU_CUDART_cudaStreamSynchronize, argv,
+                       rgpu_lazy_stream_sync((uint64_t)(uintptr_t)stream));
+}
+
+RGPU_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
+{
+    const void *argv[] = { &stream };
+    return synchronise(RGPU_CUDART_cudaStreamSynchronize_ptsz, argv,
+                       rgpu_lazy_stream_sync((uint64_t)(uintptr_t)stream));
+}
+
+#undef cudaEventSynchronize
+RGPU_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    const void *argv[] = { &event };
+    return synchronise(RGPU_CUDART_cudaEventSynchronize, argv,
+                       rgpu_lazy_event_sync((uint64_t)(uintptr_t)event));
+}
+
+/* Events remember whether they may be timed: a synchronise of one that
+ * may is where programs read the clock, so it waits. */
+#undef cudaEventCreate
+RGPU_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+    const void *argv[] = { &event };
+    int rc = rgpu_call(LIB, RGPU_CUDART_cudaEventCreate, argv);
+    if (rc == cudaSuccess && event)
+        rgpu_event_note_flags((uint64_t)(uintptr_t)*event, cudaEventDefault);
+    return rc;
+}
+
+#undef cudaEventCreateWithFlags
+RGPU_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+{
+    const void *argv[] = { &event, &flags };
+    int rc = rgpu_call(LIB, RGPU_CUDART_cudaEventCreateWithFlags, argv);
+    if (rc == cudaSuccess && event)
+        rgpu_event_note_flags((uint64_t)(uintptr_t)*event, flags);
+    return rc;
+}
