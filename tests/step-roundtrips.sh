@@ -1,0 +1,46 @@
+#!/bin/bash
+# A training step waits for the network only to read the loss:
+#
+#   step-roundtrips.sh <build-dir> <train_step program>
+#
+# Runs tests/progs/train_step through rgpu (run-prog.sh) for 20 and for 60
+# steps under RGPU_STATS=1.  The 40 extra steps read the loss 4 times, and
+# nothing else of theirs may wait: the batch copy and its stream
+# synchronise, the gemm, the device-to-device copy, the launches, the event
+# synchronise all go without waiting.  The per-procedure table of both runs
+# is printed, so a failure names the call that waited.
+set -u
+build=$1
+prog=$2
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rgpu-steprt.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# waited STEPS: run, keep the table, print the total of waiting calls.
+waited() {
+    if ! RGPU_STATS=1 "$here/run-prog.sh" "$build" "$prog" "$1" >"$tmp/out.$1" 2>"$tmp/err.$1"; then
+        cat "$tmp/out.$1" "$tmp/err.$1" >&2
+        echo "step-roundtrips: $prog $1 failed" >&2
+        exit 1
+    fi
+    awk '$1 == "rgpu:" && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/' "$tmp/err.$1" >"$tmp/table.$1"
+    awk '$1 == "rgpu:" && $3 == "calls" && $4 == "waited" { print $2 }' "$tmp/err.$1"
+}
+w20=$(waited 20)
+w60=$(waited 60)
+echo "waited/unwaited per procedure, 20 steps:"
+cat "$tmp/table.20"
+echo "waited/unwaited per procedure, 60 steps:"
+cat "$tmp/table.60"
+echo "calls that waited: $w20 in 20 steps, $w60 in 60 steps"
+if [ -z "$w20" ] || [ -z "$w60" ]; then
+    echo "FAIL: no RGPU_STATS totals"
+    exit 1
+fi
+if [ $((w60 - w20)) -ne 4 ]; then
+    echo "FAIL: the 40 extra steps waited $((w60 - w20)) times; only their 4 loss reads may"
+    join -a 1 -a 2 -1 4 -2 4 -e 0 -o 0,1.2,2.2 <(sort -k4 "$tmp/table.20") <(sort -k4 "$tmp/table.60") |
+        awk '$2 != $3 { print "  " $1 ": " $2 " -> " $3 " waited" }'
+    exit 1
+fi
+echo "ok: 40 extra steps, 4 waiting calls (the loss reads)"
