@@ -220,13 +220,13 @@ static cudaError_t htod(void *dst, const void *src, size_t count, cudaStream_t s
     uint64_t d = (uint64_t)(uintptr_t)dst, s = (uint64_t)(uintptr_t)stream;
     if (rgpu_sticky_error())
         return RESULT(rgpu_sticky_error());
-    return rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cudaMemcpy", d, src, count,
+    return rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cudaMemcpy to the device", d, src, count,
                           s, !rgpu_lazy_copy_to_device(d, count, s));
 }
 
 static cudaError_t dtoh(void *dst, const void *src, size_t count, cudaStream_t stream)
 {
-    return rgpu_copy_dtoh(LIB, rgpu_proc_id("cudart", RGPU_H_DTOH), "cudaMemcpy", dst,
+    return rgpu_copy_dtoh(LIB, rgpu_proc_id("cudart", RGPU_H_DTOH), "cudaMemcpy to the host", dst,
                           (uint64_t)(uintptr_t)src, count, (uint64_t)(uintptr_t)stream);
 }
 
@@ -250,10 +250,10 @@ static cudaError_t dtod(void *dst, const void *src, size_t count, enum cudaMemcp
     msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
     msgpack_pack_uint64(&req.pk, (uint64_t)async);
     if (!lazy)
-        return rgpu_req_status(LIB, "cudaMemcpy", &req);
-    rgpu_stats_name(req.proc_id, "cudaMemcpy");
+        return rgpu_req_status(LIB, "cudaMemcpy on the device", &req);
+    rgpu_stats_name(req.proc_id, "cudaMemcpy on the device");
     int rc = rgpu_req_send(&req, NULL);
-    return rc == RGPU_OK ? cudaSuccess : rgpu_transport_status(LIB, "cudaMemcpy", rc);
+    return rc == RGPU_OK ? cudaSuccess : rgpu_transport_status(LIB, "cudaMemcpy on the device", rc);
 }
 
 static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
