@@ -220,8 +220,8 @@ static cudaError_t htod(void *dst, const void *src, size_t count, cudaStream_t s
     uint64_t d = (uint64_t)(uintptr_t)dst, s = (uint64_t)(uintptr_t)stream;
     if (rgpu_sticky_error())
         return RESULT(rgpu_sticky_error());
-    return rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cudaMemcpy to the device", d, src, count,
-                          s, !rgpu_lazy_copy_to_device(d, count, s));
+    return rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cudaMemcpy to the device", d,
+                          src, count, s, !rgpu_lazy_copy_to_device(d, count, s));
 }
 
 static cudaError_t dtoh(void *dst, const void *src, size_t count, cudaStream_t stream)
