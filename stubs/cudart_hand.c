@@ -45,7 +45,6 @@ struct kernel {
     char *name;                 /* mangled device name */
     uint64_t handle;            /* server cudaKernel_t once resolved */
     struct rgpu_layout layout;
-    struct kernel *next;
 };
 
 struct var {
@@ -57,8 +56,63 @@ struct var {
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct kernel *kernels;
 static struct var *vars;
+
+/* Kernels by host stub, and by their own record (the cudaKernel_t handle
+ * a program may pass where a function is expected).  Every launch looks
+ * its kernel up, and PyTorch registers tens of thousands: an open-
+ * addressing table (grown at half load; only registration writes it),
+ * not a list. */
+static struct {
+    pthread_rwlock_t lock;
+    const void **key;
+    struct kernel **val;
+    size_t cap, used;
+} K = { .lock = PTHREAD_RWLOCK_INITIALIZER };
+
+static size_t key_home(const void *key, size_t mask)
+{
+    return (size_t)(((uintptr_t)key * 0x9e3779b97f4a7c15ull) >> 20) & mask;
+}
+
+/* With K.lock held for writing. */
+static void kernel_table_put(const void *key, struct kernel *k)
+{
+    size_t i = key_home(key, K.cap - 1);
+    while (K.key[i] && K.key[i] != key)
+        i = (i + 1) & (K.cap - 1);
+    if (!K.key[i])
+        K.used++;
+    K.key[i] = key;
+    K.val[i] = k;
+}
+
+/* With K.lock held for writing: room for two more keys, or -1. */
+static int kernel_table_room(void)
+{
+    if ((K.used + 2) * 2 <= K.cap)
+        return 0;
+    size_t ocap = K.cap, ncap = K.cap ? K.cap * 2 : 4096;
+    const void **okey = K.key;
+    struct kernel **oval = K.val;
+    K.key = calloc(ncap, sizeof *K.key);
+    K.val = calloc(ncap, sizeof *K.val);
+    if (!K.key || !K.val) {
+        free(K.key);
+        free(K.val);
+        K.key = okey;
+        K.val = oval;
+        return -1;
+    }
+    K.cap = ncap;
+    K.used = 0;
+    for (size_t i = 0; i < ocap; i++)
+        if (okey[i])
+            kernel_table_put(okey[i], oval[i]);
+    free(okey);
+    free(oval);
+    return 0;
+}
 
 /* A registered fatbin's size: its own container.  The containers of all
  * translation units of a library lie back to back in its .nv_fatbin
@@ -110,10 +164,12 @@ RGPU_EXPORT void __cudaRegisterFunction(void **handle, const char *hostFun, char
     k->mod = (struct module *)handle;
     k->host_fn = hostFun;
     k->name = strdup(deviceFun);
-    pthread_mutex_lock(&reg_lock);
-    k->next = kernels;
-    kernels = k;
-    pthread_mutex_unlock(&reg_lock);
+    pthread_rwlock_wrlock(&K.lock);
+    if (kernel_table_room() == 0) {
+        kernel_table_put(hostFun, k);
+        kernel_table_put(k, k);
+    }
+    pthread_rwlock_unlock(&K.lock);
 }
 
 RGPU_EXPORT void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress,
@@ -162,11 +218,15 @@ RGPU_EXPORT char __cudaInitModule(void **handle)
 
 static struct kernel *kernel_by_host_fn(const void *fn)
 {
-    struct kernel *k;
-    pthread_mutex_lock(&reg_lock);
-    for (k = kernels; k && k->host_fn != fn && (const void *)k != fn; k = k->next)
-        ;
-    pthread_mutex_unlock(&reg_lock);
+    struct kernel *k = NULL;
+    pthread_rwlock_rdlock(&K.lock);
+    if (fn && K.cap) {
+        size_t i = key_home(fn, K.cap - 1);
+        while (K.key[i] && K.key[i] != fn)
+            i = (i + 1) & (K.cap - 1);
+        k = K.key[i] ? K.val[i] : NULL;
+    }
+    pthread_rwlock_unlock(&K.lock);
     return k;
 }
 
