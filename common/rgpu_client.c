@@ -857,6 +857,7 @@ static void fetch_error_texts(struct error_texts *t)
     struct rgpu_req req;
     struct rgpu_reply reply;
     rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_ERROR_STRINGS), 0);
+    rgpu_stats_name(req.proc_id, RGPU_H_ERROR_STRINGS);
     msgpack_pack_array(&req.pk, 1);
     msgpack_pack_str_with_body(&req.pk, t->lib->name, strlen(t->lib->name));
     if (rgpu_req_send(&req, &reply) != RGPU_OK)
@@ -903,6 +904,7 @@ size_t rgpu_server_size_query(const struct rgpu_lib *lib, const char *fn)
     struct rgpu_reply reply;
     size_t v = 0;
     rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_SIZE_QUERY), 0);
+    rgpu_stats_name(req.proc_id, RGPU_H_SIZE_QUERY);
     msgpack_pack_array(&req.pk, 2);
     msgpack_pack_str_with_body(&req.pk, lib->name, strlen(lib->name));
     msgpack_pack_str_with_body(&req.pk, fn, strlen(fn));
@@ -1190,6 +1192,7 @@ static void check_late_lib(const struct rgpu_lib *lib)
 
     rgpu_lib_digest(lib, digest);
     rgpu_req_begin(&req, rgpu_proc_id("rgpu", RGPU_H_LIB_DIGEST), 0);
+    rgpu_stats_name(req.proc_id, RGPU_H_LIB_DIGEST);
     msgpack_pack_array(&req.pk, 2);
     msgpack_pack_str_with_body(&req.pk, lib->name, strlen(lib->name));
     msgpack_pack_bin_with_body(&req.pk, digest, sizeof digest);

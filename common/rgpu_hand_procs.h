@@ -61,6 +61,12 @@
 /* [max_size] -> [message]  cudnnGetLastErrorString of the serving thread */
 #define RGPU_H_CUDNN_LAST_ERROR "rgpu.last_error_string"
 
+/* [handle, plan, [[name, type, count, bin elements]...]] -> []
+ * cudnnBackendExecute with a variant pack the client kept (its attributes
+ * as set); the server makes the pack, runs it, destroys it (library
+ * "cudnn"; stubs/cudnn_variant_pack.c, daemon/hand_cudnn.c) */
+#define RGPU_H_CUDNN_EXECUTE "rgpu.cudnn_execute"
+
 /* [kernel, blockSize, dynamicSMemSize, flags] -> [numBlocks] */
 #define RGPU_H_OCCUPANCY      "rgpu.occupancy"
 /* [kernel, numBlocks, blockSize] -> [bytes] */
