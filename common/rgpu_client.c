@@ -437,14 +437,17 @@ static void print_stats(void)
     pthread_mutex_unlock(&stats_lock);
 }
 
+/* Procedures are named for RGPU_STATS=1 and for RGPU_LOG=trace. */
 static int stats_enabled(void)
 {
     if (stats_on < 0) {
         const char *e = getenv("RGPU_STATS");
+        int table = e && *e && strcmp(e, "0") != 0;
+        rgpu_log_init("rgpu", getenv("RGPU_LOG"));
         pthread_mutex_lock(&stats_lock);
         if (stats_on < 0) {
-            stats_on = e && *e && strcmp(e, "0") != 0;
-            if (stats_on)
+            stats_on = table || rgpu_log_enabled(RGPU_LOG_TRACE);
+            if (table)
                 atexit(print_stats);
         }
         pthread_mutex_unlock(&stats_lock);
@@ -491,7 +494,9 @@ static void count_call(uint32_t id, int waits)
         s->waited++;
     else if (s)
         s->unwaited++;
+    const char *name = s && s->name ? s->name : "?";
     pthread_mutex_unlock(&stats_lock);
+    rgpu_trace("%s %s", waits ? "waits:" : "sent: ", name);
 }
 
 void rgpu_stats_name(uint32_t id, const char *name)

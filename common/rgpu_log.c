@@ -11,10 +11,10 @@ static const char *log_prefix = "rgpu";
 
 static int parse_level(const char *name, int fallback)
 {
-    static const char *const names[] = { "error", "warn", "info", "debug" };
+    static const char *const names[] = { "error", "warn", "info", "debug", "trace" };
     if (!name || !*name)
         return fallback;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (strcasecmp(name, names[i]) == 0)
             return i;
     return fallback;
@@ -38,7 +38,7 @@ int rgpu_log_enabled(int level)
 
 void rgpu_log(int level, const char *fmt, ...)
 {
-    static const char *const tags[] = { "error", "warning", "info", "debug" };
+    static const char *const tags[] = { "error", "warning", "info", "debug", "trace" };
     char line[1024];
     va_list ap;
     int n;

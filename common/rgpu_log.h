@@ -4,7 +4,8 @@
 
 #include <stddef.h>
 
-enum rgpu_log_level { RGPU_LOG_ERROR, RGPU_LOG_WARN, RGPU_LOG_INFO, RGPU_LOG_DEBUG };
+/* trace: the client logs every request it sends (name, whether it waits). */
+enum rgpu_log_level { RGPU_LOG_ERROR, RGPU_LOG_WARN, RGPU_LOG_INFO, RGPU_LOG_DEBUG, RGPU_LOG_TRACE };
 
 void rgpu_log_init(const char *prefix, const char *level_name);
 void rgpu_log_set_level(int level);
@@ -18,5 +19,6 @@ int rgpu_reason(char *buf, size_t len, const char *fmt, ...) __attribute__((form
 #define rgpu_warn(...)  rgpu_log(RGPU_LOG_WARN, __VA_ARGS__)
 #define rgpu_info(...)  rgpu_log(RGPU_LOG_INFO, __VA_ARGS__)
 #define rgpu_debug(...) rgpu_log(RGPU_LOG_DEBUG, __VA_ARGS__)
+#define rgpu_trace(...) rgpu_log(RGPU_LOG_TRACE, __VA_ARGS__)
 
 #endif
