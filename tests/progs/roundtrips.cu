@@ -9,7 +9,8 @@
 //     (PyTorch's addmm casts the bias anew each step under AMP);
 //   - a kernel's attributes asked, the same attribute set again, occupancy
 //     asked, and the kernel launched with the dynamic shared memory the
-//     attribute allows.
+//     attribute allows;
+//   - device facts, through the runtime and the driver.
 //
 //   roundtrips [STEPS]        STEPS steps of each (default 20)
 //
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <vector>
+#include <cuda.h>
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include "check.h"
@@ -341,6 +343,42 @@ static void part_kernel(int steps)
     cudaFree(dy);
 }
 
+// ---- device facts ----------------------------------------------------------------------
+
+static void part_device(int steps)
+{
+    int failed = 0, other = 0, first[8] = { 0 };
+    unsigned long long since = 0;
+    for (int step = 0; step < steps; step++) {
+        if (step == 1)
+            since = waited_so_far();
+        int dev = -1, least = 0, greatest = 0, sms = 0, cu_sms = 0, version = 0, count = 0;
+        CUdevice cu_dev = -1;
+        failed += cudaGetDevice(&dev) != cudaSuccess;
+        failed += cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess;
+        failed += cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) !=
+                  cudaSuccess;
+        failed += cuDeviceGet(&cu_dev, dev) != CUDA_SUCCESS;
+        failed += cuDeviceGetAttribute(&cu_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                       cu_dev) != CUDA_SUCCESS;
+        failed += cuDriverGetVersion(&version) != CUDA_SUCCESS;
+        failed += cuDeviceGetCount(&count) != CUDA_SUCCESS;
+        int now[8] = { dev, least, greatest, sms, cu_sms, version, count, (int)cu_dev };
+        if (step == 0)
+            memcpy(first, now, sizeof first);
+        other += memcmp(first, now, sizeof now) != 0 || sms != cu_sms;
+    }
+    report("device", since);
+    check(failed == 0, "device: every query succeeds", "%d failed", failed);
+    check(other == 0, "device: the same answers every step", "%d others", other);
+    // One side may be asked for alone.
+    int least = 1, greatest = 1;
+    check(cudaDeviceGetStreamPriorityRange(NULL, &greatest) == cudaSuccess &&
+              cudaDeviceGetStreamPriorityRange(&least, NULL) == cudaSuccess &&
+              least == first[1] && greatest == first[2],
+          "device: stream priorities asked one at a time", "%d %d", least, greatest);
+}
+
 int main(int argc, char **argv)
 {
     int steps = argc > 1 ? atoi(argv[1]) : 20;
@@ -351,6 +389,7 @@ int main(int argc, char **argv)
     part_cublas(steps);
     part_cublaslt(steps);
     part_kernel(steps);
+    part_device(steps);
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
     return check_exit_status();
 }
