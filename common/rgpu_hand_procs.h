@@ -76,7 +76,8 @@
 /* cuBLASLt (library "cublasLt"; client side stubs/cublasLt_desc.c, server
  * side daemon/hand_cublasLt.c): descriptors the client keeps by content,
  * made on the server when a call needs them.  Each create makes one
- * descriptor and sets its attributes in order; keep 0 destroys it again
+ * descriptor and sets its attributes in order (a matmul descriptor's
+ * pointer attributes to NULL, below); keep 0 destroys it again
  * (a check that an attribute is accepted).  Destroys name only
  * descriptors this procedure made.
  * [[[kind, handle]...] destroys, [[kind, [param...], [[attr, bin]...], keep]...] creates]
