@@ -353,11 +353,19 @@ static __thread pthread_mutex_t *call_lock;
 static __thread uint64_t call_desc;
 static __thread struct lt_pointers call_applied;
 
+/* Looked up once: it runs twice per pointer per call. */
 static int set_pointer(uint64_t desc, uint32_t attr, uint64_t ptr)
 {
-    return REAL(cublasLtMatmulDescSetAttribute)((cublasLtMatmulDesc_t)(uintptr_t)desc,
-                                                (cublasLtMatmulDescAttributes_t)attr, &ptr,
-                                                sizeof ptr);
+    static __typeof__(&cublasLtMatmulDescSetAttribute) set;
+    __typeof__(&cublasLtMatmulDescSetAttribute) fn = __atomic_load_n(&set, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = REAL(cublasLtMatmulDescSetAttribute);
+        if (!fn)
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        __atomic_store_n(&set, fn, __ATOMIC_RELEASE);
+    }
+    return fn((cublasLtMatmulDesc_t)(uintptr_t)desc, (cublasLtMatmulDescAttributes_t)attr, &ptr,
+              sizeof ptr);
 }
 
 /* Before cublasLtMatmul, ...AlgoGetHeuristic, ...AlgoCheck (argument 1:
