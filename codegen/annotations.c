@@ -29,6 +29,12 @@
  *                           (default: the only handle of a function named
  *                           *Destroy*, *Free* or *Unload*)
  *   keeps FUNC "why"        FUNC matches the default but destroys nothing
+ *   nullable FUNC PARAM...  NULL is a valid value of these handle parameters
+ *                           (an optional descriptor): a call passing NULL
+ *                           there may still go without waiting.  Elsewhere
+ *                           NULL for a handle other than a stream makes
+ *                           the call wait, so that the library's error
+ *                           comes back at once.  FUNC may be a glob.
  *   runtime                 the library keeps a per-thread last error
  *   versioned               symbols carry a version node named after the soname
  *
@@ -227,6 +233,19 @@ static void parse_line(struct annotations *ann, char *p, int line)
             die("%s:%d: destroys needs FUNC PARAM", ann->path, line);
         r->pattern = xstrdup(fn);
         r->param = xstrdup(param);
+    } else if (strcmp(word, "nullable") == 0) {
+        char *fn = next_token(&p, ann->path, line), *param;
+        if (!fn)
+            die("%s:%d: nullable needs FUNC PARAM...", ann->path, line);
+        int n = 0;
+        while ((param = next_token(&p, ann->path, line)) != NULL) {
+            struct ann_rule *r = add_rule(ann, A_NULLABLE, line);
+            r->pattern = xstrdup(fn);
+            r->param = xstrdup(param);
+            n++;
+        }
+        if (!n)
+            die("%s:%d: nullable needs FUNC PARAM...", ann->path, line);
     } else if (strcmp(word, "keeps") == 0) {
         struct ann_rule *r = add_rule(ann, A_KEEPS, line);
         char *fn = next_token(&p, ann->path, line), *why = next_token(&p, ann->path, line);

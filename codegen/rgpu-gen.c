@@ -97,7 +97,7 @@ static void decide(struct export_fn *e, struct annotations *ann, char **exports,
     for (int i = 0; i < ann->nrules; i++) {
         struct ann_rule *r = &ann->rules[i];
         if (r->verb == A_ARG || r->verb == A_ASYNC || r->verb == A_DESTROYS ||
-            r->verb == A_KEEPS)
+            r->verb == A_KEEPS || r->verb == A_NULLABLE)
             continue;
         if (r->verb == A_REFUSE_SUPERSEDED) {
             if (e->proto || !has_versioned_sibling(exports, nexp, e->name))
@@ -272,6 +272,23 @@ static void mark_destroyed(struct export_fn *e, struct annotations *ann)
         f->params[found].destroys = 1;
 }
 
+/* nullable FUNC PARAM: NULL is a valid value of that handle. */
+static void mark_nullable(struct export_fn *e, struct annotations *ann)
+{
+    struct gen_func *f = e->proto;
+    for (int i = 0; i < ann->nrules; i++) {
+        struct ann_rule *r = &ann->rules[i];
+        if (r->verb != A_NULLABLE || !rule_matches(r, e->name))
+            continue;
+        r->used = 1;
+        int k = param_index(f, r->param);
+        if (k < 0 || f->params[k].kind != K_HANDLE)
+            die("%s:%d: nullable %s %s: not a checked handle parameter", ann->path, r->line,
+                e->name, r->param);
+        f->params[k].nullable = 1;
+    }
+}
+
 /* Every opaque handle a generated function takes is checked on the server
  * (K_HANDLE) unless its class is declared unchecked; a handle it returns is
  * recorded by its class. */
@@ -297,6 +314,7 @@ static void classify_handles(struct export_fn *e, struct annotations *ann)
             problem("%s: %s takes or returns handles: give invalid-handle STATUS in %s", f->where,
                     e->name, ann->path);
     mark_destroyed(e, ann);
+    mark_nullable(e, ann);
 }
 
 static int has_procedure(const struct export_fn *e)
@@ -364,7 +382,11 @@ static void emit_param_row(FILE *f, const struct gen *g, const struct gen_param 
             p->len_arg, p->aux_arg, p->elem_func ? p->elem_func : "0");
     if (cls)
         fprintf(f, ", 0x%08xu /* %s */, %s, %s", rgpu_handle_class(cls), cls,
-                p->destroys ? "RGPU_HANDLE_DESTROYS" : "0", class_status(g->ann, cls));
+                p->destroys && p->nullable ? "RGPU_HANDLE_DESTROYS | RGPU_HANDLE_NULLABLE"
+                : p->destroys              ? "RGPU_HANDLE_DESTROYS"
+                : p->nullable              ? "RGPU_HANDLE_NULLABLE"
+                                           : "0",
+                class_status(g->ann, cls));
     else
         fprintf(f, ", 0, 0, 0");
     fprintf(f, " },\n");

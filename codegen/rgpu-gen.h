@@ -30,6 +30,7 @@ struct gen_param {
     char *handle_class;
     char *pointee_class;
     int destroys;           /* a destroy function removes this handle */
+    int nullable;           /* NULL is a valid value of this handle */
 };
 
 struct gen_func {
@@ -54,7 +55,7 @@ struct export_fn {
 
 /* Annotations: one file per library (codegen/<lib>.ann). */
 enum ann_verb { A_LOCAL, A_HAND, A_CLIENT, A_REFUSE, A_ASYNC, A_ARG, A_REFUSE_SUPERSEDED, A_SERVE,
-                A_DESTROYS, A_KEEPS };
+                A_DESTROYS, A_KEEPS, A_NULLABLE };
 
 struct ann_rule {
     enum ann_verb verb;

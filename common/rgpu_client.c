@@ -927,6 +927,9 @@ size_t rgpu_server_size_query(const struct rgpu_lib *lib, const char *fn)
  * (a reset, a release, new flags): all cached contexts and primary-context
  * states are then stale. */
 static atomic_uint contexts_generation = 1;
+/* Bumped by those and by every change of some thread's current context:
+ * what a stub keeps per context (function attributes) is stale then. */
+static atomic_uint contexts_epoch = 1;
 
 #define MAX_PRIMARY 64
 static struct {
@@ -954,6 +957,12 @@ void rgpu_thread_forget_current(void)
 {
     T.device_known = 0;
     T.ctx = 0;
+    atomic_fetch_add(&contexts_epoch, 1);
+}
+
+unsigned rgpu_contexts_epoch(void)
+{
+    return atomic_load(&contexts_epoch);
 }
 
 int rgpu_thread_context(uint64_t *ctx)

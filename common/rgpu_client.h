@@ -269,5 +269,9 @@ void rgpu_thread_set_context(uint64_t ctx);
 int rgpu_primary_active(int dev, unsigned *flags);
 void rgpu_primary_set_active(int dev, unsigned flags);
 void rgpu_contexts_changed(void);
+/* A number that changes whenever any of the above is forgotten, for what a
+ * stub keeps per context (function attributes and occupancy, which a
+ * reset or another context makes stale). */
+unsigned rgpu_contexts_epoch(void);
 
 #endif

@@ -10,6 +10,8 @@
 #ifndef RGPU_HAND_PROCS_H
 #define RGPU_HAND_PROCS_H
 
+#include <stdint.h>
+
 /* [dst, stream, bin data] -> []            host to device, one chunk */
 #define RGPU_H_HTOD          "rgpu.htod"
 /* [src, count, stream]    -> [bin data]    device to host, one chunk */
@@ -89,7 +91,8 @@
 /* cuBLASLt (library "cublasLt"; client side stubs/cublasLt_desc.c, server
  * side daemon/hand_cublasLt.c): descriptors the client keeps by content,
  * made on the server when a call needs them.  Each create makes one
- * descriptor and sets its attributes in order; keep 0 destroys it again
+ * descriptor and sets its attributes in order (a matmul descriptor's
+ * pointer attributes to NULL, below); keep 0 destroys it again
  * (a check that an attribute is accepted).  Destroys name only
  * descriptors this procedure made.
  * [[[kind, handle]...] destroys, [[kind, [param...], [[attr, bin]...], keep]...] creates]
@@ -100,5 +103,37 @@ enum rgpu_lt_kind {
     RGPU_LT_LAYOUT = 1,         /* params: type, rows, cols, ld */
     RGPU_LT_PREFERENCE = 2,     /* params: none */
 };
+
+/* The matmul descriptor attributes that hold device pointers, which PyTorch
+ * points at new memory every step (a bias cast under AMP).  They are not
+ * part of a descriptor's content: the content holds their alignment class
+ * instead, the server makes its descriptors with NULL there, and the values
+ * travel with each call that uses the descriptor, as these procedures:
+ * [[[attr, ptr]...], [the generated procedure's arguments]] -> its outputs.
+ * The server checks each pointer against the session's memory, sets them on
+ * its descriptor for the call alone (daemon/hand_cublasLt.c). */
+#define RGPU_H_LT_MATMUL       "rgpu.lt_matmul"         /* cublasLtMatmul */
+#define RGPU_H_LT_HEURISTIC    "rgpu.lt_heuristic"      /* cublasLtMatmulAlgoGetHeuristic */
+#define RGPU_H_LT_ALGO_CHECK   "rgpu.lt_algo_check"     /* cublasLtMatmulAlgoCheck */
+#define RGPU_LT_NPOINTERS 10
+/* The slot 0..RGPU_LT_NPOINTERS-1 of a pointer attribute, -1 for any other
+ * (cublasLtMatmulDescAttributes_t values; daemon/hand_cublasLt.c asserts
+ * them against cublasLt.h). */
+static inline int rgpu_lt_pointer_slot(uint32_t attr)
+{
+    switch (attr) {
+    case 8: return 0;       /* BIAS_POINTER */
+    case 11: return 1;      /* EPILOGUE_AUX_POINTER */
+    case 17: return 2;      /* A_SCALE_POINTER */
+    case 18: return 3;      /* B_SCALE_POINTER */
+    case 19: return 4;      /* C_SCALE_POINTER */
+    case 20: return 5;      /* D_SCALE_POINTER */
+    case 21: return 6;      /* AMAX_D_POINTER */
+    case 23: return 7;      /* EPILOGUE_AUX_SCALE_POINTER */
+    case 24: return 8;      /* EPILOGUE_AUX_AMAX_POINTER */
+    case 36: return 9;      /* D_OUT_SCALE_POINTER */
+    default: return -1;
+    }
+}
 
 #endif

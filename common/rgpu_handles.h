@@ -13,6 +13,7 @@
 /* rgpu_param.handle_flags */
 enum rgpu_handle_flags {
     RGPU_HANDLE_DESTROYS = 1u << 0,     /* the call frees this handle */
+    RGPU_HANDLE_NULLABLE = 1u << 1,     /* NULL is a valid value (annotation nullable) */
 };
 
 /* FNV-1a of "handle/" CLASS: the same hash family as procedure ids. */

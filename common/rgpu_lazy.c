@@ -110,8 +110,9 @@ int rgpu_handles_known_in(const struct rgpu_proc *proc, const void *const *argv)
             continue;
         if (prm->kind != RGPU_HANDLE && prm->kind != RGPU_OUT && prm->kind != RGPU_OUT_BUF)
             return 0;       /* handles inside an input buffer: let the server look */
-        if (prm->kind == RGPU_HANDLE && !rgpu_handle_known(prm->handle_class,
-                                                           value_of(prm, argv[i])))
+        uint64_t h = prm->kind == RGPU_HANDLE ? value_of(prm, argv[i]) : 0;
+        if (prm->kind == RGPU_HANDLE && !(h == 0 && (prm->handle_flags & RGPU_HANDLE_NULLABLE)) &&
+            !rgpu_handle_known(prm->handle_class, h))
             return 0;
     }
     return 1;

@@ -97,7 +97,8 @@ const struct guard *guard_for(const char *lib, const char *name)
     for (size_t i = 0; i < sizeof guards / sizeof guards[0]; i++)
         if (strcmp(guards[i].lib, lib) == 0 && strcmp(guards[i].name, name) == 0)
             return &guards[i];
-    return memguard_for(lib, name);
+    const struct guard *g = lt_guard_for(lib, name);
+    return g ? g : memguard_for(lib, name);
 }
 
 /* Functions and kernels the driver handed out: the only handles whose

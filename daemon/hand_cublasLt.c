@@ -1,20 +1,62 @@
-/* Hand-written cuBLASLt procedure, server side: making the descriptors the
- * client keeps by content (client side: stubs/cublasLt_desc.c; arguments:
+/* Hand-written cuBLASLt procedures, server side: making the descriptors
+ * the client keeps by content, and the calls that take a matmul descriptor
+ * with its pointer attributes sent along (client side:
+ * stubs/cublasLt_desc.c and stubs/cublasLt_hand.c; arguments:
  * common/rgpu_hand_procs.h).  Every other cuBLASLt call is generated. */
 #include "rgpud.h"
+#include "owned.h"
 #include "owned_handles.h"
 #include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
 
 #include <cublasLt.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define REAL(name) ((__typeof__(&name))backend_sym("cublasLt", #name))
 #define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
 
 #define MAX_PARAMS 4
+/* No cuBLASLt attribute is larger (cublasLt_desc.c refuses more). */
+#define ATTR_MAX 256
+
+/* The pointer attributes the client keeps out of a descriptor's content. */
+_Static_assert(CUBLASLT_MATMUL_DESC_BIAS_POINTER == 8 &&
+                   CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER == 11 &&
+                   CUBLASLT_MATMUL_DESC_A_SCALE_POINTER == 17 &&
+                   CUBLASLT_MATMUL_DESC_B_SCALE_POINTER == 18 &&
+                   CUBLASLT_MATMUL_DESC_C_SCALE_POINTER == 19 &&
+                   CUBLASLT_MATMUL_DESC_D_SCALE_POINTER == 20 &&
+                   CUBLASLT_MATMUL_DESC_AMAX_D_POINTER == 21 &&
+                   CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER == 23 &&
+                   CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER == 24 &&
+                   CUBLASLT_MATMUL_DESC_D_OUT_SCALE_POINTER == 36,
+               "rgpu_lt_pointer_slot's attribute numbers are cublasLt.h's");
+
+/* ---- one call at a time per matmul descriptor ------------------------------- */
+
+/* A server descriptor stands for every client descriptor of its content, so
+ * client threads share it, and a call's pointer attributes are set on it
+ * for that call alone.  A lock (one of a fixed set, by the descriptor's
+ * address, so that none has to live and die with a descriptor) is held
+ * from setting them until they are NULL again, by every call that takes
+ * the descriptor, and by its destroy. */
+#define DESC_LOCKS 64
+static pthread_mutex_t desc_locks[DESC_LOCKS];
+
+__attribute__((constructor)) static void desc_locks_init(void)
+{
+    for (int i = 0; i < DESC_LOCKS; i++)
+        pthread_mutex_init(&desc_locks[i], NULL);
+}
+
+static pthread_mutex_t *desc_lock(uint64_t desc)
+{
+    return &desc_locks[(desc >> 4 ^ desc >> 12) % DESC_LOCKS];
+}
 
 /* ---- descriptors this procedure made: the only ones it destroys ------------ */
 
@@ -107,8 +149,27 @@ static int lt_create(uint64_t kind, const int64_t *p, unsigned np, void **out)
 
 static int lt_set(uint64_t kind, void *d, uint32_t attr, const void *buf, size_t n)
 {
+    static const unsigned char nulls[ATTR_MAX];
     switch (kind) {
     case RGPU_LT_MATMUL_DESC:
+        /* A pointer attribute is NULL on the descriptor at rest: calls set
+         * it, checked, for themselves.  (Its bytes here are the client's
+         * alignment class; a size cuBLASLt refuses is still refused.) */
+        if (rgpu_lt_pointer_slot(attr) >= 0) {
+            if (n > ATTR_MAX)
+                return CUBLAS_STATUS_INVALID_VALUE;
+            buf = nulls;
+        }
+        /* A descriptor inside a descriptor: only one the session holds. */
+        if (attr == CUBLASLT_MATMUL_DESC_EMULATION_DESCRIPTOR && n == sizeof(uint64_t)) {
+            uint64_t h;
+            memcpy(&h, buf, sizeof h);
+            if (!handles_valid(rgpu_handle_class("cublasLtEmulationDescOpaque_t"), h)) {
+                rgpu_warn("cublasLt: refused an emulation descriptor the session never "
+                          "handed out");
+                return CUBLAS_STATUS_INVALID_VALUE;
+            }
+        }
         return REAL(cublasLtMatmulDescSetAttribute)(d, (cublasLtMatmulDescAttributes_t)attr,
                                                     buf, n);
     case RGPU_LT_LAYOUT:
@@ -188,9 +249,13 @@ static void destroy_one(const msgpack_object *o)
     uint64_t kind, h;
     rgpu_obj_u64(&a->ptr[1], &h);
     /* A handle we did not make could be anything: leave it alone.  The
-     * kind is the one it was made as, whatever the request says. */
+     * kind is the one it was made as, whatever the request says.  Not
+     * while another thread's call uses it. */
+    pthread_mutex_t *lock = desc_lock(h);
+    pthread_mutex_lock(lock);
     if (forget_made(h, &kind))
         (void)lt_destroy(kind, (void *)(uintptr_t)h);
+    pthread_mutex_unlock(lock);
 }
 
 /* Create one descriptor and set its attributes in order.  Returns the
@@ -273,7 +338,139 @@ static int h_lt_materialize(struct hand_call *c)
     return transport ? transport : first_failure;
 }
 
+/* ---- calls with the pointer attributes sent along ------------------------------ */
+
+/* What the guard of the running call does, per serving thread: the
+ * pointers the request carried (set by the procedure around the generated
+ * call), the descriptor it locked, the attributes it set. */
+struct lt_pointers {
+    unsigned n;
+    uint32_t attr[RGPU_LT_NPOINTERS];
+    uint64_t ptr[RGPU_LT_NPOINTERS];
+};
+static __thread const struct lt_pointers *call_pointers;
+static __thread pthread_mutex_t *call_lock;
+static __thread uint64_t call_desc;
+static __thread struct lt_pointers call_applied;
+
+/* Looked up once: it runs twice per pointer per call. */
+static int set_pointer(uint64_t desc, uint32_t attr, uint64_t ptr)
+{
+    static __typeof__(&cublasLtMatmulDescSetAttribute) set;
+    __typeof__(&cublasLtMatmulDescSetAttribute) fn = __atomic_load_n(&set, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = REAL(cublasLtMatmulDescSetAttribute);
+        if (!fn)
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        __atomic_store_n(&set, fn, __ATOMIC_RELEASE);
+    }
+    return fn((cublasLtMatmulDesc_t)(uintptr_t)desc, (cublasLtMatmulDescAttributes_t)attr, &ptr,
+              sizeof ptr);
+}
+
+/* Before cublasLtMatmul, ...AlgoGetHeuristic, ...AlgoCheck (argument 1:
+ * the matmul descriptor, already checked as the session's): take the
+ * descriptor's lock, and set the request's pointers, each NULL or device
+ * memory the session owns, as the pointers of any other argument. */
+static int pre_matmul_desc(void **argv)
+{
+    uint64_t desc = *(uint64_t *)argv[1];
+    const struct lt_pointers *p = call_pointers;
+    call_applied.n = 0;
+    call_lock = NULL;
+    if (!desc)
+        return p && p->n ? CUBLAS_STATUS_INVALID_VALUE : 0;
+    call_lock = desc_lock(desc);
+    pthread_mutex_lock(call_lock);
+    call_desc = desc;
+    /* Destroyed by another thread since the handle check? */
+    if (!handles_contains(H_CUBLASLT_MATMUL_DESC, desc))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    for (unsigned i = 0; p && i < p->n; i++) {
+        if (!owned_range(p->ptr[i], 0)) {
+            rgpu_warn("cublasLt: refused a pointer attribute (%u) that is no device memory of "
+                      "the session", p->attr[i]);
+            return CUBLAS_STATUS_INVALID_VALUE;
+        }
+        int rc = set_pointer(desc, p->attr[i], p->ptr[i]);
+        if (rc != CUBLAS_STATUS_SUCCESS)
+            return rc;
+        call_applied.attr[call_applied.n++] = p->attr[i];
+    }
+    return 0;
+}
+
+/* After it: the pointers back to NULL, the lock released. */
+static void post_matmul_desc(void **argv, int status)
+{
+    (void)argv;
+    (void)status;
+    for (unsigned i = 0; i < call_applied.n; i++)
+        (void)set_pointer(call_desc, call_applied.attr[i], 0);
+    call_applied.n = 0;
+    if (call_lock)
+        pthread_mutex_unlock(call_lock);
+    call_lock = NULL;
+}
+
+static const struct guard lt_guards[] = {
+    { "cublasLt", "cublasLtMatmul", pre_matmul_desc, post_matmul_desc },
+    { "cublasLt", "cublasLtMatmulAlgoGetHeuristic", pre_matmul_desc, post_matmul_desc },
+    { "cublasLt", "cublasLtMatmulAlgoCheck", pre_matmul_desc, post_matmul_desc },
+};
+
+const struct guard *lt_guard_for(const char *lib, const char *name)
+{
+    for (size_t i = 0; i < sizeof lt_guards / sizeof lt_guards[0]; i++)
+        if (strcmp(lt_guards[i].lib, lib) == 0 && strcmp(lt_guards[i].name, name) == 0)
+            return &lt_guards[i];
+    return NULL;
+}
+
+/* [[[attr, ptr]...], [the generated procedure's arguments]]: each attr a
+ * pointer attribute, once. */
+static int with_pointers(struct hand_call *c, const char *generated)
+{
+    const msgpack_object_array *list;
+    struct lt_pointers p = { 0 };
+    PROTO_IF(args_count(c, 2) || !(list = as_array(&c->args->via.array.ptr[0], 0)) ||
+             list->size > RGPU_LT_NPOINTERS);
+    for (uint32_t i = 0; i < list->size; i++) {
+        const msgpack_object_array *kv = as_array(&list->ptr[i], 2);
+        uint64_t attr, ptr;
+        PROTO_IF(!kv || rgpu_obj_u64(&kv->ptr[0], &attr) < 0 || attr > UINT32_MAX ||
+                 rgpu_lt_pointer_slot((uint32_t)attr) < 0 ||
+                 rgpu_obj_u64(&kv->ptr[1], &ptr) < 0);
+        for (unsigned k = 0; k < p.n; k++)
+            PROTO_IF(p.attr[k] == attr);
+        p.attr[p.n] = (uint32_t)attr;
+        p.ptr[p.n++] = ptr;
+    }
+    call_pointers = &p;
+    int rc = session_run_generated("cublasLt", generated, &c->args->via.array.ptr[1], c->out);
+    call_pointers = NULL;
+    return rc;
+}
+
+static int h_lt_matmul(struct hand_call *c)
+{
+    return with_pointers(c, "cublasLtMatmul");
+}
+
+static int h_lt_heuristic(struct hand_call *c)
+{
+    return with_pointers(c, "cublasLtMatmulAlgoGetHeuristic");
+}
+
+static int h_lt_algo_check(struct hand_call *c)
+{
+    return with_pointers(c, "cublasLtMatmulAlgoCheck");
+}
+
 const struct hand_proc hand_cublasLt_procs[] = {
     { "cublasLt", RGPU_H_LT_MATERIALIZE, h_lt_materialize },
+    { "cublasLt", RGPU_H_LT_MATMUL, h_lt_matmul },
+    { "cublasLt", RGPU_H_LT_HEURISTIC, h_lt_heuristic },
+    { "cublasLt", RGPU_H_LT_ALGO_CHECK, h_lt_algo_check },
 };
 const int hand_cublasLt_nprocs = sizeof hand_cublasLt_procs / sizeof hand_cublasLt_procs[0];

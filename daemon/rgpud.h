@@ -70,6 +70,12 @@ void session_run(int fd, const struct rgpud_options *opt) __attribute__((noretur
 /* Send one frame to the client from any thread; a dead client ends the
  * session. */
 void session_send(const msgpack_sbuffer *sb);
+/* Run generated procedure `name` of library `lib` on args, as a request for
+ * it would, packing its outputs into outs: for a hand-written procedure
+ * that wraps a generated one (hand_cublasLt.c).  Returns what a hand_fn
+ * returns: the API status, or -RGPU_E* with nothing packed. */
+int session_run_generated(const char *lib, const char *name, const msgpack_object *args,
+                          msgpack_packer *outs);
 
 /* ---- record.c: request frames to RGPU_RECORD_DIR, for the fuzz corpus ---- */
 
@@ -84,6 +90,8 @@ struct guard {
 };
 
 const struct guard *guard_for(const char *lib, const char *name);
+/* hand_cublasLt.c: the guards of the calls that take a matmul descriptor. */
+const struct guard *lt_guard_for(const char *lib, const char *name);
 /* memguards.c: the guards that keep the table of owned device memory. */
 const struct guard *memguard_for(const char *lib, const char *name);
 /* Whether the driver handed out this CUfunction or CUkernel to the session. */

@@ -282,6 +282,18 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
     return api;
 }
 
+int session_run_generated(const char *lib, const char *name, const msgpack_object *args,
+                          msgpack_packer *outs)
+{
+    struct served_lib *l;
+    size_t index;
+    int transport;
+    if (find_generated(rgpu_proc_id(lib, name), &l, &index) < 0)
+        return -RGPU_ENOPROC;
+    int api = run_generated(l, index, args, outs, &transport);
+    return transport != RGPU_OK ? -transport : api;
+}
+
 static void execute(struct worker *w, struct request *rq)
 {
     msgpack_sbuffer outbuf;

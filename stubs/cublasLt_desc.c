@@ -10,8 +10,18 @@
  *     (int64 each), then one record per attribute set, in the order last
  *     set: id (u32), size (u32), the value's bytes.
  *
- * Attribute values are plain values in the Lt API: device pointers (bias,
- * aux, scales), scalars and enums, so the bytes are the content.
+ * Attribute values are plain values in the Lt API: scalars, enums and
+ * device pointers (bias, aux, scales), so the bytes are the content, except
+ * for the pointers (rgpu_lt_pointer_slot): PyTorch points them at new
+ * memory every step (under AMP the bias is a new cast each step), and as
+ * content each step would be a new descriptor, a new heuristic query and a
+ * first matmul that waits.  A pointer attribute's record holds its
+ * alignment class instead (below), its value is kept beside the content,
+ * and the calls that take the descriptor send the values along
+ * (cublasLt_hand.c).  The alignment class is all of a pointer that can
+ * decide anything before the call dereferences it: cuBLASLt's header says
+ * that routines which do not dereference these pointers (the heuristics)
+ * depend on their value only to determine the expected alignment.
  *
  * Checks the real library makes synchronously still happen synchronously:
  * SetAttribute of an (kind, attribute, size) not seen before is tried once
@@ -61,6 +71,9 @@ struct lt_object {
     uint32_t magic;             /* MAGIC_BASE + kind while alive */
     unsigned char *content;     /* see the top of this file */
     size_t len, cap;
+    /* The pointer attributes' values, by rgpu_lt_pointer_slot (matmul
+     * descriptors; their records in content hold alignment classes). */
+    uint64_t pointer[RGPU_LT_NPOINTERS];
 };
 
 struct attr_record {
@@ -157,6 +170,40 @@ static int record_attribute(struct lt_object *o, uint32_t id, const void *buf, u
     memcpy(o->content + o->len + sizeof r, buf, size);
     o->len += sizeof r + size;
     return CUBLAS_STATUS_SUCCESS;
+}
+
+/* What content keeps of a pointer: its alignment, the lowest set bit,
+ * capped at 256 bytes (the largest alignment cuBLASLt's preferences
+ * speak of, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), and 0 for NULL. */
+static uint64_t alignment_class(uint64_t p)
+{
+    uint64_t low = p & (~p + 1);
+    return low > 256 ? 256 : low;
+}
+
+/* The slot of a pointer attribute of kind's objects, else -1. */
+static int pointer_slot(enum rgpu_lt_kind kind, uint32_t attr, size_t size)
+{
+    return kind == RGPU_LT_MATMUL_DESC && size == sizeof(uint64_t) ? rgpu_lt_pointer_slot(attr)
+                                                                   : -1;
+}
+
+unsigned lt_pointers(const void *op, uint32_t *attrs, uint64_t *values)
+{
+    const struct lt_object *o = object_of(op, RGPU_LT_MATMUL_DESC);
+    struct attr_record r;
+    unsigned n = 0;
+    if (!o)
+        return 0;
+    for (size_t off = head_len(o->content); off < o->len; off += sizeof r + r.size) {
+        memcpy(&r, o->content + off, sizeof r);
+        int slot = pointer_slot(RGPU_LT_MATMUL_DESC, r.id, r.size);
+        if (slot >= 0 && n < RGPU_LT_NPOINTERS) {
+            attrs[n] = r.id;
+            values[n++] = o->pointer[slot];
+        }
+    }
+    return n;
 }
 
 int lt_content(const void *obj, enum rgpu_lt_kind kind, const unsigned char **bytes,
@@ -504,8 +551,17 @@ static int set_attribute(void *p, enum rgpu_lt_kind kind, uint32_t attr, const v
     if (!o || !buf || size > ATTR_MAX)
         return CUBLAS_STATUS_INVALID_VALUE;
     int rc = check_attribute(o, attr, buf, (uint32_t)size, &deferred);
-    if (rc == 0)
+    int slot = pointer_slot(kind, attr, size);
+    if (rc == 0 && slot >= 0) {
+        uint64_t value, align;
+        memcpy(&value, buf, sizeof value);
+        align = alignment_class(value);
+        rc = record_attribute(o, attr, &align, sizeof align);
+        if (rc == 0)
+            o->pointer[slot] = value;
+    } else if (rc == 0) {
         rc = record_attribute(o, attr, buf, (uint32_t)size);
+    }
     return rc ? rc : deferred;
 }
 
@@ -534,7 +590,9 @@ static int get_attribute(const void *p, enum rgpu_lt_kind kind, uint32_t attr,
         }
         if (!buf || size != r.size)
             return CUBLAS_STATUS_INVALID_VALUE;
-        memcpy(buf, o->content + off + sizeof r, r.size);
+        int slot = pointer_slot(kind, attr, r.size);
+        memcpy(buf, slot >= 0 ? (const void *)&o->pointer[slot] : o->content + off + sizeof r,
+               r.size);
         if (written)
             *written = r.size;
         return CUBLAS_STATUS_SUCCESS;

@@ -45,6 +45,12 @@ void lt_release(struct lt_use *use);
 int lt_content(const void *obj, enum rgpu_lt_kind kind, const unsigned char **bytes,
                size_t *len);
 
+/* The pointer attributes set on matmul descriptor op (a client object),
+ * in the order set: attrs[i] and values[i], at most RGPU_LT_NPOINTERS.
+ * Their values are not part of the content (cublasLt_desc.c says why): a
+ * call that takes op sends them along. */
+unsigned lt_pointers(const void *op, uint32_t *attrs, uint64_t *values);
+
 /* Called (in cublasLt_hand.c) when a server-side matmul descriptor is made
  * and when it is destroyed: alpha and beta travel by its pointer mode and
  * scale type. */

@@ -117,6 +117,45 @@ RGPU_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr a
     return rc;
 }
 
+/* The stream priorities of the current device: a fact of the device. */
+static int priority_known[MAX_DEVICES], priority_least[MAX_DEVICES],
+    priority_greatest[MAX_DEVICES];
+
+#undef cudaDeviceGetStreamPriorityRange
+RGPU_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority,
+                                                         int *greatestPriority)
+{
+    int least = 0, greatest = 0, dev = -1;
+    int *lp = &least, *gp = &greatest;
+    const void *argv[] = { &lp, &gp };
+    int cacheable = cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < MAX_DEVICES;
+    pthread_mutex_lock(&lock);
+    int known = cacheable && priority_known[dev];
+    if (known) {
+        least = priority_least[dev];
+        greatest = priority_greatest[dev];
+    }
+    pthread_mutex_unlock(&lock);
+    if (!known) {
+        /* Both asked, whichever the caller wants: either may be NULL. */
+        int rc = rgpu_call(LIB, RGPU_CUDART_cudaDeviceGetStreamPriorityRange, argv);
+        if (rc != cudaSuccess)
+            return rc;
+        if (cacheable) {
+            pthread_mutex_lock(&lock);
+            priority_least[dev] = least;
+            priority_greatest[dev] = greatest;
+            priority_known[dev] = 1;
+            pthread_mutex_unlock(&lock);
+        }
+    }
+    if (leastPriority)
+        *leastPriority = least;
+    if (greatestPriority)
+        *greatestPriority = greatest;
+    return cudaSuccess;
+}
+
 /* ---- the current device ------------------------------------------------------------ */
 
 #undef cudaGetDevice

@@ -39,12 +39,15 @@ struct module {
     pthread_mutex_t lock;
 };
 
+struct kernel_facts;
+
 struct kernel {
     struct module *mod;
     const void *host_fn;        /* the host stub nvcc generated */
     char *name;                 /* mangled device name */
     uint64_t handle;            /* server cudaKernel_t once resolved */
     struct rgpu_layout layout;
+    struct kernel_facts *facts; /* per device; facts_lock */
 };
 
 struct var {
@@ -518,6 +521,79 @@ RGPU_EXPORT cudaError_t __cudaGetProcAddress(void)
     return rgpu_refused(LIB, "__cudaGetProcAddress", "internal entry point", &logged);
 }
 
+/* ---- what the client knows of each kernel, per device ------------------------ */
+
+/* A kernel's attributes and its occupancy answers are facts of the kernel
+ * in the device's context: they change only when this process sets an
+ * attribute of that kernel (or a reset, or another context, makes them
+ * stale: rgpu_contexts_epoch).  PyTorch asks them and sets the same
+ * attribute again around launches: every one was a round trip.  So each
+ * answer is kept, per kernel and device, a set to the value already set is
+ * answered here, and a set that changes something forgets the kernel's
+ * occupancy answers (and its attributes, but for the one it updates).  A
+ * set to a new value still waits for its status, as cudaFuncSetAttribute's
+ * checks depend on the kernel and the GPU; after the first time it is a
+ * repeat. */
+#define FUNC_ATTRS 32           /* enum cudaFuncAttribute values kept */
+#define OCC_SLOTS 16            /* occupancy answers kept per kernel and device */
+
+struct occ_answer {
+    uint32_t proc;              /* which query (0: none) */
+    uint64_t a, b, c;           /* its arguments */
+    uint64_t result;
+};
+
+struct kernel_facts {
+    int device;
+    unsigned epoch;             /* rgpu_contexts_epoch when learnt */
+    int have_attrs;
+    struct cudaFuncAttributes attrs;
+    uint32_t set_known;         /* bit per attribute set, with its value: */
+    int set_value[FUNC_ATTRS];
+    struct occ_answer occ[OCC_SLOTS];
+    unsigned occ_next;
+    struct kernel_facts *next;
+};
+
+static pthread_mutex_t facts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The calling thread's current device (-1 when it cannot be told). */
+static int current_device(void)
+{
+    int dev;
+    if (rgpu_thread_device(&dev))
+        return dev;
+    return cudaGetDevice(&dev) == cudaSuccess ? dev : -1;
+}
+
+/* With facts_lock held: k's facts on dev as of epoch, made or emptied as
+ * needed; NULL when out of memory or when epoch is no longer current. */
+static struct kernel_facts *facts_of(struct kernel *k, int dev, unsigned epoch)
+{
+    struct kernel_facts *f;
+    if (dev < 0 || epoch != rgpu_contexts_epoch())
+        return NULL;
+    for (f = k->facts; f && f->device != dev; f = f->next)
+        ;
+    if (!f) {
+        f = calloc(1, sizeof *f);
+        if (!f)
+            return NULL;
+        f->device = dev;
+        f->epoch = epoch;
+        f->next = k->facts;
+        k->facts = f;
+    }
+    if (f->epoch != epoch) {
+        struct kernel_facts *next = f->next;
+        memset(f, 0, sizeof *f);
+        f->device = dev;
+        f->epoch = epoch;
+        f->next = next;
+    }
+    return f;
+}
+
 RGPU_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
 {
     struct rgpu_req req;
@@ -529,6 +605,18 @@ RGPU_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, c
         return RESULT(!k ? cudaErrorInvalidDeviceFunction : cudaErrorInvalidValue);
     if ((rc = kernel_resolve(k)) != cudaSuccess)
         return rc;
+    unsigned epoch = rgpu_contexts_epoch();
+    int dev = current_device(), known = 0;
+    pthread_mutex_lock(&facts_lock);
+    struct kernel_facts *f = facts_of(k, dev, epoch);
+    if (f && f->have_attrs) {
+        *attr = f->attrs;
+        known = 1;
+    }
+    pthread_mutex_unlock(&facts_lock);
+    if (known)
+        return cudaSuccess;
+
     rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_FUNC_ATTRS), 0);
     msgpack_pack_array(&req.pk, 1);
     msgpack_pack_uint64(&req.pk, k->handle);
@@ -537,10 +625,26 @@ RGPU_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, c
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
     const msgpack_object *o = rgpu_reply_bin(&reply, 0);
-    if (rc == cudaSuccess && o && o->via.bin.size == sizeof *attr)
+    if (rc == cudaSuccess && o && o->via.bin.size == sizeof *attr) {
         memcpy(attr, o->via.bin.ptr, sizeof *attr);
+        pthread_mutex_lock(&facts_lock);
+        if ((f = facts_of(k, dev, epoch)) != NULL) {
+            f->attrs = *attr;
+            f->have_attrs = 1;
+        }
+        pthread_mutex_unlock(&facts_lock);
+    }
     rgpu_reply_free(&reply);
     return rc;
+}
+
+/* Whether the kernel's attribute attr is known to hold value already. */
+static int attribute_is(const struct kernel_facts *f, enum cudaFuncAttribute attr, int value)
+{
+    if ((unsigned)attr < FUNC_ATTRS && (f->set_known & 1u << attr))
+        return f->set_value[attr] == value;
+    return attr == cudaFuncAttributeMaxDynamicSharedMemorySize && f->have_attrs &&
+           f->attrs.maxDynamicSharedSizeBytes == value;
 }
 
 RGPU_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr,
@@ -554,12 +658,37 @@ RGPU_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttr
         return RESULT(cudaErrorInvalidDeviceFunction);
     if ((rc = kernel_resolve(k)) != cudaSuccess)
         return rc;
+    unsigned epoch = rgpu_contexts_epoch();
+    int dev = current_device();
+    pthread_mutex_lock(&facts_lock);
+    struct kernel_facts *f = facts_of(k, dev, epoch);
+    int same = f && attribute_is(f, attr, value);
+    pthread_mutex_unlock(&facts_lock);
+    if (same)
+        return cudaSuccess;
+
     rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_FUNC_SET_ATTR), 0);
     msgpack_pack_array(&req.pk, 3);
     msgpack_pack_uint64(&req.pk, k->handle);
     msgpack_pack_uint64(&req.pk, (uint64_t)attr);
     msgpack_pack_uint64(&req.pk, (uint64_t)(uint32_t)value);
-    return rgpu_req_status(LIB, RGPU_H_FUNC_SET_ATTR, &req);
+    rc = rgpu_req_status(LIB, RGPU_H_FUNC_SET_ATTR, &req);
+    if (rc != cudaSuccess)
+        return rc;
+    pthread_mutex_lock(&facts_lock);
+    if ((f = facts_of(k, dev, epoch)) != NULL) {
+        if ((unsigned)attr < FUNC_ATTRS) {
+            f->set_known |= 1u << attr;
+            f->set_value[attr] = value;
+        }
+        if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize)
+            f->attrs.maxDynamicSharedSizeBytes = value;
+        else
+            f->have_attrs = 0;
+        memset(f->occ, 0, sizeof f->occ);
+    }
+    pthread_mutex_unlock(&facts_lock);
+    return rc;
 }
 
 RGPU_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache cacheConfig)
@@ -587,7 +716,22 @@ RGPU_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex
     return cudaSuccess;
 }
 
-/* Occupancy is the server's answer for the kernel's real resources. */
+/* Occupancy is the server's answer for the kernel's real resources, kept
+ * per kernel and device by the query's arguments: a pure function of the
+ * kernel, the GPU and the attributes set (see above). */
+static int occupancy_known(struct kernel_facts *f, uint32_t proc, uint64_t a, uint64_t b,
+                           uint64_t c, uint64_t *result)
+{
+    for (unsigned i = 0; f && i < OCC_SLOTS; i++) {
+        const struct occ_answer *o = &f->occ[i];
+        if (o->proc == proc && o->a == a && o->b == b && o->c == c) {
+            *result = o->result;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static cudaError_t occupancy(const void *func, uint32_t proc, uint64_t a, uint64_t b, uint64_t c,
                              int nargs, uint64_t *result)
 {
@@ -600,6 +744,14 @@ static cudaError_t occupancy(const void *func, uint32_t proc, uint64_t a, uint64
         return RESULT(cudaErrorInvalidDeviceFunction);
     if ((rc = kernel_resolve(k)) != cudaSuccess)
         return rc;
+    unsigned epoch = rgpu_contexts_epoch();
+    int dev = current_device();
+    pthread_mutex_lock(&facts_lock);
+    int known = occupancy_known(facts_of(k, dev, epoch), proc, a, b, c, result);
+    pthread_mutex_unlock(&facts_lock);
+    if (known)
+        return cudaSuccess;
+
     rgpu_req_begin(&req, proc, 0);
     msgpack_pack_array(&req.pk, (uint32_t)nargs + 1);
     msgpack_pack_uint64(&req.pk, k->handle);
@@ -613,6 +765,14 @@ static cudaError_t occupancy(const void *func, uint32_t proc, uint64_t a, uint64
     rc = rgpu_reply_status(LIB, &reply);
     *result = rgpu_reply_u64(&reply, 0);
     rgpu_reply_free(&reply);
+    if (rc == cudaSuccess) {
+        pthread_mutex_lock(&facts_lock);
+        struct kernel_facts *f = facts_of(k, dev, epoch);
+        if (f) {
+            f->occ[f->occ_next++ % OCC_SLOTS] = (struct occ_answer){ proc, a, b, c, *result };
+        }
+        pthread_mutex_unlock(&facts_lock);
+    }
     return rc;
 }
 

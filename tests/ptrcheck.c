@@ -8,9 +8,11 @@
  * ELF image, readable: "\177ELF"; the last bytes of its heap, writable), and
  * uses them as "device" pointers in every copy direction and kind, in
  * memsets, as cuBLAS scalars whose pointer mode does not match the
- * server-side handle's, and as cuDNN scaling factors.  Without the checks
- * of daemon/owned.c these calls read and write the session's memory (run
- * it against an unpatched rgpud: the dtoh case reads back the ELF magic).
+ * server-side handle's, as cuDNN scaling factors, and as cuBLASLt pointer
+ * attributes (a bias pointer in a descriptor's content, and one sent with a
+ * matmul).  Without the checks of daemon/owned.c these calls read and
+ * write the session's memory (run it against an unpatched rgpud: the dtoh
+ * case reads back the ELF magic).
  * Each must return the library's invalid-value status, and the session
  * must keep serving.  Interior pointers of an allocation, of a pool
  * allocation and of a VMM mapping are accepted.  "ok CASE" / "FAIL CASE". */
@@ -20,6 +22,7 @@
 #include "badinput.c"
 #pragma GCC diagnostic pop
 
+#include <cublasLt.h>
 #include <cublas_api.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -40,7 +43,8 @@ static int failures;
 
 /* One argument of a raw call. */
 struct a {
-    char t;         /* 'u' unsigned, 'b' bin, 'n' nil, 'o' [size]: host output */
+    char t;         /* 'u' unsigned, 'b' bin, 'n' nil, 'o' [size]: host output,
+                       'r' msgpack bytes as they are */
     uint64_t u;
     const void *p;
 };
@@ -48,6 +52,7 @@ struct a {
 #define B(p, n) ((struct a){ 'b', (uint64_t)(n), (p) })
 #define NIL ((struct a){ 'n', 0, NULL })
 #define OUTSZ(n) ((struct a){ 'o', (uint64_t)(n), NULL })
+#define RAW(sb) ((struct a){ 'r', (uint64_t)(sb)->size, (sb)->data })
 
 /* Call lib/name; returns the API status (or -1, why set, on a transport
  * failure); the first bin output goes to out (up to cap bytes). */
@@ -71,6 +76,7 @@ static int64_t raw_call(const char *lib, const char *name, const struct a *args,
             msgpack_pack_bin_body(&m.pk, args[i].p, (size_t)args[i].u);
             break;
         case 'o': msgpack_pack_array(&m.pk, 1); msgpack_pack_uint64(&m.pk, args[i].u); break;
+        case 'r': m.pk.callback(m.pk.data, args[i].p, (size_t)args[i].u); break;
         default: msgpack_pack_nil(&m.pk); break;
         }
     }
@@ -302,6 +308,116 @@ static void cudnn_scalars(uint64_t dev)
            CUDNN_BAD_PARAM);
 }
 
+/* cuBLASLt: one descriptor made by rgpu.lt_materialize from kind, create
+ * parameters and attributes (id, 4- or 8-byte value); its handle, or 0. */
+static uint64_t lt_make(unsigned kind, const int64_t *params, unsigned nparams,
+                        const uint32_t *ids, const uint64_t *vals, const uint32_t *sizes,
+                        unsigned nattrs)
+{
+    struct msg m;
+    msgpack_sbuffer buf;
+    struct answer ans;
+    uint64_t serial = ++serial_no, handle = 0;
+
+    msgpack_sbuffer_init(&buf);
+    msg_begin(&m);
+    pack_call_head(&m, serial, rgpu_proc_id("cublasLt", RGPU_H_LT_MATERIALIZE));
+    msgpack_pack_array(&m.pk, 2);
+    msgpack_pack_array(&m.pk, 0);
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_array(&m.pk, 4);
+    msgpack_pack_uint32(&m.pk, kind);
+    msgpack_pack_array(&m.pk, nparams);
+    for (unsigned i = 0; i < nparams; i++)
+        msgpack_pack_int64(&m.pk, params[i]);
+    msgpack_pack_array(&m.pk, nattrs);
+    for (unsigned i = 0; i < nattrs; i++) {
+        msgpack_pack_array(&m.pk, 2);
+        msgpack_pack_uint32(&m.pk, ids[i]);
+        msgpack_pack_bin(&m.pk, sizes[i]);
+        msgpack_pack_bin_body(&m.pk, &vals[i], sizes[i]);
+    }
+    msgpack_pack_uint32(&m.pk, 1);
+    msg_end(&m, &buf);
+    int rc = send_buf(sess, &buf);
+    msgpack_sbuffer_destroy(&buf);
+    if (rc < 0 || expect_reply(sess, (int64_t)serial, RGPU_OK, &ans) < 0)
+        return 0;
+    const msgpack_object *outs = &ans.f[5];
+    if (field(&ans, 3) == 0 && outs->type == MSGPACK_OBJECT_ARRAY && outs->via.array.size == 1) {
+        const msgpack_object *list = &outs->via.array.ptr[0];
+        if (list->type == MSGPACK_OBJECT_ARRAY && list->via.array.size == 1 &&
+            list->via.array.ptr[0].type == MSGPACK_OBJECT_ARRAY &&
+            list->via.array.ptr[0].via.array.size == 2)
+            handle = list->via.array.ptr[0].via.array.ptr[1].via.u64;
+    }
+    answer_free(&ans);
+    return handle;
+}
+
+/* A 4x4x4 fp32 matmul with a bias epilogue, in dev: the bias pointer of
+ * the descriptor's content is never set on the server (the server's
+ * descriptor holds NULL there), and the one sent with the matmul is
+ * checked like any other device pointer. */
+static void lt_pointers(uint64_t dev)
+{
+    uint64_t lt = 0;
+    if (CALL("cublasLt", "cublasLtCreate", &lt, 8, U(8)) != 0 || !lt) {
+        printf("FAIL cublasLtCreate: %s\n", why);
+        failures++;
+        return;
+    }
+    const int64_t op_params[] = { CUBLAS_COMPUTE_32F, CUDA_R_32F },
+                  layout_params[] = { CUDA_R_32F, 4, 4, 4 };
+    const uint32_t ids[] = { CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_MATMUL_DESC_BIAS_POINTER },
+                   sizes[] = { 4, 8 };
+    const uint64_t vals[] = { CUBLASLT_EPILOGUE_BIAS, elf_addr };
+    uint64_t op = lt_make(0, op_params, 2, ids, vals, sizes, 2);
+    uint64_t layout = lt_make(1, layout_params, 4, NULL, NULL, NULL, 0);
+    if (!op || !layout) {
+        printf("FAIL rgpu.lt_materialize: %s\n", why);
+        failures++;
+        return;
+    }
+    float one = 1.0f, zero = 0.0f;
+    /* The generated call, then with pointers; A, B, D in dev, bias after. */
+    struct a args[] = { U(lt), U(op), B(&one, 4), U(dev), U(layout), U(dev + 64), U(layout),
+                        B(&zero, 4), U(dev + 128), U(layout), U(dev + 128), U(layout), NIL,
+                        U(0), U(0), U(0) };
+    const unsigned nargs = sizeof args / sizeof args[0];
+    expect("cublasLtMatmul: a bias pointer in the descriptor's content is not set",
+           raw_call("cublasLt", "cublasLtMatmul", args, nargs, NULL, 0), CUBLAS_INVALID);
+
+    struct msg inner;
+    msg_begin(&inner);
+    msgpack_pack_array(&inner.pk, nargs);
+    for (unsigned i = 0; i < nargs; i++) {
+        if (args[i].t == 'u')
+            msgpack_pack_uint64(&inner.pk, args[i].u);
+        else if (args[i].t == 'b')
+            msgpack_pack_bin(&inner.pk, 4), msgpack_pack_bin_body(&inner.pk, args[i].p, 4);
+        else
+            msgpack_pack_nil(&inner.pk);
+    }
+    const uint64_t bias[] = { elf_addr, heap_addr, dev + 256 };
+    const char *what[] = { "rgpu.lt_matmul with the bias pointer in rgpud's image",
+                           "rgpu.lt_matmul with the bias pointer in rgpud's heap",
+                           "rgpu.lt_matmul with the bias pointer in owned memory" };
+    for (int i = 0; i < 3; i++) {
+        struct msg list;
+        msg_begin(&list);
+        msgpack_pack_array(&list.pk, 1);
+        msgpack_pack_array(&list.pk, 2);
+        msgpack_pack_uint32(&list.pk, CUBLASLT_MATMUL_DESC_BIAS_POINTER);
+        msgpack_pack_uint64(&list.pk, bias[i]);
+        expect(what[i], CALL("cublasLt", RGPU_H_LT_MATMUL, NULL, 0, RAW(&list.sb),
+                             RAW(&inner.sb)),
+               i < 2 ? CUBLAS_INVALID : 0);
+        msgpack_sbuffer_destroy(&list.sb);
+    }
+    msgpack_sbuffer_destroy(&inner.sb);
+}
+
 /* Interior pointers of each kind of owned memory are accepted. */
 static void accepted(uint64_t dev)
 {
@@ -383,6 +499,7 @@ int main(int argc, char **argv)
     memsets(dev);
     cublas_scalars(dev);
     cudnn_scalars(dev);
+    lt_pointers(dev);
     accepted(dev);
     close(sess);
     if (stop_daemon() < 0)

@@ -312,6 +312,13 @@ CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t i, size_t *off,
     return param_info((CUfunction)kernel, i, off, size);
 }
 
+// The dynamic shared memory a launch of f may use: what a block gets
+// without opting in, less its static memory, unless raised.
+static int dyn_shared_max(const struct fg_func *f)
+{
+    return f->dyn_shared_set ? f->dyn_shared : FG_SHMEM_PER_BLOCK - f->shared_size;
+}
+
 static int func_attr(const struct fg_func *f, CUfunction_attribute a)
 {
     switch (a) {
@@ -322,9 +329,9 @@ static int func_attr(const struct fg_func *f, CUfunction_attribute a)
     case CU_FUNC_ATTRIBUTE_NUM_REGS: return f->num_regs;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: return f->arch;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: return f->arch;
-    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-        return FG_SHMEM_PER_BLOCK - f->shared_size;
-    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: return -1;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: return dyn_shared_max(f);
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        return f->carveout_set ? f->carveout : -1;
     default: return 0;
     }
 }
@@ -349,6 +356,123 @@ CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
     return r;
 }
 
+// What a block may opt in to, what an SM has, and what each block costs
+// it besides its own (the device table in core.c says the same).
+#define FG_SHMEM_OPTIN      232448
+#define FG_SHMEM_PER_SM     233472
+#define FG_SHMEM_RESERVED   1024
+
+// The two attributes a program sets: more dynamic shared memory than the
+// default (up to what a block may opt in to) and the carveout preference.
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+    struct fg_func *f;
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    f = func_get(hfunc);
+    if (r == CUDA_SUCCESS && !f)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS) {
+        switch (attrib) {
+        case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+            if (value < 0 || (long long)value + f->shared_size > FG_SHMEM_OPTIN) {
+                r = CUDA_ERROR_INVALID_VALUE;
+                break;
+            }
+            f->dyn_shared = value;
+            f->dyn_shared_set = 1;
+            break;
+        case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+            if (value < -1 || value > 100) {
+                r = CUDA_ERROR_INVALID_VALUE;
+                break;
+            }
+            f->carveout = value;
+            f->carveout_set = 1;
+            break;
+        default:
+            r = CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    fg_unlock();
+    return r;
+}
+
+// Occupancy, from the function's registers, threads and shared memory, as
+// the CUDA occupancy calculator reasons (warps of 32, 2048 threads, 64 Ki
+// registers and 228 KiB of shared memory per SM, at most 32 blocks).
+static int blocks_per_sm(const struct fg_func *f, int block, size_t dyn)
+{
+    long long warps = (block + 31) / 32, regs = f->num_regs > 0 ? f->num_regs : 1;
+    long long smem = (long long)f->shared_size + (long long)dyn + FG_SHMEM_RESERVED;
+    long long n = 32, by;
+    if (block > f->max_threads || dyn > (size_t)dyn_shared_max(f))
+        return 0;
+    by = 64 / warps;
+    n = by < n ? by : n;
+    by = 65536 / (regs * warps * 32);
+    n = by < n ? by : n;
+    by = FG_SHMEM_PER_SM / smem;
+    n = by < n ? by : n;
+    return (int)n;
+}
+
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags)
+{
+    struct fg_func *f;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!numBlocks || blockSize <= 0 || flags > CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    f = func_get(func);
+    if (r == CUDA_SUCCESS && !f)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        *numBlocks = blocks_per_sm(f, blockSize, dynamicSMemSize);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func,
+                                                             int blockSize,
+                                                             size_t dynamicSMemSize)
+{
+    return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
+                                                                dynamicSMemSize, 0);
+}
+
+CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize,
+                                                         CUfunction func, int numBlocks,
+                                                         int blockSize)
+{
+    struct fg_func *f;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    f = func_get(func);
+    if (r == CUDA_SUCCESS && !f)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS) {
+        long long avail = FG_SHMEM_PER_SM / numBlocks - FG_SHMEM_RESERVED - f->shared_size;
+        if (avail > dyn_shared_max(f))
+            avail = dyn_shared_max(f);
+        *dynamicSmemSize = blockSize > f->max_threads || avail < 0 ? 0 : (size_t)avail;
+    }
+    fg_unlock();
+    return r;
+}
+
 // ---- Launch ---------------------------------------------------------------------------------
 
 static CUresult check_config(const struct fg_func *f, struct fg_dim g,
@@ -366,7 +490,7 @@ static CUresult check_config(const struct fg_func *f, struct fg_dim g,
     // codes are a best guess).
     if (threads > (unsigned long long)f->max_threads)
         return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
-    if ((unsigned long long)shmem + (unsigned)f->shared_size > FG_SHMEM_PER_BLOCK)
+    if ((unsigned long long)shmem > (unsigned long long)dyn_shared_max(f))
         return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
 }

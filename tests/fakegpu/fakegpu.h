@@ -139,6 +139,10 @@ struct fg_func {
     uint32_t param_size;        // size of the packed parameter buffer
     const struct fg_twin *twin; // CPU implementation, NULL when none
     int num_regs, local_size, shared_size, max_threads, arch;
+    // cuFuncSetAttribute: the dynamic shared memory a launch may use and
+    // the preferred carveout, once set (else the defaults).
+    int dyn_shared, carveout;
+    int dyn_shared_set, carveout_set;
 };
 
 struct fg_global {

@@ -937,6 +937,50 @@ cudaError_t CUDARTAPI cudaFuncGetAttributes(struct cudaFuncAttributes *a,
     return cudaSuccess;
 }
 
+cudaError_t CUDARTAPI cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr,
+                                           int value)
+{
+    cudaError_t e = ctx();
+
+    if (e != cudaSuccess)
+        return ret(e);
+    // The runtime's attribute numbers are the driver's for these.
+    return ret(rt_func(cuFuncSetAttribute((CUfunction)(uintptr_t)func,
+                                          (CUfunction_attribute)attr, value)));
+}
+
+cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags)
+{
+    cudaError_t e = ctx();
+
+    if (e != cudaSuccess)
+        return ret(e);
+    return ret(rt_func(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        numBlocks, (CUfunction)(uintptr_t)func, blockSize, dynamicSMemSize, flags)));
+}
+
+cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks,
+                                                                    const void *func,
+                                                                    int blockSize,
+                                                                    size_t dynamicSMemSize)
+{
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
+                                                                  dynamicSMemSize, 0);
+}
+
+cudaError_t CUDARTAPI cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize,
+                                                                const void *func, int numBlocks,
+                                                                int blockSize)
+{
+    cudaError_t e = ctx();
+
+    if (e != cudaSuccess)
+        return ret(e);
+    return ret(rt_func(cuOccupancyAvailableDynamicSMemPerBlock(
+        dynamicSmemSize, (CUfunction)(uintptr_t)func, numBlocks, blockSize)));
+}
+
 // What a launch with an impossible configuration reports.  Measured on an
 // H200 (driver 580, CUDA 13.0 runtime): cudaErrorInvalidValue for every such
 // launch (too many threads, an empty grid, too much shared memory); CUDA 12

@@ -178,6 +178,24 @@ static void test_matmul_desc_attributes(void)
     check(cublasLtMatmulDescGetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &v, sizeof v,
                                          &written) == CUBLAS_STATUS_SUCCESS && v == CUBLAS_OP_T,
           "matmul desc TRANSA reads the value set", "wrong");
+    // Pointers read back as set (rgpu keeps them apart from the rest), an
+    // unset one as NULL; nothing dereferences them here.
+    const void *bias_set = (const void *)(uintptr_t)0x7f0012345600ull, *ptr = &v;
+    check_status(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_set,
+                                                sizeof bias_set),
+                 CUBLAS_STATUS_SUCCESS, "matmul desc set BIAS_POINTER");
+    check(cublasLtMatmulDescGetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptr, sizeof ptr,
+                                         &written) == CUBLAS_STATUS_SUCCESS &&
+              ptr == bias_set && written == sizeof ptr,
+          "matmul desc BIAS_POINTER reads the value set", "wrong");
+    ptr = &v;
+    check(cublasLtMatmulDescGetAttribute(op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &ptr,
+                                         sizeof ptr, &written) == CUBLAS_STATUS_SUCCESS &&
+              ptr == NULL,
+          "matmul desc AMAX_D_POINTER unset reads NULL", "wrong");
+    check_status(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &v,
+                                                sizeof v),
+                 CUBLAS_STATUS_INVALID_VALUE, "matmul desc set BIAS_POINTER with 4 bytes");
     uint64_t epi64 = CUBLASLT_EPILOGUE_BIAS;
     check_status(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi64,
                                                 sizeof epi64),
@@ -238,12 +256,21 @@ static float *to_dev(const std::vector<float> &h)
     return d;
 }
 
-// D (m x n) = alpha A B + bias, A m x k with leading dimension lda.
+// D (m x n) = alpha A B + bias, A m x k with leading dimension lda.  The
+// bias is one of NBIAS vectors of other values (use_bias), as PyTorch's
+// addmm under AMP hands cuBLASLt a new cast of the bias every step.
+static const int NBIAS = 3;
 struct Problem {
     int m, n, k, lda;
-    std::vector<float> A, B, bias;
-    float *dA, *dB, *dbias, *dD;
+    std::vector<float> A, B, bias, biases[NBIAS];
+    float *dA, *dB, *dbias, *dD, *dbiases[NBIAS];
 };
+
+static void use_bias(Problem *p, int i)
+{
+    p->bias = p->biases[i % NBIAS];
+    p->dbias = p->dbiases[i % NBIAS];
+}
 
 static Problem make_problem(int m, int n, int k, int max_lda, unsigned seed)
 {
@@ -254,10 +281,13 @@ static Problem make_problem(int m, int n, int k, int max_lda, unsigned seed)
     p.lda = m;
     p.A = data((size_t)max_lda * k, seed);
     p.B = data((size_t)k * n, seed + 1);
-    p.bias = data(m, seed + 2);
+    for (int i = 0; i < NBIAS; i++) {
+        p.biases[i] = data(m, seed + 2 + 100 * i);
+        p.dbiases[i] = to_dev(p.biases[i]);
+    }
+    use_bias(&p, 0);
     p.dA = to_dev(p.A);
     p.dB = to_dev(p.B);
-    p.dbias = to_dev(p.bias);
     must(cudaMalloc((void **)&p.dD, (size_t)m * n * sizeof(float)) == cudaSuccess &&
              cudaMemset(p.dD, 0, (size_t)m * n * sizeof(float)) == cudaSuccess,
          "cudaMalloc D");
@@ -268,7 +298,8 @@ static void free_problem(Problem *p)
 {
     cudaFree(p->dA);
     cudaFree(p->dB);
-    cudaFree(p->dbias);
+    for (int i = 0; i < NBIAS; i++)
+        cudaFree(p->dbiases[i]);
     cudaFree(p->dD);
 }
 
@@ -371,8 +402,9 @@ static bool same_answer(const cublasLtMatmulHeuristicResult_t &a,
            a.state == b.state && a.wavesCount == b.wavesCount;
 }
 
-// Two shapes in turn, `steps` matmuls, a different alpha each step: every
-// result right, and the heuristics answer each shape the same every time.
+// Two shapes in turn, `steps` matmuls, a different alpha and another bias
+// vector each step: every result right (so each matmul used its own bias),
+// and the heuristics answer each shape the same every time.
 static void test_churn(cublasLtHandle_t lt, int steps)
 {
     Problem p[2] = { make_problem(32, 16, 24, 32, 1), make_problem(16, 8, 12, 16, 2) };
@@ -381,6 +413,7 @@ static void test_churn(cublasLtHandle_t lt, int steps)
     for (int step = 0; step < steps; step++) {
         Problem &q = p[step % 2];
         float alpha = 1.0f + (float)(step % 4) / 2;
+        use_bias(&q, step / 2);
         cublasStatus_t s = run(lt, q, alpha, step < 2 ? &first[step] : &res);
         if (s != CUBLAS_STATUS_SUCCESS) {
             failed++;
