@@ -46,6 +46,13 @@
  *   refuse-superseded "why" an export without prototype whose NAME_vN exists
  *   async PATTERN           may go without waiting for the reply, whenever
  *                           the call fills no host memory
+ *   pure PATTERN            the outputs are a function of the arguments:
+ *                           the client keeps the answers, used only while
+ *                           every handle but the first (the library's
+ *                           context) is NULL or a client object kept by
+ *                           content (rgpu_register_translator), and
+ *                           forgotten when a handle is destroyed (a size
+ *                           query of cuDNN tensor descriptors)
  *   arg FUNC PARAM KIND [len=PARAM] [size=N]
  *                           KIND: val in out inout str in-buf out-buf inout-buf, or
  *                           devptr [len=PARAM] [size=N]: a device pointer by
@@ -176,6 +183,7 @@ static void parse_line(struct annotations *ann, char *p, int line)
     static const struct { const char *word; enum ann_verb verb; } verbs[] = {
         { "local", A_LOCAL }, { "hand", A_HAND }, { "client", A_CLIENT },
         { "refuse", A_REFUSE }, { "async", A_ASYNC }, { "serve", A_SERVE },
+        { "pure", A_PURE },
     };
     char *word = next_token(&p, ann->path, line);
     if (!word)
@@ -276,7 +284,8 @@ static void parse_line(struct annotations *ann, char *p, int line)
             die("%s:%d: %s needs a function name or pattern", ann->path, line, word);
         r->pattern = xstrdup(pat);
         char *why = next_token(&p, ann->path, line);
-        if (!why && verbs[i].verb != A_ASYNC && verbs[i].verb != A_SERVE)
+        if (!why && verbs[i].verb != A_ASYNC && verbs[i].verb != A_SERVE &&
+            verbs[i].verb != A_PURE)
             die("%s:%d: %s needs a reason in quotes", ann->path, line, word);
         r->reason = why ? xstrdup(why) : NULL;
     }

@@ -97,7 +97,7 @@ static void decide(struct export_fn *e, struct annotations *ann, char **exports,
     for (int i = 0; i < ann->nrules; i++) {
         struct ann_rule *r = &ann->rules[i];
         if (r->verb == A_ARG || r->verb == A_ASYNC || r->verb == A_DESTROYS ||
-            r->verb == A_KEEPS || r->verb == A_NULLABLE)
+            r->verb == A_KEEPS || r->verb == A_NULLABLE || r->verb == A_PURE)
             continue;
         if (r->verb == A_REFUSE_SUPERSEDED) {
             if (e->proto || !has_versioned_sibling(exports, nexp, e->name))
@@ -193,6 +193,9 @@ static void apply_param_rules(struct export_fn *e, struct annotations *ann)
         } else if (r->verb == A_ASYNC) {
             r->used = 1;
             e->async = 1;
+        } else if (r->verb == A_PURE) {
+            r->used = 1;
+            e->pure = 1;
         }
     }
 }
@@ -441,7 +444,11 @@ static void emit_table_c(const struct gen *g)
     for (int i = 0; i < g->nprocs; i++) {
         const struct export_fn *e = g->procs[i];
         fprintf(f, "    { \"%s\", 0x%08xu, %s, %d, %s%s },\n", e->name,
-                rgpu_proc_id(g->lib, e->name), e->async ? "RGPU_PROC_ASYNC" : "0",
+                rgpu_proc_id(g->lib, e->name),
+                e->async && e->pure ? "RGPU_PROC_ASYNC | RGPU_PROC_PURE"
+                : e->async          ? "RGPU_PROC_ASYNC"
+                : e->pure           ? "RGPU_PROC_PURE"
+                                    : "0",
                 e->proto->nparams, e->proto->nparams ? "p_" : "NULL",
                 e->proto->nparams ? e->name : "");
     }

@@ -51,11 +51,12 @@ struct export_fn {
     enum disposition disp;
     const char *reason;         /* refused/hand/local: why */
     int async;
+    int pure;                   /* its answer is a function of its arguments */
 };
 
 /* Annotations: one file per library (codegen/<lib>.ann). */
 enum ann_verb { A_LOCAL, A_HAND, A_CLIENT, A_REFUSE, A_ASYNC, A_ARG, A_REFUSE_SUPERSEDED, A_SERVE,
-                A_DESTROYS, A_KEEPS, A_NULLABLE };
+                A_DESTROYS, A_KEEPS, A_NULLABLE, A_PURE };
 
 struct ann_rule {
     enum ann_verb verb;

@@ -239,6 +239,38 @@ int rgpu_lazy_copy_on_device(uint64_t dst, uint64_t src, size_t count, uint64_t 
 int rgpu_call_unwaited(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                        const void *const *argv);
 
+/* ---- client objects and kept answers (rgpu_client_objects.c) ------------ */
+
+/* A stub that keeps handles of class cls as its own objects translates
+ * them for every generated call: 1 with *server set (0 when the object
+ * has no server handle yet: the call then waits), 0 when h is not one of
+ * its objects, or minus the library status to return at once. */
+typedef int (*rgpu_translate_fn)(const struct rgpu_proc *proc, unsigned param, uint64_t h,
+                                 uint64_t *server);
+void rgpu_register_translator(const struct rgpu_lib *lib, uint32_t cls, rgpu_translate_fn fn);
+int rgpu_lib_translates(const struct rgpu_lib *lib);
+/* out[i]: argv[i], or a pointer into values where a translator swapped
+ * the handle; *must_wait when an object had no server handle;
+ * *by_content when every handle but the first is NULL or a translated
+ * object (kept answers of `pure` procedures hold then).  0, or the
+ * library status a translator failed with. */
+int rgpu_translate_args(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                        const void *const *argv, const void **out, uint64_t *values,
+                        int *must_wait, int *by_content);
+
+/* Answers of `pure` procedures, by their encoded arguments: 1 with the
+ * outputs written through argv when known. */
+int rgpu_answer_known(const struct rgpu_proc *proc, const void *const *argv,
+                      const struct rgpu_scalar_policy *pol);
+void rgpu_answer_keep(const struct rgpu_proc *proc, const void *const *argv,
+                      const struct rgpu_scalar_policy *pol, const msgpack_object *outs,
+                      unsigned epoch);
+/* The answers' generation (taken before a call, given to keep), and
+ * forgetting them all: a handle was destroyed, or a client object's
+ * server handle changed. */
+unsigned rgpu_answers_epoch(void);
+void rgpu_answers_forget(void);
+
 /* ---- per-thread runtime state --------------------------------------------- */
 
 /* Record a runtime result as the thread's last error (cudart semantics:

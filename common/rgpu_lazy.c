@@ -128,8 +128,10 @@ void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *ar
         /* A destroy sent without waiting is as good as done: no later
          * call of ours may count on the handle. */
         if (prm->kind == RGPU_HANDLE && (prm->handle_flags & RGPU_HANDLE_DESTROYS) &&
-            (status == 0 || !waited))
+            (status == 0 || !waited)) {
             rgpu_handle_forget(prm->handle_class, value_of(prm, argv[i]));
+            rgpu_answers_forget();  /* the value may name something else next */
+        }
         if ((prm->kind == RGPU_OUT || prm->kind == RGPU_OUT_BUF) && waited && status == 0) {
             const unsigned char *out = *(const void *const *)argv[i];
             size_t n = out ? rgpu_param_bytes_client(proc, i, argv) / 8 : 0;

@@ -78,6 +78,7 @@ struct rgpu_scalar_policy {
 
 enum rgpu_proc_flags {
     RGPU_PROC_ASYNC = 1u << 0,  /* may go without waiting for its reply */
+    RGPU_PROC_PURE = 1u << 1,   /* its outputs are a function of its arguments */
 };
 
 struct rgpu_proc {

@@ -75,8 +75,9 @@ RGPU_EXPORT void cudnnGetLastErrorString(char *message, size_t max_size)
 
 /* cuDNN reads alpha and beta as double for double data and as float
  * otherwise.  The annotations allow eight bytes; the data type of the
- * call's first tensor descriptor, recorded here when it is set, narrows
- * that to four, so that a float alpha is never read past its end. */
+ * call's first tensor descriptor (the server's, which the call's argv
+ * holds by the time this runs: stubs/cudnn_tensor.c) narrows that to
+ * four, so that a float alpha is never read past its end. */
 static struct rgpu_keyed tensor_types = RGPU_KEYED_INIT;    /* descriptor -> cudnnDataType_t */
 
 static uint32_t refine_scalar(const struct rgpu_proc *proc, unsigned param,
@@ -101,66 +102,19 @@ __attribute__((constructor)) static void register_policy(void)
     rgpu_register_scalar_policy(LIB, &cudnn_scalars);
 }
 
-#undef cudnnSetTensor4dDescriptor
-RGPU_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t tensorDesc,
-                                                     cudnnTensorFormat_t format,
-                                                     cudnnDataType_t dataType, int n, int c,
-                                                     int h, int w)
+/* The data types of server descriptors, kept by stubs/cudnn_tensor.c as it
+ * makes and destroys them. */
+void cudnn_note_tensor_type(uint64_t server, int dtype);
+void cudnn_forget_tensor_type(uint64_t server);
+
+void cudnn_note_tensor_type(uint64_t server, int dtype)
 {
-    const void *argv[] = { &tensorDesc, &format, &dataType, &n, &c, &h, &w };
-    int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensor4dDescriptor, argv);
-    if (rc == CUDNN_STATUS_SUCCESS)
-        rgpu_keyed_set(&tensor_types, tensorDesc, dataType);
-    return rc;
+    rgpu_keyed_set(&tensor_types, (const void *)(uintptr_t)server, dtype);
 }
 
-#undef cudnnSetTensor4dDescriptorEx
-RGPU_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t tensorDesc,
-                                                       cudnnDataType_t dataType, int n, int c,
-                                                       int h, int w, int nStride, int cStride,
-                                                       int hStride, int wStride)
+void cudnn_forget_tensor_type(uint64_t server)
 {
-    const void *argv[] = { &tensorDesc, &dataType, &n, &c, &h, &w,
-                           &nStride, &cStride, &hStride, &wStride };
-    int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensor4dDescriptorEx, argv);
-    if (rc == CUDNN_STATUS_SUCCESS)
-        rgpu_keyed_set(&tensor_types, tensorDesc, dataType);
-    return rc;
-}
-
-#undef cudnnSetTensorNdDescriptor
-RGPU_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t tensorDesc,
-                                                     cudnnDataType_t dataType, int nbDims,
-                                                     const int dimA[], const int strideA[])
-{
-    const void *argv[] = { &tensorDesc, &dataType, &nbDims, &dimA, &strideA };
-    int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensorNdDescriptor, argv);
-    if (rc == CUDNN_STATUS_SUCCESS)
-        rgpu_keyed_set(&tensor_types, tensorDesc, dataType);
-    return rc;
-}
-
-#undef cudnnSetTensorNdDescriptorEx
-RGPU_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptorEx(cudnnTensorDescriptor_t tensorDesc,
-                                                       cudnnTensorFormat_t format,
-                                                       cudnnDataType_t dataType, int nbDims,
-                                                       const int dimA[])
-{
-    const void *argv[] = { &tensorDesc, &format, &dataType, &nbDims, &dimA };
-    int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnSetTensorNdDescriptorEx, argv);
-    if (rc == CUDNN_STATUS_SUCCESS)
-        rgpu_keyed_set(&tensor_types, tensorDesc, dataType);
-    return rc;
-}
-
-#undef cudnnDestroyTensorDescriptor
-RGPU_EXPORT cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t tensorDesc)
-{
-    const void *argv[] = { &tensorDesc };
-    int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnDestroyTensorDescriptor, argv);
-    if (rc == CUDNN_STATUS_SUCCESS)
-        rgpu_keyed_remove(&tensor_types, tensorDesc);
-    return rc;
+    rgpu_keyed_remove(&tensor_types, (const void *)(uintptr_t)server);
 }
 
 /* The hello carries this library's table digest (common/rgpu_hello.h). */

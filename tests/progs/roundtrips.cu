@@ -28,6 +28,7 @@
 #include <cuda.h>
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cudnn.h>
 #include "check.h"
 #include "kernels.cuh"
 
@@ -379,6 +380,73 @@ static void part_device(int steps)
           "device: stream priorities asked one at a time", "%d %d", least, greatest);
 }
 
+// ---- cuDNN: tensor descriptors made, set and destroyed around each call ------------------
+
+// What PyTorch does around a batch norm: three tensor descriptors created,
+// set and destroyed each step, a size query, the (asynchronous) call.
+static cudnnStatus_t bn_step(cudnnHandle_t h, const float *x, float *y, const float *sb,
+                             float *mean, float *var, size_t *bytes)
+{
+    cudnnTensorDescriptor_t xd, yd, bnd;
+    const float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t s;
+    if ((s = cudnnCreateTensorDescriptor(&xd)) || (s = cudnnCreateTensorDescriptor(&yd)) ||
+        (s = cudnnCreateTensorDescriptor(&bnd)))
+        return s;
+    int dims[] = { 2, 4, 3, 3 }, strides[] = { 36, 9, 3, 1 };
+    if (!(s = cudnnSetTensorNdDescriptor(xd, CUDNN_DATA_FLOAT, 4, dims, strides)) &&
+        !(s = cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 2, 4, 3, 3)) &&
+        !(s = cudnnSetTensor4dDescriptor(bnd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 4, 1, 1)) &&
+        !(s = cudnnGetTensorSizeInBytes(xd, bytes)))
+        s = cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, x,
+                                                   yd, y, bnd, sb, sb + 4, 0.0, mean, var, 1e-5,
+                                                   NULL, NULL);
+    cudnnDestroyTensorDescriptor(xd);
+    cudnnDestroyTensorDescriptor(yd);
+    cudnnDestroyTensorDescriptor(bnd);
+    return s;
+}
+
+static void part_cudnn(int steps)
+{
+    cudnnHandle_t h;
+    std::vector<float> x = data(72, 3), sb(8, 1.0f), zeros(4, 0.0f), ones(4, 1.0f);
+    float *dx = to_dev(x), *dsb = to_dev(sb), *dy = to_dev(std::vector<float>(72, 0.0f));
+    float *mean = to_dev(zeros), *var = to_dev(ones);
+    must(cudnnCreate(&h) == CUDNN_STATUS_SUCCESS && cudnnSetStream(h, stream) == CUDNN_STATUS_SUCCESS,
+         "cudnnCreate");
+    int failed = 0, other = 0;
+    size_t bytes = 0;
+    unsigned long long since = 0;
+    std::vector<float> first;
+    for (int step = 0; step < steps; step++) {
+        if (step == 1)
+            since = waited_so_far();
+        failed += bn_step(h, dx, dy, dsb, mean, var, &bytes) != CUDNN_STATUS_SUCCESS;
+        other += bytes != 72 * sizeof(float);
+        if (step == 0)
+            first = from_dev(dy, 72);
+    }
+    report("cudnn", since);
+    check(failed == 0, "cudnn: every descriptor, query and batch norm succeeds", "%d failed",
+          failed);
+    check(other == 0, "cudnn: the size query answers 288 bytes", "%d others", other);
+    check(from_dev(dy, 72) == first, "cudnn: the same output every step", "differs");
+    cudnnTensorDescriptor_t d;
+    int dims[] = { 2, 0, 3, 3 }, strides[] = { 18, 9, 3, 1 };
+    check(cudnnCreateTensorDescriptor(&d) == CUDNN_STATUS_SUCCESS &&
+              cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, 4, dims, strides) ==
+                  CUDNN_STATUS_BAD_PARAM &&
+              cudnnDestroyTensorDescriptor(d) == CUDNN_STATUS_SUCCESS,
+          "cudnn: a zero dimension is refused at the set", "accepted");
+    cudnnDestroy(h);
+    cudaFree(dx);
+    cudaFree(dsb);
+    cudaFree(dy);
+    cudaFree(mean);
+    cudaFree(var);
+}
+
 int main(int argc, char **argv)
 {
     int steps = argc > 1 ? atoi(argv[1]) : 20;
@@ -390,6 +458,7 @@ int main(int argc, char **argv)
     part_cublaslt(steps);
     part_kernel(steps);
     part_device(steps);
+    part_cudnn(steps);
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
     return check_exit_status();
 }
