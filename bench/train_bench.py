@@ -299,10 +299,9 @@ def run_worker(argv, env, timeout, log, title):
     t0 = time.perf_counter()
     p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL, text=True, start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=timeout)
-        why = None if p.returncode == 0 else f"exit {p.returncode}"
-    except subprocess.TimeoutExpired:
+
+    def end_group():
+        out, err = "", ""
         for sig, grace in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
             try:
                 os.killpg(p.pid, sig)
@@ -312,8 +311,18 @@ def run_worker(argv, env, timeout, log, title):
                 out, err = p.communicate(timeout=grace)
                 break
             except subprocess.TimeoutExpired:
-                out, err = "", ""
-        why = f"timeout ({timeout} s)"
+                pass
+        return out, err
+
+    try:
+        out, err = p.communicate(timeout=timeout)
+        why = None if p.returncode == 0 else f"exit {p.returncode}"
+    except subprocess.TimeoutExpired:
+        out, err = end_group()
+        why = f"timeout ({timeout:g} s)"
+    except KeyboardInterrupt:        # SIGINT, or SIGTERM (compare's handler)
+        end_group()
+        raise
     if log:
         with open(log, "a") as f:
             f.write(f"===== {title}: {' '.join(shlex.quote(a) for a in argv)}\n")
@@ -339,10 +348,13 @@ def compare_losses(a, b):
     """('yes' | 'no' | '-', largest absolute difference or None)."""
     if not a or not b:
         return "-", None
-    la, lb = a["losses"], b["losses"]
-    if len(la) != len(lb):
-        return "no", float("inf")
-    diff = max((abs(x - y) for x, y in zip(la, lb)), default=0.0)
+    # Runs of different lengths (--steps) are compared over the steps both
+    # logged: the same steps, from the same seed.
+    n = min(len(a["losses"]), len(b["losses"]))
+    la, lb = a["losses"][:n], b["losses"][:n]
+    if n == 0:
+        return "-", None
+    diff = max(abs(x - y) for x, y in zip(la, lb))
     return ("yes" if la == lb else "no"), diff
 
 
@@ -398,8 +410,30 @@ def compare(args):
         k, _, v = kv.partition("=")
         env_rgpu[k] = v
 
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    # `timeout` around compare sends SIGTERM: end the worker's process group
+    # too, keeping the rows done so far.
+    signal.signal(signal.SIGTERM, on_term)
+
+    def save(rows):
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"label": args.label, "rows": rows}, f, indent=1)
+
     print(HEADER, flush=True)
     rows = []
+    try:
+        run_models(args, models, prefix, native_rows, env_native, env_rgpu, rows, save)
+    except KeyboardInterrupt:
+        print(f"(interrupted after {len(rows)} of {len(models)} models)", flush=True)
+        save(rows)
+        return 130
+    save(rows)
+    return 0 if all(r["native"] or args.no_native for r in rows) else 1
+
+
+def run_models(args, models, prefix, native_rows, env_native, env_rgpu, rows, save):
     for m in models:
         argv = worker_argv(args, m)
         if m in native_rows:
@@ -414,11 +448,8 @@ def compare(args):
                                     f"{m} rgpu {args.label}")
         row = make_row(m, args.label, native, rgpu, nwhy, rwhy)
         rows.append(row)
+        save(rows)
         print(format_row(row), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"label": args.label, "rows": rows}, f, indent=1)
-    return 0 if all(r["native"] or args.no_native for r in rows) else 1
 
 
 def table(files):
