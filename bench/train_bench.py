@@ -339,8 +339,11 @@ def run_worker(argv, env, timeout, log, title):
     if result is None and why is None:
         why = "no result line"
     if result is None:
-        tail = [l for l in (err or "").splitlines() if l.strip()][-3:]
-        why = (why or "failed") + (": " + " | ".join(tail)[-300:] if tail else "")
+        # The exception's last line or rgpu's own complaint, not a backtrace.
+        lines = [l.strip() for l in (err or "").splitlines() if l.strip()]
+        telling = [l for l in lines if "rgpu[" in l or "Error" in l or "error" in l]
+        last = (telling or lines or [""])[-1][:200]
+        why = (why or "failed") + (": " + last if last else "")
     return result, why
 
 
@@ -355,7 +358,10 @@ def compare_losses(a, b):
     if n == 0:
         return "-", None
     diff = max(abs(x - y) for x, y in zip(la, lb))
-    return ("yes" if la == lb else "no"), diff
+    word = "yes" if la == lb else "no"
+    if len(a["losses"]) != len(b["losses"]):
+        word += f" (first {n})"
+    return word, diff
 
 
 def make_row(model, label, native, rgpu, native_why, rgpu_why):
@@ -382,7 +388,7 @@ def format_row(r):
         else f"{'-':>9}"
     ratio = f"{r['ratio']:7.2f}" if r["ratio"] is not None else f"{'-':>7}"
     same = r["losses_identical"]
-    if same == "no":
+    if same.startswith("no"):
         same += f" (max abs diff {r['max_abs_diff']:.3g})"
     errors = [f"{k}: {r[k + '_error']}" for k in ("native", "rgpu") if r.get(k + "_error")]
     if errors:
