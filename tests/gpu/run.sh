@@ -22,7 +22,7 @@
 # waits on the network (RGPU_PROFILE_STEPS, default 50).
 #
 # RGPU_TRAIN=1 adds training steps over emulated links (off by default: it
-# needs PyTorch and takes about three minutes): a second rgpud on TCP
+# needs PyTorch and takes minutes, at most its budget below): a second rgpud on TCP
 # (127.0.0.1, with a client key made for the run), bench/rgpu-delay in front
 # of it at 0, 1 and 10 ms round trip (0 = the proxy without delay, so its own
 # cost is in every column) besides a direct column without the proxy, and
@@ -483,14 +483,17 @@ gpu_name() {
 # What rgpud refused or warned about during the run, counted by kind (the
 # sandbox's refused system calls, sessions it killed, handles and pointers
 # the checks turned away): a legitimate program should cause none.
+# The TCP rgpud of RGPU_TRAIN counts too (rgpud-tcp.log).
 rgpud_warnings() {
+    local logs=("$WORK/rgpud.log")
+    [ -f "$WORK/rgpud-tcp.log" ] && logs+=("$WORK/rgpud-tcp.log")
     say ""
     say "== rgpud warnings and errors (count, line without pid)"
-    if ! grep -Eq ': (warning|error): |sandbox: ' "$WORK/rgpud.log"; then
+    if ! grep -Ehq ': (warning|error): |sandbox: ' "${logs[@]}"; then
         say "(none)"
         return
     fi
-    grep -E ': (warning|error): |sandbox: ' "$WORK/rgpud.log" |
+    grep -Eh ': (warning|error): |sandbox: ' "${logs[@]}" |
         sed -E 's/^rgpud\[[0-9]+\]: //; s/session [0-9]+/session N/g; s/[0-9]+ active/N active/' |
         sort | uniq -c | sort -rn | head -n 30 | tee -a "$SUMMARY"
 }
