@@ -20,6 +20,24 @@
 # (RGPU_LADDER_RUNGS picks rungs), RGPUD_ARGS more options for rgpud (e.g.
 # --sandbox-audit), RGPU_PROFILE=1 a table of where nanogpt
 # waits on the network (RGPU_PROFILE_STEPS, default 50).
+#
+# RGPU_TRAIN=1 adds training steps over emulated links (off by default: it
+# needs PyTorch and takes minutes, at most its budget below): a second rgpud on TCP
+# (127.0.0.1, with a client key made for the run), bench/rgpu-delay in front
+# of it at 0, 1 and 10 ms round trip (0 = the proxy without delay, so its own
+# cost is in every column) besides a direct column without the proxy, and
+# bench/train_bench.py's three models natively (once) and through
+# `rgpu run --server` on each link.  One table: model, RTT, native ms, rgpu
+# ms, ratio, waits/step, losses identical; the workers' output, rgpu's
+# per-call tables (RGPU_STATS=1) included, go to $OUT/train-logs.txt.
+# RGPU_TRAIN_MODELS (gpt-small,gpt-amp,convnet), RGPU_TRAIN_LINKS (one-way
+# delays in ms, "direct" for no proxy; default "direct 0 0.5 5"),
+# RGPU_TRAIN_WARMUP (10) and RGPU_TRAIN_STEPS (50) steps per run,
+# RGPU_TRAIN_SLOW_STEPS (20) on links of 10 ms round trip or more (losses
+# then compared over the steps both logged), RGPU_TRAIN_TIMEOUT (s per
+# worker, 120), RGPU_TRAIN_BUDGET (s for the whole part, 210: links left
+# when it runs out are skipped, a run cut short shows as a timeout).
+# Only this part: RGPU_PROGS=0 RGPU_BENCH=0 RGPU_TRAIN=1.
 set -u
 
 BUILD_ARG=${1:-build}
@@ -148,6 +166,7 @@ stop_daemon() {
 # shellcheck disable=SC2317  # called through trap
 cleanup() {
     stop_daemon
+    stop_train_helpers
     rm -rf "$WORK"
 }
 
@@ -297,6 +316,152 @@ run_profile() {
     log_file "nanogpt profile" "$WORK/profile.out"
 }
 
+# --- training over emulated links (RGPU_TRAIN=1) -----------------------------
+
+TRAIN_RGPUD_PID=
+DELAY_PID=
+
+# shellcheck disable=SC2317  # also called from cleanup
+stop_train_helpers() {
+    local p
+    for p in $DELAY_PID $TRAIN_RGPUD_PID; do
+        kill "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
+    DELAY_PID=
+    TRAIN_RGPUD_PID=
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_line FILE TEXT PID: until FILE holds TEXT (10 s), while PID lives.
+wait_line() {
+    for _ in $(seq 100); do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        kill -0 "$3" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# start_train_rgpud: rgpud on TCP, as a user across a network reaches it,
+# with a key made for this run (RGPU_KEY_FILE); sets TRAIN_SERVER.
+start_train_rgpud() {
+    local port log=$WORK/rgpud-tcp.log
+    port=$(free_port) || return 1
+    mkdir -m 700 "$WORK/keys" &&
+        "$RGPUD" --key-dir "$WORK/keys" --new-client-key train > "$WORK/train.key" 2>> "$log" &&
+        chmod 600 "$WORK/train.key" || return 1
+    # shellcheck disable=SC2086  # RGPUD_ARGS is a word list
+    LD_LIBRARY_PATH="$CUDA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "$RGPUD" --foreground -v --listen "127.0.0.1:$port" --key-dir "$WORK/keys" \
+        ${RGPUD_ARGS:-} >> "$log" 2>&1 &
+    TRAIN_RGPUD_PID=$!
+    wait_line "$log" "listening on 127.0.0.1:$port" "$TRAIN_RGPUD_PID" || return 1
+    TRAIN_SERVER=127.0.0.1:$port
+}
+
+# start_delay ONE_WAY_MS: rgpu-delay in front of TRAIN_SERVER; sets LINK_SERVER.
+start_delay() {
+    local port log=$WORK/rgpu-delay.$1.log
+    port=$(free_port) || return 1
+    "$BUILD/bench/rgpu-delay" --listen "127.0.0.1:$port" --to "$TRAIN_SERVER" \
+        --delay-ms "$1" > "$log" 2>&1 &
+    DELAY_PID=$!
+    wait_line "$log" "listening on" "$DELAY_PID" || return 1
+    LINK_SERVER=127.0.0.1:$port
+}
+
+run_train() {
+    local tb launcher=$BUILD/launcher/rgpu link label n=0 left rtt jsons=() native
+    local warmup=${RGPU_TRAIN_WARMUP:-10} steps=${RGPU_TRAIN_STEPS:-50}
+    local models=${RGPU_TRAIN_MODELS:-gpt-small,gpt-amp,convnet}
+    local per=${RGPU_TRAIN_TIMEOUT:-120} deadline=$((SECONDS + ${RGPU_TRAIN_BUDGET:-210}))
+    local slow_steps=${RGPU_TRAIN_SLOW_STEPS:-20} link_steps
+    local trainlog=$OUTDIR/train-logs.txt
+    tb=$(cd "$(dirname "$0")/../.." && pwd)/bench/train_bench.py
+    say ""
+    say "== training steps over emulated links: $models; $warmup + $steps steps ($warmup + $slow_steps from 10 ms RTT), mean ms per step"
+    [ -x "$BUILD/bench/rgpu-delay" ] || { say "(no $BUILD/bench/rgpu-delay: skipped)"; return; }
+    [ -x "$launcher" ] || { say "(no $launcher: skipped)"; return; }
+    if ! start_train_rgpud; then
+        say "(rgpud on TCP did not start: skipped; see logs.txt)"
+        log_file "rgpud on TCP" "$WORK/rgpud-tcp.log"
+        stop_train_helpers
+        return
+    fi
+    : > "$trainlog"
+    local torch=yes
+    python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+        > /dev/null 2>&1 || torch=no
+    [ $torch = yes ] || say "(PyTorch with CUDA is not importable here: only the links' round trips)"
+    if [ $torch = yes ]; then
+        timeout -k 10 $((deadline - SECONDS)) python3 "$tb" compare --models "$models" \
+            --label native --warmup "$warmup" --steps "$steps" --timeout "$per" \
+            --json "$WORK/train-native.json" --log "$trainlog" > "$WORK/train-native.out" 2>&1
+        cat "$WORK/train-native.out" >> "$LOGS"
+    fi
+    for link in ${RGPU_TRAIN_LINKS:-direct 0 0.5 5}; do
+        n=$((n + 1))
+        left=$((deadline - SECONDS))
+        link_steps=$steps
+        if [ "$link" != direct ] && awk -v d="$link" 'BEGIN { exit !(2 * d >= 10) }'; then
+            link_steps=$slow_steps
+        fi
+        if [ "$link" = direct ]; then
+            label=direct
+            LINK_SERVER=$TRAIN_SERVER
+        else
+            label="$(awk -v d="$link" 'BEGIN { printf "%g ms", 2 * d }')"
+            if ! start_delay "$link"; then
+                say "$label: rgpu-delay did not start (see logs.txt)"
+                log_file "rgpu-delay $link" "$WORK/rgpu-delay.$link.log"
+                stop_train_helpers_delay
+                continue
+            fi
+        fi
+        # The round trip a program sees on this link (the launcher's probe).
+        rtt=$(RGPU_KEY_FILE=$WORK/train.key timeout 60 "$launcher" info --server "$LINK_SERVER" \
+                  2>&1 | awk '/^round trip/ { sub(/^round trip +/, ""); print; exit }')
+        say "link $label (${LINK_SERVER}${DELAY_PID:+ via rgpu-delay -> $TRAIN_SERVER}): round trip ${rtt:-unknown}"
+        if [ $torch = yes ] && [ "$left" -ge 30 ]; then
+            native=(--no-native)
+            [ -s "$WORK/train-native.json" ] && native=(--native-from "$WORK/train-native.json")
+            RGPU_KEY_FILE=$WORK/train.key timeout -k 10 "$left" python3 "$tb" compare \
+                --models "$models" --label "$label" --warmup "$warmup" --steps "$link_steps" \
+                --timeout "$((per < left ? per : left))" \
+                "${native[@]}" \
+                --rgpu "$launcher run --server $LINK_SERVER --" \
+                --json "$WORK/train-$n.json" --log "$trainlog" > "$WORK/train-$n.out" 2>&1
+            echo "compare over $label: exit status $?" >> "$WORK/train-$n.out"
+            cat "$WORK/train-$n.out" >> "$LOGS"
+            jsons+=("$WORK/train-$n.json")
+        elif [ $torch = yes ]; then
+            say "$label: skipped, ${left}s left of RGPU_TRAIN_BUDGET"
+        fi
+        stop_train_helpers_delay
+    done
+    if [ ${#jsons[@]} -gt 0 ]; then
+        say "ratio = rgpu / native; waits/step and unwaited: requests per step that waited"
+        say "for rgpud's reply / did not; losses identical: every logged loss, exactly"
+        python3 "$tb" table "${jsons[@]}" | tee -a "$SUMMARY"
+        say "(workers' output and rgpu's per-call tables: $trainlog)"
+    fi
+    stop_train_helpers
+    log_file "rgpud on TCP" "$WORK/rgpud-tcp.log"
+}
+
+# shellcheck disable=SC2317
+stop_train_helpers_delay() {
+    if [ -n "$DELAY_PID" ]; then
+        kill "$DELAY_PID" 2>/dev/null
+        wait "$DELAY_PID" 2>/dev/null
+    fi
+    DELAY_PID=
+}
+
 # The stub libraries to preload, colon-separated.
 stub_preload() {
     local n list=
@@ -318,14 +483,17 @@ gpu_name() {
 # What rgpud refused or warned about during the run, counted by kind (the
 # sandbox's refused system calls, sessions it killed, handles and pointers
 # the checks turned away): a legitimate program should cause none.
+# The TCP rgpud of RGPU_TRAIN counts too (rgpud-tcp.log).
 rgpud_warnings() {
+    local logs=("$WORK/rgpud.log")
+    [ -f "$WORK/rgpud-tcp.log" ] && logs+=("$WORK/rgpud-tcp.log")
     say ""
     say "== rgpud warnings and errors (count, line without pid)"
-    if ! grep -Eq ': (warning|error): |sandbox: ' "$WORK/rgpud.log"; then
+    if ! grep -Ehq ': (warning|error): |sandbox: ' "${logs[@]}"; then
         say "(none)"
         return
     fi
-    grep -E ': (warning|error): |sandbox: ' "$WORK/rgpud.log" |
+    grep -Eh ': (warning|error): |sandbox: ' "${logs[@]}" |
         sed -E 's/^rgpud\[[0-9]+\]: //; s/session [0-9]+/session N/g; s/[0-9]+ active/N active/' |
         sort | uniq -c | sort -rn | head -n 30 | tee -a "$SUMMARY"
 }
@@ -351,6 +519,7 @@ main() {
     [ "${RGPU_BENCH:-1}" = 0 ] || run_bench
     [ -n "${RGPU_LADDER:-}" ] && run_ladder
     [ -n "${RGPU_PROFILE:-}" ] && run_profile
+    [ "${RGPU_TRAIN:-0}" = 0 ] || run_train
 
     kill -0 "$DAEMON_PID" 2>/dev/null || say "warning: rgpud died during the run"
     stop_daemon
