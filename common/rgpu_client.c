@@ -7,6 +7,7 @@
 #include "rgpu_log.h"
 #include "rgpu_wire.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -79,10 +80,139 @@ static uint32_t thread_id(void)
     return T.tid;
 }
 
-static int send_packed(int fd, const msgpack_sbuffer *buf, const void *payload, size_t plen)
+/* ---- sending: small requests that do not wait go out in batches --------------- */
+
+/* A launch is a frame of about a hundred bytes; one write per launch costs
+ * more than the launch (and, behind a proxy or a real network, a packet
+ * each).  So a small request that does not wait joins a batch, which is
+ * written when a request that waits (or a large one) is sent, when it
+ * reaches BATCH_FLUSH bytes, or BATCH_US after its first request by a
+ * flusher thread, so that work reaches the GPU even while the program
+ * computes on the CPU.  The batch lives under S.send_lock, so frames keep
+ * their order whoever writes them.  RGPU_BATCH_US=0 writes each at once. */
+#define BATCH_FRAME_MAX 4096
+#define BATCH_FLUSH (64u << 10)
+
+static struct {
+    char *buf;
+    size_t len, cap;
+    long delay_ns;              /* -1: not read yet; 0: no batching */
+    int flusher;                /* the flusher thread runs */
+    pthread_cond_t filled;      /* the batch became non-empty; with S.send_lock */
+} B = { .delay_ns = -1, .filled = PTHREAD_COND_INITIALIZER };
+
+static void connection_lost(const char *why);
+
+/* With S.send_lock held: write the batch; -1 on a write error. */
+static int flush_batch(int fd)
+{
+    if (!B.len)
+        return 0;
+    const char *p = B.buf;
+    size_t left = B.len;
+    while (left) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        left -= (size_t)n;
+    }
+    B.len = 0;
+    return 0;
+}
+
+static void *flusher_main(void *arg)
+{
+    struct timespec delay = { 0, B.delay_ns };
+    (void)arg;
+    pthread_mutex_lock(&S.send_lock);
+    for (;;) {
+        while (!B.len)
+            pthread_cond_wait(&B.filled, &S.send_lock);
+        pthread_mutex_unlock(&S.send_lock);
+        nanosleep(&delay, NULL);
+        pthread_mutex_lock(&S.send_lock);
+        if (S.fd >= 0 && !S.broken && flush_batch(S.fd) < 0) {
+            pthread_mutex_unlock(&S.send_lock);
+            connection_lost(strerror(errno));
+            pthread_mutex_lock(&S.send_lock);
+            B.len = 0;
+        }
+    }
+    return NULL;
+}
+
+static long batch_delay_ns(void)
+{
+    if (B.delay_ns < 0) {
+        const char *e = getenv("RGPU_BATCH_US");
+        char *end;
+        long us = 200;
+        if (e && *e) {
+            us = strtol(e, &end, 10);
+            if (*end || us < 0 || us > 1000000) {
+                rgpu_warn("RGPU_BATCH_US=%s is not a number of microseconds: using 200", e);
+                us = 200;
+            }
+        }
+        B.delay_ns = us * 1000;
+    }
+    return B.delay_ns;
+}
+
+/* With S.send_lock held: add one frame to the batch.  -1 when it cannot
+ * (no memory, no flusher): the caller sends it at once. */
+static int batch_add(const msgpack_sbuffer *buf, const void *payload, size_t plen)
+{
+    size_t need = 4 + buf->size + plen;
+    if (B.len + need > B.cap) {
+        size_t cap = B.cap ? B.cap : BATCH_FLUSH + BATCH_FRAME_MAX;
+        while (cap < B.len + need)
+            cap *= 2;
+        char *n = realloc(B.buf, cap);
+        if (!n)
+            return -1;
+        B.buf = n;
+        B.cap = cap;
+    }
+    if (!B.flusher) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, flusher_main, NULL) != 0)
+            return -1;
+        pthread_detach(t);
+        B.flusher = 1;
+    }
+    uint32_t be = htonl((uint32_t)(buf->size + plen));
+    memcpy(B.buf + B.len, &be, 4);
+    memcpy(B.buf + B.len + 4, buf->data, buf->size);
+    if (plen)
+        memcpy(B.buf + B.len + 4 + buf->size, payload, plen);
+    if (!B.len)
+        pthread_cond_signal(&B.filled);
+    B.len += need;
+    return 0;
+}
+
+/* Send one request's frame: batched when it is small and waits for
+ * nothing, else after whatever is batched, in one write. */
+static int send_packed(int fd, const msgpack_sbuffer *buf, const void *payload, size_t plen,
+                       int noreply)
 {
     struct iovec iov[2] = { { buf->data, buf->size }, { (void *)payload, plen } };
-    return rgpu_write_frame(fd, iov, payload && plen ? 2 : 1);
+    int rc;
+    pthread_mutex_lock(&S.send_lock);
+    if (noreply && 4 + buf->size + plen <= BATCH_FRAME_MAX && batch_delay_ns() > 0 &&
+        batch_add(buf, payload, plen) == 0) {
+        rc = B.len >= BATCH_FLUSH ? flush_batch(fd) : 0;
+    } else {
+        rc = rgpu_write_frame_after(fd, B.buf, B.len, iov, payload && plen ? 2 : 1);
+        if (rc == 0)
+            B.len = 0;
+    }
+    pthread_mutex_unlock(&S.send_lock);
+    return rc;
 }
 
 /* ---- libraries and their digests ------------------------------------------- */
@@ -247,6 +377,8 @@ static void forget_session_in_child(void)
     S.forked = 1;
     S.waiters = NULL;
     S.reader_active = 0;
+    B.len = 0;              /* the parent's batch: its to send, not ours */
+    B.flusher = 0;
     pthread_mutex_init(&S.send_lock, NULL);
     pthread_mutex_init(&S.lock, NULL);
     pthread_cond_init(&S.cond, NULL);
@@ -309,6 +441,17 @@ static void fail_all_waiters(void)
 {
     for (struct waiter *w = S.waiters; w; w = w->next)
         w->done = 1;
+}
+
+/* A write failed: nothing more can be sent; every waiter is woken. */
+static void connection_lost(const char *why)
+{
+    rgpu_error("cannot send to rgpud: %s", why);
+    pthread_mutex_lock(&S.lock);
+    S.broken = 1;
+    fail_all_waiters();
+    pthread_cond_broadcast(&S.cond);
+    pthread_mutex_unlock(&S.lock);
 }
 
 static int wait_reply(struct waiter *me)
@@ -548,18 +691,10 @@ static int post(struct rgpu_req *req, struct rgpu_ticket **ticket, int counted)
         S.waiters = &t->w;
         pthread_mutex_unlock(&S.lock);
     }
-    pthread_mutex_lock(&S.send_lock);
-    rc = send_packed(fd, &req->buf, req->payload, req->payload_len);
-    pthread_mutex_unlock(&S.send_lock);
+    rc = send_packed(fd, &req->buf, req->payload, req->payload_len, noreply);
     msgpack_sbuffer_destroy(&req->buf);
-    if (rc < 0) {
-        rgpu_error("cannot send to rgpud: %s", strerror(errno));
-        pthread_mutex_lock(&S.lock);
-        S.broken = 1;
-        fail_all_waiters();
-        pthread_cond_broadcast(&S.cond);
-        pthread_mutex_unlock(&S.lock);
-    }
+    if (rc < 0)
+        connection_lost(strerror(errno));
     *ticket = t;
     if (rc == 0 && noreply)
         after_unwaited_send(bytes);

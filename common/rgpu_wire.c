@@ -35,18 +35,23 @@ static int write_all_iov(int fd, struct iovec *iov, int n)
     return 0;
 }
 
-int rgpu_write_frame(int fd, const struct iovec *parts, int nparts)
+int rgpu_write_frame_after(int fd, const void *framed, size_t framed_len,
+                           const struct iovec *parts, int nparts)
 {
-    struct iovec iov[8];
+    struct iovec iov[9];
     size_t total = 0;
     uint32_t be;
+    int n = 0;
 
     if (nparts < 1 || nparts > 7) {
         errno = EINVAL;
         return -1;
     }
+    if (framed_len)
+        iov[n++] = (struct iovec){ (void *)framed, framed_len };
+    iov[n++] = (struct iovec){ &be, sizeof be };
     for (int i = 0; i < nparts; i++) {
-        iov[i + 1] = parts[i];
+        iov[n++] = parts[i];
         total += parts[i].iov_len;
     }
     if (total > RGPU_FRAME_MAX) {
@@ -54,9 +59,12 @@ int rgpu_write_frame(int fd, const struct iovec *parts, int nparts)
         return -1;
     }
     be = htonl((uint32_t)total);
-    iov[0].iov_base = &be;
-    iov[0].iov_len = sizeof be;
-    return write_all_iov(fd, iov, nparts + 1);
+    return write_all_iov(fd, iov, n);
+}
+
+int rgpu_write_frame(int fd, const struct iovec *parts, int nparts)
+{
+    return rgpu_write_frame_after(fd, NULL, 0, parts, nparts);
 }
 
 

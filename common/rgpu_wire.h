@@ -11,6 +11,10 @@
 /* Write one frame made of the given pieces (their total is the frame
  * length).  Returns 0, or -1 with errno set. */
 int rgpu_write_frame(int fd, const struct iovec *parts, int nparts);
+/* The same, after framed_len bytes of frames already framed (a batch of
+ * requests), in one writev. */
+int rgpu_write_frame_after(int fd, const void *framed, size_t framed_len,
+                           const struct iovec *parts, int nparts);
 
 /* Read one frame into a malloc'd buffer.  Returns 0, or -1 with errno set:
  * EPIPE on a clean end of stream, EMSGSIZE when the announced length is
