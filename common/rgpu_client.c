@@ -754,6 +754,21 @@ static struct rgpu_ticket *post_fence(void)
     return post(&req, &t, 0) == RGPU_OK ? t : NULL;
 }
 
+RGPU_EXPORT int rgpu_round_trip(void)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    rgpu_req_begin(&req, rgpu_proc_id("rgpu", RGPU_H_FENCE), 0);
+    msgpack_pack_array(&req.pk, 0);
+    rgpu_stats_name(req.proc_id, RGPU_H_FENCE);
+    int rc = rgpu_req_send(&req, &reply);
+    if (rc != RGPU_OK)
+        return rc;
+    rc = reply.transport;
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
 static void after_unwaited_send(size_t bytes)
 {
     struct rgpu_ticket *old = NULL;

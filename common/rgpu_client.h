@@ -128,6 +128,9 @@ void rgpu_stats_name(uint32_t id, const char *name);
  * librgpu-client.so.0 for benchmarks: Python reads it with ctypes between
  * training steps (bench/train_bench.py). */
 void rgpu_stats_totals(unsigned long long *waited, unsigned long long *unwaited);
+/* One empty request that waits for its reply (rgpu.fence): RGPU_OK or a
+ * transport status.  For `rgpu info`'s round trip. */
+int rgpu_round_trip(void);
 
 /* Map a transport failure to the library's status (logging it). */
 int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int transport);
