@@ -26,8 +26,9 @@
 # (127.0.0.1, with a client key made for the run), bench/rgpu-delay in front
 # of it at 0, 1 and 10 ms round trip (0 = the proxy without delay, so its own
 # cost is in every column) besides a direct column without the proxy, and
-# bench/train_bench.py's three models natively (once) and through
-# `rgpu run --server` on each link.  One table: model, RTT, native ms, rgpu
+# bench/train_bench.py's three models natively and through
+# `rgpu run --server` on each link, each native run right before its rgpu
+# run (RGPU_TRAIN_NATIVE_ONCE=1: native once, first, to save time).  One table: model, RTT, native ms, rgpu
 # ms, ratio, waits/step, losses identical; the workers' output, rgpu's
 # per-call tables (RGPU_STATS=1) included, go to $OUT/train-logs.txt.
 # RGPU_TRAIN_MODELS (gpt-small,gpt-amp,convnet), RGPU_TRAIN_LINKS (one-way
@@ -397,7 +398,7 @@ run_train() {
     python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
         > /dev/null 2>&1 || torch=no
     [ $torch = yes ] || say "(PyTorch with CUDA is not importable here: only the links' round trips)"
-    if [ $torch = yes ]; then
+    if [ $torch = yes ] && [ "${RGPU_TRAIN_NATIVE_ONCE:-0}" = 1 ]; then
         timeout -k 10 $((deadline - SECONDS)) python3 "$tb" compare --models "$models" \
             --label native --warmup "$warmup" --steps "$steps" --timeout "$per" \
             --json "$WORK/train-native.json" --log "$trainlog" > "$WORK/train-native.out" 2>&1
@@ -427,8 +428,13 @@ run_train() {
                   2>&1 | awk '/^round trip/ { sub(/^round trip +/, ""); print; exit }')
         say "link $label (${LINK_SERVER}${DELAY_PID:+ via rgpu-delay -> $TRAIN_SERVER}): round trip ${rtt:-unknown}"
         if [ $torch = yes ] && [ "$left" -ge 30 ]; then
-            native=(--no-native)
-            [ -s "$WORK/train-native.json" ] && native=(--native-from "$WORK/train-native.json")
+            # Native again beside each link's runs (RGPU_TRAIN_NATIVE_ONCE=1: the
+            # first pass's numbers): the host's speed drifts by tens of percent
+            # between minutes, and a ratio is only as good as its pair.
+            native=()
+            [ "${RGPU_TRAIN_NATIVE_ONCE:-0}" = 1 ] && native=(--no-native)
+            [ "${RGPU_TRAIN_NATIVE_ONCE:-0}" = 1 ] && [ -s "$WORK/train-native.json" ] &&
+                native=(--native-from "$WORK/train-native.json")
             RGPU_KEY_FILE=$WORK/train.key timeout -k 10 "$left" python3 "$tb" compare \
                 --models "$models" --label "$label" --warmup "$warmup" --steps "$link_steps" \
                 --timeout "$((per < left ? per : left))" \
