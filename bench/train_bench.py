@@ -47,7 +47,6 @@ one GPU.  Needs CUDA; nothing from rgpu is imported.
 import argparse
 import ctypes
 import json
-import math
 import os
 import random
 import shlex
@@ -109,50 +108,15 @@ def make_corpus(n_chars, seed):
 
 
 def build_gpt(torch, cfg):
-    nn, F = torch.nn, torch.nn.functional
-
-    class Block(nn.Module):
-        def __init__(self, embed, heads, block):
-            super().__init__()
-            self.ln1 = nn.LayerNorm(embed)
-            self.attn = nn.Linear(embed, 3 * embed)
-            self.proj = nn.Linear(embed, embed)
-            self.ln2 = nn.LayerNorm(embed)
-            self.mlp = nn.Sequential(nn.Linear(embed, 4 * embed), nn.GELU(),
-                                     nn.Linear(4 * embed, embed))
-            self.heads = heads
-            self.register_buffer("mask", torch.tril(torch.ones(block, block))
-                                 .view(1, 1, block, block))
-
-        def forward(self, x):
-            b, t, c = x.shape
-            q, k, v = self.attn(self.ln1(x)).split(c, dim=2)
-            q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2)
-                       for z in (q, k, v))
-            # Explicit attention: deterministic (the fused kernels' backward
-            # passes need not be).
-            att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
-            att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf")).softmax(dim=-1)
-            y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
-            x = x + self.proj(y)
-            return x + self.mlp(self.ln2(x))
-
-    class GPT(nn.Module):
-        def __init__(self, vocab, embed, heads, layers, block):
-            super().__init__()
-            self.tok = nn.Embedding(vocab, embed)
-            self.pos = nn.Embedding(block, embed)
-            self.blocks = nn.Sequential(*[Block(embed, heads, block) for _ in range(layers)])
-            self.ln = nn.LayerNorm(embed)
-            self.head = nn.Linear(embed, vocab, bias=False)
-
-        def forward(self, idx, targets):
-            t = idx.shape[1]
-            x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
-            logits = self.head(self.ln(self.blocks(x)))
-            return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
-
-    return GPT(VOCAB, cfg["embed"], cfg["heads"], cfg["layers"], cfg["block"])
+    """The GPT of examples/nanogpt (one definition of the model: explicit
+    attention, deterministic backward), at the configured size."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "nanogpt",
+                        "train.py")
+    spec = importlib.util.spec_from_file_location("nanogpt_train", path)
+    nanogpt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nanogpt)
+    return nanogpt.GPT(VOCAB, cfg["embed"], cfg["heads"], cfg["layers"], cfg["block"])
 
 
 def gpt_batches(torch, cfg, seed):

@@ -50,3 +50,18 @@ uint32_t rgpu_cudnn_type_size(int type)
         return 0;
     }
 }
+
+/* The attributes a variant pack takes (stubs/cudnn_variant_pack.c keeps
+ * them on the client, daemon/hand_cudnn.c builds the pack from them). */
+int rgpu_cudnn_is_pack_attribute(int64_t name);
+
+int rgpu_cudnn_is_pack_attribute(int64_t name)
+{
+    return name == CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS ||
+           name == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS ||
+           name == CUDNN_ATTR_VARIANT_PACK_INTERMEDIATES ||
+           name == CUDNN_ATTR_VARIANT_PACK_WORKSPACE ||
+           name == CUDNN_ATTR_VARIANT_PACK_OVERRIDE_UNIQUE_IDS ||
+           name == CUDNN_ATTR_VARIANT_PACK_OVERRIDE_SHAPES ||
+           name == CUDNN_ATTR_VARIANT_PACK_OVERRIDE_STRIDES;
+}

@@ -45,16 +45,7 @@ struct pack_attr {
     const void *bytes;
 };
 
-static int is_pack_attribute(int64_t name)
-{
-    return name == CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS ||
-           name == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS ||
-           name == CUDNN_ATTR_VARIANT_PACK_INTERMEDIATES ||
-           name == CUDNN_ATTR_VARIANT_PACK_WORKSPACE ||
-           name == CUDNN_ATTR_VARIANT_PACK_OVERRIDE_UNIQUE_IDS ||
-           name == CUDNN_ATTR_VARIANT_PACK_OVERRIDE_SHAPES ||
-           name == CUDNN_ATTR_VARIANT_PACK_OVERRIDE_STRIDES;
-}
+int rgpu_cudnn_is_pack_attribute(int64_t name);
 
 /* [name, type, count, bin] with the bin exactly count elements of type:
  * 0, or -1 when malformed. */
@@ -67,7 +58,7 @@ static int decode_pack_attr(const msgpack_object *o, struct pack_attr *a)
         rgpu_obj_i64(&e[2], &a->count) < 0 || e[3].type != MSGPACK_OBJECT_BIN)
         return -1;
     uint32_t size = a->type >= 0 && a->type < 64 ? rgpu_cudnn_type_size((int)a->type) : 0;
-    if (!is_pack_attribute(a->name) || !size || a->count < 0 ||
+    if (!rgpu_cudnn_is_pack_attribute(a->name) || !size || a->count < 0 ||
         (uint64_t)a->count > (uint64_t)e[3].via.bin.size / size ||
         (uint64_t)a->count * size != e[3].via.bin.size)
         return -1;

@@ -23,6 +23,7 @@
 #define MAX_ATTRS 8
 
 uint32_t rgpu_cudnn_type_size(int type);
+int rgpu_cudnn_is_pack_attribute(int64_t name);
 
 struct pack_attr {
     cudnnBackendAttributeName_t name;
@@ -47,16 +48,6 @@ static struct variant_pack *pack_of(cudnnBackendDescriptor_t d)
     return d && rgpu_keyed_get(&packs, d, &v) ? (struct variant_pack *)(intptr_t)v : NULL;
 }
 
-static int is_pack_attribute(cudnnBackendAttributeName_t name)
-{
-    return name == CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS ||
-           name == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS ||
-           name == CUDNN_ATTR_VARIANT_PACK_INTERMEDIATES ||
-           name == CUDNN_ATTR_VARIANT_PACK_WORKSPACE ||
-           name == CUDNN_ATTR_VARIANT_PACK_OVERRIDE_UNIQUE_IDS ||
-           name == CUDNN_ATTR_VARIANT_PACK_OVERRIDE_SHAPES ||
-           name == CUDNN_ATTR_VARIANT_PACK_OVERRIDE_STRIDES;
-}
 
 /* ---- create, set, get, finalize, destroy: on the client -------------------------- */
 
@@ -101,7 +92,7 @@ static cudnnStatus_t pack_set(struct variant_pack *p, cudnnBackendAttributeName_
     uint32_t size = rgpu_cudnn_type_size((int)type);
     if (p->finalized)
         return CUDNN_STATUS_NOT_INITIALIZED;    /* cuDNN: set after finalize */
-    if (!is_pack_attribute(name) || !size || count < 0 || (count && !elements) ||
+    if (!rgpu_cudnn_is_pack_attribute(name) || !size || count < 0 || (count && !elements) ||
         (uint64_t)count > RGPU_COPY_CHUNK / size)
         return CUDNN_STATUS_BAD_PARAM;
     unsigned i = 0;
@@ -164,7 +155,8 @@ RGPU_EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t cons
     }
     if (elementCount)
         *elementCount = 0;
-    return is_pack_attribute(attributeName) ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
+    return rgpu_cudnn_is_pack_attribute(attributeName) ? CUDNN_STATUS_SUCCESS
+                                                       : CUDNN_STATUS_BAD_PARAM;
 }
 
 /* The checks cuDNN makes when a pack is finalized: as many pointers as

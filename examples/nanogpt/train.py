@@ -72,7 +72,8 @@ class GPT(nn.Module):
         t = idx.shape[1]
         x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
         logits = self.head(self.ln(self.blocks(x)))
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        # The loss in fp32 also under autocast (bench/train_bench.py's AMP model).
+        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
 
 
 def main():
