@@ -12,6 +12,12 @@
  * length).  Returns 0, or -1 with errno set. */
 int rgpu_write_frame(int fd, const struct iovec *parts, int nparts);
 
+/* A frame written in pieces: its length (total bytes), then head_len bytes
+ * of it; the rest follows with rgpu_write_raw, exactly total - head_len
+ * bytes, before any other frame. */
+int rgpu_write_frame_start(int fd, size_t total, const void *head, size_t head_len);
+int rgpu_write_raw(int fd, const void *p, size_t n);
+
 /* Read one frame into a malloc'd buffer.  Returns 0, or -1 with errno set:
  * EPIPE on a clean end of stream, EMSGSIZE when the announced length is
  * beyond RGPU_FRAME_MAX. */
@@ -40,6 +46,30 @@ void rgpu_reader_init(struct rgpu_reader *r, int fd);
  * the socket). */
 int rgpu_reader_pending(const struct rgpu_reader *r);
 int rgpu_reader_frame(struct rgpu_reader *r, char **buf, size_t *len, int frame_ms);
+
+/* rgpu_reader_frame in steps, for frames whose bulk bytes go elsewhere
+ * than a frame buffer (a copy's payload, straight into its destination):
+ * begin waits for the next frame and reads its length (EMSGSIZE: 0 or
+ * beyond RGPU_FRAME_MAX) and gives the deadline of the rest; peek makes the
+ * next need bytes (at most RGPU_READER_BUF, and no more than the frame has
+ * left: the caller's bound) visible at *p without consuming them; read
+ * consumes the next len bytes of the frame into buf.  Large reads block in
+ * recv(2), with the deadline as a receive timeout. */
+int rgpu_reader_begin(struct rgpu_reader *r, size_t *len, int frame_ms, long *deadline);
+int rgpu_reader_peek(struct rgpu_reader *r, size_t need, long deadline, const char **p);
+int rgpu_reader_read(struct rgpu_reader *r, void *buf, size_t len, long deadline);
+
+/* A frame of len bytes whose msgpack ends in a bin that is the last element
+ * of every array around it, its body running to the frame's end: bulk
+ * bytes that need not pass through a frame buffer.  Given the frame's first
+ * `have` bytes, 0 with *head the length of everything before the bin's
+ * body and *bin_at the offset of the bin's header; -1 when the frame has
+ * another shape, or needs more than `have` bytes to tell. */
+int rgpu_split_trailing_bin(const char *buf, size_t have, size_t len, size_t *head,
+                            size_t *bin_at);
+/* Set that bin's length to 0 in a copy of the head, which then reads as
+ * complete msgpack (the body being elsewhere). */
+void rgpu_empty_trailing_bin(char *head, size_t bin_at);
 
 /* The most array elements and map entries (a map entry counts twice) one
  * frame may decode to.  msgpack-c spends a 24-byte msgpack_object on each
