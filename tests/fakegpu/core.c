@@ -138,6 +138,7 @@ static void ctx_teardown(struct fg_ctx *c)
 {
     fg_handle_each_owned(c, free_owned);
     fg_mem_release_owned(c);
+    fg_host_release_owned(c);
     c->pending = c->sticky = CUDA_SUCCESS;
 }
 

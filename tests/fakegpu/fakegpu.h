@@ -94,6 +94,8 @@ CUresult fg_mem_alloc_global(size_t size, const void *init, size_t init_size,
                              CUdeviceptr *out);
 void fg_mem_free_global(CUdeviceptr p);
 void fg_mem_release_owned(struct fg_ctx *owner);
+// Forget the host ranges a context registered (driver_mem.c); lock held.
+void fg_host_release_owned(struct fg_ctx *owner);
 void fg_mem_info(size_t *free_bytes, size_t *total);
 
 // Whether p lies in the device address range (accessible or not).
