@@ -370,8 +370,8 @@ static int read_frame(char **frame, size_t *len)
         w->filling = 1;
     pthread_mutex_unlock(&S.lock);
     if (!ok) {
-        rgpu_error("rgpud sent %zu bytes for no copy waiting for them (serial %llu): closing "
-                   "the session", body, (unsigned long long)serial);
+        rgpu_error("rgpud sent %zu bytes (serial %llu) that no waiting copy asked for: "
+                   "closing the session", body, (unsigned long long)serial);
         errno = EPROTO;
         return -1;
     }
