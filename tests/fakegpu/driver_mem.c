@@ -138,13 +138,19 @@ static CUresult copy(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev,
     int skip = 0;
     CUresult r;
 
+    uint64_t idle = 0;
+
     fg_lock();
     r = fg_enter(async ? FG_ENQUEUE : 0, &c, &skip);
     if (r == CUDA_SUCCESS && async)
         r = fg_check_stream(s);
     if (r == CUDA_SUCCESS)
         r = fg_copy(dst, dst_dev, src, src_dev, n, !skip);
+    if (r == CUDA_SUCCESS && !skip && dst_dev != src_dev)
+        idle = fg_engine_copy(n);
     fg_unlock();
+    if (!async)
+        fg_engine_wait(idle);
     return r;
 }
 

@@ -42,6 +42,16 @@
 void fg_lock(void);
 void fg_unlock(void);
 
+// ---- The modelled copy engine (FAKEGPU_COPY_GBS, core.c) ----------------------
+
+// A copy of n bytes between host and device occupies the engine; returns
+// when it will be idle (0: no model).  Lock held.
+uint64_t fg_engine_copy(size_t n);
+// When the engine will be idle (CLOCK_MONOTONIC ns).  Lock held.
+uint64_t fg_engine_idle_at(void);
+// Sleep until then.  Lock not held.
+void fg_engine_wait(uint64_t t);
+
 // ---- Contexts ----------------------------------------------------------------
 
 struct fg_ctx {
