@@ -146,12 +146,21 @@ static int recv_all(int fd, char *p, size_t n)
     return 0;
 }
 
-// A connected pair: TCP over 127.0.0.1 (TCP_NODELAY, as rgpu's sockets) or
-// a Unix stream socket pair.  0, or -1 after saying why.
+// A connected pair with the settings rgpu gives its own sockets: TCP over
+// 127.0.0.1 with TCP_NODELAY, or a Unix stream socket pair with 2 MiB send
+// buffers (RGPU_UNIX_SNDBUF, common/rgpu_wire.h).  0, or -1 after saying why.
 static int socket_pair(int tcp, int fds[2])
 {
-    if (!tcp)
-        return socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0 ? 0 : (perror("socketpair"), -1);
+    if (!tcp) {
+        int size = 2 << 20;
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) < 0) {
+            perror("rgpu-bench: socketpair");
+            return -1;
+        }
+        setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+        setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+        return 0;
+    }
     struct sockaddr_in a;
     socklen_t alen = sizeof a;
     int one = 1;

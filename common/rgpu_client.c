@@ -181,6 +181,7 @@ static void bound_waits(int fd)
     int one = 1, idle = 60, intvl = 10, cnt = 6;
     if (S.timeout_ms > 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    rgpu_unix_buffers(fd);      /* host-to-device copies write from here */
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);

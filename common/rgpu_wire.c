@@ -572,6 +572,15 @@ int rgpu_obj_i64(const msgpack_object *o, int64_t *v)
     return -1;
 }
 
+void rgpu_unix_buffers(int fd)
+{
+    struct sockaddr_storage a;
+    socklen_t alen = sizeof a;
+    int size = RGPU_UNIX_SNDBUF;
+    if (getsockname(fd, (struct sockaddr *)&a, &alen) == 0 && a.ss_family == AF_UNIX)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+}
+
 void rgpu_spin_until_readable(int fd, long spin_ns)
 {
     struct timespec t0, t;

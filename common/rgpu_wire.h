@@ -79,6 +79,14 @@ void rgpu_empty_trailing_bin(char *head, size_t bin_at);
  * texts of a library); bulk data travels as bin, one object. */
 #define RGPU_MAX_OBJECTS        (1u << 18)
 
+/* Send buffers of a Unix stream socket: a bulk copy's writer blocks each
+ * time the peer's queue holds SO_SNDBUF bytes (the default, about 200 KiB,
+ * cost a plain socket pair a fifth of its throughput on the development
+ * machine against 2 MiB).  Asks for RGPU_UNIX_SNDBUF, which the system caps
+ * at net.core.wmem_max; TCP tunes its own buffers and is left alone. */
+#define RGPU_UNIX_SNDBUF (2 << 20)
+void rgpu_unix_buffers(int fd);
+
 /* Busy-poll fd for up to spin_ns until it is readable (or at its end, or
  * failed) before a blocking read: a frame that comes within that time is
  * read without the scheduler's wake-up latency, at the price of a busy core

@@ -739,6 +739,7 @@ static void session_socket(int fd, const struct rgpud_options *opt)
     struct timeval tv = { opt->frame_timeout_s, 0 };
     int one = 1, idle = 60, intvl = 10, cnt = 6;
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    rgpu_unix_buffers(fd);      /* device-to-host copies write from here */
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
