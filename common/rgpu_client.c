@@ -35,6 +35,10 @@ struct waiter {
     int done;
     char *frame;
     size_t len;
+    char *sink;                 /* bulk bytes of the reply may land here (a data frame) */
+    size_t sink_len;
+    int sunk;                   /* they did */
+    int filling;                /* a reader is writing into sink: do not leave */
     struct waiter *next;
 };
 
@@ -52,6 +56,9 @@ static struct {
     int timeout_ms;                 /* RGPU_TIMEOUT: silence before giving up; -1: never */
     char spec[256];                 /* the server, for messages */
     struct waiter *waiters;
+    /* Frames are read through a read-ahead buffer, by whichever thread
+     * holds the reader role. */
+    struct rgpu_reader rd;
     atomic_uint_fast64_t next_serial;
     atomic_uint next_tid;
     struct rgpu_server_info info;
@@ -304,6 +311,7 @@ static void bound_waits(int fd)
     int one = 1, idle = 60, intvl = 10, cnt = 6;
     if (S.timeout_ms > 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    rgpu_unix_buffers(fd);      /* host-to-device copies write from here */
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
@@ -342,6 +350,7 @@ static void connect_once(void)
         S.broken = 1;
         return;
     }
+    rgpu_reader_init(&S.rd, fd);
     S.fd = fd;
     atomic_store(&S.connected, 1);
     atexit(report_unreported);
@@ -454,6 +463,78 @@ static void connection_lost(const char *why)
     pthread_mutex_unlock(&S.lock);
 }
 
+/* A data frame's head as the server writes it: [DATA, serial, bin32]. */
+#define DATA_HEAD_MAX 32
+
+/* Read the next frame: a data frame lands in its waiter's sink (*frame
+ * NULL), any other comes back malloc'd.  Called with the reader role and
+ * without S.lock.  -1 with errno (EPROTO: a data frame nobody asked for,
+ * logged). */
+static int read_frame(char **frame, size_t *len)
+{
+    size_t n, head, bin_at;
+    long deadline;
+    const char *p;
+    char copy[DATA_HEAD_MAX];
+
+    *frame = NULL;
+    if (rgpu_reader_begin(&S.rd, &n, S.timeout_ms, &deadline) < 0)
+        return -1;
+    size_t peek = n < DATA_HEAD_MAX ? n : DATA_HEAD_MAX;
+    if (rgpu_reader_peek(&S.rd, peek, deadline, &p) < 0)
+        return -1;
+    if (peek < 2 || (unsigned char)p[0] != 0x93 || p[1] != RGPU_MSG_DATA ||
+        rgpu_split_trailing_bin(p, peek, n, &head, &bin_at) < 0) {
+        char *buf = malloc(n);
+        if (!buf)
+            return -1;
+        if (rgpu_reader_read(&S.rd, buf, n, deadline) < 0) {
+            free(buf);
+            return -1;
+        }
+        *frame = buf;
+        *len = n;
+        return 0;
+    }
+    /* [DATA, serial, bin]: whose copy, and is it of the size asked for? */
+    msgpack_zone zone;
+    msgpack_object root;
+    uint64_t serial = 0;
+    size_t body = n - head;
+    struct waiter *w = NULL;
+    memcpy(copy, p, head);
+    rgpu_empty_trailing_bin(copy, bin_at);
+    msgpack_zone_init(&zone, 256);
+    int ok = rgpu_unpack_frame(copy, head, &zone, &root) == 0 &&
+             root.type == MSGPACK_OBJECT_ARRAY && root.via.array.size == 3 &&
+             rgpu_obj_u64(&root.via.array.ptr[1], &serial) == 0;
+    msgpack_zone_destroy(&zone);
+    pthread_mutex_lock(&S.lock);
+    for (w = S.waiters; ok && w && w->serial != serial; w = w->next)
+        ;
+    ok = ok && w && w->sink && !w->sunk && !w->done && w->sink_len == body;
+    if (ok)
+        w->filling = 1;
+    pthread_mutex_unlock(&S.lock);
+    if (!ok) {
+        rgpu_error("rgpud sent %zu bytes (serial %llu) that no waiting copy asked for: "
+                   "closing the session", body, (unsigned long long)serial);
+        errno = EPROTO;
+        return -1;
+    }
+    int rc = rgpu_reader_read(&S.rd, copy, head, deadline) < 0 ||
+                     rgpu_reader_read(&S.rd, w->sink, body, deadline) < 0
+                 ? -1
+                 : 0;
+    int err = errno;
+    pthread_mutex_lock(&S.lock);
+    w->filling = 0;
+    w->sunk = rc == 0;
+    pthread_mutex_unlock(&S.lock);
+    errno = err;
+    return rc;
+}
+
 static int wait_reply(struct waiter *me)
 {
     pthread_mutex_lock(&S.lock);
@@ -466,8 +547,9 @@ static int wait_reply(struct waiter *me)
         pthread_mutex_unlock(&S.lock);
         char *frame = NULL;
         size_t len = 0;
-        rgpu_spin_until_readable(S.fd, S.spin_ns);
-        int rc = rgpu_read_frame_timed(S.fd, &frame, &len, S.timeout_ms);
+        if (!rgpu_reader_pending(&S.rd))
+            rgpu_spin_until_readable(S.fd, S.spin_ns);
+        int rc = read_frame(&frame, &len);
         int err = errno;
         pthread_mutex_lock(&S.lock);
         S.reader_active = 0;
@@ -477,14 +559,19 @@ static int wait_reply(struct waiter *me)
             S.broken = 1;
             fail_all_waiters();
         } else if (rc < 0) {
-            rgpu_error("connection to rgpud lost: %s", strerror(err));
+            if (err != EPROTO)
+                rgpu_error("connection to rgpud lost: %s", strerror(err));
             S.broken = 1;
             fail_all_waiters();
-        } else {
+        } else if (frame) {
             deliver(frame, len);
         }
         pthread_cond_broadcast(&S.cond);
     }
+    /* A reader may still be writing into this waiter's sink (the session
+     * broke meanwhile): the caller's buffer is not to be left to it. */
+    while (me->filling)
+        pthread_cond_wait(&S.cond, &S.lock);
     /* unlink */
     for (struct waiter **pp = &S.waiters; *pp; pp = &(*pp)->next) {
         if (*pp == me) {
@@ -505,6 +592,8 @@ void rgpu_req_begin(struct rgpu_req *req, uint32_t proc_id, unsigned flags)
     req->serial = atomic_fetch_add(&S.next_serial, 1) + 1;
     req->payload = NULL;
     req->payload_len = 0;
+    req->sink = NULL;
+    req->sink_len = 0;
     req->flags = flags;
     req->proc_id = proc_id;
     msgpack_pack_array(&req->pk, 6);
@@ -520,6 +609,12 @@ void rgpu_req_payload(struct rgpu_req *req, const void *data, size_t len)
     msgpack_pack_bin(&req->pk, len);
     req->payload = data;
     req->payload_len = len;
+}
+
+void rgpu_req_sink(struct rgpu_req *req, void *dst, size_t len)
+{
+    req->sink = dst;
+    req->sink_len = len;
 }
 
 static int parse_reply(struct rgpu_reply *r, size_t len)
@@ -686,6 +781,8 @@ static int post(struct rgpu_req *req, struct rgpu_ticket **ticket, int counted)
             return RGPU_ENOMEM;
         }
         t->w.serial = req->serial;
+        t->w.sink = req->sink;
+        t->w.sink_len = req->sink_len;
         pthread_mutex_lock(&S.lock);
         t->w.next = S.waiters;
         S.waiters = &t->w;
@@ -802,6 +899,7 @@ int rgpu_req_wait(struct rgpu_ticket *t, struct rgpu_reply *reply)
     } else {
         memset(reply, 0, sizeof *reply);
         reply->frame = t->w.frame;
+        reply->sunk = t->w.sunk ? t->w.sink_len : 0;
         msgpack_zone_init(&reply->zone, 1024);
         if (parse_reply(reply, t->w.len) != RGPU_OK) {
             rgpu_reply_free(reply);

@@ -61,6 +61,8 @@ struct rgpu_req {
     uint64_t serial;
     const void *payload;
     size_t payload_len;
+    void *sink;             /* where the reply's bulk bytes may land (rgpu_req_sink) */
+    size_t sink_len;
     unsigned flags;
     uint32_t proc_id;
 };
@@ -72,6 +74,7 @@ struct rgpu_reply {
     msgpack_object outs;    /* array of outputs */
     msgpack_zone zone;
     char *frame;
+    size_t sunk;            /* bytes that landed in the request's sink (0 or sink_len) */
 };
 
 /* Start a request for procedure id; the caller then packs an array of
@@ -79,6 +82,11 @@ struct rgpu_reply {
 void rgpu_req_begin(struct rgpu_req *req, uint32_t proc_id, unsigned flags);
 /* Append a bin of len bytes whose body is sent straight from data. */
 void rgpu_req_payload(struct rgpu_req *req, const void *data, size_t len);
+/* The reply's bulk bytes, exactly len of them, may come ahead of it in a
+ * data frame (common/rgpu_proto.h), read straight into dst; the reply
+ * then says so (reply.sunk) and its own bin is empty.  A data frame of
+ * another size, or for a request without a sink, ends the session. */
+void rgpu_req_sink(struct rgpu_req *req, void *dst, size_t len);
 /* Send and, unless RGPU_CALL_NOREPLY, wait for the reply.  Returns RGPU_OK
  * or a transport status; on RGPU_OK the caller frees reply. */
 int rgpu_req_send(struct rgpu_req *req, struct rgpu_reply *reply);

@@ -2,7 +2,9 @@
  * RGPU_COPY_CHUNK, shared by the runtime and driver stubs.  Both directions
  * keep the connection busy: host-to-device chunks go without waiting (the
  * last one waits where the caller's policy says so), device-to-host
- * requests are kept several in flight. */
+ * requests are kept several in flight.  Neither copies the bytes on this
+ * side: a chunk is written from the program's buffer, and a large reply's
+ * bytes are read straight into it (a data frame, common/rgpu_proto.h). */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 
@@ -57,7 +59,9 @@ int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
     return 0;
 }
 
-/* Copy one device-to-host reply into place; the request asked for want. */
+/* Collect one device-to-host reply; the request asked for want bytes at
+ * dst.  Large ones landed there already, from a data frame ahead of the
+ * reply (whose bin is then empty); small ones come inside it. */
 static int land(const struct rgpu_lib *lib, const char *what, struct rgpu_ticket *t,
                 char *dst, size_t want)
 {
@@ -70,7 +74,16 @@ static int land(const struct rgpu_lib *lib, const char *what, struct rgpu_ticket
         rgpu_reply_free(&reply);
         return rgpu_transport_status(lib, what, rc);
     }
-    return land_rows(lib, what, &reply, dst, want, want, 1);
+    rc = rgpu_reply_status(lib, &reply);
+    const msgpack_object *o = rgpu_reply_bin(&reply, 0);
+    if (rc == 0 && o && reply.sunk == want && want > 0 && o->via.bin.size == 0)
+        ;                                       /* in place already */
+    else if (rc == 0 && o && reply.sunk == 0 && o->via.bin.size == want && want > 0)
+        memcpy(dst, o->via.bin.ptr, want);
+    else if (rc == 0 && !(o && reply.sunk == 0 && want == 0))
+        rc = rgpu_transport_status(lib, what, RGPU_EPROTO);
+    rgpu_reply_free(&reply);
+    return rc;
 }
 
 int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *what, void *dst,
@@ -94,6 +107,7 @@ int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
             msgpack_pack_uint64(&req.pk, src + off);
             msgpack_pack_uint64(&req.pk, n);
             msgpack_pack_uint64(&req.pk, stream);
+            rgpu_req_sink(&req, (char *)dst + off, n);
             size_t slot = posted % DTOH_IN_FLIGHT;
             int rc = rgpu_req_post(&req, &ring[slot]);
             if (rc != RGPU_OK || !ring[slot]) {

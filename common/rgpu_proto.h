@@ -16,6 +16,7 @@
  *                               api_status, deferred_status, [outs...]]
  *   log      server -> client  [RGPU_MSG_LOG, library, level, function, text,
  *                               [details...]]
+ *   data     server -> client  [RGPU_MSG_DATA, serial, bin]
  *
  * transport_status says whether the server could carry out the call at all
  * (RGPU_OK, or an RGPU_E* code); api_status is what the CUDA function itself
@@ -31,6 +32,13 @@
  * the reply of the call that logged it and is handed to the program once
  * that reply arrives (common/rgpu_liblog.h).
  *
+ * A data frame carries the bulk bytes of a device-to-host copy ahead of its
+ * reply (whose output bin is then empty), so that the server can send a
+ * piece while the GPU copies the next and the client can read them
+ * straight into the copy's destination.  Only a request that asked for
+ * bytes gets one, of exactly the size it asked for; the reply that follows
+ * says whether they are good.
+ *
  * Procedure ids are a hash of "library/function" (rgpu_proc_id()), so they
  * never change across builds or CUDA versions; hand-written procedures use
  * the same scheme with names of their own ("cudart/rgpu.module_load").
@@ -40,10 +48,16 @@
 
 #include <stdint.h>
 
-#define RGPU_PROTO_VERSION      2
+#define RGPU_PROTO_VERSION      3
 #define RGPU_DEFAULT_PORT       9713
 #define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
-#define RGPU_COPY_CHUNK         (4u << 20)    /* bulk copies travel in chunks */
+/* Bulk copies travel in chunks: each a frame, which the server pipelines
+ * in pieces (daemon/copy.c), so that a chunk's ends (the first piece's
+ * device copy, the last's) are a small part of it. */
+#define RGPU_COPY_CHUNK         (16u << 20)
+/* A copy's bytes stream (data frames, payloads read piece by piece on the
+ * server) from this size up; smaller ones travel inside their frames. */
+#define RGPU_STREAM_MIN         (256u << 10)
 #define RGPU_MAX_DEPTH          8             /* msgpack nesting we accept */
 
 enum rgpu_msg {
@@ -57,6 +71,8 @@ enum rgpu_msg {
     RGPU_MSG_AUTH      = 7,     /* client -> server: [AUTH, key_id, mac] */
     RGPU_MSG_KEEPALIVE = 8,     /* server -> client: [KEEPALIVE]; a request of
                                    this client is still running */
+    /* Protocol 3: */
+    RGPU_MSG_DATA      = 9,     /* server -> client: [DATA, serial, bin] */
 };
 
 enum rgpu_call_flags {

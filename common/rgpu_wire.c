@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +35,25 @@ static int write_all_iov(int fd, struct iovec *iov, int n)
     }
     return 0;
 }
+
+int rgpu_write_frame_start(int fd, size_t total, const void *head, size_t head_len)
+{
+    uint32_t be;
+    if (total > RGPU_FRAME_MAX || head_len > total) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    be = htonl((uint32_t)total);
+    struct iovec iov[2] = { { &be, sizeof be }, { (void *)head, head_len } };
+    return write_all_iov(fd, iov, 2);
+}
+
+int rgpu_write_raw(int fd, const void *p, size_t n)
+{
+    struct iovec iov = { (void *)p, n };
+    return write_all_iov(fd, &iov, 1);
+}
+
 
 int rgpu_write_frame_after(int fd, const void *framed, size_t framed_len,
                            const struct iovec *parts, int nparts)
@@ -94,9 +114,9 @@ static int wait_readable_until(int fd, long deadline)
  * time in ms; -1: none).  The read is tried first without waiting, so
  * bytes already in the socket cost no poll(2): the rest of a frame is
  * nearly always there, and the deadline is free on the hot path. */
-static int read_all_until(int fd, void *buf, size_t n, int eof_ok, long deadline)
+static int read_all_polled(int fd, char *p, size_t n, int eof_ok, long deadline)
 {
-    char *p = buf;
+    char *start = p;
     while (n > 0) {
         ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
         if (r < 0 && errno == ENOTSOCK)
@@ -107,7 +127,7 @@ static int read_all_until(int fd, void *buf, size_t n, int eof_ok, long deadline
             continue;
         }
         if (r == 0) {
-            errno = (eof_ok && p == (char *)buf) ? EPIPE : ECONNRESET;
+            errno = (eof_ok && p == start) ? EPIPE : ECONNRESET;
             return -1;
         }
         if (errno == EINTR)
@@ -118,6 +138,71 @@ static int read_all_until(int fd, void *buf, size_t n, int eof_ok, long deadline
             return -1;
     }
     return 0;
+}
+
+/* A bulk read (a copy's payload) outruns its sender on an idle machine and
+ * finds the socket empty again and again: there, a failed non-blocking
+ * recv, a poll and a recv per arrival cost three system calls where a
+ * blocking recv costs one.  So large reads block in recv, with
+ * SO_RCVTIMEO in slices of at most a second standing in for the deadline
+ * (the socket's own setting is put back after). */
+#define BLOCKING_READ_MIN ((size_t)256 << 10)
+#define BLOCKING_SLICE_MS 1000L
+
+static int read_all_blocking(int fd, char *p, size_t n, long deadline)
+{
+    struct timeval saved, slice = { 0, 0 };
+    socklen_t sl = sizeof saved;
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &saved, &sl) < 0)
+        return read_all_polled(fd, p, n, 0, deadline);     /* a pipe in a test */
+    if (deadline >= 0) {
+        long left = deadline - now_ms();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        left = left < BLOCKING_SLICE_MS ? left : BLOCKING_SLICE_MS;
+        slice.tv_sec = left / 1000;
+        slice.tv_usec = (left % 1000) * 1000;
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) < 0)
+            return read_all_polled(fd, p, n, 0, deadline);
+    }
+    /* Without a deadline the socket's own SO_RCVTIMEO, if set, bounds each
+     * wait, as for any read. */
+    int rc = 0;
+    while (n > 0) {
+        ssize_t r = recv(fd, p, n, 0);
+        if (r > 0) {
+            p += r;
+            n -= (size_t)r;
+            continue;
+        }
+        if (r == 0) {
+            errno = ECONNRESET;
+            rc = -1;
+            break;
+        }
+        int expired = errno == EAGAIN || errno == EWOULDBLOCK;
+        if (errno == EINTR || (expired && deadline >= 0 && now_ms() < deadline))
+            continue;
+        if (expired)
+            errno = ETIMEDOUT;
+        rc = -1;
+        break;
+    }
+    if (deadline >= 0) {
+        int err = errno;
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &saved, sizeof saved);
+        errno = err;
+    }
+    return rc;
+}
+
+static int read_all_until(int fd, void *buf, size_t n, int eof_ok, long deadline)
+{
+    if (n >= BLOCKING_READ_MIN && !eof_ok)
+        return read_all_blocking(fd, buf, n, deadline);
+    return read_all_polled(fd, buf, n, eof_ok, deadline);
 }
 
 int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int frame_ms)
@@ -172,93 +257,6 @@ int rgpu_read_frame(int fd, char **buf, size_t *len)
     return rgpu_read_frame_timed(fd, buf, len, -1);
 }
 
-/* ---- read-ahead ---------------------------------------------------------------- */
-
-void rgpu_reader_init(struct rgpu_reader *r, int fd)
-{
-    r->fd = fd;
-    r->start = r->end = 0;
-}
-
-int rgpu_reader_pending(const struct rgpu_reader *r)
-{
-    return r->end > r->start;
-}
-
-/* Buffer at least need bytes (need <= RGPU_READER_BUF), taking whatever
- * more the socket has.  With nothing buffered the wait is a plain blocking
- * recv (SO_RCVTIMEO bounds it); once a frame has begun, deadline does. */
-static int reader_fill(struct rgpu_reader *r, size_t need, long deadline)
-{
-    if (r->start > 0 && r->end - r->start < need) {
-        memmove(r->buf, r->buf + r->start, r->end - r->start);
-        r->end -= r->start;
-        r->start = 0;
-    }
-    while (r->end - r->start < need) {
-        int waiting = r->end == r->start;
-        ssize_t n = recv(r->fd, r->buf + r->end, sizeof r->buf - r->end,
-                         waiting ? 0 : MSG_DONTWAIT);
-        if (n < 0 && errno == ENOTSOCK)
-            n = read(r->fd, r->buf + r->end, sizeof r->buf - r->end);
-        if (n > 0) {
-            r->end += (size_t)n;
-            continue;
-        }
-        if (n == 0) {
-            errno = waiting ? EPIPE : ECONNRESET;
-            return -1;
-        }
-        if (errno == EINTR)
-            continue;
-        if (waiting && (errno == EAGAIN || errno == EWOULDBLOCK))
-            errno = ETIMEDOUT;
-        if (waiting || (errno != EAGAIN && errno != EWOULDBLOCK))
-            return -1;
-        if (wait_readable_until(r->fd, deadline) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-int rgpu_reader_frame(struct rgpu_reader *r, char **buf, size_t *len, int frame_ms)
-{
-    long deadline = -1;
-    if (!rgpu_reader_pending(r) && reader_fill(r, 1, -1) < 0)
-        return -1;
-    /* From its first byte, the whole frame within frame_ms. */
-    if (frame_ms >= 0)
-        deadline = now_ms() + frame_ms;
-    if (reader_fill(r, 4, deadline) < 0)
-        return -1;
-    const unsigned char *h = (const unsigned char *)r->buf + r->start;
-    size_t n = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
-    if (n == 0 || n > RGPU_FRAME_MAX) {
-        errno = EMSGSIZE;
-        return -1;
-    }
-    r->start += 4;
-    if (deadline >= 0)
-        deadline += (long)(n >> 8);     /* as rgpu_read_frame_timed */
-    char *p = malloc(n);
-    if (!p)
-        return -1;
-    /* What is buffered, then the rest straight into the frame (a bulk copy
-     * does not pass through the read-ahead buffer). */
-    size_t have = r->end - r->start < n ? r->end - r->start : n;
-    memcpy(p, r->buf + r->start, have);
-    r->start += have;
-    if (r->start == r->end)
-        r->start = r->end = 0;
-    if (have < n && read_all_until(r->fd, p + have, n - have, 0, deadline) < 0) {
-        free(p);
-        return -1;
-    }
-    *buf = p;
-    *len = n;
-    return 0;
-}
-
 /* ---- msgpack pre-check ------------------------------------------------------ */
 
 struct scan {
@@ -283,6 +281,187 @@ static int read_be(struct scan *s, unsigned bytes, uint64_t *v)
         *v = (*v << 8) | s->p[i];
     s->p += bytes;
     return 0;
+}
+
+/* ---- read-ahead ---------------------------------------------------------------- */
+
+void rgpu_reader_init(struct rgpu_reader *r, int fd)
+{
+    r->fd = fd;
+    r->start = r->end = 0;
+}
+
+int rgpu_reader_pending(const struct rgpu_reader *r)
+{
+    return r->end > r->start;
+}
+
+/* Buffer at least need bytes (need <= RGPU_READER_BUF), taking whatever
+ * more the socket has.  Between frames (idle) with nothing buffered the
+ * wait is a plain blocking recv (SO_RCVTIMEO bounds it); inside a frame,
+ * deadline does. */
+static int reader_fill(struct rgpu_reader *r, size_t need, int idle, long deadline)
+{
+    if (r->start > 0 && r->end - r->start < need) {
+        memmove(r->buf, r->buf + r->start, r->end - r->start);
+        r->end -= r->start;
+        r->start = 0;
+    }
+    while (r->end - r->start < need) {
+        int waiting = idle && r->end == r->start;
+        ssize_t n = recv(r->fd, r->buf + r->end, sizeof r->buf - r->end,
+                         waiting ? 0 : MSG_DONTWAIT);
+        if (n < 0 && errno == ENOTSOCK)
+            n = read(r->fd, r->buf + r->end, sizeof r->buf - r->end);
+        if (n > 0) {
+            r->end += (size_t)n;
+            continue;
+        }
+        if (n == 0) {
+            errno = waiting ? EPIPE : ECONNRESET;
+            return -1;
+        }
+        if (errno == EINTR)
+            continue;
+        if (waiting && (errno == EAGAIN || errno == EWOULDBLOCK))
+            errno = ETIMEDOUT;
+        if (waiting || (errno != EAGAIN && errno != EWOULDBLOCK))
+            return -1;
+        if (wait_readable_until(r->fd, deadline) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int rgpu_reader_begin(struct rgpu_reader *r, size_t *len, int frame_ms, long *deadline)
+{
+    *deadline = -1;
+    if (!rgpu_reader_pending(r) && reader_fill(r, 1, 1, -1) < 0)
+        return -1;
+    /* From its first byte, the whole frame within frame_ms. */
+    if (frame_ms >= 0)
+        *deadline = now_ms() + frame_ms;
+    if (reader_fill(r, 4, 0, *deadline) < 0)
+        return -1;
+    const unsigned char *h = (const unsigned char *)r->buf + r->start;
+    size_t n = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+    if (n == 0 || n > RGPU_FRAME_MAX) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    r->start += 4;
+    if (*deadline >= 0)
+        *deadline += (long)(n >> 8);    /* as rgpu_read_frame_timed */
+    *len = n;
+    return 0;
+}
+
+int rgpu_reader_peek(struct rgpu_reader *r, size_t need, long deadline, const char **p)
+{
+    if (need > RGPU_READER_BUF) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (reader_fill(r, need, 0, deadline) < 0)
+        return -1;
+    *p = r->buf + r->start;
+    return 0;
+}
+
+int rgpu_reader_read(struct rgpu_reader *r, void *buf, size_t len, long deadline)
+{
+    /* What is buffered, then the rest straight into buf (a bulk copy does
+     * not pass through the read-ahead buffer). */
+    size_t have = r->end - r->start < len ? r->end - r->start : len;
+    memcpy(buf, r->buf + r->start, have);
+    r->start += have;
+    if (r->start == r->end)
+        r->start = r->end = 0;
+    if (have < len && read_all_until(r->fd, (char *)buf + have, len - have, 0, deadline) < 0)
+        return -1;
+    return 0;
+}
+
+int rgpu_reader_frame(struct rgpu_reader *r, char **buf, size_t *len, int frame_ms)
+{
+    long deadline;
+    size_t n;
+    if (rgpu_reader_begin(r, &n, frame_ms, &deadline) < 0)
+        return -1;
+    char *p = malloc(n);
+    if (!p)
+        return -1;
+    if (rgpu_reader_read(r, p, n, deadline) < 0) {
+        free(p);
+        return -1;
+    }
+    *buf = p;
+    *len = n;
+    return 0;
+}
+
+/* ---- frames that end in bulk bytes -------------------------------------------- */
+
+static int scan_object(struct scan *s, int depth);
+
+int rgpu_split_trailing_bin(const char *buf, size_t have, size_t len, size_t *head,
+                            size_t *bin_at)
+{
+    struct scan s = { .p = (const unsigned char *)buf, .end = (const unsigned char *)buf + have };
+    uint64_t left[RGPU_MAX_DEPTH + 1];     /* elements still due at each level */
+    int depth = 0;
+    left[0] = 1;                            /* the root */
+    while (s.p < s.end) {
+        const unsigned char *at = s.p;
+        unsigned char b = *s.p;
+        uint64_t n;
+        if ((b & 0xf0) == 0x90 || b == 0xdc || b == 0xdd) {            /* an array */
+            s.p++;
+            if ((b & 0xf0) == 0x90)
+                n = b & 0x0f;
+            else if (read_be(&s, b == 0xdc ? 2 : 4, &n) < 0)
+                return -1;
+            left[depth]--;
+            if (n > 0) {
+                if (depth == RGPU_MAX_DEPTH)
+                    return -1;
+                left[++depth] = n;
+            }
+        } else if (b == 0xc4 || b == 0xc5 || b == 0xc6) {              /* a bin */
+            s.p++;
+            if (read_be(&s, b == 0xc4 ? 1 : b == 0xc5 ? 2 : 4, &n) < 0)
+                return -1;
+            size_t end = (size_t)(s.p - (const unsigned char *)buf);
+            /* The last element of every array around it, running to the
+             * frame's end: the body is the rest of the frame. */
+            int last = left[depth] == 1;
+            for (int d = 0; d < depth && last; d++)
+                last = left[d] == 0;
+            if (last && end <= len && n == len - end) {
+                *head = end;
+                *bin_at = (size_t)(at - (const unsigned char *)buf);
+                return 0;
+            }
+            if (take(&s, n) < 0)
+                return -1;
+            left[depth]--;
+        } else {
+            if (scan_object(&s, depth) < 0)
+                return -1;
+            left[depth]--;
+        }
+        while (depth > 0 && left[depth] == 0)
+            depth--;
+        if (depth == 0 && left[0] == 0)
+            return -1;                      /* the whole frame, no trailing bin */
+    }
+    return -1;
+}
+
+void rgpu_empty_trailing_bin(char *head, size_t bin_at)
+{
+    unsigned char b = (unsigned char)head[bin_at];
+    memset(head + bin_at + 1, 0, b == 0xc4 ? 1 : b == 0xc5 ? 2 : 4);
 }
 
 static int scan_object(struct scan *s, int depth);
@@ -400,6 +579,15 @@ int rgpu_obj_i64(const msgpack_object *o, int64_t *v)
         return 0;
     }
     return -1;
+}
+
+void rgpu_unix_buffers(int fd)
+{
+    struct sockaddr_storage a;
+    socklen_t alen = sizeof a;
+    int size = RGPU_UNIX_SNDBUF;
+    if (getsockname(fd, (struct sockaddr *)&a, &alen) == 0 && a.ss_family == AF_UNIX)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
 }
 
 void rgpu_spin_until_readable(int fd, long spin_ns)

@@ -16,6 +16,12 @@ int rgpu_write_frame(int fd, const struct iovec *parts, int nparts);
 int rgpu_write_frame_after(int fd, const void *framed, size_t framed_len,
                            const struct iovec *parts, int nparts);
 
+/* A frame written in pieces: its length (total bytes), then head_len bytes
+ * of it; the rest follows with rgpu_write_raw, exactly total - head_len
+ * bytes, before any other frame. */
+int rgpu_write_frame_start(int fd, size_t total, const void *head, size_t head_len);
+int rgpu_write_raw(int fd, const void *p, size_t n);
+
 /* Read one frame into a malloc'd buffer.  Returns 0, or -1 with errno set:
  * EPIPE on a clean end of stream, EMSGSIZE when the announced length is
  * beyond RGPU_FRAME_MAX. */
@@ -45,6 +51,30 @@ void rgpu_reader_init(struct rgpu_reader *r, int fd);
 int rgpu_reader_pending(const struct rgpu_reader *r);
 int rgpu_reader_frame(struct rgpu_reader *r, char **buf, size_t *len, int frame_ms);
 
+/* rgpu_reader_frame in steps, for frames whose bulk bytes go elsewhere
+ * than a frame buffer (a copy's payload, straight into its destination):
+ * begin waits for the next frame and reads its length (EMSGSIZE: 0 or
+ * beyond RGPU_FRAME_MAX) and gives the deadline of the rest; peek makes the
+ * next need bytes (at most RGPU_READER_BUF, and no more than the frame has
+ * left: the caller's bound) visible at *p without consuming them; read
+ * consumes the next len bytes of the frame into buf.  Large reads block in
+ * recv(2), with the deadline as a receive timeout. */
+int rgpu_reader_begin(struct rgpu_reader *r, size_t *len, int frame_ms, long *deadline);
+int rgpu_reader_peek(struct rgpu_reader *r, size_t need, long deadline, const char **p);
+int rgpu_reader_read(struct rgpu_reader *r, void *buf, size_t len, long deadline);
+
+/* A frame of len bytes whose msgpack ends in a bin that is the last element
+ * of every array around it, its body running to the frame's end: bulk
+ * bytes that need not pass through a frame buffer.  Given the frame's first
+ * `have` bytes, 0 with *head the length of everything before the bin's
+ * body and *bin_at the offset of the bin's header; -1 when the frame has
+ * another shape, or needs more than `have` bytes to tell. */
+int rgpu_split_trailing_bin(const char *buf, size_t have, size_t len, size_t *head,
+                            size_t *bin_at);
+/* Set that bin's length to 0 in a copy of the head, which then reads as
+ * complete msgpack (the body being elsewhere). */
+void rgpu_empty_trailing_bin(char *head, size_t bin_at);
+
 /* The most array elements and map entries (a map entry counts twice) one
  * frame may decode to.  msgpack-c spends a 24-byte msgpack_object on each
  * before reading it, so a frame of one-byte elements would cost 24 times
@@ -52,6 +82,14 @@ int rgpu_reader_frame(struct rgpu_reader *r, char **buf, size_t *len, int frame_
  * frames hold a few thousand (a 512-parameter launch layout, the error
  * texts of a library); bulk data travels as bin, one object. */
 #define RGPU_MAX_OBJECTS        (1u << 18)
+
+/* Send buffers of a Unix stream socket: a bulk copy's writer blocks each
+ * time the peer's queue holds SO_SNDBUF bytes (the default, about 200 KiB,
+ * cost a plain socket pair a fifth of its throughput on the development
+ * machine against 2 MiB).  Asks for RGPU_UNIX_SNDBUF, which the system caps
+ * at net.core.wmem_max; TCP tunes its own buffers and is left alone. */
+#define RGPU_UNIX_SNDBUF (2 << 20)
+void rgpu_unix_buffers(int fd);
 
 /* Busy-poll fd for up to spin_ns until it is readable (or at its end, or
  * failed) before a blocking read: a frame that comes within that time is

@@ -1,6 +1,7 @@
 /* Hand-written driver-API procedures, server side (client side:
  * stubs/cuda_hand.c; argument lists: common/rgpu_hand_procs.h). */
 #include "rgpud.h"
+#include "copy.h"
 #include "image_check.h"
 #include "owned.h"
 #include "owned_handles.h"
@@ -32,7 +33,24 @@ static int bad_handle(struct hand_call *c, unsigned nouts, const char *what)
     return CUDA_ERROR_INVALID_HANDLE;
 }
 
-/* [dst, stream, bin] */
+static int drv_htod(uint64_t dst, const void *src, size_t n, uint64_t stream)
+{
+    return REAL(cuMemcpyHtoDAsync_v2)(dst, src, n, (CUstream)stream);
+}
+
+static int drv_dtoh(void *dst, uint64_t src, size_t n, uint64_t stream)
+{
+    return REAL(cuMemcpyDtoHAsync_v2)(dst, src, n, (CUstream)stream);
+}
+
+static int drv_sync(uint64_t stream)
+{
+    return REAL(cuStreamSynchronize)((CUstream)stream);
+}
+
+static const struct copy_api driver_copies = { drv_htod, drv_dtoh, drv_sync };
+
+/* [dst, stream, bin]; a large bin stays in the socket (daemon/copy.c). */
 static int h_htod(struct hand_call *c)
 {
     uint64_t dst, stream;
@@ -43,18 +61,30 @@ static int h_htod(struct hand_call *c)
     STREAM_OR_REFUSE(c, stream, 0);
     NEED(REAL(cuMemcpyHtoDAsync_v2));
     NEED(REAL(cuStreamSynchronize));
-    msgpack_pack_array(c->out, 0);
+    if (c->in_len)
+        n = c->in_len;
     /* Only the session's device memory (daemon/owned.c). */
-    if ((!dst && n) || !owned_range(dst, n))
+    if ((!dst && n) || !owned_range(dst, n)) {
+        msgpack_pack_array(c->out, 0);
         return CUDA_ERROR_INVALID_VALUE;
-    int rc = REAL(cuMemcpyHtoDAsync_v2)(dst, p, n, (CUstream)stream);
-    /* The frame is freed after we return: wait for the bytes to land. */
-    if (rc == CUDA_SUCCESS)
-        rc = REAL(cuStreamSynchronize)((CUstream)stream);
+    }
+    int rc;
+    if (c->in_len) {
+        rc = copy_htod_streamed(c, &driver_copies, dst, stream);
+    } else {
+        rc = drv_htod(dst, p, n, stream);
+        /* The frame is freed after we return: wait for the bytes to land. */
+        if (rc == CUDA_SUCCESS)
+            rc = drv_sync(stream);
+    }
+    if (rc < 0)
+        return rc;
+    msgpack_pack_array(c->out, 0);
     return rc;
 }
 
-/* [src, count, stream] -> [bin] */
+/* [src, count, stream] -> [bin]; a large count comes in a data frame ahead
+ * of the reply, whose bin is then empty (daemon/copy.c). */
 static int h_dtoh(struct hand_call *c)
 {
     uint64_t src, count, stream;
@@ -70,12 +100,20 @@ static int h_dtoh(struct hand_call *c)
         msgpack_pack_nil(c->out);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (count >= RGPU_STREAM_MIN) {
+        int rc = copy_dtoh_streamed(c, &driver_copies, src, count, stream);
+        if (rc < 0)
+            return rc;
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_bin(c->out, 0);
+        return rc;
+    }
     void *buf = malloc(count ? count : 1);
     if (!buf)
         return -RGPU_ENOMEM;
-    int rc = REAL(cuMemcpyDtoHAsync_v2)(buf, src, count, (CUstream)stream);
+    int rc = drv_dtoh(buf, src, count, stream);
     if (!rc)
-        rc = REAL(cuStreamSynchronize)((CUstream)stream);
+        rc = drv_sync(stream);
     msgpack_pack_array(c->out, 1);
     hand_payload(c, buf, rc ? 0 : count);
     return rc;

@@ -1,6 +1,7 @@
 /* Hand-written runtime procedures, server side (client side:
  * stubs/cudart_hand.c; argument lists: common/rgpu_hand_procs.h). */
 #include "rgpud.h"
+#include "copy.h"
 #include "image_check.h"
 #include "owned.h"
 #include "owned_handles.h"
@@ -86,7 +87,26 @@ static int sync_after(cudaStream_t stream, int rc)
     return REAL(cudaStreamSynchronize)(stream);
 }
 
-/* [dst, stream, bin] */
+static int rt_htod(uint64_t dst, const void *src, size_t n, uint64_t stream)
+{
+    return REAL(cudaMemcpyAsync)((void *)dst, src, n, cudaMemcpyHostToDevice,
+                                 (cudaStream_t)stream);
+}
+
+static int rt_dtoh(void *dst, uint64_t src, size_t n, uint64_t stream)
+{
+    return REAL(cudaMemcpyAsync)(dst, (const void *)src, n, cudaMemcpyDeviceToHost,
+                                 (cudaStream_t)stream);
+}
+
+static int rt_sync(uint64_t stream)
+{
+    return REAL(cudaStreamSynchronize)((cudaStream_t)stream);
+}
+
+static const struct copy_api runtime_copies = { rt_htod, rt_dtoh, rt_sync };
+
+/* [dst, stream, bin]; a large bin stays in the socket (daemon/copy.c). */
 static int h_htod(struct hand_call *c)
 {
     uint64_t dst, stream;
@@ -96,19 +116,24 @@ static int h_htod(struct hand_call *c)
              arg_bin(c, 2, &p, &n));
     STREAM_OR_REFUSE(c, stream, 0);
     NEED(REAL(cudaMemcpyAsync));
+    NEED(REAL(cudaStreamSynchronize));
+    if (c->in_len)
+        n = c->in_len;
     if ((!dst && n) || !owned_range(dst, n)) {
         msgpack_pack_array(c->out, 0);
         return cudaErrorInvalidValue;
     }
-    /* The frame is freed after we return: wait for the copy to finish. */
-    int rc = sync_after((cudaStream_t)stream,
-                        REAL(cudaMemcpyAsync)((void *)dst, p, n, cudaMemcpyHostToDevice,
-                                              (cudaStream_t)stream));
+    int rc = c->in_len ? copy_htod_streamed(c, &runtime_copies, dst, stream)
+                       /* The frame is freed after we return: wait for the copy. */
+                       : sync_after((cudaStream_t)stream, rt_htod(dst, p, n, stream));
+    if (rc < 0)
+        return rc;
     msgpack_pack_array(c->out, 0);
     return rc;
 }
 
-/* [src, count, stream] -> [bin] */
+/* [src, count, stream] -> [bin]; a large count comes in a data frame ahead
+ * of the reply, whose bin is then empty (daemon/copy.c). */
 static int h_dtoh(struct hand_call *c)
 {
     uint64_t src, count, stream;
@@ -118,17 +143,24 @@ static int h_dtoh(struct hand_call *c)
     if (count > RGPU_FRAME_MAX - 4096)
         return -RGPU_ETOOBIG;
     NEED(REAL(cudaMemcpyAsync));
+    NEED(REAL(cudaStreamSynchronize));
     if ((!src && count) || !owned_range(src, count)) {
         msgpack_pack_array(c->out, 1);
         msgpack_pack_nil(c->out);
         return cudaErrorInvalidValue;
     }
+    if (count >= RGPU_STREAM_MIN) {
+        int rc = copy_dtoh_streamed(c, &runtime_copies, src, count, stream);
+        if (rc < 0)
+            return rc;
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_bin(c->out, 0);
+        return rc;
+    }
     void *buf = malloc(count ? count : 1);
     if (!buf)
         return -RGPU_ENOMEM;
-    int rc = sync_after((cudaStream_t)stream,
-                        REAL(cudaMemcpyAsync)(buf, (const void *)src, count,
-                                              cudaMemcpyDeviceToHost, (cudaStream_t)stream));
+    int rc = sync_after((cudaStream_t)stream, rt_dtoh(buf, src, count, stream));
     msgpack_pack_array(c->out, 1);
     hand_payload(c, buf, rc == cudaSuccess ? count : 0);
     return rc;

@@ -7,6 +7,7 @@
  * (common/rgpu_marshal.c, rgpu_check_args) through the hooks registered
  * below; the hand procedures that copy ask owned_range themselves. */
 #include "rgpud.h"
+#include "copy.h"
 #include "owned.h"
 
 #include <cublasLt.h>
@@ -70,8 +71,10 @@ static void post_free(void **argv, int status)
 static void post_clear(void **argv, int status)
 {
     (void)argv;
-    if (status == 0)
+    if (status == 0) {
         owned_clear();
+        copy_forget_pinning();      /* the reset unpinned the copy staging */
+    }
 }
 
 /* cuModuleGetGlobal_v2 / cuLibraryGetGlobal (dptr *, bytes *, owner, name):

@@ -107,7 +107,30 @@ struct hand_call {
      * after sending. */
     void *payload;
     size_t payload_len;
+    /* A streamed request (to a procedure hand_streamed names, whose frame
+     * ended in a bin of at least RGPU_STREAM_MIN bytes): that bin arrived
+     * empty in args, and its in_len bytes are still in the socket, to be
+     * read with hand_read_payload.  The session reads and drops whatever
+     * the handler leaves. */
+    size_t in_len;
+    uint64_t serial;                /* the request's, which a data frame names */
+    size_t data_left;               /* bytes of an open data frame still due */
 };
+
+/* The next len bytes (at most c->in_len) of a streamed request's payload.
+ * A client that stalls inside it (the frame timeout) or leaves ends the
+ * session. */
+void hand_read_payload(struct hand_call *c, void *buf, size_t len);
+
+/* Bulk bytes of a reply sent ahead of it, in pieces, as a data frame
+ * [RGPU_MSG_DATA, serial, bin of len bytes] (common/rgpu_proto.h): begin
+ * takes the session's write lock and sends the frame's head, write sends
+ * the next bytes of the bin, end checks that all len went and lets other
+ * frames out.  Between begin and end the handler sends nothing else, and
+ * ends what it began.  A client gone ends the session. */
+void hand_data_begin(struct hand_call *c, size_t len);
+void hand_data_write(struct hand_call *c, const void *p, size_t n);
+void hand_data_end(struct hand_call *c);
 
 /* Set c's payload: pack a bin header of len bytes whose body is buf (which
  * the session frees once sent). */
@@ -122,6 +145,10 @@ struct hand_proc {
     const char *name;
     hand_fn fn;
 };
+
+/* Whether a hand-written procedure takes a large payload from the socket
+ * (hand_call.in_len): the host-to-device copies (daemon/copy.c). */
+int hand_streamed(const struct hand_proc *hp);
 
 extern const struct hand_proc hand_cudart_procs[];
 extern const int hand_cudart_nprocs;

@@ -60,6 +60,7 @@ struct request {
     size_t index;
     const struct hand_proc *hand;
     size_t cost;                /* counted against MAX_QUEUED_BYTES */
+    size_t in_len;              /* a streamed request's payload, still in the socket */
     struct request *next;
 };
 
@@ -110,11 +111,17 @@ static struct {
     int queued;                 /* requests at workers, not yet run; async_lock */
     size_t queued_bytes;
     pthread_cond_t queue_space;
+    /* A streamed request's payload is read by whichever thread runs it:
+     * meanwhile the reader waits (async_lock, payload_done). */
+    int payload_busy;
+    pthread_cond_t payload_done;
+    long payload_deadline;
 } S = {
     .write_lock = PTHREAD_MUTEX_INITIALIZER,
     .async_lock = PTHREAD_MUTEX_INITIALIZER,
     .async_done = PTHREAD_COND_INITIALIZER,
     .queue_space = PTHREAD_COND_INITIALIZER,
+    .payload_done = PTHREAD_COND_INITIALIZER,
 };
 
 /* ---- procedure lookup --------------------------------------------------------- */
@@ -219,6 +226,87 @@ void session_send(const msgpack_sbuffer *sb)
     send_parts_or_die(&iov, 1);
 }
 
+/* ---- bulk bytes outside frame buffers ------------------------------------------- */
+
+static long now_ms(void);
+
+/* The socket failed inside a frame: a stalled client (the frame timeout)
+ * or one gone. */
+static void end_inside_frame(void)
+{
+    if (errno == ETIMEDOUT) {
+        rgpu_warn("client stalled inside a frame for over %d s (--frame-timeout): "
+                  "ending the session", S.frame_timeout_ms / 1000);
+        _exit(3);
+    }
+    rgpu_info("client closed the session inside a frame (%s)", strerror(errno));
+    _exit(0);
+}
+
+void hand_read_payload(struct hand_call *c, void *buf, size_t len)
+{
+    if (len > c->in_len) {
+        rgpu_error("a handler read past its payload: ending the session");
+        _exit(1);
+    }
+    if (rgpu_reader_read(&S.reader, buf, len, S.payload_deadline) < 0)
+        end_inside_frame();
+    c->in_len -= len;
+}
+
+/* Read and drop what a handler left of its payload (it refused the call). */
+static void drain_payload(struct hand_call *c)
+{
+    static char sink[64 << 10];
+    while (c->in_len > 0)
+        hand_read_payload(c, sink, c->in_len < sizeof sink ? c->in_len : sizeof sink);
+}
+
+static void client_gone(void)
+{
+    rgpu_info("client gone (%s): ending the session", strerror(errno));
+    _exit(0);
+}
+
+void hand_data_begin(struct hand_call *c, size_t len)
+{
+    char head[32];
+    size_t n = 0;
+    /* [DATA, serial, bin32 len]: fixarray 3, fixint, uint64, bin32. */
+    head[n++] = (char)0x93;
+    head[n++] = (char)RGPU_MSG_DATA;
+    head[n++] = (char)0xcf;
+    for (int i = 7; i >= 0; i--)
+        head[n++] = (char)(c->serial >> (8 * i));
+    head[n++] = (char)0xc6;
+    for (int i = 3; i >= 0; i--)
+        head[n++] = (char)((uint64_t)len >> (8 * i));
+    pthread_mutex_lock(&S.write_lock);
+    c->data_left = len;
+    if (rgpu_write_frame_start(S.fd, n + len, head, n) < 0)
+        client_gone();
+}
+
+void hand_data_write(struct hand_call *c, const void *p, size_t n)
+{
+    if (n > c->data_left) {
+        rgpu_error("a handler sent past its data frame: ending the session");
+        _exit(1);
+    }
+    if (rgpu_write_raw(S.fd, p, n) < 0)
+        client_gone();
+    c->data_left -= n;
+}
+
+void hand_data_end(struct hand_call *c)
+{
+    if (c->data_left != 0) {
+        rgpu_error("a handler left its data frame short: ending the session");
+        _exit(1);
+    }
+    pthread_mutex_unlock(&S.write_lock);
+}
+
 static void pack_reply_head(msgpack_packer *pk, uint64_t serial, int transport, int api,
                             int deferred)
 {
@@ -301,8 +389,15 @@ static void execute(struct worker *w, struct request *rq)
     struct served_lib *l = rq->lib;
     const struct hand_proc *hp = rq->hand;
     int transport = RGPU_OK, api = 0;
-    struct hand_call c = { rq->args, &outs, NULL, 0 };
+    struct hand_call c = { rq->args, &outs, NULL, 0, rq->in_len, rq->serial, 0 };
 
+    if (rq->in_len) {
+        /* The payload's deadline runs from now: the request may have
+         * waited behind others of its thread. */
+        S.payload_deadline = S.frame_timeout_ms < 0 ? -1
+                                                    : now_ms() + S.frame_timeout_ms +
+                                                          (long)(rq->in_len >> 8);
+    }
     msgpack_sbuffer_init(&outbuf);
     msgpack_packer_init(&outs, &outbuf, msgpack_sbuffer_write);
     int slot = lib_slot(l ? l->lib->name : hp->lib);
@@ -317,9 +412,22 @@ static void execute(struct worker *w, struct request *rq)
         }
         rgpu_debug("t%u %s -> %d/%d", w->tid, hp->name, transport, api);
     }
+    if (c.data_left) {
+        rgpu_error("%s left its data frame open: ending the session", hp ? hp->name : "?");
+        _exit(1);
+    }
     if (transport == RGPU_EPROTO || transport == RGPU_ETOOBIG)
         protocol_error(rq->serial, transport, "arguments do not match the procedure");
 
+    /* The whole payload is read before anything else, whatever the
+     * handler did with it; then the reader may go on. */
+    if (rq->in_len) {
+        drain_payload(&c);
+        pthread_mutex_lock(&S.async_lock);
+        S.payload_busy = 0;
+        pthread_cond_broadcast(&S.payload_done);
+        pthread_mutex_unlock(&S.async_lock);
+    }
     if (rq->flags & RGPU_CALL_NOREPLY) {
         int none = 0;
         if (transport != RGPU_OK || api != 0)
@@ -525,6 +633,39 @@ const int hand_session_nprocs = sizeof hand_session_procs / sizeof hand_session_
 
 /* ---- reading requests ------------------------------------------------------------ */
 
+/* How much of a frame of len bytes to read before running it: 0 for all of
+ * it, else the length of its head, when it is a request to a procedure
+ * hand_streamed names that ends in a bin of at least RGPU_STREAM_MIN
+ * bytes (common/rgpu_wire.h).  Looks at the first bytes only (nothing is
+ * consumed); any other shape is read whole and judged as usual. */
+#define STREAM_PEEK 128
+
+static size_t streamed_head(size_t len, long deadline)
+{
+    const char *p;
+    char copy[STREAM_PEEK];
+    size_t head, bin_at;
+    msgpack_zone zone;
+    msgpack_object root;
+    uint64_t proc;
+
+    if (len < RGPU_STREAM_MIN ||
+        rgpu_reader_peek(&S.reader, STREAM_PEEK, deadline, &p) < 0 ||
+        rgpu_split_trailing_bin(p, STREAM_PEEK, len, &head, &bin_at) < 0 ||
+        len - head < RGPU_STREAM_MIN)
+        return 0;
+    memcpy(copy, p, head);
+    rgpu_empty_trailing_bin(copy, bin_at);
+    msgpack_zone_init(&zone, 512);
+    const struct hand_proc *hp = NULL;
+    if (rgpu_unpack_frame(copy, head, &zone, &root) == 0 && root.type == MSGPACK_OBJECT_ARRAY &&
+        root.via.array.size == 6 && rgpu_obj_u64(&root.via.array.ptr[2], &proc) == 0 &&
+        proc <= UINT32_MAX)
+        hp = find_hand((uint32_t)proc);
+    msgpack_zone_destroy(&zone);
+    return hp && hand_streamed(hp) ? head : 0;
+}
+
 /* Parse [CALL, serial, proc, tid, flags, args]; protocol_error on anything off. */
 static struct request *read_request(void)
 {
@@ -539,16 +680,33 @@ static struct request *read_request(void)
         rgpu_spin_until_readable(S.fd, S.spin_ns);
     /* Idle between frames for as long as the client likes; inside one,
      * within the frame timeout. */
-    if (rgpu_reader_frame(&S.reader, &rq->frame, &len, S.frame_timeout_ms) < 0) {
+    long deadline;
+    if (rgpu_reader_begin(&S.reader, &len, S.frame_timeout_ms, &deadline) < 0) {
         if (errno == EMSGSIZE)
             protocol_error(0, RGPU_ETOOBIG, "frame larger than the protocol allows");
-        if (errno == ETIMEDOUT) {
-            rgpu_warn("client stalled inside a frame for over %d s (--frame-timeout): "
-                      "ending the session", S.frame_timeout_ms / 1000);
-            _exit(3);
-        }
+        if (errno == ETIMEDOUT)
+            end_inside_frame();
         rgpu_info("client closed the session");
         _exit(0);
+    }
+    size_t head = streamed_head(len, deadline);
+    if (head) {
+        /* Only the head is read now; the payload waits in the socket for
+         * the handler, which reads it while the GPU copies. */
+        rq->in_len = len - head;
+        len = head;
+    }
+    rq->frame = malloc(len);
+    if (!rq->frame)
+        protocol_error(0, RGPU_ENOMEM, "out of memory");
+    if (rgpu_reader_read(&S.reader, rq->frame, len, deadline) < 0)
+        end_inside_frame();
+    if (head) {
+        size_t head_len, bin_at;
+        if (rgpu_split_trailing_bin(rq->frame, len, len + rq->in_len, &head_len, &bin_at) < 0 ||
+            head_len != len)
+            protocol_error(0, RGPU_EPROTO, "internal: a streamed head changed");
+        rgpu_empty_trailing_bin(rq->frame, bin_at);
     }
     record_frame(rq->frame, len);
     msgpack_zone_init(&rq->zone, 4096);
@@ -568,6 +726,8 @@ static struct request *read_request(void)
     if (find_generated((uint32_t)proc, &rq->lib, &rq->index) < 0 &&
         !(rq->hand = find_hand((uint32_t)proc)))
         protocol_error(serial, RGPU_ENOPROC, "unknown procedure id");
+    if (rq->in_len && (rq->lib || !rq->hand || !hand_streamed(rq->hand)))
+        protocol_error(serial, RGPU_EPROTO, "internal: a streamed request to another procedure");
     rq->serial = serial;
     rq->proc_id = (uint32_t)proc;
     rq->flags = (uint32_t)flags;
@@ -652,6 +812,7 @@ static void session_socket(int fd, const struct rgpud_options *opt)
     struct timeval tv = { opt->frame_timeout_s, 0 };
     int one = 1, idle = 60, intvl = 10, cnt = 6;
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    rgpu_unix_buffers(fd);      /* device-to-host copies write from here */
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
@@ -707,12 +868,20 @@ void session_run(int fd, const struct rgpud_options *opt)
             S.have_inline = 1;
             S.inline_worker.tid = rq->tid;
         }
+        int streamed = rq->in_len != 0;
         if (rq->tid == S.inline_worker.tid) {
             wait_async_done();
             execute_busy(&S.inline_worker, rq);
             request_free(rq);
         } else {
+            /* A worker reads a streamed request's payload: nothing more is
+             * read here until it has. */
+            S.payload_busy = streamed;
             enqueue(worker_for(rq->tid, rq->serial), rq);
+            pthread_mutex_lock(&S.async_lock);
+            while (S.payload_busy)
+                pthread_cond_wait(&S.payload_done, &S.async_lock);
+            pthread_mutex_unlock(&S.async_lock);
         }
     }
 }

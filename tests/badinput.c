@@ -618,6 +618,59 @@ static void b_lt_bad_kind(msgpack_sbuffer *out)
     put_lt_create(out, 7, 0, 0);
 }
 
+/* A host-to-device copy of `claimed` bytes to dst whose frame holds `sent`
+ * bytes of payload: large copies stream, their payload read by the handler
+ * (daemon/copy.c), and anything that does not add up is read whole and
+ * judged as any frame.  The frame length says `sent`; the bin `claimed`. */
+static void put_htod(msgpack_sbuffer *out, uint64_t serial, uint64_t dst, uint64_t stream,
+                     size_t claimed, size_t sent, size_t frame_payload)
+{
+    struct msg m;
+    msg_begin(&m);
+    pack_call_head(&m, serial, rgpu_proc_id("cudart", RGPU_H_HTOD));
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, dst);
+    msgpack_pack_uint64(&m.pk, stream);
+    msgpack_pack_bin(&m.pk, claimed);
+    put_u32(out, (uint32_t)(m.sb.size + frame_payload));
+    msgpack_sbuffer_write(out, m.sb.data, m.sb.size);
+    char *zeros = calloc(1, sent ? sent : 1);
+    msgpack_sbuffer_write(out, zeros, sent);
+    free(zeros);
+    msgpack_sbuffer_destroy(&m.sb);
+}
+
+#define BIG ((size_t)1 << 20)       /* a copy large enough to stream */
+
+static void b_streamed_truncated(msgpack_sbuffer *out)
+{
+    put_htod(out, BAD_SERIAL, 0x1000, 0, BIG, 1000, BIG);
+}
+
+static void b_bin_beyond_frame(msgpack_sbuffer *out)
+{
+    put_htod(out, BAD_SERIAL, 0x1000, 0, BIG, BIG / 2, BIG / 2);
+}
+
+static void b_bin_short_of_frame(msgpack_sbuffer *out)
+{
+    put_htod(out, BAD_SERIAL, 0x1000, 0, BIG / 2, BIG, BIG);
+}
+
+/* A large bin, last in the frame, to a procedure that does not stream. */
+static void b_big_bin_elsewhere(msgpack_sbuffer *out)
+{
+    struct msg m;
+    msg_begin(&m);
+    pack_call_head(&m, BAD_SERIAL, count_proc);
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_bin(&m.pk, BIG);
+    char *zeros = calloc(1, BIG);
+    msgpack_pack_bin_body(&m.pk, zeros, BIG);
+    free(zeros);
+    msg_end(&m, out);
+}
+
 static void b_bad_version(msgpack_sbuffer *out)
 {
     put_hello(out, 99);
@@ -667,6 +720,10 @@ static const struct bad_case cases[] = {
     { "lt-descriptor-param-count", b_lt_param_count, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "lt-descriptor-attr-not-bin", b_lt_attr_string, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "lt-descriptor-unknown-kind", b_lt_bad_kind, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "streamed-copy-truncated", b_streamed_truncated, 1, 1, CLOSE_ONLY, 0, -1 },
+    { "copy-bin-beyond-frame", b_bin_beyond_frame, 1, 0, REPLY, RGPU_EPROTO, -1 },
+    { "copy-bin-short-of-frame", b_bin_short_of_frame, 1, 0, REPLY, RGPU_EPROTO, -1 },
+    { "big-bin-to-other-procedure", b_big_bin_elsewhere, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "wrong-version-hello", b_bad_version, 0, 0, WELCOME, RGPU_EVERSION, -1 },
     { "garbage-before-hello", b_garbage, 0, 0, CLOSE_ONLY, 0, -1 },
     { "call-before-hello", b_call_before_hello, 0, 0, CLOSE_ONLY, 0, -1 },
@@ -719,6 +776,44 @@ static int still_serving(int session_a, uint64_t *serial)
     return rc < 0 ? fail_prefix("new session") : 0;
 }
 
+/* Streamed copies the session refuses (memory it does not own, a stream it
+ * never handed out) are answered, their payload read and dropped, and the
+ * session goes on. */
+static int streamed_refusals(void)
+{
+    static const struct {
+        uint64_t dst, stream;
+        uint64_t api;           /* cudaErrorInvalidValue, ...InvalidResourceHandle */
+    } tries[] = { { 0x1000, 0, 1 }, { 0, 0xdead0, 400 } };
+    uint64_t serial = 1;
+    int fd = open_session();
+    if (fd < 0)
+        return fail_prefix("session");
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+        msgpack_sbuffer out;
+        struct answer a;
+        msgpack_sbuffer_init(&out);
+        put_htod(&out, ++serial, tries[i].dst, tries[i].stream, BIG, BIG, BIG);
+        int rc = send_buf(fd, &out);
+        msgpack_sbuffer_destroy(&out);
+        if (rc < 0 || expect_reply(fd, (int64_t)serial, RGPU_OK, &a) < 0) {
+            close(fd);
+            return fail_prefix("refused copy");
+        }
+        rc = field(&a, 3) == tries[i].api ? 0
+                                          : fail("api status %lld, wanted %llu",
+                                                 (long long)field(&a, 3),
+                                                 (unsigned long long)tries[i].api);
+        answer_free(&a);
+        if (rc < 0 || good_call(fd, ++serial) < 0) {
+            close(fd);
+            return fail_prefix("after a refused copy");
+        }
+    }
+    close(fd);
+    return 0;
+}
+
 /* tests/ptrcheck.c includes this file for its helpers. */
 #ifndef BADINPUT_HELPERS_ONLY
 int main(int argc, char **argv)
@@ -755,6 +850,13 @@ int main(int argc, char **argv)
         } else {
             printf("ok %s\n", c->name);
         }
+    }
+
+    if (streamed_refusals() < 0 || still_serving(a, &serial) < 0) {
+        printf("FAIL streamed-copy-refused: %s\n", why);
+        failures++;
+    } else {
+        printf("ok streamed-copy-refused\n");
     }
 
     close(a);

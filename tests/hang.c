@@ -565,6 +565,48 @@ static int t_stalled_client(void)
     return rc;
 }
 
+/* A large copy whose payload stops: the session reads it from the socket
+ * piece by piece (daemon/copy.c) under the same bound, --frame-timeout
+ * plus 1 ms per 256 bytes of the payload (here 1 s + 1 s). */
+static int t_stalled_copy(void)
+{
+    if (start_daemon(NULL, "--max-sessions", "1", "--frame-timeout", "1", NULL) < 0)
+        return -1;
+    int fd = open_session_within(5);
+    if (fd < 0)
+        return -1;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    size_t payload = RGPU_STREAM_MIN;
+    unsigned char be[4], part[1000] = { 0 };
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    pack_call(&pk, 1, rgpu_proc_id("cudart", RGPU_H_HTOD));
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_uint64(&pk, 0x1000);
+    msgpack_pack_uint64(&pk, 0);
+    msgpack_pack_bin(&pk, payload);
+    uint32_t n = htonl((uint32_t)(sb.size + payload));
+    memcpy(be, &n, 4);
+    double t0 = now_s();
+    int rc = send_all(fd, be, 4) < 0 || send_all(fd, sb.data, sb.size) < 0 ||
+                     send_all(fd, part, sizeof part) < 0 || expect_close(fd) < 0
+                 ? -1
+                 : 0;
+    msgpack_sbuffer_destroy(&sb);
+    close(fd);
+    if (rc < 0)
+        return -1;
+    if (now_s() - t0 > 6)
+        return fail("closed after %.1f s, wanted about 2", now_s() - t0);
+    int g = open_session_within(5);
+    if (g < 0)
+        return -1;
+    rc = good_call(g);
+    close(g);
+    return rc;
+}
+
 /* Connected, never a hello: dropped after --hello-timeout. */
 static int t_silent_client(void)
 {
@@ -829,6 +871,7 @@ static const struct {
     { "frozen-session", t_frozen_session },
     { "slow-request-kept-alive", t_slow_request },
     { "stalled-client", t_stalled_client },
+    { "stalled-inside-a-copy", t_stalled_copy },
     { "silent-client", t_silent_client },
     { "cap-reached", t_cap_reached },
     { "many-short-sessions", t_many_sessions },

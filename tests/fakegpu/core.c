@@ -138,6 +138,7 @@ static void ctx_teardown(struct fg_ctx *c)
 {
     fg_handle_each_owned(c, free_owned);
     fg_mem_release_owned(c);
+    fg_host_release_owned(c);
     c->pending = c->sticky = CUDA_SUCCESS;
 }
 
@@ -387,16 +388,65 @@ static void sync_sleep(void)
         nanosleep(&ts, NULL);
 }
 
+// FAKEGPU_COPY_GBS=R: a copy engine of R GB/s that costs no CPU, as a
+// GPU's DMA does.  The bytes still move at once (a memcpy); what the model
+// adds is time: each copy between host and device keeps the engine busy for
+// its size / R after the engine's previous copy, an asynchronous copy
+// returns at once, and synchronous copies and synchronizes wait for the
+// engine.  Benchmarks on a machine without a GPU then see whether copies
+// over the network overlap with the device's (bench/rgpu-bench).
+static double engine_ns_per_byte = -1;
+static uint64_t engine_idle_ns;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+uint64_t fg_engine_copy(size_t n)
+{
+    if (engine_ns_per_byte < 0) {
+        const char *e = getenv("FAKEGPU_COPY_GBS");
+        double gbs = e ? atof(e) : 0;
+        engine_ns_per_byte = gbs > 0 ? 1.0 / gbs : 0;
+    }
+    if (engine_ns_per_byte == 0)
+        return 0;
+    uint64_t now = mono_ns();
+    engine_idle_ns = (engine_idle_ns > now ? engine_idle_ns : now) +
+                     (uint64_t)((double)n * engine_ns_per_byte);
+    return engine_idle_ns;
+}
+
+uint64_t fg_engine_idle_at(void)
+{
+    return engine_idle_ns;
+}
+
+void fg_engine_wait(uint64_t t)
+{
+    uint64_t now = mono_ns();
+    if (t > now) {
+        struct timespec ts = { (time_t)((t - now) / 1000000000u), (long)((t - now) % 1000000000u) };
+        nanosleep(&ts, NULL);
+    }
+}
+
 CUresult CUDAAPI cuCtxSynchronize(void)
 {
     struct fg_ctx *c;
     CUresult r;
 
     sync_sleep();
-    // Work ran when it was enqueued; all that is left is reporting faults.
+    // Work ran when it was enqueued; all that is left is reporting faults
+    // (and waiting for the modelled copy engine).
     fg_lock();
     r = fg_enter(0, &c, NULL);
+    uint64_t idle = fg_engine_idle_at();
     fg_unlock();
+    fg_engine_wait(idle);
     return r;
 }
 

@@ -694,8 +694,9 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream h)
 }
 
 // Synchronize and query: nothing is ever outstanding, so only faults and
-// bad handles are reported.
-static CUresult stream_wait(CUstream h)
+// bad handles are reported; a synchronize also waits for the modelled copy
+// engine (core.c).
+static CUresult stream_wait(CUstream h, int wait)
 {
     struct fg_ctx *c;
     CUresult r;
@@ -704,12 +705,15 @@ static CUresult stream_wait(CUstream h)
     r = fg_enter(0, &c, NULL);
     if (r == CUDA_SUCCESS)
         r = fg_check_stream(h);
+    uint64_t idle = fg_engine_idle_at();
     fg_unlock();
+    if (wait)
+        fg_engine_wait(idle);
     return r;
 }
 
-CUresult CUDAAPI cuStreamSynchronize(CUstream h) { return stream_wait(h); }
-CUresult CUDAAPI cuStreamQuery(CUstream h) { return stream_wait(h); }
+CUresult CUDAAPI cuStreamSynchronize(CUstream h) { return stream_wait(h, 1); }
+CUresult CUDAAPI cuStreamQuery(CUstream h) { return stream_wait(h, 0); }
 
 CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags)
 {
@@ -792,7 +796,7 @@ CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s)
 
 // Synchronize and query: a recorded event has always completed, and one
 // never recorded counts as complete too.
-static CUresult event_wait(CUevent h)
+static CUresult event_wait(CUevent h, int wait)
 {
     struct fg_ctx *c;
     CUresult r;
@@ -801,12 +805,15 @@ static CUresult event_wait(CUevent h)
     r = fg_enter(0, &c, NULL);
     if (r == CUDA_SUCCESS && !event_get(h))
         r = CUDA_ERROR_INVALID_HANDLE;
+    uint64_t idle = fg_engine_idle_at();
     fg_unlock();
+    if (wait)
+        fg_engine_wait(idle);
     return r;
 }
 
-CUresult CUDAAPI cuEventSynchronize(CUevent h) { return event_wait(h); }
-CUresult CUDAAPI cuEventQuery(CUevent h) { return event_wait(h); }
+CUresult CUDAAPI cuEventSynchronize(CUevent h) { return event_wait(h, 1); }
+CUresult CUDAAPI cuEventQuery(CUevent h) { return event_wait(h, 0); }
 
 CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
 {

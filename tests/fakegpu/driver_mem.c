@@ -57,6 +57,78 @@ CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
     return r;
 }
 
+// ---- Page-locked host memory ---------------------------------------------------------------
+//
+// Nothing is pinned (every copy is a memcpy); what is kept is which ranges
+// are registered and by which context, so that registering the same memory
+// twice fails and a context's teardown unregisters its ranges, as on a GPU.
+
+#define FG_MAX_REGISTERED 64
+static struct {
+    uintptr_t base;
+    size_t size;
+    struct fg_ctx *owner;       // NULL: a free slot
+} registered[FG_MAX_REGISTERED];
+
+CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+    struct fg_ctx *c;
+    CUresult r;
+    uintptr_t b = (uintptr_t)p;
+
+    if (!p || bytesize == 0 || b + bytesize < b)
+        return CUDA_ERROR_INVALID_VALUE;
+    // Mapped, I/O or read-only registrations are beyond this fake.
+    if (Flags & ~(unsigned)CU_MEMHOSTREGISTER_PORTABLE)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    int slot = -1;
+    for (int i = 0; r == CUDA_SUCCESS && i < FG_MAX_REGISTERED; i++) {
+        if (!registered[i].owner) {
+            slot = slot < 0 ? i : slot;
+        } else if (b < registered[i].base + registered[i].size &&
+                   registered[i].base < b + bytesize) {
+            r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+        }
+    }
+    if (r == CUDA_SUCCESS && slot < 0)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        registered[slot].base = b;
+        registered[slot].size = bytesize;
+        registered[slot].owner = c;
+    }
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuMemHostUnregister(void *p)
+{
+    struct fg_ctx *c;
+    CUresult r;
+
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    if (r == CUDA_SUCCESS)
+        r = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    for (int i = 0; r == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED && i < FG_MAX_REGISTERED; i++) {
+        if (registered[i].owner && registered[i].base == (uintptr_t)p) {
+            registered[i].owner = NULL;
+            r = CUDA_SUCCESS;
+        }
+    }
+    fg_unlock();
+    return r;
+}
+
+void fg_host_release_owned(struct fg_ctx *owner)
+{
+    for (int i = 0; i < FG_MAX_REGISTERED; i++)
+        if (registered[i].owner == owner)
+            registered[i].owner = NULL;
+}
+
 // ---- Copies -------------------------------------------------------------------------------
 
 static CUresult copy(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev,
@@ -66,13 +138,19 @@ static CUresult copy(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev,
     int skip = 0;
     CUresult r;
 
+    uint64_t idle = 0;
+
     fg_lock();
     r = fg_enter(async ? FG_ENQUEUE : 0, &c, &skip);
     if (r == CUDA_SUCCESS && async)
         r = fg_check_stream(s);
     if (r == CUDA_SUCCESS)
         r = fg_copy(dst, dst_dev, src, src_dev, n, !skip);
+    if (r == CUDA_SUCCESS && !skip && dst_dev != src_dev)
+        idle = fg_engine_copy(n);
     fg_unlock();
+    if (!async)
+        fg_engine_wait(idle);
     return r;
 }
 

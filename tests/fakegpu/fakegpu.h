@@ -42,6 +42,16 @@
 void fg_lock(void);
 void fg_unlock(void);
 
+// ---- The modelled copy engine (FAKEGPU_COPY_GBS, core.c) ----------------------
+
+// A copy of n bytes between host and device occupies the engine; returns
+// when it will be idle (0: no model).  Lock held.
+uint64_t fg_engine_copy(size_t n);
+// When the engine will be idle (CLOCK_MONOTONIC ns).  Lock held.
+uint64_t fg_engine_idle_at(void);
+// Sleep until then.  Lock not held.
+void fg_engine_wait(uint64_t t);
+
 // ---- Contexts ----------------------------------------------------------------
 
 struct fg_ctx {
@@ -94,6 +104,8 @@ CUresult fg_mem_alloc_global(size_t size, const void *init, size_t init_size,
                              CUdeviceptr *out);
 void fg_mem_free_global(CUdeviceptr p);
 void fg_mem_release_owned(struct fg_ctx *owner);
+// Forget the host ranges a context registered (driver_mem.c); lock held.
+void fg_host_release_owned(struct fg_ctx *owner);
 void fg_mem_info(size_t *free_bytes, size_t *total);
 
 // Whether p lies in the device address range (accessible or not).

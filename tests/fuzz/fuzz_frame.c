@@ -10,7 +10,10 @@
  *  - msgpack-c's zone grows by at most BOUND(elements): the element arrays
  *    (sizeof(msgpack_object) each, two per map entry) at most doubled by the
  *    zone's chunk rounding, plus the chunks' own headers.  Strings and bins
- *    point into the frame and cost nothing. */
+ *    point into the frame and cost nothing;
+ *  - rgpu_split_trailing_bin (the split of a frame whose bulk bytes are
+ *    read elsewhere) stays inside the bytes it was shown, and the head of
+ *    an acceptable frame, its bin emptied, is acceptable on its own. */
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
 
@@ -18,8 +21,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CHUNK 4096      /* the session's zone chunk (daemon/session.c) */
+#define SPLIT_PEEK 128  /* what the session looks at (daemon/session.c) */
 
 static size_t count_elements(const msgpack_object *o)
 {
@@ -82,5 +87,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)rgpu_obj_i64(&root, &i);
     }
     msgpack_zone_destroy(&zone);
+
+    size_t head, bin_at, have = size < SPLIT_PEEK ? size : SPLIT_PEEK;
+    if (rgpu_split_trailing_bin(buf, have, size, &head, &bin_at) == 0) {
+        if (head > have || bin_at >= head)
+            fail("split outside the bytes shown", head, bin_at);
+        char *copy = malloc(head);
+        if (copy) {
+            memcpy(copy, buf, head);
+            rgpu_empty_trailing_bin(copy, bin_at);
+            if (accepted && rgpu_msgpack_check(copy, head) != 0)
+                fail("an acceptable frame's head is not", head, size);
+            free(copy);
+        }
+    }
     return 0;
 }

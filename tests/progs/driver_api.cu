@@ -185,6 +185,39 @@ static void test_memory(void)
     check_cu(cuMemFree(d2), "cuMemFree d2");
 }
 
+// Large copies (through rgpu they stream in pieces): an odd size, on the
+// null stream and on a stream of the program's.
+static void test_big_copies(void)
+{
+    const size_t n = ((size_t)5 << 20) + 12345;
+    CUdeviceptr d = 0;
+    CUstream s = NULL;
+    unsigned char *h = (unsigned char *)malloc(n), *back = (unsigned char *)malloc(n);
+    if (!h || !back || !check_cu(cuMemAlloc(&d, n), "cuMemAlloc big") ||
+        !check_cu(cuStreamCreate(&s, 0), "cuStreamCreate big")) {
+        free(h);
+        free(back);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        h[i] = (unsigned char)(i ^ (i >> 9) ^ (i >> 17));
+    memset(back, 0, n);
+    check_cu(cuMemcpyHtoD(d, h, n), "cuMemcpyHtoD big");
+    check_cu(cuMemcpyDtoH(back, d, n), "cuMemcpyDtoH big");
+    check(memcmp(back, h, n) == 0, "big HtoD/DtoH data", "mismatch");
+    for (size_t i = 0; i < n; i++)
+        h[i] = (unsigned char)~h[i];
+    memset(back, 0, n);
+    check_cu(cuMemcpyHtoDAsync(d, h, n, s), "cuMemcpyHtoDAsync big");
+    check_cu(cuMemcpyDtoHAsync(back, d, n, s), "cuMemcpyDtoHAsync big");
+    check_cu(cuStreamSynchronize(s), "cuStreamSynchronize big");
+    check(memcmp(back, h, n) == 0, "big async HtoD/DtoH data", "mismatch");
+    check_cu(cuStreamDestroy(s), "cuStreamDestroy big");
+    check_cu(cuMemFree(d), "cuMemFree big");
+    free(h);
+    free(back);
+}
+
 // cuModuleLoadData + cuModuleGetFunction + cuFuncGetParamInfo, then k_axpy
 // launched with kernelParams and with a packed `extra` buffer.
 static void test_module(const void *image)
@@ -423,6 +456,7 @@ int main(void)
           "another context is current");
 
     test_memory();
+    test_big_copies();
     test_module(image);
     test_library(image);
     test_vmm(dev, image);

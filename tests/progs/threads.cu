@@ -7,6 +7,7 @@
 // main prints them in thread order so the output is deterministic.
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include "check.h"
 #include "kernels.cuh"
 
@@ -79,6 +80,29 @@ static void work(int id)
     else
         check(bad_round < 0, name, "round %d: element %d is 0x%08x, want 0x%08x", bad_round, bad_i,
               h[bad_i], want);
+
+    // Large copies both ways, all threads at once: through rgpu they stream
+    // in pieces (a payload read by this thread's worker, data frames
+    // between other threads' replies).  An odd size and a pattern per thread.
+    size_t big = ((size_t)3 << 19) + 4099;
+    unsigned char *src = (unsigned char *)malloc(big), *back = (unsigned char *)malloc(big), *dbig;
+    if (src && back &&
+        check_cuda(cudaMalloc(&dbig, big), fmt_name(name, sizeof name, "thread %d cudaMalloc big", id))) {
+        for (size_t i = 0; i < big; i++)
+            src[i] = (unsigned char)(i * 7 + (size_t)id * 13 + (i >> 12));
+        memset(back, 0, big);
+        err = cudaMemcpy(dbig, src, big, cudaMemcpyHostToDevice);
+        if (err == cudaSuccess)
+            err = cudaMemcpy(back, dbig, big, cudaMemcpyDeviceToHost);
+        fmt_name(name, sizeof name, "thread %d %zu bytes there and back", id, big);
+        if (err != cudaSuccess)
+            check(false, name, "%s", cudaGetErrorName(err));
+        else
+            check(memcmp(src, back, big) == 0, name, "the bytes differ");
+        check_cuda(cudaFree(dbig), fmt_name(name, sizeof name, "thread %d cudaFree big", id));
+    }
+    free(src);
+    free(back);
 
     check_cuda(cudaFree(d), fmt_name(name, sizeof name, "thread %d cudaFree", id));
     check_cuda(cudaStreamDestroy(s), fmt_name(name, sizeof name, "thread %d cudaStreamDestroy", id));
