@@ -5,7 +5,9 @@
 #include <stddef.h>
 
 /* trace: the client logs every request it sends (name, whether it waits). */
-enum rgpu_log_level { RGPU_LOG_ERROR, RGPU_LOG_WARN, RGPU_LOG_INFO, RGPU_LOG_DEBUG, RGPU_LOG_TRACE };
+enum rgpu_log_level {
+    RGPU_LOG_ERROR, RGPU_LOG_WARN, RGPU_LOG_INFO, RGPU_LOG_DEBUG, RGPU_LOG_TRACE
+};
 
 void rgpu_log_init(const char *prefix, const char *level_name);
 void rgpu_log_set_level(int level);

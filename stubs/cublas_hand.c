@@ -226,7 +226,8 @@ static uint32_t untyped_scalar_size(const struct rgpu_proc *proc, unsigned param
     return scalar_bytes(int_arg(proc, p->len_arg, argv), int_arg(proc, p->aux_arg, argv));
 }
 
-static const struct rgpu_scalar_policy cublas_scalars = { scalars_on_host, untyped_scalar_size, NULL };
+static const struct rgpu_scalar_policy cublas_scalars = { scalars_on_host, untyped_scalar_size,
+                                                          NULL };
 
 __attribute__((constructor)) static void register_policy(void)
 {

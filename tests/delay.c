@@ -476,7 +476,8 @@ static void test_pings(void)
         close(fd);
         CHECK(rc == 0 && min_of(rtt, 10) >= 10 * MS && median_of(rtt, 10) < 60 * MS,
               "5 ms each way: every ping >= 10 ms, median < 60 (min %.2f, median %.2f ms)",
-              rc ? -1.0 : (double)min_of(rtt, 10) / MS, rc ? -1.0 : (double)median_of(rtt, 10) / MS);
+              rc ? -1.0 : (double)min_of(rtt, 10) / MS,
+              rc ? -1.0 : (double)median_of(rtt, 10) / MS);
         stop_proxy(&p, "5 ms");
     }
     if (start_proxy(&p, 0, (const char *[]){ "--to", tcp, "--delay-ms", "0.5", NULL }) == 0) {
@@ -485,7 +486,8 @@ static void test_pings(void)
         close(fd);
         CHECK(rc == 0 && min_of(rtt, 20) >= 1 * MS && median_of(rtt, 20) < 40 * MS,
               "0.5 ms each way: every ping >= 1 ms, median < 40 (min %.3f, median %.3f ms)",
-              rc ? -1.0 : (double)min_of(rtt, 20) / MS, rc ? -1.0 : (double)median_of(rtt, 20) / MS);
+              rc ? -1.0 : (double)min_of(rtt, 20) / MS,
+              rc ? -1.0 : (double)median_of(rtt, 20) / MS);
         stop_proxy(&p, "0.5 ms");
     }
     if (start_proxy(&p, 0, (const char *[]){ "--to", tcp, NULL }) == 0) {
