@@ -1,5 +1,6 @@
 /* The handle set of rgpu_handle_table.h. */
 #include "rgpu_handle_table.h"
+#include "rgpu_handles.h"
 
 #include <stdlib.h>
 
@@ -109,4 +110,36 @@ size_t rgpu_htab_count(struct rgpu_handle_table *t)
     size_t n = t->used;
     pthread_mutex_unlock(&t->lock);
     return n;
+}
+
+/* ---- facts of classes ------------------------------------------------------------ */
+
+static uint32_t C_STREAM, C_CUBLAS, C_CUBLASLT;
+
+__attribute__((constructor)) static void classes_init(void)
+{
+    C_STREAM = rgpu_handle_class("CUstream_st");
+    C_CUBLAS = rgpu_handle_class("cublasContext");
+    C_CUBLASLT = rgpu_handle_class("cublasLtContext");
+}
+
+/* cuBLASLt's cublasLtCreate returns one handle per device (seen on an H200
+ * with cuBLASLt 13: two threads, two creates, one value), and each
+ * cublasLtDestroy drops one reference: forgetting the handle at the first
+ * destroy would refuse the other creators' calls. */
+int rgpu_handle_shared(uint32_t cls)
+{
+    return cls == C_CUBLASLT;
+}
+
+/* cudaStreamLegacy / CU_STREAM_LEGACY (1) and cudaStreamPerThread /
+ * CU_STREAM_PER_THREAD (2): the only handle constants the headers define. */
+int rgpu_handle_default_stream(uint32_t cls, uint64_t h)
+{
+    return cls == C_STREAM && h <= 2;
+}
+
+uint32_t rgpu_handle_alias(uint32_t cls)
+{
+    return cls == C_CUBLASLT ? C_CUBLAS : 0;
 }

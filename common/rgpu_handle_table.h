@@ -42,4 +42,15 @@ void rgpu_htab_remove(struct rgpu_handle_table *t, uint32_t cls, uint64_t h);
 int rgpu_htab_get(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint32_t *info);
 size_t rgpu_htab_count(struct rgpu_handle_table *t);
 
+/* What both ends know about handle classes (rgpu_handles.h ids). */
+/* cuBLASLt: one handle per device for every creator, counted (the shared
+ * classes of RGPU_HANDLE_TABLE_INIT). */
+int rgpu_handle_shared(uint32_t cls);
+/* h is one of the streams CUDA defines without creating them: NULL, the
+ * legacy and the per-thread default streams. */
+int rgpu_handle_default_stream(uint32_t cls, uint64_t h);
+/* The class whose handles may also stand for a cls handle, or 0: a cuBLAS
+ * handle for a cuBLASLt one (NVIDIA documents the cast; PyTorch does it). */
+uint32_t rgpu_handle_alias(uint32_t cls);
+
 #endif

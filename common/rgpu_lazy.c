@@ -49,24 +49,15 @@ int rgpu_sync_mode(void)
 
 /* ---- handles this process holds ------------------------------------------------ */
 
-static uint32_t C_STREAM, C_EVENT, C_CUBLAS, C_CUBLASLT;
+static uint32_t C_STREAM, C_EVENT;
 
 __attribute__((constructor)) static void classes_init(void)
 {
     C_STREAM = rgpu_handle_class("CUstream_st");
     C_EVENT = rgpu_handle_class("CUevent_st");
-    C_CUBLAS = rgpu_handle_class("cublasContext");
-    C_CUBLASLT = rgpu_handle_class("cublasLtContext");
 }
 
-/* cublasLtCreate hands every caller of a device the same handle and counts
- * them (daemon/owned_handles.c says where this was seen). */
-static int shared_class(uint32_t cls)
-{
-    return cls == C_CUBLASLT;
-}
-
-static struct rgpu_handle_table held = RGPU_HANDLE_TABLE_INIT(shared_class);
+static struct rgpu_handle_table held = RGPU_HANDLE_TABLE_INIT(rgpu_handle_shared);
 
 void rgpu_handle_note(uint32_t cls, uint64_t h, uint32_t info)
 {
@@ -78,16 +69,13 @@ void rgpu_handle_forget(uint32_t cls, uint64_t h)
     rgpu_htab_remove(&held, cls, h);
 }
 
+/* The same classes of exceptions as rgpud's (daemon/owned_handles.c), but
+ * for NULL: known only as a stream (elsewhere the call waits). */
 int rgpu_handle_known(uint32_t cls, uint64_t h)
 {
-    /* The NULL, legacy and per-thread streams are always there. */
-    if (cls == C_STREAM && h <= 2)
-        return 1;
-    if (rgpu_htab_get(&held, cls, h, NULL))
-        return 1;
-    /* A cuBLAS handle may stand for a cuBLASLt one (NVIDIA documents the
-     * cast; PyTorch does it). */
-    return cls == C_CUBLASLT && rgpu_htab_get(&held, C_CUBLAS, h, NULL);
+    uint32_t alias = rgpu_handle_alias(cls);
+    return rgpu_handle_default_stream(cls, h) || rgpu_htab_get(&held, cls, h, NULL) ||
+           (alias && rgpu_htab_get(&held, alias, h, NULL));
 }
 
 int rgpu_stream_known(uint64_t stream)

@@ -35,17 +35,7 @@ __attribute__((constructor)) static void classes_init(void)
     H_CUBLAS = rgpu_handle_class("cublasContext");
 }
 
-/* Classes whose library hands the same handle to every creator and
- * counts them: cuBLASLt's cublasLtCreate returns one handle per device (seen on
- * an H200 with cuBLASLt 13: two threads, two creates, one value), and each
- * cublasLtDestroy drops one reference.  Forgetting the handle at the first
- * destroy would refuse the other creators' calls. */
-static int shared_class(uint32_t cls)
-{
-    return cls == H_CUBLASLT;
-}
-
-static struct rgpu_handle_table table = RGPU_HANDLE_TABLE_INIT(shared_class);
+static struct rgpu_handle_table table = RGPU_HANDLE_TABLE_INIT(rgpu_handle_shared);
 
 void handles_add(uint32_t cls, uint64_t h)
 {
@@ -68,25 +58,13 @@ unsigned long handles_count(void)
     return (unsigned long)rgpu_htab_count(&table);
 }
 
-/* cudaStreamLegacy / CU_STREAM_LEGACY and cudaStreamPerThread /
- * CU_STREAM_PER_THREAD: the only handle constants the headers define. */
-static int special(uint32_t cls, uint64_t h)
-{
-    return cls == H_STREAM && (h == 1 || h == 2);
-}
-
-/* A cuBLAS handle may stand for a cuBLASLt handle: NVIDIA documents the
- * cast, and PyTorch passes its cuBLAS handle to cuBLASLt that way. */
-static int alias(uint32_t cls, uint64_t h)
-{
-    return cls == H_CUBLASLT && handles_contains(H_CUBLAS, h);
-}
-
 /* NULL is each API's own business (the default stream, "no context", or an
  * error the library returns itself). */
 int handles_valid(uint32_t cls, uint64_t h)
 {
-    return !h || special(cls, h) || handles_contains(cls, h) || alias(cls, h);
+    uint32_t alias = rgpu_handle_alias(cls);
+    return !h || rgpu_handle_default_stream(cls, h) || handles_contains(cls, h) ||
+           (alias && handles_contains(alias, h));
 }
 
 int handles_check(uint32_t cls, uint64_t h, int status)
