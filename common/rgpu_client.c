@@ -113,19 +113,8 @@ static void connection_lost(const char *why);
 /* With S.send_lock held: write the batch; -1 on a write error. */
 static int flush_batch(int fd)
 {
-    if (!B.len)
-        return 0;
-    const char *p = B.buf;
-    size_t left = B.len;
-    while (left) {
-        ssize_t n = write(fd, p, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        left -= (size_t)n;
-    }
+    if (B.len && rgpu_write_raw(fd, B.buf, B.len) < 0)
+        return -1;
     B.len = 0;
     return 0;
 }
@@ -151,21 +140,28 @@ static void *flusher_main(void *arg)
     return NULL;
 }
 
+/* An environment variable holding a whole number from min to max; dflt
+ * when unset, and (with a warning) when it holds anything else. */
+static unsigned long env_number(const char *name, unsigned long dflt, unsigned long min,
+                                unsigned long max)
+{
+    const char *e = getenv(name);
+    char *end;
+    if (!e || !*e)
+        return dflt;
+    unsigned long v = strtoul(e, &end, 10);
+    if (*end || *e == '-' || v < min || v > max) {
+        rgpu_warn("%s=%s: expected a number from %lu to %lu; using %lu", name, e, min, max,
+                  dflt);
+        return dflt;
+    }
+    return v;
+}
+
 static long batch_delay_ns(void)
 {
-    if (B.delay_ns < 0) {
-        const char *e = getenv("RGPU_BATCH_US");
-        char *end;
-        long us = 200;
-        if (e && *e) {
-            us = strtol(e, &end, 10);
-            if (*end || us < 0 || us > 1000000) {
-                rgpu_warn("RGPU_BATCH_US=%s is not a number of microseconds: using 200", e);
-                us = 200;
-            }
-        }
-        B.delay_ns = us * 1000;
-    }
+    if (B.delay_ns < 0)
+        B.delay_ns = (long)env_number("RGPU_BATCH_US", 200, 0, 1000000) * 1000;
     return B.delay_ns;
 }
 
@@ -288,16 +284,7 @@ static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
  * ours runs, so only a dead, frozen or unreachable server stays silent. */
 static int timeout_ms_from_env(void)
 {
-    const char *e = getenv("RGPU_TIMEOUT");
-    char *end;
-    long s = 60;
-    if (e && *e) {
-        s = strtol(e, &end, 10);
-        if (*end || s < 0 || s > 86400 * 365) {
-            rgpu_warn("RGPU_TIMEOUT=%s is not a number of seconds: using 60", e);
-            s = 60;
-        }
-    }
+    unsigned long s = env_number("RGPU_TIMEOUT", 60, 0, 86400 * 365);
     return s == 0 ? -1 : (int)(s * 1000);
 }
 
@@ -820,34 +807,27 @@ static struct {
     int ever;                   /* any request went without waiting */
 } A = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static unsigned long env_count(const char *name, unsigned long dflt, unsigned long max)
-{
-    const char *e = getenv(name);
-    char *end;
-    if (!e || !*e)
-        return dflt;
-    unsigned long v = strtoul(e, &end, 10);
-    if (*end || v == 0 || v > max) {
-        rgpu_warn("%s=%s: expected a number from 1 to %lu; using %lu", name, e, max, dflt);
-        return dflt;
-    }
-    return v;
-}
-
 static void window_init(void)
 {
-    A.window_calls = env_count("RGPU_AHEAD_CALLS", 8192, 1ul << 24);
-    A.window_bytes = (size_t)env_count("RGPU_AHEAD_MB", 256, 1ul << 16) << 20;
+    A.window_calls = env_number("RGPU_AHEAD_CALLS", 8192, 1, 1ul << 24);
+    A.window_bytes = (size_t)env_number("RGPU_AHEAD_MB", 256, 1, 1ul << 16) << 20;
 }
 
-/* A fence: an empty waiting request of library "rgpu" (whose deferred
- * status no program call reads), posted without waiting. */
+/* A fence: an empty waiting request of library "rgpu", whose deferred
+ * status no program call reads; its reply says every request before it
+ * has run. */
+static void fence_begin(struct rgpu_req *req)
+{
+    rgpu_req_begin(req, rgpu_proc_id("rgpu", RGPU_H_FENCE), 0);
+    msgpack_pack_array(&req->pk, 0);
+}
+
+/* A fence posted without waiting (and not counted as a call). */
 static struct rgpu_ticket *post_fence(void)
 {
     struct rgpu_req req;
     struct rgpu_ticket *t = NULL;
-    rgpu_req_begin(&req, rgpu_proc_id("rgpu", RGPU_H_FENCE), 0);
-    msgpack_pack_array(&req.pk, 0);
+    fence_begin(&req);
     return post(&req, &t, 0) == RGPU_OK ? t : NULL;
 }
 
@@ -855,8 +835,7 @@ RGPU_EXPORT int rgpu_round_trip(void)
 {
     struct rgpu_req req;
     struct rgpu_reply reply;
-    rgpu_req_begin(&req, rgpu_proc_id("rgpu", RGPU_H_FENCE), 0);
-    msgpack_pack_array(&req.pk, 0);
+    fence_begin(&req);
     rgpu_stats_name(req.proc_id, RGPU_H_FENCE);
     int rc = rgpu_req_send(&req, &reply);
     if (rc != RGPU_OK)
