@@ -270,20 +270,20 @@ static void client_gone(void)
 
 void hand_data_begin(struct hand_call *c, size_t len)
 {
-    char head[32];
-    size_t n = 0;
-    /* [DATA, serial, bin32 len]: fixarray 3, fixint, uint64, bin32. */
-    head[n++] = (char)0x93;
-    head[n++] = (char)RGPU_MSG_DATA;
-    head[n++] = (char)0xcf;
-    for (int i = 7; i >= 0; i--)
-        head[n++] = (char)(c->serial >> (8 * i));
-    head[n++] = (char)0xc6;
-    for (int i = 3; i >= 0; i--)
-        head[n++] = (char)((uint64_t)len >> (8 * i));
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    /* [DATA, serial, bin header]: the bin's bytes follow (hand_data_write). */
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_int(&pk, RGPU_MSG_DATA);
+    msgpack_pack_uint64(&pk, c->serial);
+    msgpack_pack_bin(&pk, len);
     pthread_mutex_lock(&S.write_lock);
     c->data_left = len;
-    if (rgpu_write_frame_start(S.fd, n + len, head, n) < 0)
+    int rc = rgpu_write_frame_start(S.fd, sb.size + len, sb.data, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    if (rc < 0)
         client_gone();
 }
 
