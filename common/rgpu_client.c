@@ -459,10 +459,13 @@ static void connection_lost(const char *why)
  * logged). */
 static int read_frame(char **frame, size_t *len)
 {
-    size_t n, head, bin_at;
+    size_t n, head = 0;
     long deadline;
     const char *p;
     char copy[DATA_HEAD_MAX];
+    msgpack_zone zone;
+    msgpack_object root;
+    int unpacked = -1;
 
     *frame = NULL;
     if (rgpu_reader_begin(&S.rd, &n, S.timeout_ms, &deadline) < 0)
@@ -470,8 +473,13 @@ static int read_frame(char **frame, size_t *len)
     size_t peek = n < DATA_HEAD_MAX ? n : DATA_HEAD_MAX;
     if (rgpu_reader_peek(&S.rd, peek, deadline, &p) < 0)
         return -1;
-    if (peek < 2 || (unsigned char)p[0] != 0x93 || p[1] != RGPU_MSG_DATA ||
-        rgpu_split_trailing_bin(p, peek, n, &head, &bin_at) < 0) {
+    if (peek >= 2 && (unsigned char)p[0] == 0x93 && p[1] == RGPU_MSG_DATA) {
+        msgpack_zone_init(&zone, 256);
+        unpacked = rgpu_unpack_frame_head(p, peek, n, copy, &head, &zone, &root);
+        if (!head)
+            msgpack_zone_destroy(&zone);
+    }
+    if (!head) {        /* any frame but a data frame: read whole */
         char *buf = malloc(n);
         if (!buf)
             return -1;
@@ -484,16 +492,10 @@ static int read_frame(char **frame, size_t *len)
         return 0;
     }
     /* [DATA, serial, bin]: whose copy, and is it of the size asked for? */
-    msgpack_zone zone;
-    msgpack_object root;
     uint64_t serial = 0;
     size_t body = n - head;
     struct waiter *w = NULL;
-    memcpy(copy, p, head);
-    rgpu_empty_trailing_bin(copy, bin_at);
-    msgpack_zone_init(&zone, 256);
-    int ok = rgpu_unpack_frame(copy, head, &zone, &root) == 0 &&
-             root.type == MSGPACK_OBJECT_ARRAY && root.via.array.size == 3 &&
+    int ok = unpacked == 0 && root.type == MSGPACK_OBJECT_ARRAY && root.via.array.size == 3 &&
              rgpu_obj_u64(&root.via.array.ptr[1], &serial) == 0;
     msgpack_zone_destroy(&zone);
     pthread_mutex_lock(&S.lock);

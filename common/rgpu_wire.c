@@ -464,6 +464,19 @@ void rgpu_empty_trailing_bin(char *head, size_t bin_at)
     memset(head + bin_at + 1, 0, b == 0xc4 ? 1 : b == 0xc5 ? 2 : 4);
 }
 
+int rgpu_unpack_frame_head(const char *p, size_t have, size_t len, char *buf, size_t *head,
+                           msgpack_zone *zone, msgpack_object *root)
+{
+    size_t bin_at;
+    if (rgpu_split_trailing_bin(p, have, len, head, &bin_at) < 0) {
+        *head = 0;
+        return -1;
+    }
+    memcpy(buf, p, *head);      /* *head <= have: the split saw it all */
+    rgpu_empty_trailing_bin(buf, bin_at);
+    return rgpu_unpack_frame(buf, *head, zone, root);
+}
+
 static int scan_object(struct scan *s, int depth);
 
 /* Every element takes at least one byte, so a count larger than what is

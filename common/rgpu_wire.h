@@ -74,6 +74,12 @@ int rgpu_split_trailing_bin(const char *buf, size_t have, size_t len, size_t *he
 /* Set that bin's length to 0 in a copy of the head, which then reads as
  * complete msgpack (the body being elsewhere). */
 void rgpu_empty_trailing_bin(char *head, size_t bin_at);
+/* Both in one, for a frame of len bytes whose first `have` bytes are at p:
+ * *head 0 when it has no such bin; else its head's length, the head
+ * copied into buf (cap bytes, at least `have`) with the bin emptied, and
+ * 0 returned when that unpacks into *root (in zone), -1 when not. */
+int rgpu_unpack_frame_head(const char *p, size_t have, size_t len, char *buf, size_t *head,
+                           msgpack_zone *zone, msgpack_object *root);
 
 /* The most array elements and map entries (a map entry counts twice) one
  * frame may decode to.  msgpack-c spends a 24-byte msgpack_object on each

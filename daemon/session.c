@@ -644,21 +644,17 @@ static size_t streamed_head(size_t len, long deadline)
 {
     const char *p;
     char copy[STREAM_PEEK];
-    size_t head, bin_at;
+    size_t head = 0;
     msgpack_zone zone;
     msgpack_object root;
     uint64_t proc;
 
-    if (len < RGPU_STREAM_MIN ||
-        rgpu_reader_peek(&S.reader, STREAM_PEEK, deadline, &p) < 0 ||
-        rgpu_split_trailing_bin(p, STREAM_PEEK, len, &head, &bin_at) < 0 ||
-        len - head < RGPU_STREAM_MIN)
+    if (len < RGPU_STREAM_MIN || rgpu_reader_peek(&S.reader, STREAM_PEEK, deadline, &p) < 0)
         return 0;
-    memcpy(copy, p, head);
-    rgpu_empty_trailing_bin(copy, bin_at);
     msgpack_zone_init(&zone, 512);
     const struct hand_proc *hp = NULL;
-    if (rgpu_unpack_frame(copy, head, &zone, &root) == 0 && root.type == MSGPACK_OBJECT_ARRAY &&
+    if (rgpu_unpack_frame_head(p, STREAM_PEEK, len, copy, &head, &zone, &root) == 0 &&
+        len - head >= RGPU_STREAM_MIN && root.type == MSGPACK_OBJECT_ARRAY &&
         root.via.array.size == 6 && rgpu_obj_u64(&root.via.array.ptr[2], &proc) == 0 &&
         proc <= UINT32_MAX)
         hp = find_hand((uint32_t)proc);
