@@ -123,8 +123,8 @@ static void state_set(const void *h, unsigned what, int64_t value)
 }
 
 /* A mode setter: the value already known is not sent; a value cuBLAS takes
- * (`valid`) on a known handle goes without waiting; anything else waits.
- * argv: handle, value. */
+ * (`valid`) goes without waiting on a handle the core knows (rgpu_call
+ * waits for any other); anything else waits.  argv: handle, value. */
 static cublasStatus_t set_mode(const struct rgpu_proc *proc, const void *const *argv,
                                unsigned what, int valid)
 {
@@ -133,8 +133,7 @@ static cublasStatus_t set_mode(const struct rgpu_proc *proc, const void *const *
     int64_t known;
     if (state_get(h, what, &known) && known == value)
         return CUBLAS_STATUS_SUCCESS;
-    int rc = valid && handle_known(h) ? rgpu_call(LIB, proc, argv)
-                                      : rgpu_call_waiting(LIB, proc, argv);
+    int rc = valid ? rgpu_call(LIB, proc, argv) : rgpu_call_waiting(LIB, proc, argv);
     if (rc == CUBLAS_STATUS_SUCCESS)
         state_set(h, what, value);
     return rc;
@@ -251,8 +250,7 @@ RGPU_EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
 RGPU_EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
 {
     const void *argv[] = { &handle };
-    int rc = handle_known(handle) ? rgpu_call(LIB, RGPU_CUBLAS_cublasDestroy_v2, argv)
-                                  : rgpu_call_waiting(LIB, RGPU_CUBLAS_cublasDestroy_v2, argv);
+    int rc = rgpu_call(LIB, RGPU_CUBLAS_cublasDestroy_v2, argv);
     if (rc == CUBLAS_STATUS_SUCCESS)
         handle_destroyed(handle);
     return rc;
@@ -320,8 +318,7 @@ RGPU_EXPORT cublasStatus_t cublasGetAtomicsMode(cublasHandle_t handle, cublasAto
 RGPU_EXPORT cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId)
 {
     const void *argv[] = { &handle, &streamId };
-    int rc = handle_known(handle) ? rgpu_call(LIB, RGPU_CUBLAS_cublasSetStream_v2, argv)
-                                  : rgpu_call_waiting(LIB, RGPU_CUBLAS_cublasSetStream_v2, argv);
+    int rc = rgpu_call(LIB, RGPU_CUBLAS_cublasSetStream_v2, argv);
     if (rc == CUBLAS_STATUS_SUCCESS)
         state_set(handle, K_STREAM, (int64_t)(uintptr_t)streamId);
     return rc;
@@ -348,7 +345,7 @@ RGPU_EXPORT cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *wo
                                                  size_t workspaceSizeInBytes)
 {
     const void *argv[] = { &handle, &workspace, &workspaceSizeInBytes };
-    return handle_known(handle) && (uintptr_t)workspace % 256 == 0
+    return (uintptr_t)workspace % 256 == 0
                ? rgpu_call(LIB, RGPU_CUBLAS_cublasSetWorkspace_v2, argv)
                : rgpu_call_waiting(LIB, RGPU_CUBLAS_cublasSetWorkspace_v2, argv);
 }

@@ -37,6 +37,12 @@ static void unknown_handles(void)
     cublasStatus_t st = cublasSaxpy((cublasHandle_t)0x5eed, 1, &x, d, 1, d + 1, 1);
     check(st == CUBLAS_STATUS_NOT_INITIALIZED, "cublasSaxpy with a handle never made",
           "got %d", (int)st);
+    st = cublasSetMathMode((cublasHandle_t)0x5eed, CUBLAS_DEFAULT_MATH);
+    check(st == CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetMathMode with a handle never made",
+          "got %d", (int)st);
+    st = cublasSetStream((cublasHandle_t)0x5eed, NULL);
+    check(st == CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetStream with a handle never made",
+          "got %d", (int)st);
 }
 
 int main(int argc, char **argv)
