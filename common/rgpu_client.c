@@ -1066,10 +1066,12 @@ int rgpu_call_waiting(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
     return call(lib, proc, argv, WAITING);
 }
 
-int rgpu_call_unwaited(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
-                       const void *const *argv)
+int rgpu_call_synchronise(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                          const void *const *argv, int lazy)
 {
-    return call(lib, proc, argv, UNWAITED);
+    if (rgpu_sticky_error())
+        return client_status(lib, rgpu_sticky_error());
+    return call(lib, proc, argv, lazy ? UNWAITED : AS_DECLARED);
 }
 
 int rgpu_refused(const struct rgpu_lib *lib, const char *name, const char *reason, int *logged)

@@ -244,11 +244,12 @@ int rgpu_lazy_event_sync(uint64_t event);
 int rgpu_lazy_copy_to_device(uint64_t dst, size_t count, uint64_t stream);
 int rgpu_lazy_copy_on_device(uint64_t dst, uint64_t src, size_t count, uint64_t stream);
 
-/* Make a generated call that returns no outputs without waiting for its
- * reply (a synchronise the policy above allowed): its failure is reported
- * at the next call that waits. */
-int rgpu_call_unwaited(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
-                       const void *const *argv);
+/* A synchronise (a generated call with no outputs): a fault already known
+ * poisons it at once, as on a GPU; lazy (the policy above allowed it), it
+ * is still sent but not waited for, and its failure comes back with the
+ * next call that waits. */
+int rgpu_call_synchronise(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                          const void *const *argv, int lazy);
 
 /* ---- client objects and kept answers (rgpu_client_objects.c) ------------ */
 

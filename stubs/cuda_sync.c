@@ -10,9 +10,7 @@
 
 static CUresult synchronise(const struct rgpu_proc *proc, const void *const *argv, int lazy)
 {
-    if (rgpu_sticky_error())
-        return (CUresult)rgpu_sticky_error();
-    return (CUresult)(lazy ? rgpu_call_unwaited(LIB, proc, argv) : rgpu_call(LIB, proc, argv));
+    return (CUresult)rgpu_call_synchronise(LIB, proc, argv, lazy);
 }
 
 #undef cuStreamSynchronize

@@ -8,17 +8,11 @@
 #include <cuda_runtime_api.h>
 
 #define LIB (&rgpu_cudart_lib)
-#define RESULT(e) rgpu_runtime_result(e)
 
-/* A synchronise the policy lets go without waiting is still sent: it runs
- * on the server in order, and its failure comes back with the next call
- * that waits.  A fault already known poisons it at once, as on a GPU. */
 static cudaError_t synchronise(const struct rgpu_proc *proc, const void *const *argv,
                                int lazy)
 {
-    if (rgpu_sticky_error())
-        return RESULT(rgpu_sticky_error());
-    return lazy ? rgpu_call_unwaited(LIB, proc, argv) : rgpu_call(LIB, proc, argv);
+    return (cudaError_t)rgpu_call_synchronise(LIB, proc, argv, lazy);
 }
 
 #undef cudaStreamSynchronize
