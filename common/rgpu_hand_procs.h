@@ -77,6 +77,9 @@
 /* Driver API (library "cuda"): */
 /* [bin image] -> [module] */
 #define RGPU_H_CU_MODULE_LOAD  "rgpu.cu_module_load"
+/* [device] -> [context]  the device's primary context, neither retained nor
+ * made active (the runtime's export table asks it; stubs/cuda_export.c) */
+#define RGPU_H_CU_PRIMARY_CTX  "rgpu.cu_primary_ctx"
 /* [bin image] -> [library] */
 #define RGPU_H_CU_LIBRARY_LOAD "rgpu.cu_library_load"
 /* [function] -> [[[offset, size]...]] */

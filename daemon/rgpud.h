@@ -162,6 +162,8 @@ extern const struct hand_proc hand_auth_procs[];      /* auth.c */
 extern const int hand_auth_nprocs;
 extern const struct hand_proc hand_session_procs[];   /* session.c */
 extern const int hand_session_nprocs;
+extern const struct hand_proc hand_cuda_export_procs[]; /* hand_cuda_export.c */
+extern const int hand_cuda_export_nprocs;
 extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
 extern const int hand_cublasLt_nprocs;
 

@@ -9,6 +9,7 @@
  * seen active.  Everything else is asked. */
 #include "rgpu_client.h"
 #include "cuda_procs.h"
+#include "cuda_export.h"
 
 #include <cuda.h>
 
@@ -95,6 +96,7 @@ RGPU_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
     const void *argv[] = { &ctx };
     rgpu_contexts_changed();
+    rgpu_cls_context_ending(ctx);
     return rgpu_call(LIB, RGPU_CUDA_cuCtxDestroy_v2, argv);
 }
 
@@ -119,6 +121,7 @@ RGPU_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     const void *argv[] = { &dev };
     rgpu_contexts_changed();
+    rgpu_cls_primary_ending(dev);
     return rgpu_call(LIB, RGPU_CUDA_cuDevicePrimaryCtxReset_v2, argv);
 }
 

@@ -3,6 +3,7 @@
  * side: daemon/hand_cuda.c. */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
 #include "client_ranges.h"
 #include "cuda_procs.h"
 
@@ -92,6 +93,8 @@ RGPU_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
                                                : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     if (symbolStatus)
         *symbolStatus = r;
+    rgpu_trace("cuGetProcAddress %s (version %d%s): %s", symbol, cudaVersion,
+               per_thread ? ", per-thread stream" : "", p ? p->symbol : *pfn ? symbol : "none");
     return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
@@ -101,8 +104,11 @@ RGPU_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
     if (!pp)
         return CUDA_ERROR_INVALID_VALUE;
-    return posix_memalign(pp, 4096, bytesize ? bytesize : 1) == 0 ? CUDA_SUCCESS
-                                                                  : CUDA_ERROR_OUT_OF_MEMORY;
+    if (posix_memalign(pp, 4096, bytesize ? bytesize : 1) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    /* Recorded, so that pointer attributes say "host" (stubs/cuda_pointers.c). */
+    rgpu_ranges_add((uint64_t)(uintptr_t)*pp, bytesize ? bytesize : 1, RGPU_RANGE_PINNED);
+    return CUDA_SUCCESS;
 }
 
 #undef cuMemHostAlloc
@@ -119,6 +125,8 @@ RGPU_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Fla
 #undef cuMemFreeHost
 RGPU_EXPORT CUresult cuMemFreeHost(void *p)
 {
+    if (p)
+        rgpu_ranges_remove((uint64_t)(uintptr_t)p);
     free(p);
     return CUDA_SUCCESS;
 }
@@ -126,21 +134,24 @@ RGPU_EXPORT CUresult cuMemFreeHost(void *p)
 #undef cuMemHostRegister
 RGPU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
-    (void)bytesize;
-    if (!p)
+    if (!p || !bytesize)
         return CUDA_ERROR_INVALID_VALUE;
     if (Flags & CU_MEMHOSTREGISTER_DEVICEMAP) {
         static int logged;
         return rgpu_refused(LIB, "cuMemHostRegister(CU_MEMHOSTREGISTER_DEVICEMAP)",
                             "mapped host memory lives on the client", &logged);
     }
+    rgpu_ranges_add((uint64_t)(uintptr_t)p, bytesize, RGPU_RANGE_PINNED);
     return CUDA_SUCCESS;
 }
 
 #undef cuMemHostUnregister
 RGPU_EXPORT CUresult cuMemHostUnregister(void *p)
 {
-    return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    rgpu_ranges_remove((uint64_t)(uintptr_t)p);
+    return CUDA_SUCCESS;
 }
 
 #undef cuMemHostGetFlags

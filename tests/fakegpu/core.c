@@ -702,3 +702,99 @@ CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
     memcpy(uuid->bytes, id, sizeof uuid->bytes);
     return CUDA_SUCCESS;
 }
+
+/* ---- the one export-table slot rgpud asks for ---------------------------------
+ * NVIDIA's driver hands the CUDA runtime undocumented tables; rgpud calls
+ * one slot of one of them (daemon/hand_cuda_export.c): the runtime
+ * interface's slot 2, a device's primary context without retaining it.
+ * The fake has that table with that slot; every other table is unknown. */
+
+static CUresult fg_primary_ctx_unretained(CUcontext *pctx, CUdevice dev)
+{
+    CUresult r;
+
+    fg_lock();
+    r = inited ? check_device(dev) : CUDA_ERROR_NOT_INITIALIZED;
+    if (r == CUDA_SUCCESS && !pctx)
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS)
+        *pctx = primary->handle;
+    fg_unlock();
+    return r;
+}
+
+static const void *const fg_runtime_interface[3] = {
+    (const void *)(3 * sizeof(void *)), NULL, (const void *)fg_primary_ctx_unretained,
+};
+
+CUresult CUDAAPI cuGetExportTable(const void **table, const CUuuid *id)
+{
+    static const unsigned char runtime_interface[16] = {
+        0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a,
+        0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9,
+    };
+
+    if (!table || !id)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (memcmp(id->bytes, runtime_interface, sizeof runtime_interface) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *table = fg_runtime_interface;
+    return CUDA_SUCCESS;
+}
+
+// Modules load all their kernels at once (CUDA_MODULE_LOADING=EAGER).
+CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+    if (!mode)
+        return CUDA_ERROR_INVALID_VALUE;
+    *mode = CU_MODULE_EAGER_LOADING;
+    return CUDA_SUCCESS;
+}
+
+// The device of ctx, or of the current context when ctx is NULL.
+CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
+{
+    CUresult r = CUDA_SUCCESS;
+
+    if (!ctx)
+        return cuCtxGetDevice(dev);
+    if (!dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    if (!inited)
+        r = CUDA_ERROR_NOT_INITIALIZED;
+    else if (!ctx_get(ctx))
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    else
+        *dev = 0;
+    fg_unlock();
+    return r;
+}
+
+// Synchronises ctx (NULL: the current context).  One device, work done at
+// once: the same as cuCtxSynchronize once ctx is known to be alive.
+CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
+{
+    if (ctx) {
+        fg_lock();
+        int alive = ctx_get(ctx) != NULL;
+        fg_unlock();
+        if (!alive)
+            return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    return cuCtxSynchronize();
+}
+
+// Every context speaks the CUDA 3.2+ API.
+CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    int ok = inited && (ctx ? ctx_get(ctx) != NULL : ctx_depth > 0);
+    fg_unlock();
+    if (!ok)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *version = 3020;
+    return CUDA_SUCCESS;
+}

@@ -480,3 +480,56 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size,
     }
     VMM_CALL(fg_vmm_set_access(ptr, size, access));
 }
+
+// ---- What the static CUDA runtime asks of the driver ------------------------------
+
+// Rows padded to 512 bytes, as the fake runtime's cudaMallocPitch pads them.
+CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
+                                    size_t height, unsigned int elementSize)
+{
+    const size_t align = 512;
+    size_t pp = (width + align - 1) / align * align;
+
+    if (!dptr || !pitch || !width || !height ||
+        (elementSize != 4 && elementSize != 8 && elementSize != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (pp > SIZE_MAX / height)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = cuMemAlloc_v2(dptr, pp * height);
+    if (r == CUDA_SUCCESS)
+        *pitch = pp;
+    return r;
+}
+
+// Device memory only: the device, its address, the current context.
+CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+                                       CUdeviceptr ptr)
+{
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned char *host;
+    fg_lock();
+    int dev = fg_mem_span(ptr, &host) > 0;
+    fg_unlock();
+    if (!dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned *)data = CU_MEMORYTYPE_DEVICE;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        *(CUdeviceptr *)data = ptr;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        return CUDA_ERROR_INVALID_VALUE;    // not mapped into host memory
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *(unsigned *)data = attribute == CU_POINTER_ATTRIBUTE_MAPPED;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        return cuCtxGetCurrent((CUcontext *)data);
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}

@@ -1,0 +1,57 @@
+/* cuPointerGetAttributes: several attributes of one pointer at once, as
+ * the static CUDA runtime's cudaPointerGetAttributes asks them.  Unlike
+ * cuPointerGetAttribute it never fails for a pointer CUDA does not know:
+ * that pointer's attributes read as zeros.  Host memory the program
+ * believes pinned is client memory (stubs/cuda_hand.c), answered here;
+ * device memory is asked from the server, one attribute at a time. */
+#include "rgpu_client.h"
+#include "client_ranges.h"
+#include "cuda_procs.h"
+
+#include <cuda.h>
+#include <string.h>
+
+uint32_t rgpu_cu_pointer_attr_size(int attribute);
+
+static void pinned_attribute(CUpointer_attribute a, void *data, CUdeviceptr ptr)
+{
+    switch (a) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned *)data = CU_MEMORYTYPE_HOST;
+        break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:   /* the same address, as with UVA */
+        *(void **)data = (void *)(uintptr_t)ptr;
+        break;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:          /* pinned for the current context */
+        cuCtxGetCurrent((CUcontext *)data);
+        break;
+    default:    /* not mapped into the device, not managed, no buffer id */
+        break;
+    }
+}
+
+#undef cuPointerGetAttributes
+RGPU_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
+                                            CUpointer_attribute *attributes, void **data,
+                                            CUdeviceptr ptr)
+{
+    if (!attributes || !data)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < numAttributes; i++)
+        if (!data[i] || !rgpu_cu_pointer_attr_size(attributes[i]))
+            return CUDA_ERROR_INVALID_VALUE;
+    int kind = rgpu_ranges_find(ptr, NULL, NULL);
+    for (unsigned i = 0; i < numAttributes; i++) {
+        memset(data[i], 0, rgpu_cu_pointer_attr_size(attributes[i]));
+        if (kind == RGPU_RANGE_PINNED) {
+            pinned_attribute(attributes[i], data[i], ptr);
+        } else if (kind == RGPU_RANGE_DEVICE) {
+            CUresult rc = cuPointerGetAttribute(data[i], attributes[i], ptr);
+            if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_INVALID_VALUE &&
+                rc != CUDA_ERROR_NOT_SUPPORTED)
+                return rc;      /* the session failed, not the question */
+        }
+    }
+    return CUDA_SUCCESS;
+}
