@@ -273,7 +273,17 @@ run_progs() {
         fi
         printf '%-20s %-8s %-8s %-9s %s\n' "${kind:+$kind/}$name" "$(status_word "$nrc")" \
             "$(status_word "$rgrc")" "$same" "$result" | tee -a "$SUMMARY"
+        [ -n "$kind" ] && count_item "$result"
     done
+}
+
+# count_item PASS|FAIL|SKIP: into the issue-11 items' closing count.
+count_item() {
+    case $1 in
+        PASS) ITEMS_PASSED=$((ITEMS_PASSED + 1)) ;;
+        SKIP) ITEMS_SKIPPED=$((ITEMS_SKIPPED + 1)) ;;
+        *) ITEMS_FAILED=$((ITEMS_FAILED + 1)) ;;
+    esac
 }
 
 # log_failure NAME: both runs' output and their difference into logs.txt.
@@ -338,7 +348,7 @@ item_report() {
     local name=$1 nrc=$2 rgrc=$3 from=$4 same m
     if [ "$nrc" = 77 ]; then
         say "$name: SKIP ($(sed -n 's/^SKIP: //p' "$WORK/$name.native.out" | head -n 1))"
-        ITEMS_SKIPPED=$((ITEMS_SKIPPED + 1))
+        count_item SKIP
         return
     fi
     if cmp -s "$WORK/$name.native.out" "$WORK/$name.rgpu.out"; then
@@ -348,9 +358,9 @@ item_report() {
     fi
     say "$name: native $(item_word "$nrc"), rgpu $(item_word "$rgrc"), output $same"
     if [ "$nrc" = 0 ] && [ "$rgrc" = 0 ] && [ $same = identical ]; then
-        ITEMS_PASSED=$((ITEMS_PASSED + 1))
+        count_item PASS
     else
-        ITEMS_FAILED=$((ITEMS_FAILED + 1))
+        count_item FAIL
         for m in native rgpu; do
             grep -E '^FAIL' "$WORK/$name.$m.out" 2>/dev/null | head -n 6 | sed "s/^/    $m: /" |
                 tee -a "$SUMMARY"
@@ -381,7 +391,7 @@ build_nvcc_progs() {
         else
             say "${names[$i]}: build FAIL (nvcc; see logs.txt)"
             log_file "nvcc ${names[$i]}" "$WORK/nvcc/${names[$i]}.log"
-            ITEMS_FAILED=$((ITEMS_FAILED + 1))
+            count_item FAIL
         fi
     done
 }
@@ -395,7 +405,7 @@ run_nvcc_progs() {
     say "== cuFFT and cuRAND programs, nvcc with the default static cudart (timeout ${PROG_TIMEOUT}s each)"
     if [ ! -x "$NVCC" ]; then
         say "(no nvcc at $NVCC: skipped)"
-        ITEMS_SKIPPED=$((ITEMS_SKIPPED + 2))
+        count_item SKIP
         return
     fi
     build_nvcc_progs
@@ -444,13 +454,13 @@ run_frameworks() {
         script=$GPU_DIR/frameworks/${name}_check.py
         if [ ! -f "$script" ]; then
             say "$name: no $script"
-            ITEMS_FAILED=$((ITEMS_FAILED + 1))
+            count_item FAIL
             continue
         fi
         left=$((deadline - SECONDS))
         if [ "$left" -lt 60 ]; then
             say "$name: SKIP (${left}s left of RGPU_FRAMEWORK_BUDGET)"
-            ITEMS_SKIPPED=$((ITEMS_SKIPPED + 1))
+            count_item SKIP
             continue
         fi
         limit=$((per < left / 2 ? per : left / 2))
