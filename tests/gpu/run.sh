@@ -39,6 +39,20 @@
 # worker, 120), RGPU_TRAIN_BUDGET (s for the whole part, 210: links left
 # when it runs out are skipped, a run cut short shows as a timeout).
 # Only this part: RGPU_PROGS=0 RGPU_BENCH=0 RGPU_TRAIN=1.
+#
+# Issue 11's roads to the driver (on by default; README.md lists them):
+# BUILD/tests/progs/static/*, the test programs built with the static
+# cudart, in a second table (RGPU_STATIC_PROGS=0 skips them);
+# RGPU_NVCC_PROGS (1): tests/gpu/cufft_check.cu and curand_check.cu, built
+# here with plain nvcc (static cudart; RGPU_NVCC_BUILD_TIMEOUT, 240 s) and
+# run with RGPU_PROG_TIMEOUT; RGPU_FRAMEWORKS (1): the scripts
+# tests/gpu/frameworks/NAME_check.py for NAME in RGPU_FRAMEWORK_LIST (cupy
+# triton jax torch_linalg), natively and through the launcher, each run at
+# most RGPU_FRAMEWORK_TIMEOUT (150 s), all of them RGPU_FRAMEWORK_BUDGET
+# (480 s); RGPU_PYTHON (python3); RGPU_ITEM_LOG (debug), the client's log
+# level in these rgpu runs.  One line per item: "NAME: native OK|FAIL, rgpu
+# OK|FAIL, output identical|DIFFERS", then a count of passed, failed and
+# skipped items.  Only these: RGPU_PROGS=0 RGPU_BENCH=0.
 set -u
 
 BUILD_ARG=${1:-build}
@@ -51,6 +65,11 @@ for pkg in cudnn cublas; do
     [ -n "$d" ] && [ -d "$d" ] && CUDA_LIB=$CUDA_LIB:$d
 done
 PROG_TIMEOUT=${RGPU_PROG_TIMEOUT:-60}
+GPU_DIR=$(cd "$(dirname "$0")" && pwd)
+NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+PYTHON=${RGPU_PYTHON:-python3}
+# The client's log level in the issue-11 items' rgpu runs (their stderr).
+ITEM_LOG=${RGPU_ITEM_LOG:-debug}
 BENCH_TIMEOUT=${RGPU_BENCH_TIMEOUT:-240}
 BENCH_ARGS=${RGPU_BENCH_ARGS:-}
 
@@ -105,6 +124,7 @@ check_build() {
     STUBS=$BUILD/stubs
     PROGS=$BUILD/tests/progs
     BENCH=$BUILD/bench/rgpu-bench
+    LAUNCHER=$BUILD/launcher/rgpu
 
     if [ "${RGPU_REBUILD:-0}" = 1 ] && command -v ninja >/dev/null &&
        [ -f "$BUILD/build.ninja" ]; then
@@ -180,26 +200,38 @@ cuda_libs_of() {
         awk '$1 ~ /^lib(cuda|cudart|cublas|cublasLt|cudnn)\.so/ && $2 == "=>" { print $1, $3 }'
 }
 
-# run_one MODE PROG TIMEOUT ARGS...: run PROG natively (MODE native) or
-# through rgpu (MODE rgpu); stdout to $WORK/NAME.MODE.out, stderr to .err;
-# prints the exit status.
-run_one() {
-    local mode=$1 prog=$2 limit=$3 name rc
-    shift 3
-    name=$(basename "$prog")
+# run_as TAG TIMEOUT COMMAND...: COMMAND under timeout, stdout to
+# $WORK/TAG.out, stderr to $WORK/TAG.err, no stdin; prints the exit status.
+run_as() {
+    local tag=$1 limit=$2
+    shift 2
+    timeout -k 5 "$limit" "$@" > "$WORK/$tag.out" 2> "$WORK/$tag.err" < /dev/null
+    echo $?
+}
+
+# run_prog_as MODE NAME RGPU_LIBS PROG TIMEOUT ARGS...: run PROG natively
+# (MODE native) or through rgpu (MODE rgpu, with LD_LIBRARY_PATH=RGPU_LIBS);
+# stdout to $WORK/NAME.MODE.out, stderr to .err; prints the exit status.
+run_prog_as() {
+    local mode=$1 name=$2 libs=$3 prog=$4 limit=$5
+    shift 5
     if [ "$mode" = native ]; then
         # The real runtime first; nvcc links no rpath, so the loader would
         # otherwise depend on ldconfig knowing /usr/local/cuda/lib64.
-        env -u RGPU_SERVER LD_LIBRARY_PATH="$CUDA_LIB" \
-            timeout -k 5 "$limit" "$prog" "$@" \
-            > "$WORK/$name.$mode.out" 2> "$WORK/$name.$mode.err" < /dev/null
+        run_as "$name.$mode" "$limit" env -u RGPU_SERVER LD_LIBRARY_PATH="$CUDA_LIB" \
+            "$prog" "$@"
     else
-        env LD_LIBRARY_PATH="$STUBS" RGPU_SERVER="$SERVER" \
-            timeout -k 5 "$limit" "$prog" "$@" \
-            > "$WORK/$name.$mode.out" 2> "$WORK/$name.$mode.err" < /dev/null
+        run_as "$name.$mode" "$limit" env LD_LIBRARY_PATH="$libs" RGPU_SERVER="$SERVER" \
+            "$prog" "$@"
     fi
-    rc=$?
-    echo "$rc"
+}
+
+# run_one MODE PROG TIMEOUT ARGS...: PROG natively or through rgpu with
+# only the stubs on its library path, output files named after PROG.
+run_one() {
+    local mode=$1 prog=$2 limit=$3
+    shift 3
+    run_prog_as "$mode" "$(basename "$prog")" "$STUBS" "$prog" "$limit" "$@"
 }
 
 # check_loader PROG: note in the summary each CUDA library that would not
@@ -215,29 +247,43 @@ check_loader() {
     done < <(cuda_libs_of "$prog" "$STUBS")
 }
 
+# run_progs DIR TITLE [KIND]: every program in DIR natively and through rgpu,
+# one table row each; KIND (e.g. static) prefixes the names shown ("static/x")
+# and the work files ("static-x").
 run_progs() {
-    local prog name nrc rgrc same result
+    local dir=$1 title=$2 kind=${3:-} prog name tag nrc rgrc same result
     say ""
-    say "== test programs (timeout ${PROG_TIMEOUT}s each; identical = stdout byte for byte)"
+    say "== $title (timeout ${PROG_TIMEOUT}s each; identical = stdout byte for byte)"
     printf '%-20s %-8s %-8s %-9s %s\n' program native rgpu identical result | tee -a "$SUMMARY"
-    for prog in "$PROGS"/*; do
+    for prog in "$dir"/*; do
         if [ ! -f "$prog" ] || [ ! -x "$prog" ]; then continue; fi
         name=$(basename "$prog")
+        tag=${kind:+$kind-}$name
         check_loader "$prog"
-        nrc=$(run_one native "$prog" "$PROG_TIMEOUT")
-        rgrc=$(run_one rgpu "$prog" "$PROG_TIMEOUT")
-        if cmp -s "$WORK/$name.native.out" "$WORK/$name.rgpu.out"; then same=yes; else same=no; fi
+        nrc=$(run_prog_as native "$tag" "$STUBS" "$prog" "$PROG_TIMEOUT")
+        rgrc=$(run_prog_as rgpu "$tag" "$STUBS" "$prog" "$PROG_TIMEOUT")
+        if cmp -s "$WORK/$tag.native.out" "$WORK/$tag.rgpu.out"; then same=yes; else same=no; fi
         if [ "$nrc" = 0 ] && [ "$rgrc" = 0 ] && [ $same = yes ]; then
             result=PASS
         elif [ "$nrc" = 77 ] && [ "$rgrc" = 77 ]; then
             result=SKIP
         else
             result=FAIL
-            log_failure "$name"
+            log_failure "$tag"
         fi
-        printf '%-20s %-8s %-8s %-9s %s\n' "$name" "$(status_word "$nrc")" \
+        printf '%-20s %-8s %-8s %-9s %s\n' "${kind:+$kind/}$name" "$(status_word "$nrc")" \
             "$(status_word "$rgrc")" "$same" "$result" | tee -a "$SUMMARY"
+        [ -n "$kind" ] && count_item "$result"
     done
+}
+
+# count_item PASS|FAIL|SKIP: into the issue-11 items' closing count.
+count_item() {
+    case $1 in
+        PASS) ITEMS_PASSED=$((ITEMS_PASSED + 1)) ;;
+        SKIP) ITEMS_SKIPPED=$((ITEMS_SKIPPED + 1)) ;;
+        *) ITEMS_FAILED=$((ITEMS_FAILED + 1)) ;;
+    esac
 }
 
 # log_failure NAME: both runs' output and their difference into logs.txt.
@@ -249,6 +295,184 @@ log_failure() {
     done
     diff -u "$WORK/$1.native.out" "$WORK/$1.rgpu.out" > "$WORK/$1.diff"
     log_file "$1 stdout diff, native -> rgpu" "$WORK/$1.diff"
+}
+
+# --- issue 11: library programs built here, and Python frameworks ----------
+#
+# Each item runs natively and then through rgpu and gets one summary line,
+# "NAME: native OK|FAIL, rgpu OK|FAIL, output identical|DIFFERS" (or "NAME:
+# SKIP (why)" when the native run found a package missing), with the FAIL
+# lines of its output under it.  A failure puts both runs' output, the stdout
+# diff and the end of the client's and rgpud's logs into logs.txt.
+
+ITEMS_PASSED=0
+ITEMS_FAILED=0
+ITEMS_SKIPPED=0
+
+rgpud_log_lines() {
+    wc -l < "$WORK/rgpud.log" 2>/dev/null || echo 0
+}
+
+# item_word RC: OK, SKIP, or FAIL with how the run ended.
+item_word() {
+    case $1 in
+        0) echo OK ;;
+        77) echo SKIP ;;
+        *) echo "FAIL ($(status_word "$1"))" ;;
+    esac
+}
+
+# log_tail TITLE FILE LINES: the last LINES lines of FILE into logs.txt.
+log_tail() {
+    tail -n "$3" "$2" > "$WORK/tail.tmp" 2>/dev/null
+    log_file "$1 (last $3 lines)" "$WORK/tail.tmp"
+}
+
+# log_item_failure NAME RGPUD_FROM: what logs.txt gets for a failed item;
+# RGPUD_FROM is the rgpud log's line count before the item started.
+log_item_failure() {
+    local name=$1 from=$2
+    log_file "$name (native) stdout" "$WORK/$name.native.out"
+    log_tail "$name (native) stderr" "$WORK/$name.native.err" 40
+    log_file "$name (rgpu) stdout" "$WORK/$name.rgpu.out"
+    log_tail "$name (rgpu) stderr, the client's log" "$WORK/$name.rgpu.err" 80
+    diff -u "$WORK/$name.native.out" "$WORK/$name.rgpu.out" > "$WORK/$name.diff"
+    log_file "$name stdout diff, native -> rgpu" "$WORK/$name.diff"
+    tail -n +"$((from + 1))" "$WORK/rgpud.log" > "$WORK/$name.rgpud.log" 2>/dev/null
+    log_tail "$name: rgpud's log during the item" "$WORK/$name.rgpud.log" 60
+}
+
+# item_report NAME NATIVE_RC RGPU_RC RGPUD_FROM: the summary line of one
+# item (outputs in $WORK/NAME.{native,rgpu}.{out,err}) and the counts.
+item_report() {
+    local name=$1 nrc=$2 rgrc=$3 from=$4 same m
+    if [ "$nrc" = 77 ]; then
+        say "$name: SKIP ($(sed -n 's/^SKIP: //p' "$WORK/$name.native.out" | head -n 1))"
+        count_item SKIP
+        return
+    fi
+    if cmp -s "$WORK/$name.native.out" "$WORK/$name.rgpu.out"; then
+        same=identical
+    else
+        same=DIFFERS
+    fi
+    say "$name: native $(item_word "$nrc"), rgpu $(item_word "$rgrc"), output $same"
+    if [ "$nrc" = 0 ] && [ "$rgrc" = 0 ] && [ $same = identical ]; then
+        count_item PASS
+    else
+        count_item FAIL
+        for m in native rgpu; do
+            grep -E '^FAIL' "$WORK/$name.$m.out" 2>/dev/null | head -n 6 | sed "s/^/    $m: /" |
+                tee -a "$SUMMARY"
+        done
+        log_item_failure "$name" "$from"
+    fi
+    kill -0 "$DAEMON_PID" 2>/dev/null || say "warning: rgpud is gone after $name"
+}
+
+# build_nvcc_progs: tests/gpu/cufft_check.cu and curand_check.cu built as a
+# user builds them, `nvcc -o X X.cu -lLIB` (the default static runtime), two
+# at once, into $WORK/nvcc; NVCC_BUILT: the names that built.
+NVCC_BUILT=()
+build_nvcc_progs() {
+    local spec name lib pids=() names=() i
+    mkdir -p "$WORK/nvcc"
+    for spec in cufft_check:cufft curand_check:curand; do
+        name=${spec%%:*}
+        lib=${spec#*:}
+        timeout -k 5 "${RGPU_NVCC_BUILD_TIMEOUT:-240}" "$NVCC" -o "$WORK/nvcc/$name" \
+            "$GPU_DIR/$name.cu" "-l$lib" > "$WORK/nvcc/$name.log" 2>&1 &
+        pids+=($!)
+        names+=("$name")
+    done
+    for i in "${!pids[@]}"; do
+        if wait "${pids[$i]}" && [ -x "$WORK/nvcc/${names[$i]}" ]; then
+            NVCC_BUILT+=("${names[$i]}")
+        else
+            say "${names[$i]}: build FAIL (nvcc; see logs.txt)"
+            log_file "nvcc ${names[$i]}" "$WORK/nvcc/${names[$i]}.log"
+            count_item FAIL
+        fi
+    done
+}
+
+# The cuFFT and cuRAND programs: natively with the toolkit's libraries;
+# through rgpu with the stubs first and the toolkit's folder after them,
+# since cuFFT and cuRAND themselves run on the client.
+run_nvcc_progs() {
+    local name nrc rgrc from
+    say ""
+    say "== cuFFT and cuRAND programs, nvcc with the default static cudart (timeout ${PROG_TIMEOUT}s each)"
+    if [ ! -x "$NVCC" ]; then
+        say "(no nvcc at $NVCC: skipped)"
+        count_item SKIP
+        return
+    fi
+    build_nvcc_progs
+    for name in "${NVCC_BUILT[@]}"; do
+        from=$(rgpud_log_lines)
+        nrc=$(run_prog_as native "$name" "$STUBS:$CUDA_LIB" "$WORK/nvcc/$name" "$PROG_TIMEOUT")
+        rgrc=$(RGPU_LOG=$ITEM_LOG run_prog_as rgpu "$name" "$STUBS:$CUDA_LIB" \
+               "$WORK/nvcc/$name" "$PROG_TIMEOUT")
+        item_report "$name" "$nrc" "$rgrc" "$from"
+    done
+}
+
+# run_python MODE NAME SCRIPT LIMIT: a check script natively (the user's
+# environment as it is) or through rgpu (`rgpu run`, as a user runs it, or
+# the stubs preloaded by hand when the build has no launcher).
+run_python() {
+    local mode=$1 name=$2 script=$3 limit=$4 watchdog
+    # The script's own watchdog fires first, so that a hang leaves a Python
+    # stack in the log rather than nothing.
+    watchdog=$((limit > 30 ? limit - 10 : limit))
+    if [ "$mode" = native ]; then
+        run_as "$name.$mode" "$limit" env -u RGPU_SERVER RGPU_CHECK_TIMEOUT="$watchdog" \
+            "$PYTHON" "$script"
+    elif [ -x "$LAUNCHER" ]; then
+        run_as "$name.$mode" "$limit" env RGPU_CHECK_TIMEOUT="$watchdog" RGPU_LOG="$ITEM_LOG" \
+            "$LAUNCHER" run --server "$SERVER" -- "$PYTHON" "$script"
+    else
+        run_as "$name.$mode" "$limit" env RGPU_CHECK_TIMEOUT="$watchdog" RGPU_LOG="$ITEM_LOG" \
+            LD_PRELOAD="$(stub_preload)" RGPU_SERVER="$SERVER" \
+            LD_LIBRARY_PATH="$STUBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$PYTHON" "$script"
+    fi
+}
+
+# The framework scripts of tests/gpu/frameworks, within one time budget.
+run_frameworks() {
+    local per=${RGPU_FRAMEWORK_TIMEOUT:-150} name script nrc rgrc from left limit
+    local deadline=$((SECONDS + ${RGPU_FRAMEWORK_BUDGET:-480}))
+    say ""
+    say "== frameworks: tests/gpu/frameworks/*_check.py (timeout ${per}s per run)"
+    if [ -x "$LAUNCHER" ]; then
+        say "(through $LAUNCHER run --server $SERVER)"
+    else
+        say "(no launcher in the build: through LD_PRELOAD of the stubs)"
+    fi
+    for name in ${RGPU_FRAMEWORK_LIST:-cupy triton jax torch_linalg}; do
+        script=$GPU_DIR/frameworks/${name}_check.py
+        if [ ! -f "$script" ]; then
+            say "$name: no $script"
+            count_item FAIL
+            continue
+        fi
+        left=$((deadline - SECONDS))
+        if [ "$left" -lt 60 ]; then
+            say "$name: SKIP (${left}s left of RGPU_FRAMEWORK_BUDGET)"
+            count_item SKIP
+            continue
+        fi
+        limit=$((per < left / 2 ? per : left / 2))
+        from=$(rgpud_log_lines)
+        nrc=$(run_python native "$name" "$script" "$limit")
+        if [ "$nrc" = 77 ]; then
+            rgrc=77     # a package is missing: nothing to run through rgpu
+        else
+            rgrc=$(run_python rgpu "$name" "$script" "$limit")
+        fi
+        item_report "$name" "$nrc" "$rgrc" "$from"
+    done
 }
 
 # --- the benchmark ---------------------------------------------------------
@@ -518,9 +742,19 @@ main() {
     if [ "${RGPU_PROGS:-1}" = 0 ]; then
         :
     elif [ -d "$PROGS" ]; then
-        run_progs
+        run_progs "$PROGS" "test programs"
+        # The same programs built with nvcc's default static runtime.
+        if [ "${RGPU_STATIC_PROGS:-1}" != 0 ] && [ -d "$PROGS/static" ]; then
+            run_progs "$PROGS/static" "test programs built with -cudart static" static
+        fi
     else
         say "== no test programs in $PROGS"
+    fi
+    [ "${RGPU_NVCC_PROGS:-1}" = 0 ] || run_nvcc_progs
+    [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
+    if [ $((ITEMS_PASSED + ITEMS_FAILED + ITEMS_SKIPPED)) -gt 0 ]; then
+        say ""
+        say "issue-11 items: $ITEMS_PASSED passed, $ITEMS_FAILED failed, $ITEMS_SKIPPED skipped"
     fi
     [ "${RGPU_BENCH:-1}" = 0 ] || run_bench
     [ -n "${RGPU_LADDER:-}" ] && run_ladder
