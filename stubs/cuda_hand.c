@@ -95,6 +95,14 @@ RGPU_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
     return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
+/* The CUDA 11.3 to 11.8 form, without the query result. */
+#undef cuGetProcAddress
+RGPU_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                      cuuint64_t flags)
+{
+    return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, NULL);
+}
+
 /* Pinned host memory is plain client memory. */
 #undef cuMemAllocHost
 RGPU_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
@@ -103,6 +111,12 @@ RGPU_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
         return CUDA_ERROR_INVALID_VALUE;
     return posix_memalign(pp, 4096, bytesize ? bytesize : 1) == 0 ? CUDA_SUCCESS
                                                                   : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* The CUDA 2.x form: a 32-bit size. */
+RGPU_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
+{
+    return cuMemAllocHost_v2(pp, bytesize);
 }
 
 #undef cuMemHostAlloc
@@ -135,6 +149,12 @@ RGPU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int
                             "mapped host memory lives on the client", &logged);
     }
     return CUDA_SUCCESS;
+}
+
+/* The form before CUDA 6.5: the same on the client. */
+RGPU_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+    return cuMemHostRegister_v2(p, bytesize, Flags);
 }
 
 #undef cuMemHostUnregister
