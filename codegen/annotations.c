@@ -44,6 +44,11 @@
  *   refuse PATTERN "why"    returns the not-supported status
  *   serve PATTERN           generated, even where a later glob refuses
  *   refuse-superseded "why" an export without prototype whose NAME_vN exists
+ *   refuse-narrow-addresses "why"
+ *                           an export whose prototype holds a device address
+ *                           narrower than 64 bits (CUdeviceptr_v1, listed in
+ *                           device-values): the session's memory table
+ *                           could neither check nor record it
  *   async PATTERN           may go without waiting for the reply, whenever
  *                           the call fills no host memory
  *   pure PATTERN            the outputs are a function of the arguments:
@@ -267,10 +272,15 @@ static void parse_line(struct annotations *ann, char *p, int line)
         ann->versioned = 1;
     } else if (strcmp(word, "arg") == 0) {
         parse_arg_rule(ann, &p, line);
-    } else if (strcmp(word, "refuse-superseded") == 0) {
-        struct ann_rule *r = add_rule(ann, A_REFUSE_SUPERSEDED, line);
+    } else if (strcmp(word, "refuse-superseded") == 0 ||
+               strcmp(word, "refuse-narrow-addresses") == 0) {
+        int superseded = strcmp(word, "refuse-superseded") == 0;
+        struct ann_rule *r = add_rule(ann, superseded ? A_REFUSE_SUPERSEDED : A_REFUSE_NARROW, line);
+        char *why = next_token(&p, ann->path, line);
+        if (!why)
+            die("%s:%d: %s needs a reason in quotes", ann->path, line, word);
         r->pattern = xstrdup("*");
-        r->reason = xstrdup(next_token(&p, ann->path, line));
+        r->reason = xstrdup(why);
     } else {
         size_t i;
         for (i = 0; i < sizeof verbs / sizeof verbs[0]; i++)

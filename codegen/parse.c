@@ -116,6 +116,12 @@ static char *record_name(CXType record)
 }
 
 static int is_handle_type(CXType t);
+static int is_device_value(CXType t);
+
+/* CUdeviceptr_v1: the 32-bit device address of the CUDA 2.x ABI.  The
+ * session's memory table holds 64-bit addresses, so such a value could be
+ * neither checked nor recorded. */
+#define NARROW_DEVICE_ADDRESS "device address narrower than 64 bits (the CUDA 2.x ABI)"
 
 /* The handle class of type t (a handle value), or NULL. */
 static char *handle_class_of(CXType t)
@@ -174,6 +180,10 @@ static void classify_pointer(struct gen_param *p, CXType canon, CXType orig)
         p->kind = K_DEVPTR;             /* checked on the server */
         p->size = 1;
         return;
+    }
+    if (is_device_value(declared) && psize != 8) {
+        p->narrow_address = 1;
+        return set_none(p, NARROW_DEVICE_ADDRESS);
     }
     if (pc.kind == CXType_Void)
         return set_none(p, "untyped pointer: host or device, and how large?");
@@ -254,6 +264,9 @@ static void classify(struct gen_param *p, CXType t)
     if (is_scalar(canon) && size == 8 && is_device_value(t)) {
         p->kind = K_DEVPTR;             /* checked on the server */
         p->size = 1;
+    } else if (is_device_value(t)) {
+        p->narrow_address = 1;
+        set_none(p, NARROW_DEVICE_ADDRESS);
     } else if (is_scalar(canon) && size > 0 && size <= 8) {
         p->kind = K_VAL;
         p->size = (unsigned)size;

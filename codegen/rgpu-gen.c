@@ -89,6 +89,14 @@ static int has_versioned_sibling(char **exports, int n, const char *name)
     return 0;
 }
 
+static int has_narrow_address(const struct gen_func *f)
+{
+    for (int i = 0; f && i < f->nparams; i++)
+        if (f->params[i].narrow_address)
+            return 1;
+    return 0;
+}
+
 /* The first matching disposition rule wins; exact names are written before
  * globs in the files, so they take precedence by order. */
 static void decide(struct export_fn *e, struct annotations *ann, char **exports, int nexp)
@@ -101,6 +109,9 @@ static void decide(struct export_fn *e, struct annotations *ann, char **exports,
             continue;
         if (r->verb == A_REFUSE_SUPERSEDED) {
             if (e->proto || !has_versioned_sibling(exports, nexp, e->name))
+                continue;
+        } else if (r->verb == A_REFUSE_NARROW) {
+            if (!has_narrow_address(e->proto))
                 continue;
         } else if (!rule_matches(r, e->name)) {
             continue;
@@ -155,6 +166,15 @@ static void apply_arg_rule(struct ann_rule *r, struct gen_func *f, const char *a
         die("%s:%d: %s has no parameter '%s' (%s)", ann_path, r->line, f->name, r->param,
             f->where);
     struct gen_param *p = &f->params[i];
+    /* A glob written for the 64-bit ABI (cuMemsetD8*) also matches the
+     * CUDA 2.x entry point of the same name, whose address is 32 bits:
+     * that one stays unclassified, for a refuse rule to decide. */
+    if (p->narrow_address) {
+        if (strpbrk(r->pattern, "*?["))
+            return;
+        die("%s:%d: %s.%s is a device address narrower than 64 bits: refuse %s instead",
+            ann_path, r->line, f->name, r->param, f->name);
+    }
     p->kind = r->kind;
     p->size = r->size;
     if (!p->size && r->kind == K_VAL)

@@ -31,6 +31,9 @@ struct gen_param {
     char *pointee_class;
     int destroys;           /* a destroy function removes this handle */
     int nullable;           /* NULL is a valid value of this handle */
+    int narrow_address;     /* a device address of fewer than 64 bits
+                               (CUdeviceptr_v1), or a pointer to one: no
+                               annotation can make it a checked devptr */
 };
 
 struct gen_func {
@@ -56,7 +59,7 @@ struct export_fn {
 
 /* Annotations: one file per library (codegen/<lib>.ann). */
 enum ann_verb { A_LOCAL, A_HAND, A_CLIENT, A_REFUSE, A_ASYNC, A_ARG, A_REFUSE_SUPERSEDED, A_SERVE,
-                A_DESTROYS, A_KEEPS, A_NULLABLE, A_PURE };
+                A_DESTROYS, A_KEEPS, A_NULLABLE, A_PURE, A_REFUSE_NARROW };
 
 struct ann_rule {
     enum ann_verb verb;

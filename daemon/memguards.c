@@ -162,6 +162,13 @@ static int pre_graph_nodes(void **argv)
     return val(argv, 1) ? cudaErrorInvalidValue : 0;
 }
 
+/* cuCtxCreate_v4's parameters hold pointers to arrays of the client: the
+ * stub sends NULL and the affinity array through cuCtxCreate_v3. */
+static int pre_ctx_create_params(void **argv)
+{
+    return val(argv, 1) ? CUDA_ERROR_INVALID_VALUE : 0;
+}
+
 static const struct guard memguards[] = {
     { "cudart", "cudaStreamGetCaptureInfo", pre_capture_info, NULL },
     { "cudart", "cudaStreamGetCaptureInfo_ptsz", pre_capture_info, NULL },
@@ -196,6 +203,8 @@ static const struct guard memguards[] = {
     { "cuda", "cuModuleUnload", NULL, post_unload },
     { "cuda", "cuLibraryUnload", NULL, post_unload },
     { "cuda", "cuDevicePrimaryCtxReset_v2", NULL, post_clear },
+    { "cuda", "cuDevicePrimaryCtxReset", NULL, post_clear },
+    { "cuda", "cuCtxCreate_v4", pre_ctx_create_params, NULL },
     { "cuda", "cuMemsetD2D8_v2", pre_memset2d_8, NULL },
     { "cuda", "cuMemsetD2D16_v2", pre_memset2d_16, NULL },
     { "cuda", "cuMemsetD2D32_v2", pre_memset2d_32, NULL },

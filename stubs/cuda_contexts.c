@@ -50,19 +50,62 @@ RGPU_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flag
 
 /* ---- calls that change this thread's current context ------------------------------ */
 
+/* The execution-affinity array of cuCtxCreate_v4's parameters, sent as
+ * cuCtxCreate_v3 takes it: the parameters' members point into this
+ * process, so the structure itself cannot travel.  Without affinity and
+ * CUDA-in-graphics parameters (NULL or zeroed, as programs written for
+ * older drivers pass them) it is a plain cuCtxCreate. */
+static CUresult create_with_affinity(CUcontext *pctx, CUexecAffinityParam *params, int n,
+                                     unsigned int flags, CUdevice dev)
+{
+    const void *argv[] = { &pctx, &params, &n, &flags, &dev };
+    rgpu_thread_forget_current();     /* the new context is current */
+    return rgpu_call(LIB, RGPU_CUDA_cuCtxCreate_v3, argv);
+}
+
 #undef cuCtxCreate
 RGPU_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
                                     unsigned int flags, CUdevice dev)
 {
-    const void *argv[] = { &pctx, &ctxCreateParams, &flags, &dev };
-    if (ctxCreateParams) {
-        /* Its members point at arrays in this process. */
+    CUctxCreateParams *none = NULL;
+    const void *argv[] = { &pctx, &none, &flags, &dev };
+    if (ctxCreateParams && ctxCreateParams->cigParams) {
+        /* A context on a graphics API's device (D3D12, Vulkan) of this
+         * machine. */
         static int logged;
-        return rgpu_refused(LIB, "cuCtxCreate with creation parameters",
-                            "execution-affinity and CIG parameters: not remoted yet", &logged);
+        return rgpu_refused(LIB, "cuCtxCreate with CUDA-in-graphics parameters",
+                            "CIG shares a graphics device with the client's display: the GPU "
+                            "is on another machine; create the context without cigParams",
+                            &logged);
     }
+    if (ctxCreateParams && ctxCreateParams->numExecAffinityParams != 0)
+        return create_with_affinity(pctx, ctxCreateParams->execAffinityParams,
+                                    ctxCreateParams->numExecAffinityParams, flags, dev);
     rgpu_thread_forget_current();     /* the new context is current */
     return rgpu_call(LIB, RGPU_CUDA_cuCtxCreate_v4, argv);
+}
+
+/* The older context-creation ABIs: the server's driver runs the entry
+ * point the program named (cuCtxCreate is the CUDA 2.x one, _v2 that of
+ * CUDA 3.2 to 11.3, _v3 added execution affinity). */
+RGPU_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
+                                    int numParams, unsigned int flags, CUdevice dev)
+{
+    return create_with_affinity(pctx, paramsArray, numParams, flags, dev);
+}
+
+RGPU_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    const void *argv[] = { &pctx, &flags, &dev };
+    rgpu_thread_forget_current();
+    return rgpu_call(LIB, RGPU_CUDA_cuCtxCreate_v2, argv);
+}
+
+RGPU_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    const void *argv[] = { &pctx, &flags, &dev };
+    rgpu_thread_forget_current();
+    return rgpu_call(LIB, RGPU_CUDA_cuCtxCreate, argv);
 }
 
 #undef cuCtxSetCurrent
@@ -89,6 +132,22 @@ RGPU_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
     return rgpu_call(LIB, RGPU_CUDA_cuCtxPopCurrent_v2, argv);
 }
 
+/* The context stack of CUDA before 4.0 (one thread per context): the
+ * server's driver keeps those rules; the client forgets the same facts. */
+RGPU_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+    const void *argv[] = { &ctx };
+    rgpu_thread_forget_current();
+    return rgpu_call(LIB, RGPU_CUDA_cuCtxPushCurrent, argv);
+}
+
+RGPU_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    const void *argv[] = { &pctx };
+    rgpu_thread_forget_current();
+    return rgpu_call(LIB, RGPU_CUDA_cuCtxPopCurrent, argv);
+}
+
 /* ---- calls that may change contexts for every thread ------------------------------- */
 
 #undef cuCtxDestroy
@@ -98,6 +157,14 @@ RGPU_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     rgpu_contexts_changed();
     rgpu_cls_context_ending(ctx);
     return rgpu_call(LIB, RGPU_CUDA_cuCtxDestroy_v2, argv);
+}
+
+RGPU_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
+{
+    const void *argv[] = { &ctx };
+    rgpu_contexts_changed();
+    rgpu_cls_context_ending(ctx);
+    return rgpu_call(LIB, RGPU_CUDA_cuCtxDestroy, argv);
 }
 
 #undef cuCtxSetFlags
@@ -131,4 +198,28 @@ RGPU_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int fl
     const void *argv[] = { &dev, &flags };
     rgpu_contexts_changed();
     return rgpu_call(LIB, RGPU_CUDA_cuDevicePrimaryCtxSetFlags_v2, argv);
+}
+
+/* The primary-context calls before CUDA 11 (FFmpeg and ctypes programs
+ * load these names); same facts forgotten as by their _v2 forms. */
+RGPU_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    const void *argv[] = { &dev };
+    rgpu_contexts_changed();
+    return rgpu_call(LIB, RGPU_CUDA_cuDevicePrimaryCtxRelease, argv);
+}
+
+RGPU_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    const void *argv[] = { &dev };
+    rgpu_contexts_changed();
+    rgpu_cls_primary_ending(dev);
+    return rgpu_call(LIB, RGPU_CUDA_cuDevicePrimaryCtxReset, argv);
+}
+
+RGPU_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+    const void *argv[] = { &dev, &flags };
+    rgpu_contexts_changed();
+    return rgpu_call(LIB, RGPU_CUDA_cuDevicePrimaryCtxSetFlags, argv);
 }

@@ -445,12 +445,3 @@ RGPU_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *
     *ppExportTable = NULL;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
-
-/* The unversioned cuGetProcAddress (CUDA 11.3 to 11.8 ABI, which runtimes
- * still fetch through cuGetProcAddress itself): no status argument. */
-#undef cuGetProcAddress
-RGPU_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-                                      cuuint64_t flags)
-{
-    return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, NULL);
-}

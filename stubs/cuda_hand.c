@@ -98,6 +98,14 @@ RGPU_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
     return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
+/* The CUDA 11.3 to 11.8 form, without the query result. */
+#undef cuGetProcAddress
+RGPU_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                      cuuint64_t flags)
+{
+    return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, NULL);
+}
+
 /* Pinned host memory is plain client memory. */
 #undef cuMemAllocHost
 RGPU_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
@@ -109,6 +117,12 @@ RGPU_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
     /* Recorded, so that pointer attributes say "host" (stubs/cuda_pointers.c). */
     rgpu_ranges_add((uint64_t)(uintptr_t)*pp, bytesize ? bytesize : 1, RGPU_RANGE_PINNED);
     return CUDA_SUCCESS;
+}
+
+/* The CUDA 2.x form: a 32-bit size. */
+RGPU_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
+{
+    return cuMemAllocHost_v2(pp, bytesize);
 }
 
 #undef cuMemHostAlloc
@@ -143,6 +157,12 @@ RGPU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int
     }
     rgpu_ranges_add((uint64_t)(uintptr_t)p, bytesize, RGPU_RANGE_PINNED);
     return CUDA_SUCCESS;
+}
+
+/* The form before CUDA 6.5: the same on the client. */
+RGPU_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+    return cuMemHostRegister_v2(p, bytesize, Flags);
 }
 
 #undef cuMemHostUnregister

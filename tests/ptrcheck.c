@@ -418,6 +418,22 @@ static void lt_pointers(uint64_t dev)
     msgpack_sbuffer_destroy(&inner.sb);
 }
 
+/* Host pointers of the client have no meaning on the server: a structure
+ * holding them is not sent, and a pointer to one from the wire is refused.
+ * cuCtxCreate_v4's parameters hold two such pointers; given the session's
+ * heap, a driver following them would read the session's memory. */
+static void host_pointers(void)
+{
+    uint64_t ctx = 0;
+    expect("cuCtxCreate_v4 parameters at a session address",
+           CALL("cuda", "cuCtxCreate_v4", &ctx, 8, U(8), U(heap_addr), U(0), U(0)), CU_INVALID);
+    if (CALL("cuda", "cuCtxCreate_v4", &ctx, 8, U(8), U(0), U(0), U(0)) != 0 || !ctx)
+        printf("FAIL cuCtxCreate_v4 without parameters: %s\n", why), failures++;
+    else
+        expect("cuCtxCreate_v4 without parameters, destroyed",
+               CALL("cuda", "cuCtxDestroy_v2", NULL, 0, U(ctx)), 0);
+}
+
 /* Interior pointers of each kind of owned memory are accepted. */
 static void accepted(uint64_t dev)
 {
@@ -501,6 +517,7 @@ int main(int argc, char **argv)
     cudnn_scalars(dev);
     lt_pointers(dev);
     accepted(dev);
+    host_pointers();
     close(sess);
     if (stop_daemon() < 0)
         printf("FAIL stop: %s\n", why), failures++;

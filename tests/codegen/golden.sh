@@ -46,4 +46,14 @@ elif grep -q "mini.h:[0-9]*: miniMemset: parameter 'dst'" "$out/bad.err"; then
 else
     echo "FAIL bad.ann: unexpected message: $(cat "$out/bad.err")"; fail=1
 fi
+# A device address narrower than 64 bits can be neither checked nor
+# recorded by the server: unrefused, it must stop the build too.
+if "$gen" narrow.ann root "$ref" libmini.so.1 "$out/narrow" 2>"$out/narrow.err"; then
+    echo "FAIL narrow.ann: the generator accepted a 32-bit device address"; fail=1
+elif grep -q "mini.h:[0-9]*: miniOldMemset: parameter 'dst' (miniDeviceptr_v1): device address narrower" \
+        "$out/narrow.err"; then
+    echo "ok 32-bit device address rejected with file:line"
+else
+    echo "FAIL narrow.ann: unexpected message: $(cat "$out/narrow.err")"; fail=1
+fi
 exit $fail

@@ -1,5 +1,6 @@
 /* The reference "library" of the golden tests: what it exports decides
  * what the generated stub must export.  Bodies do not matter. */
+#define MINI_INTERNAL
 #include "mini.h"
 
 miniStatus miniInit(unsigned int flags) { (void)flags; return 0; }
@@ -20,3 +21,5 @@ const char *miniErrorName(miniStatus s) { (void)s; return ""; }
 /* Exported, declared by no header, superseded by miniInit_v2... */
 miniStatus miniOld(void) { return 0; }
 miniStatus miniOld_v2(void) { return 0; }
+miniStatus miniOldCount(unsigned int *count) { (void)count; return 0; }
+miniStatus miniOldMemset(miniDeviceptr_v1 dst, int value, unsigned int count) { (void)dst; (void)value; (void)count; return 0; }

@@ -11,6 +11,8 @@
 // as they are, except where the runtime reports a different code (bad
 // function handles, bad launch configurations, bad pitches).
 #include <cuda.h>
+#include <cudaProfiler.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <pthread.h>
@@ -500,6 +502,17 @@ cudaError_t CUDARTAPI cudaRuntimeGetVersion(int *version)
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
 {
     CALL(cuCtxSynchronize());
+}
+
+// The runtime's profiler calls are the driver's, in the thread's context.
+cudaError_t CUDARTAPI cudaProfilerStart(void)
+{
+    CALL(cuProfilerStart());
+}
+
+cudaError_t CUDARTAPI cudaProfilerStop(void)
+{
+    CALL(cuProfilerStop());
 }
 
 // Frees everything of the primary context and forgets a fault; the

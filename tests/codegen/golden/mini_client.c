@@ -59,6 +59,13 @@ RGPU_EXPORT miniStatus miniMemsetAsync(miniDeviceptr dst, int value, size_t coun
     return (miniStatus)rgpu_call(&rgpu_mini_lib, RGPU_MINI_miniMemsetAsync, argv);
 }
 
+#undef miniOldCount
+RGPU_EXPORT miniStatus miniOldCount(unsigned int * count)
+{
+    const void *argv[] = { &count };
+    return (miniStatus)rgpu_call(&rgpu_mini_lib, RGPU_MINI_miniOldCount, argv);
+}
+
 #undef miniSetArray
 RGPU_EXPORT miniStatus miniSetArray(const int * values, size_t n)
 {

@@ -14,6 +14,12 @@ RGPU_EXPORT int miniOld(void)
     return rgpu_refused(&rgpu_mini_lib, "miniOld", "superseded ABI", &logged);
 }
 
+RGPU_EXPORT int miniOldMemset(void)
+{
+    static int logged;
+    return rgpu_refused(&rgpu_mini_lib, "miniOldMemset", "32-bit device addresses: call the 64-bit form", &logged);
+}
+
 RGPU_EXPORT int miniOld_v2(void)
 {
     static int logged;

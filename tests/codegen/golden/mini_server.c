@@ -20,6 +20,12 @@ static int t_miniSetArray(void *fn, void **a)
     return (int)((miniStatus (*)(const int *, size_t))fn)(*(const int * *)a[0], *(size_t *)a[1]);
 }
 
+static int t_miniOldCount(void *fn, void **a)
+{
+    (void)a;
+    return (int)((miniStatus (*)(unsigned int *))fn)(*(unsigned int * *)a[0]);
+}
+
 static int t_miniSetProps(void *fn, void **a)
 {
     (void)a;
@@ -74,17 +80,18 @@ static int t_miniInit(void *fn, void **a)
     return (int)((miniStatus (*)(unsigned int))fn)(*(unsigned int *)a[0]);
 }
 
-const struct rgpu_server_proc rgpu_mini_server_procs[12] = {
+const struct rgpu_server_proc rgpu_mini_server_procs[13] = {
     { &rgpu_mini_procs[0], t_miniStreamSync },
     { &rgpu_mini_procs[1], t_miniGetProps },
     { &rgpu_mini_procs[2], t_miniSetArray },
-    { &rgpu_mini_procs[3], t_miniSetProps },
-    { &rgpu_mini_procs[4], t_miniLaunch },
-    { &rgpu_mini_procs[5], t_miniGetName },
-    { &rgpu_mini_procs[6], t_miniMemset },
-    { &rgpu_mini_procs[7], t_miniGetCount },
-    { &rgpu_mini_procs[8], t_miniMemsetAsync },
-    { &rgpu_mini_procs[9], t_miniFind },
-    { &rgpu_mini_procs[10], t_miniStreamCreate },
-    { &rgpu_mini_procs[11], t_miniInit },
+    { &rgpu_mini_procs[3], t_miniOldCount },
+    { &rgpu_mini_procs[4], t_miniSetProps },
+    { &rgpu_mini_procs[5], t_miniLaunch },
+    { &rgpu_mini_procs[6], t_miniGetName },
+    { &rgpu_mini_procs[7], t_miniMemset },
+    { &rgpu_mini_procs[8], t_miniGetCount },
+    { &rgpu_mini_procs[9], t_miniMemsetAsync },
+    { &rgpu_mini_procs[10], t_miniFind },
+    { &rgpu_mini_procs[11], t_miniStreamCreate },
+    { &rgpu_mini_procs[12], t_miniInit },
 };

@@ -13,6 +13,9 @@ static const struct rgpu_param p_miniSetArray[] = {
     { "values", RGPU_IN_BUF, 4, 1, -1, 0, 0, 0, 0 },
     { "n", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0 },
 };
+static const struct rgpu_param p_miniOldCount[] = {
+    { "count", RGPU_OUT, 4, -1, -1, 0, 0, 0, 0 },
+};
 static const struct rgpu_param p_miniSetProps[] = {
     { "props", RGPU_IN, 48, -1, -1, 0, 0, 0, 0 },
 };
@@ -53,10 +56,11 @@ static const struct rgpu_param p_miniInit[] = {
     { "flags", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
 };
 
-const struct rgpu_proc rgpu_mini_procs[12] = {
+const struct rgpu_proc rgpu_mini_procs[13] = {
     { "miniStreamSync", 0x35f8e23bu, 0, 1, p_miniStreamSync },
     { "miniGetProps", 0x44fbc142u, 0, 2, p_miniGetProps },
     { "miniSetArray", 0x4ad519edu, 0, 2, p_miniSetArray },
+    { "miniOldCount", 0x4eba66f4u, 0, 1, p_miniOldCount },
     { "miniSetProps", 0x62d15626u, 0, 1, p_miniSetProps },
     { "miniLaunch", 0x63e2a353u, 0, 4, p_miniLaunch },
     { "miniGetName", 0x64eba137u, 0, 3, p_miniGetName },
@@ -69,5 +73,5 @@ const struct rgpu_proc rgpu_mini_procs[12] = {
 };
 
 const struct rgpu_lib rgpu_mini_lib = {
-    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, MINI_ERROR_INVALID, 0, 12, rgpu_mini_procs, MINI_ERROR_INVALID,
+    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, MINI_ERROR_INVALID, 0, 13, rgpu_mini_procs, MINI_ERROR_INVALID,
 };

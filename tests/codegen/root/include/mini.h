@@ -35,4 +35,13 @@ miniStatus miniCallback(void (*fn)(void *), void *user);
 miniStatus miniHandle(struct miniWithPointer *w);
 const char *miniErrorName(miniStatus s);
 
+/* Older ABIs the library still exports, declared only in the internal view
+ * (as cuda.h declares its CUDA 2.x entry points): one with 32-bit sizes,
+ * one with a 32-bit device address. */
+typedef unsigned int miniDeviceptr_v1;
+#if defined(MINI_INTERNAL)
+miniStatus miniOldCount(unsigned int *count);
+miniStatus miniOldMemset(miniDeviceptr_v1 dst, int value, unsigned int count);
+#endif
+
 #endif
