@@ -939,12 +939,13 @@ int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int tran
 }
 
 /* Errors after which the context is unusable: every later call fails with
- * them (the same numbers in the runtime and the driver). */
+ * them (the same numbers in the runtime and the driver): an illegal
+ * address, a device-side assert, and the faults 714-720. */
 static int sticky_error;
 
 static int is_sticky(int status)
 {
-    return status == 700 || (status >= 714 && status <= 720);
+    return status == 700 || status == 710 || (status >= 714 && status <= 720);
 }
 
 int rgpu_sticky_error(void)
