@@ -22,7 +22,15 @@
  * session's socket like any other; a client that stops reading makes the
  * sender wait, then the writer (the driver, inside the client's own
  * synchronise), and after the frame timeout ends the session.  Nothing is
- * buffered here beyond one chunk. */
+ * buffered here beyond one chunk.
+ *
+ * A known limit: while a device-to-host copy streams its data frame
+ * (daemon/copy.c) no other frame can go out, and the copy's own stream
+ * synchronises may make the driver print.  What it prints then is what
+ * other client threads' kernels printed meanwhile (its own stream's
+ * output went at its first piece, before the frame began); should that
+ * exceed a pipe's room, the copy would wait on the pipe and the sender on
+ * the copy's frame. */
 #include "rgpud.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
