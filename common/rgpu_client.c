@@ -453,9 +453,25 @@ static void connection_lost(const char *why)
 /* A data frame's head as the server writes it: [DATA, serial, bin32]. */
 #define DATA_HEAD_MAX 32
 
-/* Read the next frame: a data frame lands in its waiter's sink (*frame
- * NULL), any other comes back malloc'd.  Called with the reader role and
- * without S.lock.  -1 with errno (EPROTO: a data frame nobody asked for,
+/* An output frame, read whole: written out here (*frame NULL), by the
+ * reader, before any later frame (the reply of the synchronise that made
+ * it) is looked at.  -1 with errno EPROTO, logged, when it is malformed. */
+static int output_frame(char *buf, size_t n, char **frame)
+{
+    int rc = rgpu_output_frame(buf, n);
+    free(buf);
+    *frame = NULL;
+    if (rc < 0) {
+        rgpu_error("rgpud sent a malformed output frame: closing the session");
+        errno = EPROTO;
+    }
+    return rc;
+}
+
+/* Read the next frame: a data frame lands in its waiter's sink and an
+ * output frame is written out (*frame NULL both), any other comes back
+ * malloc'd.  Called with the reader role and without S.lock.  -1 with
+ * errno (EPROTO: a data frame nobody asked for, or a bad output frame,
  * logged). */
 static int read_frame(char **frame, size_t *len)
 {
@@ -480,6 +496,7 @@ static int read_frame(char **frame, size_t *len)
             msgpack_zone_destroy(&zone);
     }
     if (!head) {        /* any frame but a data frame: read whole */
+        int output = peek >= 2 && (unsigned char)p[0] == 0x93 && p[1] == RGPU_MSG_OUTPUT;
         char *buf = malloc(n);
         if (!buf)
             return -1;
@@ -487,6 +504,8 @@ static int read_frame(char **frame, size_t *len)
             free(buf);
             return -1;
         }
+        if (output)
+            return output_frame(buf, n, frame);
         *frame = buf;
         *len = n;
         return 0;
@@ -920,12 +939,13 @@ int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int tran
 }
 
 /* Errors after which the context is unusable: every later call fails with
- * them (the same numbers in the runtime and the driver). */
+ * them (the same numbers in the runtime and the driver): an illegal
+ * address, a device-side assert, and the faults 714-720. */
 static int sticky_error;
 
 static int is_sticky(int status)
 {
-    return status == 700 || (status >= 714 && status <= 720);
+    return status == 700 || status == 710 || (status >= 714 && status <= 720);
 }
 
 int rgpu_sticky_error(void)

@@ -244,6 +244,18 @@ int rgpu_lazy_event_sync(uint64_t event);
 int rgpu_lazy_copy_to_device(uint64_t dst, size_t count, uint64_t stream);
 int rgpu_lazy_copy_on_device(uint64_t dst, uint64_t src, size_t count, uint64_t stream);
 
+/* Kernels' printf output and assert messages (rgpu_output.c): rgpud sends
+ * what its session writes to fds 1 and 2 as output frames, written here to
+ * the same descriptors.  Whether this process may see output of a kernel's
+ * printf: a module it loaded calls printf (the stubs note every image they
+ * load), or such output arrived.  Then synchronises and copies wait (the
+ * policy above), so that the output arrives where CUDA prints it. */
+void rgpu_output_note_image(const void *image, size_t size);
+int rgpu_device_output_possible(void);
+/* One output frame [RGPU_MSG_OUTPUT, fd, bin], read whole: write its bytes
+ * to fd 1 or 2 behind what the program's stream holds.  -1: malformed. */
+int rgpu_output_frame(const char *frame, size_t len);
+
 /* A synchronise (a generated call with no outputs): a fault already known
  * poisons it at once, as on a GPU; lazy (the policy above allowed it), it
  * is still sent but not waited for, and its failure comes back with the

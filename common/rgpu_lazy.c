@@ -4,8 +4,10 @@
  * A call that goes without waiting has returned before the server ran it,
  * so whatever it would have answered must be known here: its argument
  * checks, its outputs, and whether anything the program can observe
- * depends on it having finished.  Three things decide that:
+ * depends on it having finished.  Four things decide that:
  * - RGPU_SYNC, the mode;
+ * - whether kernels of this process may printf (rgpu_output.c): their
+ *   output shows at synchronises, which then wait;
  * - the handles this process was handed and has not destroyed (a mirror
  *   of the server's table): a call naming anything else waits, so that
  *   the library's own error comes back at once;
@@ -169,10 +171,14 @@ int rgpu_capture_active(void)
 /* ---- the decisions ---------------------------------------------------------------- */
 
 /* Lazy mode, and no capture under way: a synchronise or a pageable copy
- * inside a capture is an error the caller must see at once. */
+ * inside a capture is an error the caller must see at once.  Nor may a
+ * kernel's printf output be due: the driver prints it at synchronises and
+ * blocking copies, and it must reach the program before such a call
+ * returns (rgpu_output.c). */
 static int lazy_now(void)
 {
-    return rgpu_sync_mode() == RGPU_SYNC_LAZY && !rgpu_capture_active();
+    return rgpu_sync_mode() == RGPU_SYNC_LAZY && !rgpu_capture_active() &&
+           !rgpu_device_output_possible();
 }
 
 int rgpu_lazy_stream_sync(uint64_t stream)

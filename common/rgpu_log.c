@@ -8,6 +8,7 @@
 
 static int log_level = RGPU_LOG_WARN;
 static const char *log_prefix = "rgpu";
+static int log_fd = STDERR_FILENO;
 
 static int parse_level(const char *name, int fallback)
 {
@@ -31,6 +32,16 @@ void rgpu_log_set_level(int level)
     log_level = level;
 }
 
+void rgpu_log_set_fd(int fd)
+{
+    log_fd = fd;
+}
+
+int rgpu_log_fd(void)
+{
+    return log_fd;
+}
+
 int rgpu_log_enabled(int level)
 {
     return level <= log_level;
@@ -51,7 +62,7 @@ void rgpu_log(int level, const char *fmt, ...)
     va_end(ap);
     strcat(line, "\n");
     /* One write per line keeps lines whole when several processes log. */
-    if (write(STDERR_FILENO, line, strlen(line)) < 0)
+    if (write(log_fd, line, strlen(line)) < 0)
         return;
 }
 

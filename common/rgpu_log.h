@@ -1,4 +1,6 @@
-/* Levelled logging to stderr, shared by the client core and rgpud. */
+/* Levelled logging to stderr, shared by the client core and rgpud.  A
+ * session of rgpud forwards its fd 2 to the client (daemon/output.c) and
+ * logs to a copy of the original one instead (rgpu_log_set_fd). */
 #ifndef RGPU_LOG_H
 #define RGPU_LOG_H
 
@@ -11,6 +13,9 @@ enum rgpu_log_level {
 
 void rgpu_log_init(const char *prefix, const char *level_name);
 void rgpu_log_set_level(int level);
+/* Where log lines go (STDERR_FILENO until set); one write per line. */
+void rgpu_log_set_fd(int fd);
+int rgpu_log_fd(void);
 int rgpu_log_enabled(int level);
 void rgpu_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Put a sentence saying why something failed in buf (of size len) and

@@ -17,6 +17,7 @@
  *   log      server -> client  [RGPU_MSG_LOG, library, level, function, text,
  *                               [details...]]
  *   data     server -> client  [RGPU_MSG_DATA, serial, bin]
+ *   output   server -> client  [RGPU_MSG_OUTPUT, fd, bin]
  *
  * transport_status says whether the server could carry out the call at all
  * (RGPU_OK, or an RGPU_E* code); api_status is what the CUDA function itself
@@ -39,6 +40,14 @@
  * bytes gets one, of exactly the size it asked for; the reply that follows
  * says whether they are good.
  *
+ * An output frame carries bytes the session process wrote to its standard
+ * output (fd 1) or standard error (fd 2): what kernels printf, device-side
+ * assert messages (the driver writes both at synchronisations) and anything
+ * the libraries print.  Bytes written while a call ran come before that
+ * call's reply; those of a call that gets no reply come before a later
+ * reply.  The client writes them to its own fd 1 or 2, in order
+ * (daemon/output.c, common/rgpu_output.c).
+ *
  * Procedure ids are a hash of "library/function" (rgpu_proc_id()), so they
  * never change across builds or CUDA versions; hand-written procedures use
  * the same scheme with names of their own ("cudart/rgpu.module_load").
@@ -48,7 +57,7 @@
 
 #include <stdint.h>
 
-#define RGPU_PROTO_VERSION      3
+#define RGPU_PROTO_VERSION      4
 #define RGPU_DEFAULT_PORT       9713
 #define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
 /* Bulk copies travel in chunks: each a frame, which the server pipelines
@@ -73,6 +82,8 @@ enum rgpu_msg {
                                    this client is still running */
     /* Protocol 3: */
     RGPU_MSG_DATA      = 9,     /* server -> client: [DATA, serial, bin] */
+    /* Protocol 4: */
+    RGPU_MSG_OUTPUT    = 10,    /* server -> client: [OUTPUT, fd, bin] */
 };
 
 enum rgpu_call_flags {

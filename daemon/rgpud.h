@@ -77,6 +77,17 @@ void session_send(const msgpack_sbuffer *sb);
 int session_run_generated(const char *lib, const char *name, const msgpack_object *args,
                           msgpack_packer *outs);
 
+/* ---- output.c: the session's fds 1 and 2, forwarded to the client ---------- */
+
+/* After the hello, before any CUDA library is loaded: fds 1 and 2 become
+ * pipes, logging goes on to a copy of the old fd 2. */
+void output_capture(void);
+/* After the welcome: a thread sends what arrives in the pipes. */
+void output_start(void);
+/* Before a reply: send everything written so far (a synchronise's printf
+ * output comes before its reply). */
+void output_before_reply(void);
+
 /* ---- record.c: request frames to RGPU_RECORD_DIR, for the fuzz corpus ---- */
 
 void record_frame(const char *frame, size_t len);

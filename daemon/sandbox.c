@@ -133,7 +133,7 @@ static void line_start(struct line *l, const char *level)
 static void line_write(struct line *l)
 {
     l->buf[l->len++] = '\n';
-    ssize_t rc = write(STDERR_FILENO, l->buf, l->len);
+    ssize_t rc = write(rgpu_log_fd(), l->buf, l->len);
     (void)rc;       /* nowhere to report a failed log write */
 }
 

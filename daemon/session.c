@@ -451,6 +451,7 @@ static void execute(struct worker *w, struct request *rq)
             msgpack_pack_array(&pk, 0);
             iov[0] = (struct iovec){ sb.data, sb.size };
         }
+        output_before_reply();      /* what the call printed comes first */
         send_parts_or_die(iov, n);
         msgpack_sbuffer_destroy(&sb);
     }
@@ -847,6 +848,7 @@ void session_run(int fd, const struct rgpud_options *opt)
     hello_deadline(opt->hello_timeout_s);
     auth_session(fd, opt, &w);
     alarm(0);
+    output_capture();           /* before a library can print */
     init_tables();
     if (backend_open(opt->lib_dir) < 0)
         rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
@@ -856,6 +858,7 @@ void session_run(int fd, const struct rgpud_options *opt)
     w.runtime_version = backend_runtime_version();
     w.driver_version = backend_driver_version();
     auth_welcome(fd, &w);
+    output_start();             /* output frames only after the welcome */
     start_keepalive();
     for (;;) {
         wait_queue_space();

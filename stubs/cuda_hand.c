@@ -403,8 +403,10 @@ static CUresult load_image(const char *proc, uint64_t *handle, const void *image
     if (rc != RGPU_REPLY_READY)
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS) {
         *handle = rgpu_reply_u64(&reply, 0);
+        rgpu_output_note_image(image, size);    /* may its kernels printf? */
+    }
     rgpu_reply_free(&reply);
     return rc;
 }

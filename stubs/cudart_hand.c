@@ -265,10 +265,12 @@ static int module_load(struct module *m)
     if (rc != RGPU_REPLY_READY)
         goto out;
     rc = rgpu_reply_status(LIB, &reply);
-    if (rc == cudaSuccess)
+    if (rc == cudaSuccess) {
         m->library = rgpu_reply_u64(&reply, 0);
-    else
+        rgpu_output_note_image(m->image, m->image_size);   /* may its kernels printf? */
+    } else {
         rgpu_debug("loading a module of %zu bytes failed: %d", m->image_size, rc);
+    }
     rgpu_reply_free(&reply);
 out:
     pthread_mutex_unlock(&m->lock);

@@ -6,7 +6,9 @@
  * private directory) lets the client in with a plain welcome and answers
  * one device-to-host copy request of 1 MiB as the case says: with a data
  * frame of the right size or a wrong one, for the right serial or another,
- * once or twice, with or without bytes in the reply itself.  The client (a
+ * once or twice, with or without bytes in the reply itself, after an
+ * output frame (what the session printed) for fd 2 or for fd 3, which no
+ * server may send (the client's stderr is checked too).  The client (a
  * second child, so that each case has a fresh client core) asks for the
  * copy with rgpu_copy_dtoh into a buffer with guard bytes on both sides,
  * and checks the status, the bytes, and that nothing was written outside
@@ -35,24 +37,31 @@
 #define NOT_SUPPORTED 801
 #define UNAVAILABLE 999
 
-enum answer_step { DATA_OK, DATA_SHORT, DATA_LONG, DATA_STRANGER, REPLY_EMPTY, REPLY_FULL, END };
+enum answer_step { DATA_OK, DATA_SHORT, DATA_LONG, DATA_STRANGER, REPLY_EMPTY, REPLY_FULL,
+                   OUTPUT_FD2, OUTPUT_FD3, END };
+
+#define OUTPUT_TEXT "rogue: printed on the server\n"
 
 struct rogue_case {
     const char *name;
     enum answer_step steps[4];
     int status;         /* what rgpu_copy_dtoh must return */
     int bytes_good;     /* whether the buffer must then hold the pattern */
+    int printed;        /* 1: the client's stderr must hold OUTPUT_TEXT, -1: must not,
+                           0: unchecked */
 };
 
 static const struct rogue_case cases[] = {
-    { "data-frame", { DATA_OK, REPLY_EMPTY, END }, 0, 1 },
-    { "bytes-in-reply", { REPLY_FULL, END }, 0, 1 },
-    { "data-frame-short", { DATA_SHORT, REPLY_EMPTY, END }, UNAVAILABLE, 0 },
-    { "data-frame-long", { DATA_LONG, REPLY_EMPTY, END }, UNAVAILABLE, 0 },
-    { "data-frame-for-another-serial", { DATA_STRANGER, REPLY_EMPTY, END }, UNAVAILABLE, 0 },
-    { "data-frame-twice", { DATA_OK, DATA_OK, REPLY_EMPTY, END }, UNAVAILABLE, -1 },
-    { "no-bytes-at-all", { REPLY_EMPTY, END }, NOT_SUPPORTED, 0 },
-    { "data-frame-and-bytes-in-reply", { DATA_OK, REPLY_FULL, END }, NOT_SUPPORTED, -1 },
+    { "data-frame", { DATA_OK, REPLY_EMPTY, END }, 0, 1, 0 },
+    { "bytes-in-reply", { REPLY_FULL, END }, 0, 1, 0 },
+    { "data-frame-short", { DATA_SHORT, REPLY_EMPTY, END }, UNAVAILABLE, 0, 0 },
+    { "data-frame-long", { DATA_LONG, REPLY_EMPTY, END }, UNAVAILABLE, 0, 0 },
+    { "data-frame-for-another-serial", { DATA_STRANGER, REPLY_EMPTY, END }, UNAVAILABLE, 0, 0 },
+    { "data-frame-twice", { DATA_OK, DATA_OK, REPLY_EMPTY, END }, UNAVAILABLE, -1, 0 },
+    { "no-bytes-at-all", { REPLY_EMPTY, END }, NOT_SUPPORTED, 0, 0 },
+    { "data-frame-and-bytes-in-reply", { DATA_OK, REPLY_FULL, END }, NOT_SUPPORTED, -1, 0 },
+    { "output-then-copy", { OUTPUT_FD2, DATA_OK, REPLY_EMPTY, END }, 0, 1, 1 },
+    { "output-for-fd-3", { OUTPUT_FD3, DATA_OK, REPLY_EMPTY, END }, UNAVAILABLE, 0, -1 },
 };
 
 static const struct rgpu_lib lib = {
@@ -115,6 +124,23 @@ static int send_reply(int fd, uint64_t serial, size_t bytes)
     return rc;
 }
 
+/* [OUTPUT, fd, bin] */
+static int send_output(int fd, int target)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_int(&pk, RGPU_MSG_OUTPUT);
+    msgpack_pack_int(&pk, target);
+    msgpack_pack_bin_with_body(&pk, OUTPUT_TEXT, strlen(OUTPUT_TEXT));
+    struct iovec iov = { sb.data, sb.size };
+    int rc = rgpu_write_frame(fd, &iov, 1);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
 /* The serial of a request frame, or 0. */
 static uint64_t request_serial(const char *frame, size_t len)
 {
@@ -155,6 +181,8 @@ static void serve(int lfd, const struct rogue_case *c)
         case DATA_STRANGER: send_data(fd, serial + 1000, COUNT); break;
         case REPLY_EMPTY: send_reply(fd, serial, 0); break;
         case REPLY_FULL: send_reply(fd, serial, COUNT); break;
+        case OUTPUT_FD2: send_output(fd, 2); break;
+        case OUTPUT_FD3: send_output(fd, 3); break;
         case END: break;
         }
     }
@@ -174,9 +202,19 @@ static void ask(const struct rogue_case *c, const char *server, int report)
     setenv("RGPU_SERVER", server, 1);
     setenv("RGPU_TIMEOUT", "10", 1);
     setenv("RGPU_LOG", "error", 1);
+    FILE *err = c->printed ? tmpfile() : NULL;
+    if (err)
+        dup2(fileno(err), STDERR_FILENO);
     int rc = rgpu_copy_dtoh(&lib, rgpu_proc_id("cudart", RGPU_H_DTOH), "rogue copy", dst, 0x1000,
                             COUNT, 0);
-    char why[256] = "";
+    char why[256] = "", got[512] = "";
+    if (err) {
+        ssize_t n = pread(fileno(err), got, sizeof got - 1, 0);
+        int has = n > 0 && strstr(got, OUTPUT_TEXT) == got;
+        if (has != (c->printed > 0))
+            snprintf(why, sizeof why, "stderr %s what the server printed: '%.200s'",
+                     has ? "holds" : "lacks", got);
+    }
     for (size_t i = 0; i < GUARD && !why[0]; i++)
         if (buf[i] || dst[COUNT + i])
             snprintf(why, sizeof why, "a byte outside the buffer was written");

@@ -136,10 +136,19 @@ static void free_owned(enum fg_kind kind, void *obj, uint64_t h)
 
 static void ctx_teardown(struct fg_ctx *c)
 {
+    fg_output_flush(c);         // the driver prints what is left as a context goes
+    fg_output_release(c);
     fg_handle_each_owned(c, free_owned);
     fg_mem_release_owned(c);
     fg_host_release_owned(c);
     c->pending = c->sticky = CUDA_SUCCESS;
+}
+
+struct fg_ctx *fg_ctx_current(void)
+{
+    struct fg_ctx *c = ctx_depth ? ctx_get(ctx_stack[ctx_depth - 1]) : NULL;
+
+    return c && !(c->primary && !primary_live) ? c : NULL;
 }
 
 CUresult fg_enter(int flags, struct fg_ctx **out, int *skip)
@@ -440,9 +449,11 @@ CUresult CUDAAPI cuCtxSynchronize(void)
     CUresult r;
 
     sync_sleep();
-    // Work ran when it was enqueued; all that is left is reporting faults
-    // (and waiting for the modelled copy engine).
+    // Work ran when it was enqueued; all that is left is printing what
+    // kernels printed, reporting faults (and waiting for the modelled copy
+    // engine).
     fg_lock();
+    fg_output_flush_current();
     r = fg_enter(0, &c, NULL);
     uint64_t idle = fg_engine_idle_at();
     fg_unlock();

@@ -52,6 +52,7 @@ static CUresult load(const void *image, int is_library, int flags,
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
     fg_lock();
+    fg_output_flush_current();          // a module load prints what kernels printed
     r = fg_enter(flags, &c, NULL);
     if (r == CUDA_SUCCESS)
         r = fg_module_load(image, is_library, c, &m);
@@ -101,6 +102,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
     CUresult r;
 
     fg_lock();
+    fg_output_flush_current();          // so does an unload
     r = fg_enter(0, &c, NULL);
     m = mod_get(hmod);
     if (r == CUDA_SUCCESS && (!m || m->is_library))
@@ -207,6 +209,7 @@ CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
     CUresult r;
 
     fg_lock();
+    fg_output_flush_current();
     r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
     m = mod_get((CUmodule)library);
     if (r == CUDA_SUCCESS && (!m || !m->is_library))
@@ -541,8 +544,11 @@ static CUresult launch(CUfunction h, struct fg_dim g, struct fg_dim b,
     struct fg_ctx *c;
     unsigned char *buf;
     int skip;
-    CUresult r = fg_enter(FG_ENQUEUE, &c, &skip);
+    CUresult r;
 
+    // The driver prints what earlier kernels printed as a launch starts.
+    fg_output_flush_current();
+    r = fg_enter(FG_ENQUEUE, &c, &skip);
     if (r != CUDA_SUCCESS)
         return r;
     f = func_get(h);
@@ -702,6 +708,8 @@ static CUresult stream_wait(CUstream h, int wait)
     CUresult r;
 
     fg_lock();
+    if (wait)
+        fg_output_flush_current();      // a synchronise prints what kernels printed
     r = fg_enter(0, &c, NULL);
     if (r == CUDA_SUCCESS)
         r = fg_check_stream(h);
@@ -802,6 +810,8 @@ static CUresult event_wait(CUevent h, int wait)
     CUresult r;
 
     fg_lock();
+    if (wait)
+        fg_output_flush_current();
     r = fg_enter(0, &c, NULL);
     if (r == CUDA_SUCCESS && !event_get(h))
         r = CUDA_ERROR_INVALID_HANDLE;

@@ -141,6 +141,8 @@ static CUresult copy(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev,
     uint64_t idle = 0;
 
     fg_lock();
+    if (!async)
+        fg_output_flush_current();      // a blocking copy prints what kernels printed
     r = fg_enter(async ? FG_ENQUEUE : 0, &c, &skip);
     if (r == CUDA_SUCCESS && async)
         r = fg_check_stream(s);
@@ -257,6 +259,8 @@ static CUresult copy_2d_entry(const CUDA_MEMCPY2D *p, int async, CUstream s)
     CUresult r;
 
     fg_lock();
+    if (!async)
+        fg_output_flush_current();
     r = fg_enter(async ? FG_ENQUEUE : 0, &c, &skip);
     if (r == CUDA_SUCCESS && async)
         r = fg_check_stream(s);

@@ -64,6 +64,9 @@ struct fg_ctx {
     // context returns it until the context is destroyed or reset.
     CUresult pending;
     CUresult sticky;
+    // What kernels printed and asserts said, until a call flushes it
+    // (printf.c); NULL until a kernel prints.
+    struct fg_output *output;
 };
 
 // Checks the calling thread's state before an API call does its work; the
@@ -76,6 +79,10 @@ struct fg_ctx {
 #define FG_CTX_OPTIONAL 1
 #define FG_ENQUEUE      2
 CUresult fg_enter(int flags, struct fg_ctx **ctx, int *skip);
+
+// The calling thread's current context, NULL when it has none (or it is
+// destroyed); lock held.
+struct fg_ctx *fg_ctx_current(void);
 
 // CUDA_SUCCESS for the NULL/legacy/per-thread streams and live streams.
 CUresult fg_check_stream(CUstream s);
@@ -220,5 +227,20 @@ void *fg_st(struct fg_thread *t, CUdeviceptr a, size_t n);
 #define FG_ARG(t, i, T)  (*(const T *)fg_arg((t), (i), sizeof(T)))
 #define FG_LD(t, a, T)   (*(const T *)fg_ld((t), (a), sizeof(T)))
 #define FG_ST(t, a, T)   (*(T *)fg_st((t), (a), sizeof(T)))
+
+// ---- Device printf and assert (printf.c) --------------------------------------------
+//
+// For CPU twins: printf as the kernel prints, into the current context's
+// buffer; a failed assert, whose message goes to stderr and which stops the
+// launch with CUDA_ERROR_ASSERT.  The calls where the driver prints the
+// buffer flush it (lock held): a launch's start, the synchronises, blocking
+// copies, module loads and unloads, a context's end.
+void fg_device_printf(struct fg_thread *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void fg_device_assert(struct fg_thread *t, const char *cond, const char *file,
+                      unsigned line, const char *function);
+void fg_output_flush(struct fg_ctx *c);
+void fg_output_flush_current(void);
+void fg_output_release(struct fg_ctx *c);
 
 #pragma GCC visibility pop

@@ -1,5 +1,5 @@
-// CPU twins of the test kernels in tests/progs/kernels.cuh, and the loop that
-// runs one over a grid.
+// CPU twins of the test kernels in tests/progs/kernels.cuh and
+// tests/progs/device_output.cuh, and the loop that runs one over a grid.
 //
 // A twin is written per thread, like the CUDA kernel: it reads its
 // parameters with FG_ARG (by ordinal, at the offset the cubin gives) and
@@ -227,6 +227,53 @@ static void k_poke(struct fg_thread *t)
         FG_ST(t, p, int) = 42;
 }
 
+// ---- Kernels that print and assert (tests/progs/device_output.cuh) -----------------------
+//
+// printf's conversions are the C library's, as the driver's formatting is;
+// a float argument reaches printf as a double in CUDA too.
+
+static void k_print(struct fg_thread *t)
+{
+    if (t->blockIdx.x == t->gridDim.x - 1 && t->threadIdx.x == t->blockDim.x - 1)
+        fg_device_printf(t, "k_print %d: block [%u,%u,%u] thread [%u,%u,%u] of grid %u "
+                         "block %u: value %d\n", FG_ARG(t, 0, int), t->blockIdx.x,
+                         t->blockIdx.y, t->blockIdx.z, t->threadIdx.x, t->threadIdx.y,
+                         t->threadIdx.z, t->gridDim.x, t->blockDim.x, FG_ARG(t, 1, int));
+}
+
+static void k_lines(struct fg_thread *t)
+{
+    int n = FG_ARG(t, 0, int);
+
+    if (first_thread(t))
+        for (int i = 0; i < n; i++)
+            fg_device_printf(t, "k_lines: line %05d of %d\n", i, n);
+}
+
+static void k_formats(struct fg_thread *t)
+{
+    int i = FG_ARG(t, 0, int);
+    unsigned u = FG_ARG(t, 1, unsigned);
+    double d = FG_ARG(t, 3, double);
+
+    if (first_thread(t))
+        fg_device_printf(t, "k_formats: %d %u %x %lld %.3f %.2e %g %c %s %5d|%-5d|\n", i, u, u,
+                         FG_ARG(t, 2, long long), d, d, (double)FG_ARG(t, 4, float),
+                         FG_ARG(t, 5, char), "text", i, i);
+}
+
+static void k_assert(struct fg_thread *t)
+{
+    int v = (int)gid32(t);
+
+    if (v == FG_ARG(t, 0, int)) {
+        fg_device_printf(t, "k_assert: thread %d is about to fail its assert\n", v);
+        // nvcc passes the path it compiled and the pretty function name;
+        // the line is the assert's in device_output.cuh.
+        fg_device_assert(t, "v != bad", "device_output.cuh", 44, "void k_assert(int)");
+    }
+}
+
 // Mangled names as nvcc 13 emits them for kernels.cuh; sizes by ordinal.
 static const struct fg_twin twins[] = {
     { "_Z7k_emptyv", 0, { 0 }, k_empty },
@@ -238,6 +285,11 @@ static const struct fg_twin twins[] = {
     { "_Z5k_incPii", 2, { 8, 4 }, k_inc },
     { "_Z8k_doublePiPKii", 3, { 8, 8, 4 }, k_double },
     { "_Z6k_pokePi", 1, { 8 }, k_poke },
+    // device_output.cuh
+    { "_Z7k_printii", 2, { 4, 4 }, k_print },
+    { "_Z7k_linesi", 1, { 4 }, k_lines },
+    { "_Z9k_formatsijxdfc", 6, { 4, 4, 8, 8, 4, 1 }, k_formats },
+    { "_Z8k_asserti", 1, { 4 }, k_assert },
 };
 
 const struct fg_twin *fg_twin_find(const struct fg_func *f)

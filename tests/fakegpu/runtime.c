@@ -33,6 +33,7 @@ SAME(cudaErrorInvalidResourceHandle, CUDA_ERROR_INVALID_HANDLE);
 SAME(cudaErrorSymbolNotFound, CUDA_ERROR_NOT_FOUND);
 SAME(cudaErrorNotReady, CUDA_ERROR_NOT_READY);
 SAME(cudaErrorIllegalAddress, CUDA_ERROR_ILLEGAL_ADDRESS);
+SAME(cudaErrorAssert, CUDA_ERROR_ASSERT);
 SAME(cudaErrorLaunchOutOfResources, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
 SAME(cudaErrorContextIsDestroyed, CUDA_ERROR_CONTEXT_IS_DESTROYED);
 SAME(cudaErrorMisalignedAddress, CUDA_ERROR_MISALIGNED_ADDRESS);
@@ -60,7 +61,7 @@ static int is_sticky(cudaError_t e)
     return e == cudaErrorIllegalAddress || e == cudaErrorHardwareStackError ||
            e == cudaErrorIllegalInstruction || e == cudaErrorMisalignedAddress ||
            e == cudaErrorInvalidAddressSpace || e == cudaErrorInvalidPc ||
-           e == cudaErrorLaunchFailure;
+           e == cudaErrorLaunchFailure || e == cudaErrorAssert;
 }
 
 // Every runtime call returns through here: failures become the thread's

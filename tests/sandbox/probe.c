@@ -7,8 +7,8 @@
  * Environment: RGPU_PROBE_DIR, a folder of the test's (the file to write,
  * the marker a shell would leave, the file to read); RGPU_PROBE_PORT, the
  * loopback port the test listens on (where a connect would land).
- * Outcomes the process survives are written to stderr as
- * "probe: NAME rc=R errno=E". */
+ * Outcomes the process survives are written to rgpud's log (its stderr
+ * when it started) as "probe: NAME rc=R errno=E". */
 #include "probe.h"
 
 #include <arpa/inet.h>
@@ -25,6 +25,9 @@
 #include <unistd.h>
 
 static char dir[1024];
+/* rgpud's log: a session's own fd 2 goes to its client (daemon/output.c),
+ * so reports go to a copy of the fd 2 the daemon started with. */
+static int log_fd = STDERR_FILENO;
 static struct sockaddr_in target;
 static int early_socket = -1;       /* made before the sandbox, connected after */
 
@@ -34,7 +37,7 @@ static void report(const char *name, long rc, int err)
     /* snprintf is not async-signal-safe in general; here no other code of
      * this process formats at the same time, as the test drives it. */
     int n = snprintf(line, sizeof line, "probe: %s rc=%ld errno=%d\n", name, rc, err);
-    if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0)
+    if (n > 0 && write(log_fd, line, (size_t)n) < 0)
         _exit(99);
 }
 
@@ -95,7 +98,7 @@ static void do_unlisted(void)
 static void do_tiocsti(void)
 {
     char c = '\n';
-    long rc = ioctl(STDERR_FILENO, TIOCSTI, &c);
+    long rc = ioctl(log_fd, TIOCSTI, &c);      /* where a terminal would be */
     report("tiocsti", rc, rc < 0 ? errno : 0);
 }
 
@@ -134,6 +137,9 @@ __attribute__((constructor)) static void probe_init(void)
     if (!d || !port)
         return;
     snprintf(dir, sizeof dir, "%s", d);
+    int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd >= 0)
+        log_fd = fd;
     target.sin_family = AF_INET;
     target.sin_port = htons((uint16_t)atoi(port));
     target.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
