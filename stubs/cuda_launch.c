@@ -1,7 +1,8 @@
 /* Driver-API launches and the facts of functions and kernels the client
  * answers itself: cuLaunchKernel, cuLaunchKernelEx with its launch
- * attributes, the cooperative launches, and the names of functions and
- * kernels.  Server side: daemon/hand_cuda_launch.c. */
+ * attributes, the cooperative launches, the names of functions and
+ * kernels, and libraries loaded from the client's files.  Server side:
+ * daemon/hand_cuda_launch.c. */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_launch_attrs.h"
@@ -415,4 +416,60 @@ RGPU_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 RGPU_EXPORT CUresult cuKernelGetName(const char **name, CUkernel hfunc)
 {
     return name_of("cuKernelGetName", RGPU_NAME_KERNEL, (uint64_t)(uintptr_t)hfunc, name);
+}
+
+/* ---- libraries from files ------------------------------------------------------------- */
+
+/* The whole file, NUL-terminated (PTX is text): NULL when it cannot be read. */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t cap = 0, n;
+    *len = 0;
+    if (!f)
+        return NULL;
+    do {
+        if (*len + 65536 + 1 > cap) {
+            char *nb = realloc(buf, cap = (*len + 65536 + 1) * 2);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+        }
+        n = fread(buf + *len, 1, 65536, f);
+        *len += n;
+    } while (n > 0);
+    fclose(f);
+    buf[*len] = '\0';
+    return buf;
+}
+
+/* The file is the client's: read here, loaded as cuLibraryLoadData loads
+ * bytes (with the same options). */
+RGPU_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
+                                           CUjit_option *jitOptions, void **jitOptionsValues,
+                                           unsigned int numJitOptions,
+                                           CUlibraryOption *libraryOptions,
+                                           void **libraryOptionValues,
+                                           unsigned int numLibraryOptions)
+{
+    size_t len;
+    if (!library || !fileName || (numLibraryOptions && !libraryOptions))
+        return CUDA_ERROR_INVALID_VALUE;
+    /* A file's bytes cannot be kept by the caller (cuda.h). */
+    for (unsigned i = 0; i < numLibraryOptions; i++)
+        if (libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED)
+            return CUDA_ERROR_INVALID_VALUE;
+    char *image = read_file(fileName, &len);
+    if (!image)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    CUresult rc = len ? cuLibraryLoadData(library, image, jitOptions, jitOptionsValues,
+                                          numJitOptions, libraryOptions, libraryOptionValues,
+                                          numLibraryOptions)
+                      : CUDA_ERROR_INVALID_IMAGE;
+    free(image);
+    return rc;
 }

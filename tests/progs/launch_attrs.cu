@@ -8,11 +8,13 @@
 //   large to be resident at once;
 // - cudaGetFuncBySymbol and cudaGetKernel, their handles launched through the
 //   driver; function and kernel names; the driver's library and kernel calls
-//   on a fatbin of kernels.cuh.
+//   on a fatbin of kernels.cuh, from memory and from a file.
 // Errors whose exact code the driver chooses are printed as "info:" lines,
 // which the GPU machine compares between native and rgpu runs.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cuda.h>
 #include "check.h"
 #include "kernels.cuh"
@@ -455,6 +457,37 @@ static void test_library(struct fixture *fx, const void *image)
     check_cu(cuLibraryUnload(lib), "cuLibraryUnload");
 }
 
+// cuLibraryLoadFromFile: the file is the program's (through rgpu, the
+// client's), the library as good as one loaded from bytes.
+static void test_library_file(struct fixture *fx, const void *image, size_t size)
+{
+    char path[256];
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/rgpu-launch-attrs-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    bool written = f && fwrite(image, 1, size, f) == size;
+    if (f)
+        fclose(f);
+    if (!check(written, "fatbin written to a file", "cannot write %s", path))
+        return;
+
+    CUlibrary lib;
+    CUkernel k;
+    if (check_cu(cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadFromFile") &&
+        check_cu(cuLibraryGetKernel(&k, lib, FILL), "cuLibraryGetKernel from the file's library")) {
+        unsigned long long n = N;
+        uint32_t value = 0xD0000001u;
+        void *params[] = {&fx->d, &value, &n};
+        check_cu(cuLaunchKernel((CUfunction)k, BLOCKS, 1, 1, THREADS, 1, 1, 0, NULL, params, NULL),
+                 "cuLaunchKernel from the file's library");
+        check_u32(fx->d, N, value, "cuLaunchKernel from the file's library data");
+        check_cu(cuLibraryUnload(lib), "cuLibraryUnload the file's library");
+    }
+    unlink(path);
+    cu_fails(cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadFromFile of a missing file");
+}
+
 int main(void)
 {
     struct fixture fx;
@@ -488,6 +521,7 @@ int main(void)
     test_cooperative(&fx, prop.multiProcessorCount);
     test_handles(&fx);
     test_library(&fx, image);
+    test_library_file(&fx, image, sizeof kernels_fatbin);
 
     check_cuda(cudaEventDestroy(fx.untimed), "cudaEventDestroy untimed");
     check_cuda(cudaEventDestroy(fx.timed), "cudaEventDestroy timed");
