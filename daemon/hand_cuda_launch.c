@@ -120,9 +120,12 @@ static int launch(struct hand_call *c, const uint64_t *v, const void *params, si
     if (!guard_function_known(v[0]))
         return bad_handle(c, 0, "function");
     if (!v[9]) {        /* else the caller packed the buffer itself (`extra`) */
+        /* The client asks a function's layout before its first launch. */
         struct layout *l = find_layout(v[0]);
-        if (!l)
-            return bad_handle(c, 0, "function without a layout");
+        if (!l) {
+            msgpack_pack_array(c->out, 0);
+            return CUDA_ERROR_INVALID_HANDLE;
+        }
         PROTO_IF(layout_argv(l->off, l->size, l->n, params, n, argv, 512));
     }
     void **kernel_params = v[9] ? NULL : argv, **packed = v[9] ? extra : NULL;
@@ -167,9 +170,10 @@ static int h_launch_ex(struct hand_call *c)
              launch_attrs_arg(c, 10, attrs, &nattrs));
     PROTO_IF(v[1] > UINT32_MAX || v[2] > UINT32_MAX || v[3] > UINT32_MAX ||
              v[4] > UINT32_MAX || v[5] > UINT32_MAX || v[6] > UINT32_MAX || v[7] > UINT32_MAX);
-    switch (launch_attrs_check(attrs, nattrs)) {
+    switch (launch_attrs_check(attrs, nattrs)) {     /* it logs what it refuses */
     case LAUNCH_ATTRS_BAD_EVENT:
-        return bad_handle(c, 0, "event");
+        msgpack_pack_array(c->out, 0);
+        return CUDA_ERROR_INVALID_HANDLE;
     case LAUNCH_ATTRS_BAD_WINDOW:
         msgpack_pack_array(c->out, 0);
         return CUDA_ERROR_INVALID_VALUE;

@@ -417,7 +417,7 @@ static int h_launch_ex(struct hand_call *c)
     unsigned nattrs = 0;
     PROTO_IF(args_count(c, 11) || arg_bin(c, 10, &params, &n) || arg_u64s(c, 9, v) ||
              launch_attrs_arg(c, 9, attrs, &nattrs));
-    switch (launch_attrs_check(attrs, nattrs)) {
+    switch (launch_attrs_check(attrs, nattrs)) {     /* it logs what it refuses */
     case LAUNCH_ATTRS_BAD_EVENT:
         msgpack_pack_array(c->out, 0);
         return cudaErrorInvalidResourceHandle;

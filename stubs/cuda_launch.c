@@ -213,6 +213,8 @@ static CUresult launch(const struct launch *L)
     int wait = launch_must_wait(L);
     rgpu_req_begin(&req, rgpu_proc_id("cuda", nsent ? RGPU_H_CU_LAUNCH_EX : RGPU_H_CU_LAUNCH),
                    wait ? 0 : RGPU_CALL_NOREPLY);
+    rgpu_stats_name(req.proc_id, nsent ? "driver kernel launch with attributes"
+                                       : "driver kernel launch");
     pack_launch(&req, L, nsent, buf, len);
     if (wait) {
         rc = (CUresult)rgpu_req_status(LIB, L->what, &req);
