@@ -211,8 +211,8 @@ static void test_attributes(struct fixture *fx)
     }
 }
 
-// Attributes the driver refuses: a cluster that does not tile the grid, an
-// event that may be timed, a device-updatable node outside a capture.
+// Attributes the driver refuses: a cluster that does not tile the grid, a
+// device-updatable node outside a capture (and an event that may be timed).
 static void test_attribute_errors(struct fixture *fx)
 {
     unsigned long long count = N;
@@ -240,12 +240,16 @@ static void test_attribute_errors(struct fixture *fx)
              "cudaLaunchKernelExC cluster 3 of 8 blocks");
     cu_fails(cuLaunchKernelEx(&dc, fx->fill, args, NULL), "cuLaunchKernelEx cluster 3 of 8 blocks");
 
+    // cuda.h requires an event with timing disabled; whether the driver
+    // refuses one that may be timed is its business: printed.
     a = attr(cudaLaunchAttributeLaunchCompletionEvent);
     a.val.launchCompletionEvent.event = fx->timed;
-    rt_fails(cudaLaunchKernelExC(&rc, (const void *)k_fill_u32, args),
-             "cudaLaunchKernelExC completion event that may be timed");
-    cu_fails(cuLaunchKernelEx(&dc, fx->fill, args, NULL),
-             "cuLaunchKernelEx completion event that may be timed");
+    printf("info: cudaLaunchKernelExC completion event that may be timed -> %s\n",
+           cudaGetErrorName(cudaLaunchKernelExC(&rc, (const void *)k_fill_u32, args)));
+    cudaGetLastError();
+    const char *s = "?";
+    cuGetErrorName(cuLaunchKernelEx(&dc, fx->fill, args, NULL), &s);
+    printf("info: cuLaunchKernelEx completion event that may be timed -> %s\n", s);
 
     // rgpu refuses it (not supported), the driver outside a capture: both fail.
     a = attr(cudaLaunchAttributeDeviceUpdatableKernelNode);
