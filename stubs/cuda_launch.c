@@ -368,16 +368,21 @@ static const char *name_known(unsigned kind, uint64_t h, unsigned epoch)
     return name;
 }
 
+/* One entry per handle and kind, renewed when asked again. */
 static const char *name_keep(unsigned kind, uint64_t h, unsigned epoch, const char *s,
                              size_t len)
 {
+    struct name_entry *e;
     pthread_mutex_lock(&names_lock);
     const char *name = intern(s, len);
-    struct name_entry *e = name ? malloc(sizeof *e) : NULL;
-    if (e) {
-        *e = (struct name_entry){ h, kind, epoch, name, names };
+    for (e = names; e && (e->handle != h || e->kind != kind); e = e->next)
+        ;
+    if (!e && name && (e = malloc(sizeof *e)) != NULL) {
+        e->next = names;
         names = e;
     }
+    if (e && name)
+        *e = (struct name_entry){ h, kind, epoch, name, e->next };
     pthread_mutex_unlock(&names_lock);
     return name;
 }
