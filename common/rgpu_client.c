@@ -940,12 +940,14 @@ int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int tran
 
 /* Errors after which the context is unusable: every later call fails with
  * them (the same numbers in the runtime and the driver): an illegal
- * address, a device-side assert, and the faults 714-720. */
+ * address (700), a device-side assert (710) and 714-719, from a hardware
+ * stack error to a launch failure.  720, a cooperative grid too large,
+ * refuses one launch only. */
 static int sticky_error;
 
 static int is_sticky(int status)
 {
-    return status == 700 || status == 710 || (status >= 714 && status <= 720);
+    return status == 700 || status == 710 || (status >= 714 && status <= 719);
 }
 
 int rgpu_sticky_error(void)

@@ -237,6 +237,10 @@ int rgpu_capture_active(void);
  * (an event only when created with timing disabled). */
 int rgpu_lazy_stream_sync(uint64_t stream);
 int rgpu_lazy_event_sync(uint64_t event);
+/* Whether this process created the event with timing disabled and not for
+ * interprocess use: what the launch attributes that record an event
+ * require, so such a launch need not wait for the driver's check. */
+int rgpu_event_untimed(uint64_t event);
 /* Whether a copy of count bytes into device memory at dst (from host
  * memory, or from device memory at src) may return once its bytes are
  * sent: lazy mode, no capture, a known stream, and ranges inside device

@@ -32,6 +32,14 @@
 #define RGPU_H_GLOBAL_GET    "rgpu.global_get"
 /* [kernel, gx, gy, gz, bx, by, bz, shmem, stream, bin params] -> []  (no reply) */
 #define RGPU_H_LAUNCH        "rgpu.launch"
+/* [kernel, gx, gy, gz, bx, by, bz, shmem, stream, [[id, field...]...], bin params] -> []
+ * cudaLaunchKernelExC with launch attributes, and the cooperative launches
+ * (no reply unless the attributes need the runtime's checks; the attribute
+ * list: common/rgpu_launch_attrs.h) */
+#define RGPU_H_LAUNCH_EX     "rgpu.launch_ex"
+/* [kernel] -> [function]  cudaGetFuncBySymbol: the kernel's CUfunction in
+ * the serving thread's current context */
+#define RGPU_H_FUNC_BY_SYMBOL "rgpu.func_by_symbol"
 /* [kernel] -> [bin struct cudaFuncAttributes] cudaFuncGetAttributes */
 #define RGPU_H_FUNC_ATTRS    "rgpu.func_attrs"
 /* [kernel, attr, value] -> []                cudaFuncSetAttribute */
@@ -87,6 +95,16 @@
 /* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] -> []
  * (no reply; packed: the caller's own `extra` buffer) */
 #define RGPU_H_CU_LAUNCH       "rgpu.cu_launch"
+/* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, [[id, field...]...],
+ *  bin params] -> []  cuLaunchKernelEx with launch attributes and the
+ * cooperative launches (no reply unless the attributes need the driver's
+ * checks; the attribute list: common/rgpu_launch_attrs.h) */
+#define RGPU_H_CU_LAUNCH_EX    "rgpu.cu_launch_ex"
+/* [kind, handle] -> [name]  cuFuncGetName (kind RGPU_NAME_FUNCTION) and
+ * cuKernelGetName (RGPU_NAME_KERNEL): the name's bytes, not the driver's
+ * pointer */
+#define RGPU_H_CU_NAME         "rgpu.cu_name"
+enum rgpu_name_kind { RGPU_NAME_FUNCTION = 0, RGPU_NAME_KERNEL = 1 };
 /* [dst, stream, bin data] -> [] ; [src, count, stream] -> [bin] */
 #define RGPU_H_CU_HTOD         "rgpu.cu_htod"
 #define RGPU_H_CU_DTOH         "rgpu.cu_dtoh"

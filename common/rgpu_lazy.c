@@ -138,6 +138,7 @@ void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *ar
 
 #define EVENT_FLAGS_KNOWN (1u << 31)
 #define EVENT_DISABLE_TIMING 0x2u   /* cudaEventDisableTiming, CU_EVENT_DISABLE_TIMING */
+#define EVENT_INTERPROCESS 0x4u     /* cudaEventInterprocess, CU_EVENT_INTERPROCESS */
 
 void rgpu_event_note_flags(uint64_t event, unsigned flags)
 {
@@ -191,6 +192,13 @@ int rgpu_lazy_event_sync(uint64_t event)
     uint32_t info = 0;
     return lazy_now() && rgpu_htab_get(&held, C_EVENT, event, &info) &&
            (info & EVENT_FLAGS_KNOWN) && (info & EVENT_DISABLE_TIMING);
+}
+
+int rgpu_event_untimed(uint64_t event)
+{
+    uint32_t info = 0;
+    return rgpu_htab_get(&held, C_EVENT, event, &info) && (info & EVENT_FLAGS_KNOWN) &&
+           (info & EVENT_DISABLE_TIMING) && !(info & EVENT_INTERPROCESS);
 }
 
 /* [p, p + count) lies inside one device range this process allocated. */

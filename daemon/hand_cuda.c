@@ -1,5 +1,6 @@
 /* Hand-written driver-API procedures, server side (client side:
- * stubs/cuda_hand.c; argument lists: common/rgpu_hand_procs.h). */
+ * stubs/cuda_hand.c; argument lists: common/rgpu_hand_procs.h).  Launches:
+ * daemon/hand_cuda_launch.c. */
 #include "rgpud.h"
 #include "copy.h"
 #include "image_check.h"
@@ -10,7 +11,6 @@
 #include "rgpu_proto.h"
 
 #include <cuda.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,120 +169,10 @@ static int h_library_load(struct hand_call *c)
     return rc;
 }
 
-/* Layouts asked for, by function: a launch must name one of these. */
-struct layout {
-    uint64_t func;
-    unsigned n;
-    uint32_t off[512], size[512];
-    struct layout *next;
-};
-static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct layout *layouts;
-
-static struct layout *find_layout(uint64_t func)
-{
-    struct layout *l;
-    pthread_mutex_lock(&layout_lock);
-    for (l = layouts; l && l->func != func; l = l->next)
-        ;
-    pthread_mutex_unlock(&layout_lock);
-    return l;
-}
-
-/* [function] -> [[[offset, size]...]] */
-static int h_param_layout(struct hand_call *c)
-{
-    uint64_t func;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &func));
-    NEED(REAL(cuFuncGetParamInfo));
-    /* An invented handle would reach the driver's lookup: refuse it. */
-    if (!guard_function_known(func)) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_array(c->out, 0);
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    struct layout *l = find_layout(func);
-    int rc = CUDA_SUCCESS;
-    if (!l) {
-        l = calloc(1, sizeof *l);
-        if (!l)
-            return -RGPU_ENOMEM;
-        l->func = func;
-        size_t off, size;
-        /* A CUkernel cast to CUfunction is a valid launch handle too; its
-         * layout comes from cuKernelGetParamInfo. */
-        int as_kernel = REAL(cuFuncGetParamInfo)((CUfunction)func, 0, &off, &size) ==
-                            CUDA_ERROR_INVALID_HANDLE && REAL(cuKernelGetParamInfo);
-        while (l->n < 512) {
-            rc = as_kernel ? REAL(cuKernelGetParamInfo)((CUkernel)func, l->n, &off, &size)
-                           : REAL(cuFuncGetParamInfo)((CUfunction)func, l->n, &off, &size);
-            if (rc != CUDA_SUCCESS)
-                break;
-            l->off[l->n] = (uint32_t)off;
-            l->size[l->n] = (uint32_t)size;
-            l->n++;
-        }
-        /* Asking past the last parameter is how the end is found. */
-        if (rc == CUDA_ERROR_INVALID_VALUE || l->n == 512)
-            rc = CUDA_SUCCESS;
-        if (rc != CUDA_SUCCESS) {
-            free(l);
-            msgpack_pack_array(c->out, 1);
-            msgpack_pack_array(c->out, 0);
-            return rc;
-        }
-        pthread_mutex_lock(&layout_lock);
-        l->next = layouts;
-        layouts = l;
-        pthread_mutex_unlock(&layout_lock);
-    }
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_array(c->out, l->n);
-    for (unsigned i = 0; i < l->n; i++) {
-        msgpack_pack_array(c->out, 2);
-        msgpack_pack_uint32(c->out, l->off[i]);
-        msgpack_pack_uint32(c->out, l->size[i]);
-    }
-    return rc;
-}
-
-/* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] */
-static int h_launch(struct hand_call *c)
-{
-    uint64_t v[10];
-    const void *params;
-    size_t n;
-    void *argv[512];
-    PROTO_IF(args_count(c, 11) || arg_bin(c, 10, &params, &n) || arg_u64s(c, 10, v));
-    STREAM_OR_REFUSE(c, v[8], 0);
-    /* The packed path names the function without asking its layout. */
-    if (!guard_function_known(v[0]))
-        return bad_handle(c, 0, "function");
-    NEED(REAL(cuLaunchKernel));
-    msgpack_pack_array(c->out, 0);
-    if (v[9]) {     /* the caller packed the buffer itself (`extra`) */
-        size_t size = n;
-        void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)params,
-                          CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END };
-        return REAL(cuLaunchKernel)((CUfunction)v[0], (unsigned)v[1], (unsigned)v[2],
-                                    (unsigned)v[3], (unsigned)v[4], (unsigned)v[5],
-                                    (unsigned)v[6], (unsigned)v[7], (CUstream)v[8], NULL, extra);
-    }
-    struct layout *l = find_layout(v[0]);
-    if (!l)
-        return CUDA_ERROR_INVALID_HANDLE;
-    PROTO_IF(layout_argv(l->off, l->size, l->n, params, n, argv, 512));
-    return REAL(cuLaunchKernel)((CUfunction)v[0], (unsigned)v[1], (unsigned)v[2], (unsigned)v[3],
-                                (unsigned)v[4], (unsigned)v[5], (unsigned)v[6], (unsigned)v[7],
-                                (CUstream)v[8], argv, NULL);
-}
-
 const struct hand_proc hand_cuda_procs[] = {
     { "cuda", RGPU_H_CU_HTOD, h_htod },
     { "cuda", RGPU_H_CU_DTOH, h_dtoh },
     { "cuda", RGPU_H_CU_MODULE_LOAD, h_module_load },
     { "cuda", RGPU_H_CU_LIBRARY_LOAD, h_library_load },
-    { "cuda", RGPU_H_CU_PARAM_LAYOUT, h_param_layout },
-    { "cuda", RGPU_H_CU_LAUNCH, h_launch },
 };
 const int hand_cuda_nprocs = sizeof hand_cuda_procs / sizeof hand_cuda_procs[0];

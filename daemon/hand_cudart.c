@@ -3,6 +3,7 @@
 #include "rgpud.h"
 #include "copy.h"
 #include "image_check.h"
+#include "launch_attrs.h"
 #include "owned.h"
 #include "owned_handles.h"
 #include "rgpu_hand_procs.h"
@@ -367,25 +368,93 @@ static int h_global_get(struct hand_call *c)
     return rc;
 }
 
+/* The launch both procedures describe: v holds [kernel, gx, gy, gz, bx,
+ * by, bz, shmem, stream], params the argument bytes; without attributes
+ * it is cudaLaunchKernel's, with them cudaLaunchKernelExC's. */
+static int launch(struct hand_call *c, const uint64_t *v, const void *params, size_t n,
+                  CUlaunchAttribute *attrs, unsigned nattrs)
+{
+    void *argv[512];
+    PROTO_IF(v[1] > UINT32_MAX || v[2] > UINT32_MAX || v[3] > UINT32_MAX ||
+             v[4] > UINT32_MAX || v[5] > UINT32_MAX || v[6] > UINT32_MAX);
+    struct kernel_rec *k = find_kernel(v[0]);
+    PROTO_IF(k && layout_argv(k->offset, k->size, k->nparams, params, n, argv, 512));
+    STREAM_OR_REFUSE(c, v[8], 0);
+    msgpack_pack_array(c->out, 0);
+    if (!k)
+        return cudaErrorInvalidDeviceFunction;
+    dim3 grid = { (unsigned)v[1], (unsigned)v[2], (unsigned)v[3] };
+    dim3 block = { (unsigned)v[4], (unsigned)v[5], (unsigned)v[6] };
+    if (!attrs) {
+        NEED(REAL(cudaLaunchKernel));
+        return REAL(cudaLaunchKernel)((const void *)k->handle, grid, block, argv, v[7],
+                                      (cudaStream_t)v[8]);
+    }
+    NEED(REAL(cudaLaunchKernelExC));
+    /* The runtime's records are the driver's (daemon/launch_attrs.c). */
+    cudaLaunchConfig_t config = { grid, block, v[7], (cudaStream_t)v[8],
+                                  (cudaLaunchAttribute *)(void *)attrs, nattrs };
+    return REAL(cudaLaunchKernelExC)(&config, (const void *)k->handle, argv);
+}
+
 /* [kernel, gx, gy, gz, bx, by, bz, shmem, stream, bin params] */
 static int h_launch(struct hand_call *c)
 {
     uint64_t v[9];
     const void *params;
     size_t n;
-    void *argv[512];
     PROTO_IF(args_count(c, 10) || arg_bin(c, 9, &params, &n) || arg_u64s(c, 9, v));
-    STREAM_OR_REFUSE(c, v[8], 0);
-    msgpack_pack_array(c->out, 0);
-    struct kernel_rec *k = find_kernel(v[0]);
-    if (!k)
-        return cudaErrorInvalidDeviceFunction;
-    PROTO_IF(layout_argv(k->offset, k->size, k->nparams, params, n, argv, 512));
-    NEED(REAL(cudaLaunchKernel));
-    dim3 grid = { (unsigned)v[1], (unsigned)v[2], (unsigned)v[3] };
-    dim3 block = { (unsigned)v[4], (unsigned)v[5], (unsigned)v[6] };
-    return REAL(cudaLaunchKernel)((const void *)k->handle, grid, block, argv, v[7],
-                                  (cudaStream_t)v[8]);
+    return launch(c, v, params, n, NULL, 0);
+}
+
+/* [kernel, gx, gy, gz, bx, by, bz, shmem, stream, attrs, bin params] */
+static int h_launch_ex(struct hand_call *c)
+{
+    uint64_t v[9];
+    const void *params;
+    size_t n;
+    CUlaunchAttribute attrs[RGPU_LAUNCH_ATTRS_MAX];
+    unsigned nattrs = 0;
+    PROTO_IF(args_count(c, 11) || arg_bin(c, 10, &params, &n) || arg_u64s(c, 9, v) ||
+             launch_attrs_arg(c, 9, attrs, &nattrs));
+    switch (launch_attrs_check(attrs, nattrs)) {     /* it logs what it refuses */
+    case LAUNCH_ATTRS_BAD_EVENT:
+        msgpack_pack_array(c->out, 0);
+        return cudaErrorInvalidResourceHandle;
+    case LAUNCH_ATTRS_BAD_WINDOW:
+        msgpack_pack_array(c->out, 0);
+        return cudaErrorInvalidValue;
+    case LAUNCH_ATTRS_OK:
+        break;
+    }
+    return launch(c, v, params, n, attrs, nattrs);
+}
+
+/* [kernel] -> [function]: the driver's CUfunction for a kernel this
+ * session resolved, in the serving thread's context (the runtime's own,
+ * made current first when the thread has none yet). */
+static int h_func_by_symbol(struct hand_call *c)
+{
+    uint64_t kern;
+    CUfunction f = NULL;
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &kern));
+    __typeof__(&cuKernelGetFunction) get =
+        (__typeof__(&cuKernelGetFunction))backend_sym("cuda", "cuKernelGetFunction");
+    NEED(get);
+    NEED(REAL(cudaFree));
+    int rc = cudaErrorInvalidDeviceFunction;
+    if (find_kernel(kern)) {
+        CUresult r = get(&f, (CUkernel)kern);
+        if (r == CUDA_ERROR_INVALID_CONTEXT && REAL(cudaFree)(NULL) == cudaSuccess)
+            r = get(&f, (CUkernel)kern);
+        /* The runtime numbers the driver's codes alike, but for handles. */
+        rc = r == CUDA_ERROR_INVALID_HANDLE ? cudaErrorInvalidDeviceFunction : (int)r;
+    }
+    if (rc == cudaSuccess)
+        handles_add(H_FUNCTION, (uint64_t)(uintptr_t)f);
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_uint64(c->out, rc == cudaSuccess ? (uint64_t)(uintptr_t)f : 0);
+    return rc;
 }
 
 /* [kernel] -> [bin struct cudaFuncAttributes] */
@@ -541,6 +610,8 @@ const struct hand_proc hand_cudart_procs[] = {
     { "cudart", RGPU_H_KERNEL_GET, h_kernel_get },
     { "cudart", RGPU_H_GLOBAL_GET, h_global_get },
     { "cudart", RGPU_H_LAUNCH, h_launch },
+    { "cudart", RGPU_H_LAUNCH_EX, h_launch_ex },
+    { "cudart", RGPU_H_FUNC_BY_SYMBOL, h_func_by_symbol },
     { "cudart", RGPU_H_FUNC_ATTRS, h_func_attrs },
     { "cudart", RGPU_H_FUNC_SET_ATTR, h_func_set_attr },
     { "cudart", RGPU_H_OCCUPANCY, h_occupancy },

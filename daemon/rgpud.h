@@ -165,6 +165,8 @@ extern const struct hand_proc hand_cudart_procs[];
 extern const int hand_cudart_nprocs;
 extern const struct hand_proc hand_cuda_procs[];
 extern const int hand_cuda_nprocs;
+extern const struct hand_proc hand_cuda_launch_procs[];   /* hand_cuda_launch.c */
+extern const int hand_cuda_launch_nprocs;
 extern const struct hand_proc hand_cudnn_procs[];
 extern const int hand_cudnn_nprocs;
 extern const struct hand_proc hand_liblog_procs[];     /* liblog.c */

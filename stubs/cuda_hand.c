@@ -1,6 +1,6 @@
 /* Hand-written parts of libcuda.so.1: what codegen/cuda.ann marks
- * `hand`, `client` or `local`, contexts apart (cuda_contexts.c).  Server
- * side: daemon/hand_cuda.c. */
+ * `hand`, `client` or `local`, contexts (cuda_contexts.c) and launches
+ * (cuda_launch.c) apart.  Server side: daemon/hand_cuda.c. */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
@@ -10,17 +10,11 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <elf.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define LIB (&rgpu_cuda_lib)
-
-static int transport(const char *what, int rc)
-{
-    return rgpu_transport_status(LIB, what, rc);
-}
 
 /* ---- answered locally ---------------------------------------------------------- */
 
@@ -477,178 +471,6 @@ RGPU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
                             "library options: not remoted yet", &logged);
     }
     return load_image(RGPU_H_CU_LIBRARY_LOAD, (uint64_t *)library, code);
-}
-
-/* ---- launches ------------------------------------------------------------------------ */
-
-struct layout {
-    uint64_t func;
-    struct rgpu_layout l;
-    struct layout *next;
-};
-
-static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct layout *layouts;
-
-/* A function's parameter layout, asked from the server once and cached. */
-static CUresult layout_of(CUfunction f, struct layout **out)
-{
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    uint64_t func = (uint64_t)(uintptr_t)f;
-    struct layout *l;
-
-    pthread_mutex_lock(&layout_lock);
-    for (l = layouts; l && l->func != func; l = l->next)
-        ;
-    pthread_mutex_unlock(&layout_lock);
-    if (l) {
-        *out = l;
-        return CUDA_SUCCESS;
-    }
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_PARAM_LAYOUT), 0);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_uint64(&req.pk, func);
-    int rc = rgpu_req_exchange(LIB, "cuLaunchKernel", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    if (rc == CUDA_SUCCESS) {
-        l = calloc(1, sizeof *l);
-        if (l && rgpu_layout_parse(rgpu_reply_out(&reply, 0), &l->l) < 0) {
-            free(l);
-            l = NULL;
-        }
-        if (!l) {
-            rc = transport("cuLaunchKernel", RGPU_EPROTO);
-        } else {
-            l->func = func;
-            pthread_mutex_lock(&layout_lock);
-            l->next = layouts;
-            layouts = l;
-            pthread_mutex_unlock(&layout_lock);
-            *out = l;
-        }
-    }
-    rgpu_reply_free(&reply);
-    return rc;
-}
-
-/* Kernel arguments as one buffer: either packed by the caller (`extra`) or
- * from kernelParams by the layout. */
-static CUresult pack_params(CUfunction f, void **kernelParams, void **extra,
-                            const void **buf, size_t *len, unsigned char **owned)
-{
-    *owned = NULL;
-    if (extra) {
-        const void *p = NULL;
-        size_t n = 0;
-        for (unsigned i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-                p = extra[i + 1];
-            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
-                n = *(const size_t *)extra[i + 1];
-            else
-                return CUDA_ERROR_INVALID_VALUE;
-        }
-        *buf = p;
-        *len = n;
-        return p || !n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    }
-    struct layout *l = NULL;
-    CUresult rc = layout_of(f, &l);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    if (l->l.nparams && !kernelParams)
-        return CUDA_ERROR_INVALID_VALUE;
-    unsigned char *b = malloc(l->l.bytes ? l->l.bytes : 1);
-    if (!b)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    rgpu_layout_pack(&l->l, kernelParams, b);
-    *buf = b;
-    *len = l->l.bytes;
-    *owned = b;
-    return CUDA_SUCCESS;
-}
-
-/* A launch goes without waiting only when the driver's handle checks can
- * be made here: a function and a stream this process was handed (else the
- * server's answer, the driver's own error, comes back at once). */
-static int launch_must_wait(CUfunction f, CUstream stream)
-{
-    uint64_t h = (uint64_t)(uintptr_t)f;
-    return !rgpu_may_skip_reply() || !rgpu_stream_known((uint64_t)(uintptr_t)stream) ||
-           !(rgpu_handle_known(rgpu_handle_class("CUfunc_st"), h) ||
-             rgpu_handle_known(rgpu_handle_class("CUkern_st"), h));
-}
-
-static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                       unsigned by, unsigned bz, unsigned shmem, CUstream stream,
-                       void **kernelParams, void **extra)
-{
-    struct rgpu_req req;
-    const void *buf;
-    size_t len;
-    unsigned char *owned;
-
-    if (!f)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (kernelParams && extra)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (rgpu_sticky_error())
-        return rgpu_sticky_error();
-    /* The launch does not wait for the server, so an impossible shape must
-     * fail here, as the driver fails it at once.  1024 threads per block
-     * is the limit of every GPU CUDA 13 supports. */
-    if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024 || bz > 64 ||
-        gy > 65535 || gz > 65535)
-        return CUDA_ERROR_INVALID_VALUE;
-    CUresult rc = pack_params(f, kernelParams, extra, &buf, &len, &owned);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    int wait = launch_must_wait(f, stream);
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LAUNCH), wait ? 0 : RGPU_CALL_NOREPLY);
-    msgpack_pack_array(&req.pk, 11);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)f);
-    msgpack_pack_uint32(&req.pk, gx);
-    msgpack_pack_uint32(&req.pk, gy);
-    msgpack_pack_uint32(&req.pk, gz);
-    msgpack_pack_uint32(&req.pk, bx);
-    msgpack_pack_uint32(&req.pk, by);
-    msgpack_pack_uint32(&req.pk, bz);
-    msgpack_pack_uint32(&req.pk, shmem);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-    msgpack_pack_uint32(&req.pk, extra ? 1 : 0);
-    rgpu_req_payload(&req, buf, len);
-    if (wait) {
-        rc = (CUresult)rgpu_req_status(LIB, "cuLaunchKernel", &req);
-        free(owned);
-        return rc;
-    }
-    int t = rgpu_req_send(&req, NULL);
-    free(owned);
-    return t == RGPU_OK ? CUDA_SUCCESS : transport("cuLaunchKernel", t);
-}
-
-RGPU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                    unsigned int gridDimZ, unsigned int blockDimX,
-                                    unsigned int blockDimY, unsigned int blockDimZ,
-                                    unsigned int sharedMemBytes, CUstream hStream,
-                                    void **kernelParams, void **extra)
-{
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                  sharedMemBytes, hStream, kernelParams, extra);
-}
-
-RGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
-                                         unsigned int gridDimY, unsigned int gridDimZ,
-                                         unsigned int blockDimX, unsigned int blockDimY,
-                                         unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                         CUstream hStream, void **kernelParams, void **extra)
-{
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                  sharedMemBytes, hStream ? hStream : CU_STREAM_PER_THREAD, kernelParams,
-                  extra);
 }
 
 /* ---- unified copies and virtual memory ---------------------------------------- */

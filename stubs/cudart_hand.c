@@ -5,10 +5,14 @@
 #include "rgpu_log.h"
 #include "client_ranges.h"
 #include "cudart_procs.h"
+#include "rgpu_launch_attrs.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,59 +66,78 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct var *vars;
 
 /* Kernels by host stub, and by their own record (the cudaKernel_t handle
- * a program may pass where a function is expected).  Every launch looks
- * its kernel up, and PyTorch registers tens of thousands: an open-
- * addressing table (grown at half load; only registration writes it),
- * not a list. */
-static struct {
+ * __cudaGetKernel hands nvcc's stubs).  Every launch looks its kernel up,
+ * and PyTorch registers tens of thousands: an open-addressing table (grown
+ * at half load), not a list.  A second table holds kernels by the server's
+ * handle, once a program asked for it (cudaGetKernel): that value is what
+ * a program may pass where a function is expected, to the runtime or,
+ * cast, to the driver.  Apart, so that a server handle that happens to
+ * equal a host address here can never shadow a kernel registered there. */
+struct kernel_table {
     pthread_rwlock_t lock;
     const void **key;
     struct kernel **val;
     size_t cap, used;
-} K = { .lock = PTHREAD_RWLOCK_INITIALIZER };
+};
+static struct kernel_table K = { .lock = PTHREAD_RWLOCK_INITIALIZER };
+static struct kernel_table S = { .lock = PTHREAD_RWLOCK_INITIALIZER };
 
 static size_t key_home(const void *key, size_t mask)
 {
     return (size_t)(((uintptr_t)key * 0x9e3779b97f4a7c15ull) >> 20) & mask;
 }
 
-/* With K.lock held for writing. */
-static void kernel_table_put(const void *key, struct kernel *k)
+/* With t->lock held for writing. */
+static void kernel_table_put(struct kernel_table *t, const void *key, struct kernel *k)
 {
-    size_t i = key_home(key, K.cap - 1);
-    while (K.key[i] && K.key[i] != key)
-        i = (i + 1) & (K.cap - 1);
-    if (!K.key[i])
-        K.used++;
-    K.key[i] = key;
-    K.val[i] = k;
+    size_t i = key_home(key, t->cap - 1);
+    while (t->key[i] && t->key[i] != key)
+        i = (i + 1) & (t->cap - 1);
+    if (!t->key[i])
+        t->used++;
+    t->key[i] = key;
+    t->val[i] = k;
 }
 
-/* With K.lock held for writing: room for two more keys, or -1. */
-static int kernel_table_room(void)
+/* With t->lock held for writing: room for two more keys, or -1. */
+static int kernel_table_room(struct kernel_table *t)
 {
-    if ((K.used + 2) * 2 <= K.cap)
+    if ((t->used + 2) * 2 <= t->cap)
         return 0;
-    size_t ocap = K.cap, ncap = K.cap ? K.cap * 2 : 4096;
-    const void **okey = K.key;
-    struct kernel **oval = K.val;
-    K.key = calloc(ncap, sizeof *K.key);
-    K.val = calloc(ncap, sizeof *K.val);
-    if (!K.key || !K.val) {
-        free(K.key);
-        free(K.val);
-        K.key = okey;
-        K.val = oval;
+    size_t ocap = t->cap, ncap = t->cap ? t->cap * 2 : 4096;
+    const void **okey = t->key;
+    struct kernel **oval = t->val;
+    t->key = calloc(ncap, sizeof *t->key);
+    t->val = calloc(ncap, sizeof *t->val);
+    if (!t->key || !t->val) {
+        free(t->key);
+        free(t->val);
+        t->key = okey;
+        t->val = oval;
         return -1;
     }
-    K.cap = ncap;
-    K.used = 0;
+    t->cap = ncap;
+    t->used = 0;
     for (size_t i = 0; i < ocap; i++)
         if (okey[i])
-            kernel_table_put(okey[i], oval[i]);
+            kernel_table_put(t, okey[i], oval[i]);
     free(okey);
     free(oval);
     return 0;
+}
+
+static struct kernel *kernel_table_get(struct kernel_table *t, const void *key)
+{
+    struct kernel *k = NULL;
+    pthread_rwlock_rdlock(&t->lock);
+    if (key && t->cap) {
+        size_t i = key_home(key, t->cap - 1);
+        while (t->key[i] && t->key[i] != key)
+            i = (i + 1) & (t->cap - 1);
+        k = t->key[i] ? t->val[i] : NULL;
+    }
+    pthread_rwlock_unlock(&t->lock);
+    return k;
 }
 
 /* A registered fatbin's size: its own container.  The containers of all
@@ -168,9 +191,9 @@ RGPU_EXPORT void __cudaRegisterFunction(void **handle, const char *hostFun, char
     k->host_fn = hostFun;
     k->name = strdup(deviceFun);
     pthread_rwlock_wrlock(&K.lock);
-    if (kernel_table_room() == 0) {
-        kernel_table_put(hostFun, k);
-        kernel_table_put(k, k);
+    if (kernel_table_room(&K) == 0) {
+        kernel_table_put(&K, hostFun, k);
+        kernel_table_put(&K, k, k);
     }
     pthread_rwlock_unlock(&K.lock);
 }
@@ -219,18 +242,12 @@ RGPU_EXPORT char __cudaInitModule(void **handle)
     return 1;
 }
 
+/* The kernel a runtime call names: its host stub, the record
+ * __cudaGetKernel handed out, or the server's handle cudaGetKernel did. */
 static struct kernel *kernel_by_host_fn(const void *fn)
 {
-    struct kernel *k = NULL;
-    pthread_rwlock_rdlock(&K.lock);
-    if (fn && K.cap) {
-        size_t i = key_home(fn, K.cap - 1);
-        while (K.key[i] && K.key[i] != fn)
-            i = (i + 1) & (K.cap - 1);
-        k = K.key[i] ? K.val[i] : NULL;
-    }
-    pthread_rwlock_unlock(&K.lock);
-    return k;
+    struct kernel *k = kernel_table_get(&K, fn);
+    return k ? k : kernel_table_get(&S, fn);
 }
 
 static struct var *var_by_host(const void *host)
@@ -389,53 +406,127 @@ static int config_valid(dim3 grid, dim3 block)
            grid.z <= (unsigned)limits.maxGridSize[2];
 }
 
-static cudaError_t launch(struct kernel *k, dim3 grid, dim3 block, void **args, size_t shmem,
-                          cudaStream_t stream)
+/* One launch as the runtime's entry points describe it. */
+struct launch {
+    const char *what;           /* the entry point, for logs */
+    struct kernel *k;
+    dim3 grid, block;
+    void **args;
+    size_t shmem;
+    cudaStream_t stream;
+    const cudaLaunchAttribute *attrs;
+    unsigned nattrs;
+};
+
+/* The runtime's launch attributes are the driver's, id for id and member
+ * for member (daemon/launch_attrs.c asserts each member): they are packed
+ * as the driver's (common/rgpu_launch_attrs.h). */
+_Static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "attribute size");
+_Static_assert(offsetof(cudaLaunchAttribute, val) == offsetof(CUlaunchAttribute, value),
+               "attribute value");
+_Static_assert((int)cudaLaunchAttributeCooperative == CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+               "attribute ids");
+
+static const CUlaunchAttribute *driver_attrs(const cudaLaunchAttribute *attrs)
+{
+    return (const CUlaunchAttribute *)(const void *)attrs;
+}
+
+/* An attribute rgpu does not serve: refused, its name logged once. */
+static cudaError_t refuse_attribute(const struct launch *L, unsigned id)
+{
+    /* One log line per attribute id; ids past the header's share the last. */
+    enum { SLOTS = cudaLaunchAttributeNvlinkUtilCentricScheduling + 2 };
+    static int logged[SLOTS];
+    unsigned slot = id < SLOTS ? id : SLOTS - 1;
+    const char *name = rgpu_launch_attr_name(id);
+    char what[160];
+    if (name)
+        snprintf(what, sizeof what, "%s with %s", L->what, name);
+    else
+        snprintf(what, sizeof what, "%s with launch attribute %u", L->what, id);
+    return rgpu_refused(LIB, what, rgpu_launch_attr_refusal(id), &logged[slot]);
+}
+
+/* A launch only enqueues work: it does not wait for the server, unless
+ * its stream is one this process does not hold or an attribute needs the
+ * runtime's checks (the error must come now; rgpu_launch_attrs_checked),
+ * or RGPU_SYNC=blocking. */
+static int launch_must_wait(const struct launch *L)
+{
+    return !rgpu_may_skip_reply() || !rgpu_stream_known((uint64_t)(uintptr_t)L->stream) ||
+           !rgpu_launch_attrs_checked(driver_attrs(L->attrs), L->nattrs, rgpu_event_untimed);
+}
+
+/* [kernel, gx, gy, gz, bx, by, bz, shmem, stream(, attrs), bin params] */
+static void pack_launch(struct rgpu_req *req, const struct launch *L, unsigned nsent,
+                        const void *params)
+{
+    msgpack_pack_array(&req->pk, nsent ? 11 : 10);
+    msgpack_pack_uint64(&req->pk, L->k->handle);
+    msgpack_pack_uint32(&req->pk, L->grid.x);
+    msgpack_pack_uint32(&req->pk, L->grid.y);
+    msgpack_pack_uint32(&req->pk, L->grid.z);
+    msgpack_pack_uint32(&req->pk, L->block.x);
+    msgpack_pack_uint32(&req->pk, L->block.y);
+    msgpack_pack_uint32(&req->pk, L->block.z);
+    msgpack_pack_uint64(&req->pk, L->shmem);
+    msgpack_pack_uint64(&req->pk, (uint64_t)(uintptr_t)L->stream);
+    if (nsent)
+        rgpu_launch_attrs_pack(&req->pk, driver_attrs(L->attrs), L->nattrs);
+    rgpu_req_payload(req, params, L->k->layout.bytes);
+}
+
+static cudaError_t launch(const struct launch *L)
 {
     struct rgpu_req req;
     unsigned char small[4096];
     int rc;
 
-    if (!k)
+    if (!L->k)
         return RESULT(cudaErrorInvalidDeviceFunction);
+    if (L->nattrs && !L->attrs)
+        return RESULT(cudaErrorInvalidValue);
+    unsigned refused = rgpu_launch_attrs_first_refused(driver_attrs(L->attrs), L->nattrs);
+    if (refused < L->nattrs)
+        return refuse_attribute(L, L->attrs[refused].id);
     if (rgpu_sticky_error())
         return RESULT(rgpu_sticky_error());
-    if (!config_valid(grid, block))
+    if (!config_valid(L->grid, L->block))
         return RESULT(BAD_CONFIG_ERROR);
-    rc = kernel_resolve(k);
+    rc = kernel_resolve(L->k);
     if (rc != cudaSuccess)
         return rc;
-    unsigned char *params = k->layout.bytes <= sizeof small ? small : malloc(k->layout.bytes);
+    size_t bytes = L->k->layout.bytes;
+    unsigned char *params = bytes <= sizeof small ? small : malloc(bytes);
     if (!params)
         return RESULT(cudaErrorMemoryAllocation);
-    rgpu_layout_pack(&k->layout, args, params);
+    rgpu_layout_pack(&L->k->layout, L->args, params);
 
-    /* A launch only enqueues work: it does not wait for the server, unless
-     * its stream is one this process does not hold (the error must come
-     * now) or RGPU_SYNC=blocking. */
-    int wait = !rgpu_may_skip_reply() || !rgpu_stream_known((uint64_t)(uintptr_t)stream);
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_LAUNCH), wait ? 0 : RGPU_CALL_NOREPLY);
-    rgpu_stats_name(req.proc_id, "kernel launch");
-    msgpack_pack_array(&req.pk, 10);
-    msgpack_pack_uint64(&req.pk, k->handle);
-    msgpack_pack_uint32(&req.pk, grid.x);
-    msgpack_pack_uint32(&req.pk, grid.y);
-    msgpack_pack_uint32(&req.pk, grid.z);
-    msgpack_pack_uint32(&req.pk, block.x);
-    msgpack_pack_uint32(&req.pk, block.y);
-    msgpack_pack_uint32(&req.pk, block.z);
-    msgpack_pack_uint64(&req.pk, shmem);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-    rgpu_req_payload(&req, params, k->layout.bytes);
+    /* Without attributes (IGNORE ones aside), the plain launch's procedure. */
+    unsigned nsent = rgpu_launch_attrs_count(driver_attrs(L->attrs), L->nattrs);
+    int wait = launch_must_wait(L);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", nsent ? RGPU_H_LAUNCH_EX : RGPU_H_LAUNCH),
+                   wait ? 0 : RGPU_CALL_NOREPLY);
+    rgpu_stats_name(req.proc_id, nsent ? "kernel launch with attributes" : "kernel launch");
+    pack_launch(&req, L, nsent, params);
     if (wait)
-        rc = rgpu_req_status(LIB, "kernel launch", &req);
+        rc = rgpu_req_status(LIB, L->what, &req);
     else
         rc = rgpu_req_send(&req, NULL) == RGPU_OK ? cudaSuccess
-                                                  : rgpu_transport_status(LIB, "kernel launch",
+                                                  : rgpu_transport_status(LIB, L->what,
                                                                           RGPU_EIO);
     if (params != small)
         free(params);
     return rc;
+}
+
+/* A launch without attributes. */
+static cudaError_t launch_plain(struct kernel *k, dim3 grid, dim3 block, void **args,
+                                size_t shmem, cudaStream_t stream)
+{
+    struct launch L = { "kernel launch", k, grid, block, args, shmem, stream, NULL, 0 };
+    return launch(&L);
 }
 
 RGPU_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *entry)
@@ -443,7 +534,7 @@ RGPU_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *entry)
     struct kernel *k = kernel_by_host_fn(entry);
     if (!k)
         return RESULT(cudaErrorInvalidDeviceFunction);
-    /* The handle the program sees is our record; the server's stays ours. */
+    /* nvcc's stubs get our record: no round trip until the first launch. */
     *kernel = (cudaKernel_t)k;
     return cudaSuccess;
 }
@@ -451,7 +542,8 @@ RGPU_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *entry)
 RGPU_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                            void **args, size_t sharedMem, cudaStream_t stream)
 {
-    return launch((struct kernel *)kernel, gridDim, blockDim, args, sharedMem, stream);
+    /* Only nvcc's stubs call this, with the record __cudaGetKernel gave. */
+    return launch_plain((struct kernel *)kernel, gridDim, blockDim, args, sharedMem, stream);
 }
 
 RGPU_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
@@ -460,14 +552,14 @@ RGPU_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDi
 {
     if (!stream)
         stream = cudaStreamPerThread;
-    return launch((struct kernel *)kernel, gridDim, blockDim, args, sharedMem, stream);
+    return launch_plain((struct kernel *)kernel, gridDim, blockDim, args, sharedMem, stream);
 }
 
 #undef cudaLaunchKernel
 RGPU_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim,
                                          void **args, size_t sharedMem, cudaStream_t stream)
 {
-    return launch(kernel_by_host_fn(func), gridDim, blockDim, args, sharedMem, stream);
+    return launch_plain(kernel_by_host_fn(func), gridDim, blockDim, args, sharedMem, stream);
 }
 
 RGPU_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
@@ -475,7 +567,7 @@ RGPU_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, di
 {
     if (!stream)
         stream = cudaStreamPerThread;
-    return launch(kernel_by_host_fn(func), gridDim, blockDim, args, sharedMem, stream);
+    return launch_plain(kernel_by_host_fn(func), gridDim, blockDim, args, sharedMem, stream);
 }
 
 static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func, void **args,
@@ -483,13 +575,11 @@ static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func,
 {
     if (!config)
         return RESULT(cudaErrorInvalidValue);
-    if (config->numAttrs) {
-        static int logged;
-        return rgpu_refused(LIB, "cudaLaunchKernelExC with launch attributes",
-                            "launch attributes: not remoted yet", &logged);
-    }
-    return launch(kernel_by_host_fn(func), config->gridDim, config->blockDim, args,
-                  config->dynamicSmemBytes, config->stream ? config->stream : default_stream);
+    struct launch L = { "cudaLaunchKernelExC", kernel_by_host_fn(func), config->gridDim,
+                        config->blockDim, args, config->dynamicSmemBytes,
+                        config->stream ? config->stream : default_stream, config->attrs,
+                        config->numAttrs };
+    return launch(&L);
 }
 
 #undef cudaLaunchKernelExC
@@ -505,16 +595,75 @@ RGPU_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *confi
     return launch_ex(config, func, args, cudaStreamPerThread);
 }
 
-RGPU_EXPORT cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr)
+/* cudaLaunchKernelExC with cudaLaunchAttributeCooperative set, which the
+ * headers document as having exactly its semantics. */
+static cudaError_t launch_cooperative(const void *func, dim3 grid, dim3 block, void **args,
+                                      size_t shmem, cudaStream_t stream)
 {
-    return __cudaGetKernel(kernelPtr, entryFuncAddr);
+    cudaLaunchAttribute coop;
+    memset(&coop, 0, sizeof coop);
+    coop.id = cudaLaunchAttributeCooperative;
+    coop.val.cooperative = 1;
+    struct launch L = { "cudaLaunchCooperativeKernel", kernel_by_host_fn(func), grid, block,
+                        args, shmem, stream, &coop, 1 };
+    return launch(&L);
 }
 
-RGPU_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr)
+#undef cudaLaunchCooperativeKernel
+RGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim,
+                                                    dim3 blockDim, void **args,
+                                                    size_t sharedMem, cudaStream_t stream)
 {
-    (void)functionPtr; (void)symbolPtr;
-    static int logged;
-    return rgpu_refused(LIB, "cudaGetFuncBySymbol", "driver function handles of runtime kernels: not remoted yet", &logged);
+    return launch_cooperative(func, gridDim, blockDim, args, sharedMem, stream);
+}
+
+RGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim,
+                                                         dim3 blockDim, void **args,
+                                                         size_t sharedMem, cudaStream_t stream)
+{
+    return launch_cooperative(func, gridDim, blockDim, args, sharedMem,
+                              stream ? stream : cudaStreamPerThread);
+}
+
+/* The server's kernel handle, the value CUDA documents as both a
+ * cudaKernel_t and (cast) a CUkernel: from now on the runtime's calls
+ * accept it as the kernel, and the driver stub knows it as a kernel this
+ * process was handed. */
+static void publish_server_handle(struct kernel *k)
+{
+    pthread_rwlock_wrlock(&S.lock);
+    if (kernel_table_room(&S) == 0)
+        kernel_table_put(&S, (const void *)(uintptr_t)k->handle, k);
+    pthread_rwlock_unlock(&S.lock);
+    rgpu_handle_note(rgpu_handle_class("CUkern_st"), k->handle, 0);
+}
+
+RGPU_EXPORT cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr)
+{
+    struct kernel *k = kernel_by_host_fn(entryFuncAddr);
+    int rc;
+    if (!kernelPtr)
+        return RESULT(cudaErrorInvalidValue);
+    if (!k)
+        return RESULT(cudaErrorInvalidDeviceFunction);
+    if ((rc = kernel_resolve(k)) != cudaSuccess)
+        return rc;
+    publish_server_handle(k);
+    *kernelPtr = (cudaKernel_t)(uintptr_t)k->handle;
+    return cudaSuccess;
+}
+
+/* The name nvcc registered: the mangled name, as the runtime answers. */
+#undef cudaFuncGetName
+RGPU_EXPORT cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+    struct kernel *k = kernel_by_host_fn(func);
+    if (!name)
+        return RESULT(cudaErrorInvalidValue);
+    if (!k)
+        return RESULT(cudaErrorInvalidDeviceFunction);
+    *name = k->name;
+    return cudaSuccess;
 }
 
 RGPU_EXPORT cudaError_t __cudaGetProcAddress(void)
@@ -554,6 +703,7 @@ struct kernel_facts {
     int set_value[FUNC_ATTRS];
     struct occ_answer occ[OCC_SLOTS];
     unsigned occ_next;
+    uint64_t function;          /* cudaGetFuncBySymbol's answer, once asked (else 0) */
     struct kernel_facts *next;
 };
 
@@ -715,6 +865,54 @@ RGPU_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex
         *paramOffset = k->layout.offset[paramIndex];
     if (paramSize)
         *paramSize = k->layout.size[paramIndex];
+    return cudaSuccess;
+}
+
+/* The kernel's CUfunction in the device's context, as the server's driver
+ * has it (cuKernelGetFunction): asked once per kernel and device, kept like
+ * the kernel's other facts (a reset or another context forgets it). */
+RGPU_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    struct kernel *k = kernel_by_host_fn(symbolPtr);
+    uint64_t function = 0;
+    int rc;
+
+    if (!functionPtr)
+        return RESULT(cudaErrorInvalidValue);
+    if (!k)
+        return RESULT(cudaErrorInvalidDeviceFunction);
+    if ((rc = kernel_resolve(k)) != cudaSuccess)
+        return rc;
+    unsigned epoch = rgpu_contexts_epoch();
+    int dev = current_device();
+    pthread_mutex_lock(&facts_lock);
+    struct kernel_facts *f = facts_of(k, dev, epoch);
+    if (f)
+        function = f->function;
+    pthread_mutex_unlock(&facts_lock);
+    if (!function) {
+        rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_FUNC_BY_SYMBOL), 0);
+        msgpack_pack_array(&req.pk, 1);
+        msgpack_pack_uint64(&req.pk, k->handle);
+        rc = rgpu_req_exchange(LIB, "cudaGetFuncBySymbol", &req, &reply);
+        if (rc != RGPU_REPLY_READY)
+            return rc;
+        rc = rgpu_reply_status(LIB, &reply);
+        function = rgpu_reply_u64(&reply, 0);
+        rgpu_reply_free(&reply);
+        if (rc != cudaSuccess)
+            return rc;
+        /* Driver calls on it may go without waiting, as on any function
+         * the driver stub was handed. */
+        rgpu_handle_note(rgpu_handle_class("CUfunc_st"), function, 0);
+        pthread_mutex_lock(&facts_lock);
+        if ((f = facts_of(k, dev, epoch)) != NULL)
+            f->function = function;
+        pthread_mutex_unlock(&facts_lock);
+    }
+    *functionPtr = (cudaFunction_t)(uintptr_t)function;
     return cudaSuccess;
 }
 

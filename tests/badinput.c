@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cuda.h>
 #include <msgpack.h>
 
 #define IO_TIMEOUT_S    5
@@ -618,6 +619,59 @@ static void b_lt_bad_kind(msgpack_sbuffer *out)
     put_lt_create(out, 7, 0, 0);
 }
 
+/* rgpu.cu_launch_ex (cuLaunchKernelEx) whose one launch attribute is the
+ * array [id, fields...] of `nfields` values `v`, or, with nfields < 0, a bin
+ * where the attribute list belongs.  The function and stream are NULL: a
+ * malformed list must be refused before anything is looked up. */
+static void put_launch_ex(msgpack_sbuffer *out, uint64_t id, int nfields, int64_t v)
+{
+    struct msg m;
+    msg_begin(&m);
+    pack_call_head(&m, BAD_SERIAL, rgpu_proc_id("cuda", RGPU_H_CU_LAUNCH_EX));
+    msgpack_pack_array(&m.pk, 12);
+    for (int i = 0; i < 10; i++)        /* function, grid, block, shmem, stream, packed */
+        msgpack_pack_uint64(&m.pk, i >= 1 && i <= 6 ? 1 : 0);
+    if (nfields < 0) {
+        msgpack_pack_bin_with_body(&m.pk, "attr", 4);
+    } else {
+        msgpack_pack_array(&m.pk, 1);
+        msgpack_pack_array(&m.pk, 1 + (uint32_t)nfields);
+        msgpack_pack_uint64(&m.pk, id);
+        for (int i = 0; i < nfields; i++)
+            msgpack_pack_int64(&m.pk, v);
+    }
+    msgpack_pack_bin_with_body(&m.pk, "", 0);
+    msg_end(&m, out);
+}
+
+/* A priority takes one field. */
+static void b_attr_field_count(msgpack_sbuffer *out)
+{
+    put_launch_ex(out, CU_LAUNCH_ATTRIBUTE_PRIORITY, 2, 1);
+}
+
+/* A carveout is unsigned. */
+static void b_attr_out_of_range(msgpack_sbuffer *out)
+{
+    put_launch_ex(out, CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 1, -5);
+}
+
+/* The driver would write a node handle back into it: never served. */
+static void b_attr_refused_id(msgpack_sbuffer *out)
+{
+    put_launch_ex(out, CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, 2, 1);
+}
+
+static void b_attr_unknown_id(msgpack_sbuffer *out)
+{
+    put_launch_ex(out, 4000, 1, 1);
+}
+
+static void b_attr_not_a_list(msgpack_sbuffer *out)
+{
+    put_launch_ex(out, 0, -1, 0);
+}
+
 /* A host-to-device copy of `claimed` bytes to dst whose frame holds `sent`
  * bytes of payload: large copies stream, their payload read by the handler
  * (daemon/copy.c), and anything that does not add up is read whole and
@@ -720,6 +774,11 @@ static const struct bad_case cases[] = {
     { "lt-descriptor-param-count", b_lt_param_count, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "lt-descriptor-attr-not-bin", b_lt_attr_string, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "lt-descriptor-unknown-kind", b_lt_bad_kind, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "launch-attr-field-count", b_attr_field_count, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "launch-attr-out-of-range", b_attr_out_of_range, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "launch-attr-refused-id", b_attr_refused_id, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "launch-attr-unknown-id", b_attr_unknown_id, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "launch-attr-not-a-list", b_attr_not_a_list, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "streamed-copy-truncated", b_streamed_truncated, 1, 1, CLOSE_ONLY, 0, -1 },
     { "copy-bin-beyond-frame", b_bin_beyond_frame, 1, 0, REPLY, RGPU_EPROTO, -1 },
     { "copy-bin-short-of-frame", b_bin_short_of_frame, 1, 0, REPLY, RGPU_EPROTO, -1 },

@@ -252,6 +252,79 @@ static int run_hand_cases(int fd, int *failures)
     return 0;
 }
 
+/* A launch with attributes naming a forged event: lib's launch procedure
+ * (rgpu.cu_launch_ex or rgpu.launch_ex) with one launch completion event
+ * attribute; the function and stream are NULL, so only the event can be
+ * refused first. */
+static int launch_ex_forged_event(int fd, const char *lib, uint64_t *api)
+{
+    msgpack_sbuffer sb;
+    struct msg m;
+    struct answer a;
+    int driver = strcmp(lib, "cuda") == 0;
+
+    msg_begin(&m);
+    pack_call_head(&m, ++serial_no,
+                   rgpu_proc_id(lib, driver ? RGPU_H_CU_LAUNCH_EX : RGPU_H_LAUNCH_EX));
+    msgpack_pack_array(&m.pk, driver ? 12 : 11);
+    for (int i = 0; i < (driver ? 10 : 9); i++)   /* function, grid, block, shmem, stream... */
+        msgpack_pack_uint64(&m.pk, i >= 1 && i <= 6 ? 1 : 0);
+    msgpack_pack_array(&m.pk, 1);
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_uint64(&m.pk, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT);
+    msgpack_pack_uint64(&m.pk, FORGED);
+    msgpack_pack_int64(&m.pk, 0);
+    msgpack_pack_bin_with_body(&m.pk, "", 0);
+    msgpack_sbuffer_init(&sb);
+    msg_end(&m, &sb);
+    int rc = send_buf(fd, &sb);
+    msgpack_sbuffer_destroy(&sb);
+    if (rc < 0 || expect_reply(fd, (int64_t)serial_no, RGPU_OK, &a) < 0)
+        return fail_prefix(lib);
+    *api = field(&a, 3);
+    answer_free(&a);
+    return 0;
+}
+
+/* The procedures of launch attributes, names and functions by symbol:
+ * forged events, functions and kernels. */
+static int run_launch_cases(int fd, int *failures)
+{
+    static const struct {
+        const char *name, *lib;
+        int kind;               /* 0: launch with an event; 1: rgpu.cu_name; 2: func_by_symbol */
+        uint64_t arg, want;
+    } cases[] = {
+        { "cu-launch-ex-forged-event", "cuda", 0, 0, CUDA_ERROR_INVALID_HANDLE },
+        { "launch-ex-forged-event", "cudart", 0, 0, cudaErrorInvalidResourceHandle },
+        { "cu-name-forged-function", "cuda", 1, RGPU_NAME_FUNCTION, CUDA_ERROR_INVALID_HANDLE },
+        { "cu-name-forged-kernel", "cuda", 1, RGPU_NAME_KERNEL, CUDA_ERROR_INVALID_HANDLE },
+        { "func-by-symbol-forged-kernel", "cudart", 2, 0, cudaErrorInvalidDeviceFunction },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t api = 0;
+        int before = refusals(), rc;
+        if (cases[i].kind == 0)
+            rc = launch_ex_forged_event(fd, cases[i].lib, &api);
+        else if (cases[i].kind == 1)
+            rc = callf(fd, "cuda", RGPU_H_CU_NAME, &api, NULL, "uu", cases[i].arg, FORGED);
+        else
+            rc = callf(fd, "cudart", RGPU_H_FUNC_BY_SYMBOL, &api, NULL, "u", FORGED);
+        if (rc == 0 && api != cases[i].want)
+            rc = fail("status %llu, wanted %llu", (unsigned long long)api,
+                      (unsigned long long)cases[i].want);
+        /* Names and functions are looked up in the session's tables, which
+         * say nothing in the log; the events are refused with a word. */
+        if (rc == 0 && cases[i].kind == 0 && refusals() <= before)
+            rc = fail("rgpud did not refuse it: the library saw the handle");
+        if (rc == 0 && good_call(fd, ++serial_no) < 0)
+            rc = fail_prefix("session after it");
+        printf("%s %s%s%s\n", rc ? "FAIL" : "ok", cases[i].name, rc ? ": " : "", rc ? why : "");
+        *failures += rc != 0;
+    }
+    return 0;
+}
+
 /* What the well-behaved calls must still do: legitimate handles, the
  * default streams, and a stream made through the handle it came from. */
 static int setup(int a)
@@ -328,6 +401,7 @@ int main(int argc, char **argv)
         }
     }
     run_hand_cases(a, &failures);
+    run_launch_cases(a, &failures);
     /* A descriptor inside a cuDNN backend attribute array. */
     uint64_t desc, api, forged = FORGED;
     int before = refusals();

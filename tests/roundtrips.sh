@@ -8,7 +8,8 @@
 # The program measures, with rgpu_stats_totals, how many requests waited
 # for the server during its steps after the first, per part (cuBLAS handle
 # state around gemms; cuBLASLt matmuls with a new bias pointer each step; a
-# kernel's attributes, a repeated attribute set and occupancy; device facts
+# kernel's attributes, a repeated attribute set and occupancy; launches
+# with attributes the client can check, function handles and names; device facts
 # through the runtime and the driver; cuDNN tensor descriptors made, set and
 # destroyed around a batch norm) and writes
 # "roundtrips: PART waited N" to stderr.  Every N must be 0, and every part
@@ -27,7 +28,7 @@ if ! RGPU_STATS=1 "$here/run-prog.sh" "$build" "$prog" 20 >"$tmp/out" 2>"$tmp/er
 fi
 cat "$tmp/out"
 fail=0
-for part in cublas cublasLt kernel device cudnn; do
+for part in cublas cublasLt kernel launch device cudnn; do
     n=$(awk -v p="$part" '$1 == "roundtrips:" && $2 == p && $3 == "waited" { print $4 }' "$tmp/err")
     if [ -z "$n" ]; then
         echo "FAIL: $part reported nothing (not run through rgpu?)"

@@ -278,6 +278,94 @@ CUresult CUDAAPI cuKernelGetFunction(CUfunction *func, CUkernel kernel)
     return r;
 }
 
+// A library's kernels, in the order its cubin lists them.
+CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int *count, CUlibrary library)
+{
+    struct fg_module *m;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    m = mod_get((CUmodule)library);
+    if (r == CUDA_SUCCESS && (!m || !m->is_library))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        *count = m->nfuncs;
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int n, CUlibrary library)
+{
+    struct fg_module *m;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!kernels || !n)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    m = mod_get((CUmodule)library);
+    if (r == CUDA_SUCCESS && (!m || !m->is_library))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < n && i < m->nfuncs; i++)
+        kernels[i] = (CUkernel)m->funcs[i].handle;
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuKernelGetLibrary(CUlibrary *library, CUkernel kernel)
+{
+    struct fg_func *f;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!library)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    f = func_get((CUfunction)kernel);
+    if (r == CUDA_SUCCESS && (!f || !f->mod->is_library))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        *library = (CUlibrary)f->mod->handle;
+    fg_unlock();
+    return r;
+}
+
+// The mangled name from the cubin; it lives as long as the function.
+static CUresult func_name(const char **name, CUfunction h, int want_library)
+{
+    struct fg_func *f;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!name || !h)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    f = func_get(h);
+    if (r == CUDA_SUCCESS && (!f || (want_library && !f->mod->is_library)))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        *name = f->name;
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
+{
+    return func_name(name, hfunc, 0);
+}
+
+CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc)
+{
+    return func_name(name, (CUfunction)hfunc, 1);
+}
+
 // ---- Functions ----------------------------------------------------------------------------
 
 static CUresult param_info(CUfunction h, size_t i, size_t *off, size_t *size)
@@ -357,6 +445,14 @@ CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
         *pi = func_attr(f, attrib);
     fg_unlock();
     return r;
+}
+
+CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+                                      CUdevice dev)
+{
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return cuFuncGetAttribute(pi, attrib, (CUfunction)kernel);
 }
 
 // What a block may opt in to, what an SM has, and what each block costs
@@ -536,12 +632,181 @@ static CUresult pack_params(const struct fg_func *f, void **kernel_params,
     return CUDA_SUCCESS;
 }
 
+// ---- Launch attributes (cuLaunchKernelEx) ---------------------------------------------------
+
+#define FG_CLUSTER_MAX      8       // blocks in a portable cluster
+#define FG_LAUNCH_RECORDS   4       // events one launch may record
+
+// What a launch's attributes ask of it, once checked.
+struct attr_effects {
+    struct fg_launch_shape shape;
+    int have_cluster, have_preferred;
+    struct fg_dim preferred;
+    struct fg_event *records[FG_LAUNCH_RECORDS];
+    unsigned nrecords;
+};
+
+static int device_attr(CUdevice_attribute a)
+{
+    int v = 0;
+
+    cuDeviceGetAttribute(&v, a, 0);
+    return v;
+}
+
+// An event a launch records (programmatic or launch completion): one of
+// this context's, made without timing and not for another process, with
+// no record flags, as cuda.h requires of both.
+static CUresult event_attr(CUevent h, int flags, struct attr_effects *e)
+{
+    struct fg_event *ev = event_get(h);
+
+    if (!ev)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (flags != 0 || !(ev->flags & CU_EVENT_DISABLE_TIMING) ||
+        (ev->flags & CU_EVENT_INTERPROCESS) || e->nrecords == FG_LAUNCH_RECORDS)
+        return CUDA_ERROR_INVALID_VALUE;
+    e->records[e->nrecords++] = ev;
+    return CUDA_SUCCESS;
+}
+
+static CUresult window_attr(const CUaccessPolicyWindow *w)
+{
+    int prop_ok = w->hitProp >= CU_ACCESS_PROPERTY_NORMAL &&
+                  w->hitProp <= CU_ACCESS_PROPERTY_PERSISTING &&
+                  (w->missProp == CU_ACCESS_PROPERTY_NORMAL ||
+                   w->missProp == CU_ACCESS_PROPERTY_STREAMING);
+
+    if (w->num_bytes > (size_t)device_attr(CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE) ||
+        !(w->hitRatio >= 0.0f && w->hitRatio <= 1.0f) || !prop_ok)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+static int in_range(long long v, long long lo, long long hi)
+{
+    return v >= lo && v <= hi;
+}
+
+static CUresult one_attr(const CUlaunchAttribute *a, struct attr_effects *e)
+{
+    const CUlaunchAttributeValue *v = &a->value;
+    int domains = device_attr(CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT);
+
+    switch (a->id) {
+    case CU_LAUNCH_ATTRIBUTE_IGNORE:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:      // clamped, as stream priorities
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+        return CUDA_SUCCESS;
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+        return window_attr(&v->accessPolicyWindow);
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        e->shape.cooperative = v->cooperative != 0;
+        return CUDA_SUCCESS;
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+        return in_range(v->syncPolicy, CU_SYNC_POLICY_AUTO, CU_SYNC_POLICY_BLOCKING_SYNC)
+                   ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+        e->have_cluster = 1;
+        e->shape.cluster = (struct fg_dim){ v->clusterDim.x, v->clusterDim.y, v->clusterDim.z };
+        return CUDA_SUCCESS;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+        return in_range(v->clusterSchedulingPolicyPreference, CU_CLUSTER_SCHEDULING_POLICY_DEFAULT,
+                        CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)
+                   ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+        return event_attr(v->programmaticEvent.event, v->programmaticEvent.flags, e);
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+        return event_attr(v->launchCompletionEvent.event, v->launchCompletionEvent.flags, e);
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+        return v->memSyncDomainMap.default_ < domains && v->memSyncDomainMap.remote < domains
+                   ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+        return in_range(v->memSyncDomain, CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT,
+                        CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE)
+                   ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+        e->have_preferred = 1;
+        e->preferred = (struct fg_dim){ v->preferredClusterDim.x, v->preferredClusterDim.y,
+                                        v->preferredClusterDim.z };
+        return CUDA_SUCCESS;
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        // A percentage, or -1 (cudaSharedmemCarveoutDefault) as unsigned.
+        return v->sharedMemCarveout <= 100 || v->sharedMemCarveout == (unsigned)-1
+                   ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+        return v->nvlinkUtilCentricScheduling <= 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default:
+        // Device-updatable nodes exist only in captured graphs; ids this
+        // driver does not know are invalid.
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+static int divides(struct fg_dim part, struct fg_dim whole)
+{
+    return part.x && part.y && part.z && whole.x % part.x == 0 && whole.y % part.y == 0 &&
+           whole.z % part.z == 0;
+}
+
+// A cluster must tile the grid and fit the portable size; a preferred
+// cluster must be made of whole clusters (z alike) and tile the grid too.
+static CUresult check_cluster(struct fg_dim g, const struct attr_effects *e)
+{
+    struct fg_dim c = e->shape.cluster, p = e->preferred;
+
+    if (e->have_cluster &&
+        (!divides(c, g) || (unsigned long long)c.x * c.y * c.z > FG_CLUSTER_MAX))
+        return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    if (e->have_preferred &&
+        (!e->have_cluster || !divides(c, p) || p.z != c.z || !divides(p, g)))
+        return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    return CUDA_SUCCESS;
+}
+
+// A cooperative grid must be resident all at once: no more blocks than the
+// SMs hold together, by the occupancy of this block size and shared memory.
+static CUresult check_cooperative(const struct fg_func *f, struct fg_dim g, struct fg_dim b,
+                                  unsigned shmem)
+{
+    unsigned long long blocks = (unsigned long long)g.x * g.y * g.z;
+    long long resident = (long long)blocks_per_sm(f, (int)(b.x * b.y * b.z), shmem) *
+                         device_attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+
+    if (!device_attr(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return blocks <= (unsigned long long)resident ? CUDA_SUCCESS
+                                                 : CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+}
+
+static CUresult check_attrs(const struct fg_func *f, struct fg_dim g, struct fg_dim b,
+                            unsigned shmem, const CUlaunchAttribute *attrs, unsigned n,
+                            struct attr_effects *e)
+{
+    CUresult r = CUDA_SUCCESS;
+
+    memset(e, 0, sizeof *e);
+    e->shape.cluster = (struct fg_dim){ 1, 1, 1 };
+    if (n && !attrs)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n && r == CUDA_SUCCESS; i++)
+        r = one_attr(&attrs[i], e);
+    if (r == CUDA_SUCCESS)
+        r = check_cluster(g, e);
+    if (r == CUDA_SUCCESS && e->shape.cooperative)
+        r = check_cooperative(f, g, b, shmem);
+    return r;
+}
+
+static uint64_t now_ns(void);
+
 static CUresult launch(CUfunction h, struct fg_dim g, struct fg_dim b,
                        unsigned shmem, CUstream s, void **kernel_params,
-                       void **extra)
+                       void **extra, const CUlaunchAttribute *attrs, unsigned nattrs)
 {
     struct fg_func *f;
     struct fg_ctx *c;
+    struct attr_effects e;
     unsigned char *buf;
     int skip;
     CUresult r;
@@ -557,6 +822,8 @@ static CUresult launch(CUfunction h, struct fg_dim g, struct fg_dim b,
     r = check_config(f, g, b, shmem);
     if (r == CUDA_SUCCESS)
         r = fg_check_stream(s);
+    if (r == CUDA_SUCCESS)
+        r = check_attrs(f, g, b, shmem, attrs, nattrs, &e);
     if (r != CUDA_SUCCESS)
         return r;
     if (!f->twin)
@@ -569,9 +836,15 @@ static CUresult launch(CUfunction h, struct fg_dim g, struct fg_dim b,
     r = pack_params(f, kernel_params, extra, buf);
     if (r == CUDA_SUCCESS && !skip) {
         // The launch itself succeeds; a fault shows at the next wait.
-        CUresult fault = fg_exec(f, g, b, buf);
+        CUresult fault = fg_exec(f, g, b, &e.shape, buf);
         if (fault != CUDA_SUCCESS)
             c->pending = fault;
+    }
+    // The kernel ran to completion: its events fire (recorded as
+    // cuEventRecord records them, after a fault too).
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < e.nrecords; i++) {
+        e.records[i]->recorded = 1;
+        e.records[i]->ns = now_ns();
     }
     free(buf);
     return r;
@@ -587,7 +860,53 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
 
     fg_lock();
     r = launch(f, (struct fg_dim){ gx, gy, gz }, (struct fg_dim){ bx, by, bz },
-               shmem, s, kernel_params, extra);
+               shmem, s, kernel_params, extra, NULL, 0);
+    fg_unlock();
+    return r;
+}
+
+static CUresult launch_ex(const CUlaunchConfig *cfg, CUfunction f, void **kernel_params,
+                          void **extra, CUstream default_stream)
+{
+    CUresult r;
+
+    if (!cfg)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = launch(f, (struct fg_dim){ cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ },
+               (struct fg_dim){ cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ },
+               cfg->sharedMemBytes, cfg->hStream ? cfg->hStream : default_stream,
+               kernel_params, extra, cfg->attrs, cfg->numAttrs);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **kernel_params,
+                                  void **extra)
+{
+    return launch_ex(cfg, f, kernel_params, extra, NULL);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *cfg, CUfunction f,
+                                       void **kernel_params, void **extra);
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *cfg, CUfunction f,
+                                       void **kernel_params, void **extra)
+{
+    return launch_ex(cfg, f, kernel_params, extra, CU_STREAM_PER_THREAD);
+}
+
+CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                           unsigned int gz, unsigned int bx, unsigned int by,
+                                           unsigned int bz, unsigned int shmem, CUstream s,
+                                           void **kernel_params)
+{
+    CUlaunchAttribute coop = { .id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+                               .value.cooperative = 1 };
+    CUresult r;
+
+    fg_lock();
+    r = launch(f, (struct fg_dim){ gx, gy, gz }, (struct fg_dim){ bx, by, bz }, shmem, s,
+               kernel_params, NULL, &coop, 1);
     fg_unlock();
     return r;
 }

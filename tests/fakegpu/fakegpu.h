@@ -194,6 +194,13 @@ struct fg_dim { unsigned x, y, z; };
 // What a CPU kernel sees of one GPU thread.
 struct fg_thread {
     struct fg_dim gridDim, blockDim, blockIdx, threadIdx;
+    // The launch's cluster shape ({1, 1, 1} without one) and whether it was
+    // cooperative: what a kernel learns from cooperative_groups.
+    struct fg_dim clusterDim;
+    int cooperative;
+    // A kernel that calls grid.sync() runs as phases, the code between two
+    // syncs: every thread of the grid runs phase 0, then phase 1...
+    unsigned phase;
     const unsigned char *params;    // packed parameter buffer
     const struct fg_func *func;     // layout of params
     CUresult fault;                 // first fault; stops the launch
@@ -208,13 +215,24 @@ struct fg_twin {
     unsigned nparams;
     uint32_t sizes[16];             // expected parameter sizes, by ordinal
     void (*fn)(struct fg_thread *t);
+    // Grid-wide barriers (grid.sync()) the kernel passes: it runs as
+    // grid_syncs + 1 phases, and only in a cooperative launch.
+    unsigned grid_syncs;
+};
+
+// How a launch runs beyond its grid and block (cuLaunchKernelEx's
+// attributes that a kernel can observe).
+struct fg_launch_shape {
+    struct fg_dim cluster;          // {1, 1, 1} without a cluster
+    int cooperative;
 };
 
 // The twin for f, or NULL when there is none or its sizes disagree with f.
 const struct fg_twin *fg_twin_find(const struct fg_func *f);
 // Runs f over the whole grid; returns CUDA_SUCCESS or the fault it hit.
 CUresult fg_exec(const struct fg_func *f, struct fg_dim grid,
-                 struct fg_dim block, const unsigned char *params);
+                 struct fg_dim block, const struct fg_launch_shape *shape,
+                 const unsigned char *params);
 
 // Accessors for CPU kernels (FG_LD/FG_ST: values of at most 4 KiB).  A bad
 // address records a fault and yields a scratch location, so the kernel body

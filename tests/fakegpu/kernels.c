@@ -80,13 +80,11 @@ void *fg_st(struct fg_thread *t, CUdeviceptr a, size_t n)
     return h ? h : scratch;
 }
 
-CUresult fg_exec(const struct fg_func *f, struct fg_dim grid,
-                 struct fg_dim block, const unsigned char *params)
+// One phase of f over the whole grid.
+static CUresult exec_phase(struct fg_thread *t, const struct fg_func *f)
 {
-    struct fg_thread t = {
-        .gridDim = grid, .blockDim = block, .params = params, .func = f,
-    };
-    struct fg_dim *b = &t.blockIdx, *th = &t.threadIdx;
+    struct fg_dim *b = &t->blockIdx, *th = &t->threadIdx;
+    struct fg_dim grid = t->gridDim, block = t->blockDim;
 
     for (b->z = 0; b->z < grid.z; b->z++)
     for (b->y = 0; b->y < grid.y; b->y++)
@@ -94,10 +92,31 @@ CUresult fg_exec(const struct fg_func *f, struct fg_dim grid,
         for (th->z = 0; th->z < block.z; th->z++)
         for (th->y = 0; th->y < block.y; th->y++)
         for (th->x = 0; th->x < block.x; th->x++) {
-            f->twin->fn(&t);
-            if (t.fault)
-                return t.fault;
+            f->twin->fn(t);
+            if (t->fault)
+                return t->fault;
         }
+    return CUDA_SUCCESS;
+}
+
+CUresult fg_exec(const struct fg_func *f, struct fg_dim grid,
+                 struct fg_dim block, const struct fg_launch_shape *shape,
+                 const unsigned char *params)
+{
+    struct fg_thread t = {
+        .gridDim = grid, .blockDim = block, .params = params, .func = f,
+        .clusterDim = shape->cluster, .cooperative = shape->cooperative,
+    };
+
+    // grid.sync() outside a cooperative launch is undefined; this GPU
+    // fails the kernel at its first sync, after the code before it ran.
+    for (t.phase = 0; t.phase <= f->twin->grid_syncs; t.phase++) {
+        if (t.phase > 0 && !shape->cooperative)
+            return CUDA_ERROR_LAUNCH_FAILED;
+        CUresult r = exec_phase(&t, f);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -274,22 +293,51 @@ static void k_assert(struct fg_thread *t)
     }
 }
 
-// Mangled names as nvcc 13 emits them for kernels.cuh; sizes by ordinal.
+// Phase 0 before grid.sync(), phase 1 after it.
+static void k_coop_reverse(struct fg_thread *t)
+{
+    CUdeviceptr data = FG_ARG(t, 0, CUdeviceptr), out = FG_ARG(t, 1, CUdeviceptr);
+    int n = FG_ARG(t, 2, int);
+    int i = (int)gid32(t);
+
+    if (i >= n)
+        return;
+    if (t->phase == 0)
+        FG_ST(t, data + (int64_t)i * 4, int32_t) = (int32_t)(3u * (uint32_t)i + 1u);
+    else
+        FG_ST(t, out + (int64_t)i * 4, int32_t) =
+            FG_LD(t, data + (int64_t)(n - 1 - i) * 4, int32_t);
+}
+
+static void k_grid_info(struct fg_thread *t)
+{
+    CUdeviceptr out = FG_ARG(t, 0, CUdeviceptr);
+
+    if (!first_thread(t))
+        return;
+    FG_ST(t, out, int32_t) = t->cooperative ? 1 : 0;
+    FG_ST(t, out + 4, int32_t) = (int32_t)(t->gridDim.x * t->gridDim.y * t->gridDim.z);
+}
+
+// Mangled names as nvcc 13 emits them for kernels.cuh; sizes by ordinal;
+// the grid-wide barriers each passes.
 static const struct fg_twin twins[] = {
-    { "_Z7k_emptyv", 0, { 0 }, k_empty },
-    { "_Z10k_fill_u32Pjjy", 3, { 8, 4, 8 }, k_fill_u32 },
-    { "_Z6k_axpyfPKfPfi", 4, { 4, 8, 8, 4 }, k_axpy },
-    { "_Z8k_struct16rgpu_test_params", 1, { 48 }, k_struct },
-    { "_Z5k_bigPx13rgpu_test_big", 2, { 8, 4096 }, k_big },
-    { "_Z9k_scalarscsixfdhPd", 8, { 1, 2, 4, 8, 4, 8, 1, 8 }, k_scalars },
-    { "_Z5k_incPii", 2, { 8, 4 }, k_inc },
-    { "_Z8k_doublePiPKii", 3, { 8, 8, 4 }, k_double },
-    { "_Z6k_pokePi", 1, { 8 }, k_poke },
+    { "_Z7k_emptyv", 0, { 0 }, k_empty, 0 },
+    { "_Z10k_fill_u32Pjjy", 3, { 8, 4, 8 }, k_fill_u32, 0 },
+    { "_Z6k_axpyfPKfPfi", 4, { 4, 8, 8, 4 }, k_axpy, 0 },
+    { "_Z8k_struct16rgpu_test_params", 1, { 48 }, k_struct, 0 },
+    { "_Z5k_bigPx13rgpu_test_big", 2, { 8, 4096 }, k_big, 0 },
+    { "_Z9k_scalarscsixfdhPd", 8, { 1, 2, 4, 8, 4, 8, 1, 8 }, k_scalars, 0 },
+    { "_Z5k_incPii", 2, { 8, 4 }, k_inc, 0 },
+    { "_Z8k_doublePiPKii", 3, { 8, 8, 4 }, k_double, 0 },
+    { "_Z6k_pokePi", 1, { 8 }, k_poke, 0 },
+    { "_Z14k_coop_reversePiS_i", 3, { 8, 8, 4 }, k_coop_reverse, 1 },
+    { "_Z11k_grid_infoPi", 1, { 8 }, k_grid_info, 0 },
     // device_output.cuh
-    { "_Z7k_printii", 2, { 4, 4 }, k_print },
-    { "_Z7k_linesi", 1, { 4 }, k_lines },
-    { "_Z9k_formatsijxdfc", 6, { 4, 4, 8, 8, 4, 1 }, k_formats },
-    { "_Z8k_asserti", 1, { 4 }, k_assert },
+    { "_Z7k_printii", 2, { 4, 4 }, k_print, 0 },
+    { "_Z7k_linesi", 1, { 4 }, k_lines, 0 },
+    { "_Z9k_formatsijxdfc", 6, { 4, 4, 8, 8, 4, 1 }, k_formats, 0 },
+    { "_Z8k_asserti", 1, { 4 }, k_assert, 0 },
 };
 
 const struct fg_twin *fg_twin_find(const struct fg_func *f)

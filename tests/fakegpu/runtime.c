@@ -1036,3 +1036,37 @@ cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
                        (unsigned)shmem, s, args, NULL);
     return ret(rt_func(r));
 }
+
+// The runtime's launch attributes are the driver's, id for id and member
+// for member: the array is handed on as it is.
+_Static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "attributes");
+SAME(cudaLaunchAttributeCooperative, CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
+SAME(cudaLaunchAttributeLaunchCompletionEvent, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT);
+SAME(cudaErrorCooperativeLaunchTooLarge, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+SAME(cudaErrorInvalidClusterSize, CUDA_ERROR_INVALID_CLUSTER_SIZE);
+
+cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
+                                          void **args)
+{
+    CUfunction f = (CUfunction)(uintptr_t)func;
+    int max_threads = 0;
+    CUresult r;
+    cudaError_t e = ctx();
+
+    if (e != cudaSuccess)
+        return ret(e);
+    if (!config)
+        return ret(cudaErrorInvalidValue);
+    r = cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+    if (r != CUDA_SUCCESS)
+        return ret(rt_func(r));
+    if (!config_ok(config->gridDim, config->blockDim) || config->dynamicSmemBytes > UINT32_MAX)
+        return ret(BAD_LAUNCH);
+    CUlaunchConfig c = {
+        config->gridDim.x, config->gridDim.y, config->gridDim.z,
+        config->blockDim.x, config->blockDim.y, config->blockDim.z,
+        (unsigned)config->dynamicSmemBytes, config->stream,
+        (CUlaunchAttribute *)(void *)config->attrs, config->numAttrs,
+    };
+    return ret(rt_func(cuLaunchKernelEx(&c, f, args, NULL)));
+}

@@ -7,6 +7,7 @@
 // stay stable.
 #pragma once
 #include <stdint.h>
+#include <cooperative_groups.h>
 
 struct rgpu_test_params {         // a struct parameter with mixed alignment
     float *out;
@@ -91,4 +92,29 @@ __global__ void k_poke(int *p)
 {
     if (blockIdx.x == 0 && threadIdx.x == 0)
         *p = 42;
+}
+
+// A grid-wide barrier (a cooperative launch): every thread writes
+// data[i] = 3 * i + 1, the grid syncs, then out[i] = data[n - 1 - i], which
+// another block wrote.
+__global__ void k_coop_reverse(int *data, int *out, int n)
+{
+    cooperative_groups::grid_group g = cooperative_groups::this_grid();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        data[i] = 3 * i + 1;
+    g.sync();
+    if (i < n)
+        out[i] = data[n - 1 - i];
+}
+
+// out[0] = whether the grid may sync (a cooperative launch), out[1] = the
+// number of blocks in the grid.
+__global__ void k_grid_info(int *out)
+{
+    cooperative_groups::grid_group g = cooperative_groups::this_grid();
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        out[0] = g.is_valid() ? 1 : 0;
+        out[1] = (int)(gridDim.x * gridDim.y * gridDim.z);
+    }
 }

@@ -10,6 +10,9 @@
 //   - a kernel's attributes asked, the same attribute set again, occupancy
 //     asked, and the kernel launched with the dynamic shared memory the
 //     attribute allows;
+//   - launches with attributes the client can check (Triton's programmatic
+//     stream serialisation, a completion event) and the function handles
+//     and names JAX asks for;
 //   - device facts, through the runtime and the driver.
 //
 //   roundtrips [STEPS]        STEPS steps of each (default 20)
@@ -278,6 +281,74 @@ static void part_cublaslt(int steps)
     cudaFree(ws);
 }
 
+// ---- launches with attributes the client can check ------------------------------------------
+
+// What Triton's launcher sends (cuLaunchKernelEx with programmatic stream
+// serialisation), a completion event to an event made for it, and the
+// handles and names JAX asks for: none waits after the first step.
+static void part_launch(int steps)
+{
+    const int n = 1 << 12;
+    int *d = NULL;
+    cudaEvent_t done;
+    CUfunction f = NULL;
+    const char *name = NULL;
+    must(check_cuda(cudaMalloc(&d, n * sizeof(int)), "launch: cudaMalloc") &&
+             check_cuda(cudaMemset(d, 0, n * sizeof(int)), "launch: cudaMemset") &&
+             check_cuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
+                        "launch: untimed event"),
+         "launch setup");
+    cudaLaunchAttribute ra[2];
+    memset(ra, 0, sizeof ra);
+    ra[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    ra[0].val.programmaticStreamSerializationAllowed = 1;
+    ra[1].id = cudaLaunchAttributePriority;
+    cudaLaunchConfig_t rc = {};
+    rc.gridDim = dim3(n / 256);
+    rc.blockDim = dim3(256);
+    rc.stream = stream;
+    rc.attrs = ra;
+    rc.numAttrs = 2;
+    CUlaunchAttribute da[2];
+    memset(da, 0, sizeof da);
+    da[0].id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+    da[0].value.launchCompletionEvent.event = (CUevent)done;
+    da[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    da[1].value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig dc = {};
+    dc.gridDimX = n / 256;
+    dc.gridDimY = dc.gridDimZ = 1;
+    dc.blockDimX = 256;
+    dc.blockDimY = dc.blockDimZ = 1;
+    dc.hStream = (CUstream)stream;
+    dc.attrs = da;
+    dc.numAttrs = 2;
+
+    int failed = 0, nn = n;
+    void *params[] = {&d, &nn};
+    unsigned long long since = 0;
+    for (int step = 0; step < steps; step++) {
+        if (step == 1)
+            since = waited_so_far();
+        failed += cudaLaunchKernelEx(&rc, k_inc, d, n) != cudaSuccess;
+        failed += cudaGetFuncBySymbol(&f, (const void *)k_inc) != cudaSuccess;
+        failed += cuFuncGetName(&name, f) != CUDA_SUCCESS || strcmp(name, "_Z5k_incPii") != 0;
+        failed += cuLaunchKernelEx(&dc, f, params, NULL) != CUDA_SUCCESS;
+    }
+    report("launch", since);
+    check(failed == 0, "launch: every launch and query succeeds", "%d failed", failed);
+    check_cuda(cudaEventSynchronize(done), "launch: completion event synchronize");
+    std::vector<int> got(n);
+    check_cuda(cudaMemcpy(got.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost),
+               "launch: copy back");
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        bad += got[i] != 2 * steps;
+    check(bad == 0, "launch: every launch ran", "%d wrong", bad);
+    cudaEventDestroy(done);
+    cudaFree(d);
+}
+
 // ---- a kernel's attributes and occupancy ----------------------------------------------------
 
 static void part_kernel(int steps)
@@ -457,6 +528,7 @@ int main(int argc, char **argv)
     part_cublas(steps);
     part_cublaslt(steps);
     part_kernel(steps);
+    part_launch(steps);
     part_device(steps);
     part_cudnn(steps);
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");

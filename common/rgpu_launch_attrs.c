@@ -1,0 +1,301 @@
+/* Launch attributes on the wire: see rgpu_launch_attrs.h. */
+#include "rgpu_launch_attrs.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* How a member of an attribute's value travels. */
+enum field_kind {
+    F_END = 0,
+    F_INT,      /* int or an enum: a signed 32-bit integer */
+    F_UINT,     /* unsigned int */
+    F_BYTE,     /* unsigned char */
+    F_U64,      /* a handle, an address or a size_t */
+    F_FLOAT,    /* float */
+};
+
+struct field {
+    enum field_kind kind;
+    size_t offset;      /* in CUlaunchAttributeValue */
+};
+
+struct attr_layout {
+    const char *name;
+    const char *refusal;        /* NULL: served */
+    struct field fields[6];
+};
+
+#define AT(member) offsetof(CUlaunchAttributeValue, member)
+
+/* Enums travel as int: the header's enums all are. */
+_Static_assert(sizeof(CUaccessProperty) == sizeof(int), "enum size");
+_Static_assert(sizeof(CUsynchronizationPolicy) == sizeof(int), "enum size");
+_Static_assert(sizeof(CUclusterSchedulingPolicy) == sizeof(int), "enum size");
+_Static_assert(sizeof(CUlaunchMemSyncDomain) == sizeof(int), "enum size");
+_Static_assert(sizeof(CUevent) == 8 && sizeof(size_t) == 8, "64-bit handles");
+
+/* By id, as cuda.h (CUDA 13) numbers them; 15 is unused there. */
+static const struct attr_layout layouts[] = {
+    [CU_LAUNCH_ATTRIBUTE_IGNORE] = { "CU_LAUNCH_ATTRIBUTE_IGNORE", NULL, { { F_END, 0 } } },
+    [CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW] = {
+        "CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW", NULL,
+        { { F_U64, AT(accessPolicyWindow.base_ptr) },
+          { F_U64, AT(accessPolicyWindow.num_bytes) },
+          { F_FLOAT, AT(accessPolicyWindow.hitRatio) },
+          { F_INT, AT(accessPolicyWindow.hitProp) },
+          { F_INT, AT(accessPolicyWindow.missProp) } } },
+    [CU_LAUNCH_ATTRIBUTE_COOPERATIVE] = {
+        "CU_LAUNCH_ATTRIBUTE_COOPERATIVE", NULL, { { F_INT, AT(cooperative) } } },
+    [CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY] = {
+        "CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY", NULL, { { F_INT, AT(syncPolicy) } } },
+    [CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION] = {
+        "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION", NULL,
+        { { F_UINT, AT(clusterDim.x) }, { F_UINT, AT(clusterDim.y) },
+          { F_UINT, AT(clusterDim.z) } } },
+    [CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE] = {
+        "CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE", NULL,
+        { { F_INT, AT(clusterSchedulingPolicyPreference) } } },
+    [CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION] = {
+        "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION", NULL,
+        { { F_INT, AT(programmaticStreamSerializationAllowed) } } },
+    [CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT] = {
+        "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT", NULL,
+        { { F_U64, AT(programmaticEvent.event) }, { F_INT, AT(programmaticEvent.flags) },
+          { F_INT, AT(programmaticEvent.triggerAtBlockStart) } } },
+    [CU_LAUNCH_ATTRIBUTE_PRIORITY] = {
+        "CU_LAUNCH_ATTRIBUTE_PRIORITY", NULL, { { F_INT, AT(priority) } } },
+    [CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP] = {
+        "CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP", NULL,
+        { { F_BYTE, AT(memSyncDomainMap.default_) }, { F_BYTE, AT(memSyncDomainMap.remote) } } },
+    [CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN] = {
+        "CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN", NULL, { { F_INT, AT(memSyncDomain) } } },
+    [CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION] = {
+        "CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION", NULL,
+        { { F_UINT, AT(preferredClusterDim.x) }, { F_UINT, AT(preferredClusterDim.y) },
+          { F_UINT, AT(preferredClusterDim.z) } } },
+    [CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT] = {
+        "CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT", NULL,
+        { { F_U64, AT(launchCompletionEvent.event) },
+          { F_INT, AT(launchCompletionEvent.flags) } } },
+    /* The driver writes a device-side node handle back into the caller's
+     * attribute array, and only for launches captured into a graph. */
+    [CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE] = {
+        "CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE",
+        "device-updatable graph nodes: the node handle the driver writes back into the "
+        "attribute is not remoted", { { F_END, 0 } } },
+    [CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = {
+        "CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT", NULL,
+        { { F_UINT, AT(sharedMemCarveout) } } },
+    [CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING] = {
+        "CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING", NULL,
+        { { F_UINT, AT(nvlinkUtilCentricScheduling) } } },
+};
+#define NLAYOUTS (sizeof layouts / sizeof layouts[0])
+
+static const struct attr_layout *layout_of(unsigned id)
+{
+    return id < NLAYOUTS && layouts[id].name ? &layouts[id] : NULL;
+}
+
+const char *rgpu_launch_attr_name(unsigned id)
+{
+    const struct attr_layout *l = layout_of(id);
+    return l ? l->name : NULL;
+}
+
+const char *rgpu_launch_attr_refusal(unsigned id)
+{
+    const struct attr_layout *l = layout_of(id);
+    if (!l)
+        return "a launch attribute this build of rgpu does not know";
+    return l->refusal;
+}
+
+unsigned rgpu_launch_attrs_first_refused(const CUlaunchAttribute *attrs, unsigned n)
+{
+    unsigned i = 0;
+    while (i < n && !rgpu_launch_attr_refusal(attrs[i].id))
+        i++;
+    return i;
+}
+
+unsigned rgpu_launch_attrs_count(const CUlaunchAttribute *attrs, unsigned n)
+{
+    unsigned count = 0;
+    for (unsigned i = 0; i < n; i++)
+        count += attrs[i].id != CU_LAUNCH_ATTRIBUTE_IGNORE;
+    return count;
+}
+
+static int checked_here(const CUlaunchAttribute *a, int (*event_untimed)(uint64_t))
+{
+    const CUlaunchAttributeValue *v = &a->value;
+    switch (a->id) {
+    case CU_LAUNCH_ATTRIBUTE_IGNORE:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:      /* out of range is clamped, as for streams */
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+        return 1;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+        return v->memSyncDomain == CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT ||
+               v->memSyncDomain == CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+        return v->clusterSchedulingPolicyPreference >= CU_CLUSTER_SCHEDULING_POLICY_DEFAULT &&
+               v->clusterSchedulingPolicyPreference <= CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING;
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+        return v->programmaticEvent.flags == 0 &&
+               event_untimed((uint64_t)(uintptr_t)v->programmaticEvent.event);
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+        return v->launchCompletionEvent.flags == 0 &&
+               event_untimed((uint64_t)(uintptr_t)v->launchCompletionEvent.event);
+    default:
+        return 0;
+    }
+}
+
+int rgpu_launch_attrs_checked(const CUlaunchAttribute *attrs, unsigned n,
+                              int (*event_untimed)(uint64_t event))
+{
+    for (unsigned i = 0; i < n; i++)
+        if (!checked_here(&attrs[i], event_untimed))
+            return 0;
+    return 1;
+}
+
+static unsigned field_count(const struct attr_layout *l)
+{
+    unsigned n = 0;
+    while (n < sizeof l->fields / sizeof l->fields[0] && l->fields[n].kind != F_END)
+        n++;
+    return n;
+}
+
+static void pack_field(msgpack_packer *pk, const struct field *f, const unsigned char *value)
+{
+    const unsigned char *p = value + f->offset;
+    int i;
+    unsigned u;
+    uint64_t v;
+    float x;
+    switch (f->kind) {
+    case F_INT:
+        memcpy(&i, p, sizeof i);
+        msgpack_pack_int64(pk, i);
+        break;
+    case F_UINT:
+        memcpy(&u, p, sizeof u);
+        msgpack_pack_uint64(pk, u);
+        break;
+    case F_BYTE:
+        msgpack_pack_uint64(pk, *p);
+        break;
+    case F_U64:
+        memcpy(&v, p, sizeof v);
+        msgpack_pack_uint64(pk, v);
+        break;
+    case F_FLOAT:
+        memcpy(&x, p, sizeof x);
+        msgpack_pack_float(pk, x);
+        break;
+    case F_END:
+        break;
+    }
+}
+
+void rgpu_launch_attrs_pack(msgpack_packer *pk, const CUlaunchAttribute *attrs, unsigned n)
+{
+    msgpack_pack_array(pk, rgpu_launch_attrs_count(attrs, n));
+    for (unsigned i = 0; i < n; i++) {
+        const struct attr_layout *l = layout_of(attrs[i].id);
+        if (attrs[i].id == CU_LAUNCH_ATTRIBUTE_IGNORE)
+            continue;
+        unsigned nf = l ? field_count(l) : 0;
+        msgpack_pack_array(pk, 1 + nf);
+        msgpack_pack_uint64(pk, attrs[i].id);
+        for (unsigned k = 0; k < nf; k++)
+            pack_field(pk, &l->fields[k], (const unsigned char *)&attrs[i].value);
+    }
+}
+
+/* A signed integer within [lo, hi]. */
+static int int_in(const msgpack_object *o, int64_t lo, int64_t hi, int64_t *v)
+{
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= (uint64_t)INT64_MAX)
+        *v = (int64_t)o->via.u64;
+    else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        *v = o->via.i64;
+    else
+        return -1;
+    return *v >= lo && *v <= hi ? 0 : -1;
+}
+
+static int unpack_field(const msgpack_object *o, const struct field *f, unsigned char *value)
+{
+    unsigned char *p = value + f->offset;
+    int64_t v;
+    switch (f->kind) {
+    case F_INT: {
+        if (int_in(o, INT32_MIN, INT32_MAX, &v) < 0)
+            return -1;
+        int i = (int)v;
+        memcpy(p, &i, sizeof i);
+        return 0;
+    }
+    case F_UINT: {
+        if (int_in(o, 0, UINT32_MAX, &v) < 0)
+            return -1;
+        unsigned u = (unsigned)v;
+        memcpy(p, &u, sizeof u);
+        return 0;
+    }
+    case F_BYTE:
+        if (int_in(o, 0, UINT8_MAX, &v) < 0)
+            return -1;
+        *p = (unsigned char)v;
+        return 0;
+    case F_U64:
+        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return -1;
+        memcpy(p, &o->via.u64, sizeof o->via.u64);
+        return 0;
+    case F_FLOAT: {
+        if (o->type != MSGPACK_OBJECT_FLOAT32 && o->type != MSGPACK_OBJECT_FLOAT64)
+            return -1;
+        float x = (float)o->via.f64;
+        memcpy(p, &x, sizeof x);
+        return 0;
+    }
+    case F_END:
+        break;
+    }
+    return -1;
+}
+
+static int unpack_one(const msgpack_object *o, CUlaunchAttribute *a)
+{
+    int64_t id;
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 1 ||
+        int_in(&o->via.array.ptr[0], 1, INT32_MAX, &id) < 0)
+        return -1;
+    const struct attr_layout *l = layout_of((unsigned)id);
+    if (!l || l->refusal || o->via.array.size != 1 + field_count(l))
+        return -1;
+    a->id = (CUlaunchAttributeID)id;
+    for (unsigned k = 0; k + 1 < o->via.array.size; k++)
+        if (unpack_field(&o->via.array.ptr[k + 1], &l->fields[k],
+                         (unsigned char *)&a->value) < 0)
+            return -1;
+    return 0;
+}
+
+int rgpu_launch_attrs_unpack(const msgpack_object *o, CUlaunchAttribute *out, unsigned *n)
+{
+    memset(out, 0, RGPU_LAUNCH_ATTRS_MAX * sizeof *out);
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > RGPU_LAUNCH_ATTRS_MAX)
+        return -1;
+    for (unsigned i = 0; i < o->via.array.size; i++)
+        if (unpack_one(&o->via.array.ptr[i], &out[i]) < 0)
+            return -1;
+    *n = o->via.array.size;
+    return 0;
+}

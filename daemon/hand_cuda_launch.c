@@ -1,0 +1,217 @@
+/* Driver-API launches, server side: parameter layouts, cuLaunchKernel,
+ * cuLaunchKernelEx with launch attributes (and the cooperative launches,
+ * which the client sends as such), and function and kernel names (client
+ * side: stubs/cuda_launch.c; argument lists: common/rgpu_hand_procs.h). */
+#include "rgpud.h"
+#include "launch_attrs.h"
+#include "owned_handles.h"
+#include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
+#include "rgpu_proto.h"
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REAL(name) ((__typeof__(&name))backend_sym("cuda", #name))
+#define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
+#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
+
+static int bad_handle(struct hand_call *c, unsigned nouts, const char *what)
+{
+    rgpu_warn("refused a %s the session never handed out", what);
+    msgpack_pack_array(c->out, nouts);
+    for (unsigned i = 0; i < nouts; i++)
+        msgpack_pack_bin(c->out, 0);
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* Layouts asked for, by function: a launch must name one of these. */
+struct layout {
+    uint64_t func;
+    unsigned n;
+    uint32_t off[512], size[512];
+    struct layout *next;
+};
+static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct layout *layouts;
+
+static struct layout *find_layout(uint64_t func)
+{
+    struct layout *l;
+    pthread_mutex_lock(&layout_lock);
+    for (l = layouts; l && l->func != func; l = l->next)
+        ;
+    pthread_mutex_unlock(&layout_lock);
+    return l;
+}
+
+/* [function] -> [[[offset, size]...]] */
+static int h_param_layout(struct hand_call *c)
+{
+    uint64_t func;
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &func));
+    NEED(REAL(cuFuncGetParamInfo));
+    /* An invented handle would reach the driver's lookup: refuse it. */
+    if (!guard_function_known(func)) {
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_array(c->out, 0);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    struct layout *l = find_layout(func);
+    int rc = CUDA_SUCCESS;
+    if (!l) {
+        l = calloc(1, sizeof *l);
+        if (!l)
+            return -RGPU_ENOMEM;
+        l->func = func;
+        size_t off, size;
+        /* A CUkernel cast to CUfunction is a valid launch handle too; its
+         * layout comes from cuKernelGetParamInfo. */
+        int as_kernel = REAL(cuFuncGetParamInfo)((CUfunction)func, 0, &off, &size) ==
+                            CUDA_ERROR_INVALID_HANDLE && REAL(cuKernelGetParamInfo);
+        while (l->n < 512) {
+            rc = as_kernel ? REAL(cuKernelGetParamInfo)((CUkernel)func, l->n, &off, &size)
+                           : REAL(cuFuncGetParamInfo)((CUfunction)func, l->n, &off, &size);
+            if (rc != CUDA_SUCCESS)
+                break;
+            l->off[l->n] = (uint32_t)off;
+            l->size[l->n] = (uint32_t)size;
+            l->n++;
+        }
+        /* Asking past the last parameter is how the end is found. */
+        if (rc == CUDA_ERROR_INVALID_VALUE || l->n == 512)
+            rc = CUDA_SUCCESS;
+        if (rc != CUDA_SUCCESS) {
+            free(l);
+            msgpack_pack_array(c->out, 1);
+            msgpack_pack_array(c->out, 0);
+            return rc;
+        }
+        pthread_mutex_lock(&layout_lock);
+        l->next = layouts;
+        layouts = l;
+        pthread_mutex_unlock(&layout_lock);
+    }
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_array(c->out, l->n);
+    for (unsigned i = 0; i < l->n; i++) {
+        msgpack_pack_array(c->out, 2);
+        msgpack_pack_uint32(c->out, l->off[i]);
+        msgpack_pack_uint32(c->out, l->size[i]);
+    }
+    return rc;
+}
+
+/* The launch both procedures describe: v holds [function, gx, gy, gz, bx,
+ * by, bz, shmem, stream, packed], params the argument bytes; without
+ * attributes it is cuLaunchKernel's, with them cuLaunchKernelEx's. */
+static int launch(struct hand_call *c, const uint64_t *v, const void *params, size_t n,
+                  CUlaunchAttribute *attrs, unsigned nattrs)
+{
+    void *argv[512];
+    size_t size = n;
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)params,
+                      CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END };
+    if (!handles_valid(H_STREAM, v[8]))
+        return bad_handle(c, 0, "stream");
+    /* The packed path names the function without asking its layout. */
+    if (!guard_function_known(v[0]))
+        return bad_handle(c, 0, "function");
+    if (!v[9]) {        /* else the caller packed the buffer itself (`extra`) */
+        /* The client asks a function's layout before its first launch. */
+        struct layout *l = find_layout(v[0]);
+        if (!l) {
+            msgpack_pack_array(c->out, 0);
+            return CUDA_ERROR_INVALID_HANDLE;
+        }
+        PROTO_IF(layout_argv(l->off, l->size, l->n, params, n, argv, 512));
+    }
+    void **kernel_params = v[9] ? NULL : argv, **packed = v[9] ? extra : NULL;
+    if (!attrs) {
+        NEED(REAL(cuLaunchKernel));
+        msgpack_pack_array(c->out, 0);
+        return REAL(cuLaunchKernel)((CUfunction)v[0], (unsigned)v[1], (unsigned)v[2],
+                                    (unsigned)v[3], (unsigned)v[4], (unsigned)v[5],
+                                    (unsigned)v[6], (unsigned)v[7], (CUstream)v[8],
+                                    kernel_params, packed);
+    }
+    NEED(REAL(cuLaunchKernelEx));
+    msgpack_pack_array(c->out, 0);
+    CUlaunchConfig config = {
+        (unsigned)v[1], (unsigned)v[2], (unsigned)v[3], (unsigned)v[4], (unsigned)v[5],
+        (unsigned)v[6], (unsigned)v[7], (CUstream)v[8], attrs, nattrs,
+    };
+    return REAL(cuLaunchKernelEx)(&config, (CUfunction)v[0], kernel_params, packed);
+}
+
+/* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] */
+static int h_launch(struct hand_call *c)
+{
+    uint64_t v[10];
+    const void *params;
+    size_t n;
+    PROTO_IF(args_count(c, 11) || arg_bin(c, 10, &params, &n) || arg_u64s(c, 10, v));
+    PROTO_IF(v[1] > UINT32_MAX || v[2] > UINT32_MAX || v[3] > UINT32_MAX ||
+             v[4] > UINT32_MAX || v[5] > UINT32_MAX || v[6] > UINT32_MAX || v[7] > UINT32_MAX);
+    return launch(c, v, params, n, NULL, 0);
+}
+
+/* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, attrs, bin params] */
+static int h_launch_ex(struct hand_call *c)
+{
+    uint64_t v[10];
+    const void *params;
+    size_t n;
+    CUlaunchAttribute attrs[RGPU_LAUNCH_ATTRS_MAX];
+    unsigned nattrs = 0;
+    PROTO_IF(args_count(c, 12) || arg_bin(c, 11, &params, &n) || arg_u64s(c, 10, v) ||
+             launch_attrs_arg(c, 10, attrs, &nattrs));
+    PROTO_IF(v[1] > UINT32_MAX || v[2] > UINT32_MAX || v[3] > UINT32_MAX ||
+             v[4] > UINT32_MAX || v[5] > UINT32_MAX || v[6] > UINT32_MAX || v[7] > UINT32_MAX);
+    switch (launch_attrs_check(attrs, nattrs)) {     /* it logs what it refuses */
+    case LAUNCH_ATTRS_BAD_EVENT:
+        msgpack_pack_array(c->out, 0);
+        return CUDA_ERROR_INVALID_HANDLE;
+    case LAUNCH_ATTRS_BAD_WINDOW:
+        msgpack_pack_array(c->out, 0);
+        return CUDA_ERROR_INVALID_VALUE;
+    case LAUNCH_ATTRS_OK:
+        break;
+    }
+    return launch(c, v, params, n, attrs, nattrs);
+}
+
+/* [kind, handle] -> [name] */
+static int h_name(struct hand_call *c)
+{
+    uint64_t kind, h;
+    const char *name = NULL;
+    PROTO_IF(args_count(c, 2) || arg_u64(c, 0, &kind) || arg_u64(c, 1, &h));
+    PROTO_IF(kind != RGPU_NAME_FUNCTION && kind != RGPU_NAME_KERNEL);
+    int rc;
+    if (kind == RGPU_NAME_KERNEL) {
+        NEED(REAL(cuKernelGetName));
+        rc = handles_contains(H_KERNEL, h) ? REAL(cuKernelGetName)(&name, (CUkernel)h)
+                                           : CUDA_ERROR_INVALID_HANDLE;
+    } else {
+        NEED(REAL(cuFuncGetName));
+        rc = guard_function_known(h) ? REAL(cuFuncGetName)(&name, (CUfunction)h)
+                                     : CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (rc != CUDA_SUCCESS || !name)
+        name = "";
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_str_with_body(c->out, name, strlen(name));
+    return rc;
+}
+
+const struct hand_proc hand_cuda_launch_procs[] = {
+    { "cuda", RGPU_H_CU_PARAM_LAYOUT, h_param_layout },
+    { "cuda", RGPU_H_CU_LAUNCH, h_launch },
+    { "cuda", RGPU_H_CU_LAUNCH_EX, h_launch_ex },
+    { "cuda", RGPU_H_CU_NAME, h_name },
+};
+const int hand_cuda_launch_nprocs =
+    sizeof hand_cuda_launch_procs / sizeof hand_cuda_launch_procs[0];

@@ -1,0 +1,482 @@
+/* Driver-API launches and the facts of functions and kernels the client
+ * answers itself: cuLaunchKernel, cuLaunchKernelEx with its launch
+ * attributes, the cooperative launches, the names of functions and
+ * kernels, and libraries loaded from the client's files.  Server side:
+ * daemon/hand_cuda_launch.c. */
+#include "rgpu_client.h"
+#include "rgpu_hand_procs.h"
+#include "rgpu_launch_attrs.h"
+#include "cuda_procs.h"
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIB (&rgpu_cuda_lib)
+
+static int transport(const char *what, int rc)
+{
+    return rgpu_transport_status(LIB, what, rc);
+}
+
+/* ---- parameter layouts ------------------------------------------------------------- */
+
+struct layout {
+    uint64_t func;
+    struct rgpu_layout l;
+    struct layout *next;
+};
+
+static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct layout *layouts;
+
+/* A function's parameter layout, asked from the server once and cached. */
+static CUresult layout_of(CUfunction f, struct layout **out)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    uint64_t func = (uint64_t)(uintptr_t)f;
+    struct layout *l;
+
+    pthread_mutex_lock(&layout_lock);
+    for (l = layouts; l && l->func != func; l = l->next)
+        ;
+    pthread_mutex_unlock(&layout_lock);
+    if (l) {
+        *out = l;
+        return CUDA_SUCCESS;
+    }
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_PARAM_LAYOUT), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, func);
+    int rc = rgpu_req_exchange(LIB, "cuLaunchKernel", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == CUDA_SUCCESS) {
+        l = calloc(1, sizeof *l);
+        if (l && rgpu_layout_parse(rgpu_reply_out(&reply, 0), &l->l) < 0) {
+            free(l);
+            l = NULL;
+        }
+        if (!l) {
+            rc = transport("cuLaunchKernel", RGPU_EPROTO);
+        } else {
+            l->func = func;
+            pthread_mutex_lock(&layout_lock);
+            l->next = layouts;
+            layouts = l;
+            pthread_mutex_unlock(&layout_lock);
+            *out = l;
+        }
+    }
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+/* Kernel arguments as one buffer: either packed by the caller (`extra`) or
+ * from kernelParams by the layout. */
+static CUresult pack_params(CUfunction f, void **kernelParams, void **extra,
+                            const void **buf, size_t *len, unsigned char **owned)
+{
+    *owned = NULL;
+    if (extra) {
+        const void *p = NULL;
+        size_t n = 0;
+        for (unsigned i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+                p = extra[i + 1];
+            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+                n = *(const size_t *)extra[i + 1];
+            else
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+        *buf = p;
+        *len = n;
+        return p || !n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    struct layout *l = NULL;
+    CUresult rc = layout_of(f, &l);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (l->l.nparams && !kernelParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned char *b = malloc(l->l.bytes ? l->l.bytes : 1);
+    if (!b)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    rgpu_layout_pack(&l->l, kernelParams, b);
+    *buf = b;
+    *len = l->l.bytes;
+    *owned = b;
+    return CUDA_SUCCESS;
+}
+
+/* ---- launches ---------------------------------------------------------------------- */
+
+/* One launch as every entry point describes it. */
+struct launch {
+    const char *what;               /* the entry point, for logs */
+    CUfunction f;
+    unsigned grid[3], block[3], shmem;
+    CUstream stream;
+    void **params, **extra;
+    const CUlaunchAttribute *attrs;
+    unsigned nattrs;
+};
+
+/* A launch goes without waiting only when the driver's checks can be made
+ * here: a function and a stream this process was handed (else the
+ * server's answer, the driver's own error, comes back at once), and
+ * attributes whose every check the client can make
+ * (rgpu_launch_attrs_checked: events it created for them, values in
+ * range; a cooperative grid or a cluster depends on the kernel and waits). */
+static int launch_must_wait(const struct launch *L)
+{
+    uint64_t h = (uint64_t)(uintptr_t)L->f;
+    return !rgpu_may_skip_reply() || !rgpu_stream_known((uint64_t)(uintptr_t)L->stream) ||
+           !(rgpu_handle_known(rgpu_handle_class("CUfunc_st"), h) ||
+             rgpu_handle_known(rgpu_handle_class("CUkern_st"), h)) ||
+           !rgpu_launch_attrs_checked(L->attrs, L->nattrs, rgpu_event_untimed);
+}
+
+/* An attribute rgpu does not serve: refused, its name logged once. */
+static CUresult refuse_attribute(const struct launch *L, unsigned id)
+{
+    /* One log line per attribute id; ids past the header's share the last. */
+    enum { SLOTS = CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING + 2 };
+    static int logged[SLOTS];
+    unsigned slot = id < SLOTS ? id : SLOTS - 1;
+    const char *name = rgpu_launch_attr_name(id);
+    char what[160];
+    if (name)
+        snprintf(what, sizeof what, "%s with %s", L->what, name);
+    else
+        snprintf(what, sizeof what, "%s with launch attribute %u", L->what, id);
+    return (CUresult)rgpu_refused(LIB, what, rgpu_launch_attr_refusal(id), &logged[slot]);
+}
+
+/* What the driver refuses at once without looking at the kernel: checked
+ * here, because the launch may not wait for the server's answer. */
+static CUresult shape_valid(const struct launch *L)
+{
+    const unsigned *g = L->grid, *b = L->block;
+    /* 1024 threads per block is the limit of every GPU CUDA 13 supports. */
+    if (!g[0] || !g[1] || !g[2] || !b[0] || !b[1] || !b[2] ||
+        (uint64_t)b[0] * b[1] * b[2] > 1024 || b[2] > 64 || g[1] > 65535 || g[2] > 65535)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+/* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed(, attrs), bin params] */
+static void pack_launch(struct rgpu_req *req, const struct launch *L, unsigned nsent,
+                        const void *buf, size_t len)
+{
+    msgpack_pack_array(&req->pk, nsent ? 12 : 11);
+    msgpack_pack_uint64(&req->pk, (uint64_t)(uintptr_t)L->f);
+    for (int i = 0; i < 3; i++)
+        msgpack_pack_uint32(&req->pk, L->grid[i]);
+    for (int i = 0; i < 3; i++)
+        msgpack_pack_uint32(&req->pk, L->block[i]);
+    msgpack_pack_uint32(&req->pk, L->shmem);
+    msgpack_pack_uint64(&req->pk, (uint64_t)(uintptr_t)L->stream);
+    msgpack_pack_uint32(&req->pk, L->extra ? 1 : 0);
+    if (nsent)
+        rgpu_launch_attrs_pack(&req->pk, L->attrs, L->nattrs);
+    rgpu_req_payload(req, buf, len);
+}
+
+static CUresult launch(const struct launch *L)
+{
+    struct rgpu_req req;
+    const void *buf;
+    size_t len;
+    unsigned char *owned;
+
+    if (!L->f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((L->params && L->extra) || (L->nattrs && !L->attrs))
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned refused = rgpu_launch_attrs_first_refused(L->attrs, L->nattrs);
+    if (refused < L->nattrs)
+        return refuse_attribute(L, L->attrs[refused].id);
+    if (rgpu_sticky_error())
+        return rgpu_sticky_error();
+    CUresult rc = shape_valid(L);
+    if (rc == CUDA_SUCCESS)
+        rc = pack_params(L->f, L->params, L->extra, &buf, &len, &owned);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    /* Without attributes (IGNORE ones aside), the plain launch's procedure. */
+    unsigned nsent = rgpu_launch_attrs_count(L->attrs, L->nattrs);
+    int wait = launch_must_wait(L);
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", nsent ? RGPU_H_CU_LAUNCH_EX : RGPU_H_CU_LAUNCH),
+                   wait ? 0 : RGPU_CALL_NOREPLY);
+    rgpu_stats_name(req.proc_id, nsent ? "driver kernel launch with attributes"
+                                       : "driver kernel launch");
+    pack_launch(&req, L, nsent, buf, len);
+    if (wait) {
+        rc = (CUresult)rgpu_req_status(LIB, L->what, &req);
+        free(owned);
+        return rc;
+    }
+    int t = rgpu_req_send(&req, NULL);
+    free(owned);
+    return t == RGPU_OK ? CUDA_SUCCESS : transport(L->what, t);
+}
+
+RGPU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                    unsigned int gridDimZ, unsigned int blockDimX,
+                                    unsigned int blockDimY, unsigned int blockDimZ,
+                                    unsigned int sharedMemBytes, CUstream hStream,
+                                    void **kernelParams, void **extra)
+{
+    struct launch L = { "cuLaunchKernel", f, { gridDimX, gridDimY, gridDimZ },
+                        { blockDimX, blockDimY, blockDimZ }, sharedMemBytes, hStream,
+                        kernelParams, extra, NULL, 0 };
+    return launch(&L);
+}
+
+RGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                         unsigned int gridDimY, unsigned int gridDimZ,
+                                         unsigned int blockDimX, unsigned int blockDimY,
+                                         unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                         CUstream hStream, void **kernelParams, void **extra)
+{
+    struct launch L = { "cuLaunchKernel", f, { gridDimX, gridDimY, gridDimZ },
+                        { blockDimX, blockDimY, blockDimZ }, sharedMemBytes,
+                        hStream ? hStream : CU_STREAM_PER_THREAD, kernelParams, extra, NULL, 0 };
+    return launch(&L);
+}
+
+static CUresult launch_ex(const char *what, const CUlaunchConfig *config, CUfunction f,
+                          void **kernelParams, void **extra, CUstream default_stream)
+{
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct launch L = { what, f, { config->gridDimX, config->gridDimY, config->gridDimZ },
+                        { config->blockDimX, config->blockDimY, config->blockDimZ },
+                        config->sharedMemBytes,
+                        config->hStream ? config->hStream : default_stream, kernelParams, extra,
+                        config->attrs, config->numAttrs };
+    return launch(&L);
+}
+
+#undef cuLaunchKernelEx
+RGPU_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+                                      void **kernelParams, void **extra)
+{
+    return launch_ex("cuLaunchKernelEx", config, f, kernelParams, extra, NULL);
+}
+
+RGPU_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                           void **kernelParams, void **extra)
+{
+    return launch_ex("cuLaunchKernelEx", config, f, kernelParams, extra, CU_STREAM_PER_THREAD);
+}
+
+/* The same launch as cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+ * set, which cuda.h documents as having exactly its semantics. */
+static CUresult launch_cooperative(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                   unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                   CUstream stream, void **kernelParams)
+{
+    CUlaunchAttribute coop;
+    memset(&coop, 0, sizeof coop);
+    coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    coop.value.cooperative = 1;
+    struct launch L = { "cuLaunchCooperativeKernel", f, { gx, gy, gz }, { bx, by, bz }, shmem,
+                        stream, kernelParams, NULL, &coop, 1 };
+    return launch(&L);
+}
+
+#undef cuLaunchCooperativeKernel
+RGPU_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                               unsigned int gridDimY, unsigned int gridDimZ,
+                                               unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ,
+                                               unsigned int sharedMemBytes, CUstream hStream,
+                                               void **kernelParams)
+{
+    return launch_cooperative(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                              sharedMemBytes, hStream, kernelParams);
+}
+
+RGPU_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                                    unsigned int gridDimY, unsigned int gridDimZ,
+                                                    unsigned int blockDimX,
+                                                    unsigned int blockDimY,
+                                                    unsigned int blockDimZ,
+                                                    unsigned int sharedMemBytes,
+                                                    CUstream hStream, void **kernelParams)
+{
+    return launch_cooperative(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                              sharedMemBytes, hStream ? hStream : CU_STREAM_PER_THREAD,
+                              kernelParams);
+}
+
+/* ---- names of functions and kernels ------------------------------------------------ */
+
+/* The driver answers with a pointer into its own memory; the server's is
+ * another process's, so the client asks once per handle and answers with
+ * its own copy.  Names are interned and never freed: a program may keep
+ * the pointer as long as the handle lives, and a handle value reused for
+ * another function after an unload (any destroy changes
+ * rgpu_answers_epoch) is asked again. */
+struct name_entry {
+    uint64_t handle;
+    unsigned kind;              /* RGPU_NAME_FUNCTION or RGPU_NAME_KERNEL */
+    unsigned epoch;
+    const char *name;
+    struct name_entry *next;
+};
+
+struct interned {
+    struct interned *next;
+    char s[];
+};
+
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct name_entry *names;
+static struct interned *strings;
+
+/* With names_lock held: one copy of each distinct name, or NULL. */
+static const char *intern(const char *s, size_t len)
+{
+    for (struct interned *i = strings; i; i = i->next)
+        if (strncmp(i->s, s, len) == 0 && i->s[len] == '\0')
+            return i->s;
+    struct interned *i = malloc(sizeof *i + len + 1);
+    if (!i)
+        return NULL;
+    memcpy(i->s, s, len);
+    i->s[len] = '\0';
+    i->next = strings;
+    strings = i;
+    return i->s;
+}
+
+static const char *name_known(unsigned kind, uint64_t h, unsigned epoch)
+{
+    const char *name = NULL;
+    pthread_mutex_lock(&names_lock);
+    for (struct name_entry *e = names; e && !name; e = e->next)
+        if (e->handle == h && e->kind == kind && e->epoch == epoch)
+            name = e->name;
+    pthread_mutex_unlock(&names_lock);
+    return name;
+}
+
+/* One entry per handle and kind, renewed when asked again. */
+static const char *name_keep(unsigned kind, uint64_t h, unsigned epoch, const char *s,
+                             size_t len)
+{
+    struct name_entry *e;
+    pthread_mutex_lock(&names_lock);
+    const char *name = intern(s, len);
+    for (e = names; e && (e->handle != h || e->kind != kind); e = e->next)
+        ;
+    if (!e && name && (e = malloc(sizeof *e)) != NULL) {
+        e->next = names;
+        names = e;
+    }
+    if (e && name)
+        *e = (struct name_entry){ h, kind, epoch, name, e->next };
+    pthread_mutex_unlock(&names_lock);
+    return name;
+}
+
+static CUresult name_of(const char *what, unsigned kind, uint64_t h, const char **name)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!name || !h)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned epoch = rgpu_answers_epoch();
+    if ((*name = name_known(kind, h, epoch)) != NULL)
+        return CUDA_SUCCESS;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_NAME), 0);
+    msgpack_pack_array(&req.pk, 2);
+    msgpack_pack_uint32(&req.pk, kind);
+    msgpack_pack_uint64(&req.pk, h);
+    int rc = rgpu_req_exchange(LIB, what, &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    const msgpack_object *o = rgpu_reply_out(&reply, 0);
+    if (rc == CUDA_SUCCESS) {
+        if (!o || o->type != MSGPACK_OBJECT_STR)
+            rc = transport(what, RGPU_EPROTO);
+        else if (!(*name = name_keep(kind, h, epoch, o->via.str.ptr, o->via.str.size)))
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+RGPU_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+    return name_of("cuFuncGetName", RGPU_NAME_FUNCTION, (uint64_t)(uintptr_t)hfunc, name);
+}
+
+RGPU_EXPORT CUresult cuKernelGetName(const char **name, CUkernel hfunc)
+{
+    return name_of("cuKernelGetName", RGPU_NAME_KERNEL, (uint64_t)(uintptr_t)hfunc, name);
+}
+
+/* ---- libraries from files ------------------------------------------------------------- */
+
+/* The whole file, NUL-terminated (PTX is text): NULL when it cannot be read. */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t cap = 0, n;
+    *len = 0;
+    if (!f)
+        return NULL;
+    do {
+        if (*len + 65536 + 1 > cap) {
+            char *nb = realloc(buf, cap = (*len + 65536 + 1) * 2);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+        }
+        n = fread(buf + *len, 1, 65536, f);
+        *len += n;
+    } while (n > 0);
+    fclose(f);
+    buf[*len] = '\0';
+    return buf;
+}
+
+/* The file is the client's: read here, loaded as cuLibraryLoadData loads
+ * bytes (with the same options). */
+RGPU_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
+                                           CUjit_option *jitOptions, void **jitOptionsValues,
+                                           unsigned int numJitOptions,
+                                           CUlibraryOption *libraryOptions,
+                                           void **libraryOptionValues,
+                                           unsigned int numLibraryOptions)
+{
+    size_t len;
+    if (!library || !fileName || (numLibraryOptions && !libraryOptions))
+        return CUDA_ERROR_INVALID_VALUE;
+    /* A file's bytes cannot be kept by the caller (cuda.h). */
+    for (unsigned i = 0; i < numLibraryOptions; i++)
+        if (libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED)
+            return CUDA_ERROR_INVALID_VALUE;
+    char *image = read_file(fileName, &len);
+    if (!image)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    CUresult rc = len ? cuLibraryLoadData(library, image, jitOptions, jitOptionsValues,
+                                          numJitOptions, libraryOptions, libraryOptionValues,
+                                          numLibraryOptions)
+                      : CUDA_ERROR_INVALID_IMAGE;
+    free(image);
+    return rc;
+}
