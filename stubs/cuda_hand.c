@@ -464,12 +464,17 @@ RGPU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
                                        unsigned int numLibraryOptions)
 {
     (void)jitOptions; (void)jitOptionsValues; (void)numJitOptions;
-    (void)libraryOptions; (void)libraryOptionValues;
-    if (numLibraryOptions) {
+    /* CU_LIBRARY_BINARY_IS_PRESERVED (every static CUDA runtime passes it)
+     * only says the caller keeps the image: the server copies it anyway. */
+    for (unsigned i = 0; i < numLibraryOptions; i++) {
+        if (libraryOptions && libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED)
+            continue;
         static int logged;
-        return rgpu_refused(LIB, "cuLibraryLoadData with library options",
-                            "library options: not remoted yet", &logged);
+        return rgpu_refused(LIB, "cuLibraryLoadData with library options other than "
+                            "CU_LIBRARY_BINARY_IS_PRESERVED", "library options: not remoted yet",
+                            &logged);
     }
+    (void)libraryOptionValues;
     return load_image(RGPU_H_CU_LIBRARY_LOAD, (uint64_t *)library, code);
 }
 
