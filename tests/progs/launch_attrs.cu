@@ -484,6 +484,37 @@ static void test_library(struct fixture *fx, const void *image)
     check_cu(cuLibraryUnload(lib), "cuLibraryUnload");
 }
 
+// cuLaunchKernelEx as Triton's launcher finds it: through cuGetProcAddress.
+static void test_proc_address(struct fixture *fx)
+{
+    typedef decltype(&cuLaunchKernelEx) launch_ex_fn;
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CUresult r = cuGetProcAddress("cuLaunchKernelEx", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &q);
+    if (!check(r == CUDA_SUCCESS && q == CU_GET_PROC_ADDRESS_SUCCESS && fn,
+               "cuGetProcAddress cuLaunchKernelEx", "result %d, status %d", (int)r, (int)q))
+        return;
+    unsigned long long n = N;
+    uint32_t value = 0xE0000001u;
+    void *params[] = {&fx->d, &value, &n};
+    CUlaunchAttribute a;
+    memset(&a, 0, sizeof a);
+    a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig dc = {};
+    dc.gridDimX = BLOCKS;
+    dc.gridDimY = dc.gridDimZ = 1;
+    dc.blockDimX = THREADS;
+    dc.blockDimY = dc.blockDimZ = 1;
+    dc.hStream = (CUstream)fx->s;
+    dc.attrs = &a;
+    dc.numAttrs = 1;
+    check_cu(((launch_ex_fn)fn)(&dc, fx->fill, params, NULL),
+             "cuLaunchKernelEx through cuGetProcAddress");
+    check_cu(cuStreamSynchronize((CUstream)fx->s), "sync after cuGetProcAddress's launch");
+    check_u32(fx->d, N, value, "cuLaunchKernelEx through cuGetProcAddress data");
+}
+
 // cuLibraryLoadFromFile: the file is the program's (through rgpu, the
 // client's), the library as good as one loaded from bytes.
 static void test_library_file(struct fixture *fx, const void *image, size_t size)
@@ -551,6 +582,7 @@ int main(void)
     test_attribute_errors(&fx);
     test_cooperative(&fx, prop.multiProcessorCount);
     test_handles(&fx);
+    test_proc_address(&fx);
     test_library(&fx, image);
     test_library_file(&fx, image, sizeof kernels_fatbin);
 
