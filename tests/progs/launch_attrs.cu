@@ -18,7 +18,7 @@
 #include <cuda.h>
 #include "check.h"
 #include "kernels.cuh"
-#include "kernels_fatbin.h"   // generated: const unsigned char kernels_fatbin[]
+#include "kernels_fatbin.h" // generated: const unsigned char kernels_fatbin[]
 
 #define THREADS 128
 #define BLOCKS 8
@@ -40,8 +40,8 @@ static bool check_cu_is(CUresult r, CUresult want, const char *name)
     char buf[200];
     cuGetErrorName(r, &s);
     cuGetErrorName(want, &w);
-    return check(r == want, fmt_name(buf, sizeof buf, "%s -> %s", name, w ? w : "?"),
-                 "got %s (%d)", s ? s : "?", (int)r);
+    return check(r == want, fmt_name(buf, sizeof buf, "%s -> %s", name, w ? w : "?"), "got %s (%d)",
+                 s ? s : "?", (int)r);
 }
 
 // A call that must fail; which error the driver picks is printed for the
@@ -63,7 +63,7 @@ static void cu_fails(CUresult r, const char *name)
 static void rt_fails(cudaError_t e, const char *name)
 {
     check_fails(e, cudaGetErrorName(e), name);
-    cudaGetLastError();         // not a sticky error: clear it
+    cudaGetLastError(); // not a sticky error: clear it
 }
 
 // Every element of d (n of them) must be want.
@@ -85,7 +85,7 @@ static void check_u32(const uint32_t *d, size_t n, uint32_t want, const char *na
 
 struct fixture {
     uint32_t *d;
-    CUfunction fill;            // k_fill_u32 as the driver sees it
+    CUfunction fill; // k_fill_u32 as the driver sees it
     cudaStream_t s;
     cudaEvent_t untimed, timed;
     int least_priority, greatest_priority, domains;
@@ -123,7 +123,8 @@ static void launch_both(struct fixture *fx, const char *what, cudaLaunchAttribut
     void *params[] = {&fx->d, &value, &count};
     check_cu(cuLaunchKernelEx(&dc, fx->fill, params, NULL),
              fmt_name(name, sizeof name, "cuLaunchKernelEx %s", what));
-    check_cu(cuStreamSynchronize((CUstream)fx->s), fmt_name(name, sizeof name, "cuStreamSynchronize after %s", what));
+    check_cu(cuStreamSynchronize((CUstream)fx->s),
+             fmt_name(name, sizeof name, "cuStreamSynchronize after %s", what));
     check_u32(fx->d, N, value, fmt_name(name, sizeof name, "cuLaunchKernelEx %s data", what));
 }
 
@@ -283,22 +284,28 @@ static void test_cooperative(struct fixture *fx, int sms)
 {
     int per_sm = 0, *data, *out, info[2];
     CUfunction coop, grid_info;
-    if (!check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_coop_reverse, THREADS, 0),
-                    "occupancy of k_coop_reverse") ||
+    if (!check_cuda(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_coop_reverse, THREADS, 0),
+            "occupancy of k_coop_reverse") ||
         !check(per_sm > 0, "k_coop_reverse fits an SM", "%d blocks", per_sm) ||
-        !check_cuda(cudaGetFuncBySymbol(&coop, (const void *)k_coop_reverse), "cudaGetFuncBySymbol k_coop_reverse") ||
-        !check_cuda(cudaGetFuncBySymbol(&grid_info, (const void *)k_grid_info), "cudaGetFuncBySymbol k_grid_info"))
+        !check_cuda(cudaGetFuncBySymbol(&coop, (const void *)k_coop_reverse),
+                    "cudaGetFuncBySymbol k_coop_reverse") ||
+        !check_cuda(cudaGetFuncBySymbol(&grid_info, (const void *)k_grid_info),
+                    "cudaGetFuncBySymbol k_grid_info"))
         return;
     const int resident = per_sm * sms;
     const int blocks = resident < BLOCKS ? resident : BLOCKS, n = blocks * THREADS - 5;
-    if (!check_cuda(cudaMalloc(&data, (resident + 1) * THREADS * sizeof(int)), "cudaMalloc coop data") ||
-        !check_cuda(cudaMalloc(&out, (resident + 1) * THREADS * sizeof(int)), "cudaMalloc coop out"))
+    if (!check_cuda(cudaMalloc(&data, (resident + 1) * THREADS * sizeof(int)),
+                    "cudaMalloc coop data") ||
+        !check_cuda(cudaMalloc(&out, (resident + 1) * THREADS * sizeof(int)),
+                    "cudaMalloc coop out"))
         return;
 
     int nn = n;
     void *args[] = {&data, &out, &nn};
     check_cuda(cudaMemset(out, 0, n * sizeof(int)), "clear coop out");
-    check_cuda(cudaLaunchCooperativeKernel((const void *)k_coop_reverse, dim3(blocks), dim3(THREADS), args, 0, fx->s),
+    check_cuda(cudaLaunchCooperativeKernel((const void *)k_coop_reverse, dim3(blocks),
+                                           dim3(THREADS), args, 0, fx->s),
                "cudaLaunchCooperativeKernel k_coop_reverse");
     check_cuda(cudaStreamSynchronize(fx->s), "sync after cudaLaunchCooperativeKernel");
     check_reversed(out, n, "cudaLaunchCooperativeKernel grid.sync() result");
@@ -311,17 +318,19 @@ static void test_cooperative(struct fixture *fx, int sms)
 
     // The whole device's worth of blocks at once, then one more.
     nn = resident * THREADS;
-    check_cuda(cudaLaunchCooperativeKernel((const void *)k_coop_reverse, dim3(resident), dim3(THREADS), args, 0,
-                                           fx->s),
+    check_cuda(cudaLaunchCooperativeKernel((const void *)k_coop_reverse, dim3(resident),
+                                           dim3(THREADS), args, 0, fx->s),
                "cudaLaunchCooperativeKernel every resident block");
     check_cuda(cudaStreamSynchronize(fx->s), "sync after the largest cooperative grid");
     check_reversed(out, nn, "largest cooperative grid result");
-    check_err(cudaLaunchCooperativeKernel((const void *)k_coop_reverse, dim3(resident + 1), dim3(THREADS), args, 0,
-                                          fx->s),
+    check_err(cudaLaunchCooperativeKernel((const void *)k_coop_reverse, dim3(resident + 1),
+                                          dim3(THREADS), args, 0, fx->s),
               cudaErrorCooperativeLaunchTooLarge, "cudaLaunchCooperativeKernel one block too many");
     cudaGetLastError();
-    check_cu_is(cuLaunchCooperativeKernel(coop, resident + 1, 1, 1, THREADS, 1, 1, 0, (CUstream)fx->s, args),
-                CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "cuLaunchCooperativeKernel one block too many");
+    check_cu_is(cuLaunchCooperativeKernel(coop, resident + 1, 1, 1, THREADS, 1, 1, 0,
+                                          (CUstream)fx->s, args),
+                CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+                "cuLaunchCooperativeKernel one block too many");
     cudaLaunchAttribute a = attr(cudaLaunchAttributeCooperative);
     a.val.cooperative = 1;
     cudaLaunchConfig_t rc = {};
@@ -330,21 +339,25 @@ static void test_cooperative(struct fixture *fx, int sms)
     rc.stream = fx->s;
     rc.attrs = &a;
     rc.numAttrs = 1;
-    check_err(cudaLaunchKernelEx(&rc, k_coop_reverse, data, out, nn), cudaErrorCooperativeLaunchTooLarge,
+    check_err(cudaLaunchKernelEx(&rc, k_coop_reverse, data, out, nn),
+              cudaErrorCooperativeLaunchTooLarge,
               "cudaLaunchKernelEx cooperative, one block too many");
     cudaGetLastError();
 
     // What the kernel sees: a grid that may sync, or (uncooperative) not.
     int *dinfo = data;
     rc.gridDim = dim3(blocks);
-    check_cuda(cudaLaunchKernelEx(&rc, k_grid_info, dinfo), "cudaLaunchKernelEx cooperative k_grid_info");
+    check_cuda(cudaLaunchKernelEx(&rc, k_grid_info, dinfo),
+               "cudaLaunchKernelEx cooperative k_grid_info");
     check_cuda(cudaMemcpy(info, dinfo, sizeof info, cudaMemcpyDeviceToHost), "copy k_grid_info");
-    check(info[0] == 1 && info[1] == blocks, "cooperative grid is valid to sync", "valid %d, blocks %d", info[0],
-          info[1]);
+    check(info[0] == 1 && info[1] == blocks, "cooperative grid is valid to sync",
+          "valid %d, blocks %d", info[0], info[1]);
     void *iargs[] = {&dinfo};
-    check_cu(cuLaunchKernel(grid_info, blocks, 1, 1, THREADS, 1, 1, 0, (CUstream)fx->s, iargs, NULL),
-             "cuLaunchKernel k_grid_info");
-    check_cuda(cudaMemcpy(info, dinfo, sizeof info, cudaMemcpyDeviceToHost), "copy k_grid_info again");
+    check_cu(
+        cuLaunchKernel(grid_info, blocks, 1, 1, THREADS, 1, 1, 0, (CUstream)fx->s, iargs, NULL),
+        "cuLaunchKernel k_grid_info");
+    check_cuda(cudaMemcpy(info, dinfo, sizeof info, cudaMemcpyDeviceToHost),
+               "copy k_grid_info again");
     check(info[1] == blocks, "uncooperative k_grid_info blocks", "blocks %d", info[1]);
     printf("info: uncooperative grid valid to sync: %d\n", info[0]);
 
@@ -367,10 +380,13 @@ static void test_handles(struct fixture *fx)
     check_u32(fx->d, N, value, "cudaGetFuncBySymbol launch data");
 
     check_cuda(cudaFuncGetName(&name, (const void *)k_fill_u32), "cudaFuncGetName");
-    check(name && strcmp(name, FILL) == 0, "cudaFuncGetName is the mangled name", "%s", name ? name : "NULL");
+    check(name && strcmp(name, FILL) == 0, "cudaFuncGetName is the mangled name", "%s",
+          name ? name : "NULL");
     check_cu(cuFuncGetName(&name2, fx->fill), "cuFuncGetName");
-    check(name2 && strcmp(name2, FILL) == 0, "cuFuncGetName is the mangled name", "%s", name2 ? name2 : "NULL");
-    check_err(cudaFuncGetName(NULL, (const void *)k_fill_u32), cudaErrorInvalidValue, "cudaFuncGetName NULL");
+    check(name2 && strcmp(name2, FILL) == 0, "cuFuncGetName is the mangled name", "%s",
+          name2 ? name2 : "NULL");
+    check_err(cudaFuncGetName(NULL, (const void *)k_fill_u32), cudaErrorInvalidValue,
+              "cudaFuncGetName NULL");
     cudaGetLastError();
     check_cu_is(cuFuncGetName(NULL, fx->fill), CUDA_ERROR_INVALID_VALUE, "cuFuncGetName NULL");
 
@@ -380,11 +396,13 @@ static void test_handles(struct fixture *fx)
     if (!check_cuda(cudaGetKernel(&kern, (const void *)k_fill_u32), "cudaGetKernel"))
         return;
     check_cu(cuKernelGetName(&name, (CUkernel)kern), "cuKernelGetName on cudaGetKernel's kernel");
-    check(name && strcmp(name, FILL) == 0, "cuKernelGetName is the mangled name", "%s", name ? name : "NULL");
-    check_cuda(cudaFuncGetName(&name, (const void *)kern), "cudaFuncGetName on a cudaKernel_t");
-    check(name && strcmp(name, FILL) == 0, "cudaFuncGetName on a cudaKernel_t is the mangled name", "%s",
+    check(name && strcmp(name, FILL) == 0, "cuKernelGetName is the mangled name", "%s",
           name ? name : "NULL");
-    check_cu(cuKernelGetFunction(&kf, (CUkernel)kern), "cuKernelGetFunction on cudaGetKernel's kernel");
+    check_cuda(cudaFuncGetName(&name, (const void *)kern), "cudaFuncGetName on a cudaKernel_t");
+    check(name && strcmp(name, FILL) == 0, "cudaFuncGetName on a cudaKernel_t is the mangled name",
+          "%s", name ? name : "NULL");
+    check_cu(cuKernelGetFunction(&kf, (CUkernel)kern),
+             "cuKernelGetFunction on cudaGetKernel's kernel");
     value = 0xB0000002u;
     check_cu(cuLaunchKernel(kf, BLOCKS, 1, 1, THREADS, 1, 1, 0, NULL, params, NULL),
              "cuLaunchKernel on cuKernelGetFunction's function");
@@ -396,7 +414,8 @@ static void test_handles(struct fixture *fx)
     cudaLaunchConfig_t rc = {};
     rc.gridDim = dim3(BLOCKS);
     rc.blockDim = dim3(THREADS);
-    check_cuda(cudaLaunchKernelEx(&rc, kern, fx->d, 0xB0000004u, count), "cudaLaunchKernelEx with a cudaKernel_t");
+    check_cuda(cudaLaunchKernelEx(&rc, kern, fx->d, 0xB0000004u, count),
+               "cudaLaunchKernelEx with a cudaKernel_t");
     check_u32(fx->d, N, 0xB0000004u, "cudaLaunchKernelEx with a cudaKernel_t data");
     check_cu(cuLaunchKernel((CUfunction)kern, BLOCKS, 1, 1, THREADS, 1, 1, 0, NULL, params, NULL),
              "cuLaunchKernel with a CUkernel");
@@ -413,7 +432,8 @@ static void test_library(struct fixture *fx, const void *image)
     const char *name = NULL;
     int threads = 0;
 
-    if (!check_cu(cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData") ||
+    if (!check_cu(cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0),
+                  "cuLibraryLoadData") ||
         !check_cu(cuLibraryGetKernel(&k, lib, FILL), "cuLibraryGetKernel k_fill_u32"))
         return;
     check_cu(cuKernelGetName(&name, k), "cuKernelGetName");
@@ -421,7 +441,8 @@ static void test_library(struct fixture *fx, const void *image)
           name ? name : "NULL");
     check_cu(cuKernelGetLibrary(&lib2, k), "cuKernelGetLibrary");
     check(lib2 == lib, "cuKernelGetLibrary is the library", "another handle");
-    check_cu(cuKernelGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k, 0), "cuKernelGetAttribute");
+    check_cu(cuKernelGetAttribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k, 0),
+             "cuKernelGetAttribute");
     check(threads >= THREADS, "cuKernelGetAttribute max threads", "%d", threads);
 
     if (check_cu(cuLibraryGetKernelCount(&count, lib), "cuLibraryGetKernelCount") &&
@@ -453,12 +474,45 @@ static void test_library(struct fixture *fx, const void *image)
     check_u32(fx->d, N, value, "cuLaunchKernelEx on a CUkernel data");
     value = 0xC0000002u;
     if (check_cu(cuKernelGetFunction(&f, k), "cuKernelGetFunction")) {
-        check_cu(cuLaunchKernelEx(&dc, f, params, NULL), "cuLaunchKernelEx on cuKernelGetFunction's function");
+        check_cu(cuLaunchKernelEx(&dc, f, params, NULL),
+                 "cuLaunchKernelEx on cuKernelGetFunction's function");
         check_u32(fx->d, N, value, "cuLaunchKernelEx on cuKernelGetFunction's function data");
         check_cu(cuFuncGetName(&name, f), "cuFuncGetName of cuKernelGetFunction's function");
-        check(name && strcmp(name, FILL) == 0, "cuFuncGetName of the library's function", "%s", name ? name : "NULL");
+        check(name && strcmp(name, FILL) == 0, "cuFuncGetName of the library's function", "%s",
+              name ? name : "NULL");
     }
     check_cu(cuLibraryUnload(lib), "cuLibraryUnload");
+}
+
+// cuLaunchKernelEx as Triton's launcher finds it: through cuGetProcAddress.
+static void test_proc_address(struct fixture *fx)
+{
+    typedef decltype(&cuLaunchKernelEx) launch_ex_fn;
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CUresult r = cuGetProcAddress("cuLaunchKernelEx", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &q);
+    if (!check(r == CUDA_SUCCESS && q == CU_GET_PROC_ADDRESS_SUCCESS && fn,
+               "cuGetProcAddress cuLaunchKernelEx", "result %d, status %d", (int)r, (int)q))
+        return;
+    unsigned long long n = N;
+    uint32_t value = 0xE0000001u;
+    void *params[] = {&fx->d, &value, &n};
+    CUlaunchAttribute a;
+    memset(&a, 0, sizeof a);
+    a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig dc = {};
+    dc.gridDimX = BLOCKS;
+    dc.gridDimY = dc.gridDimZ = 1;
+    dc.blockDimX = THREADS;
+    dc.blockDimY = dc.blockDimZ = 1;
+    dc.hStream = (CUstream)fx->s;
+    dc.attrs = &a;
+    dc.numAttrs = 1;
+    check_cu(((launch_ex_fn)fn)(&dc, fx->fill, params, NULL),
+             "cuLaunchKernelEx through cuGetProcAddress");
+    check_cu(cuStreamSynchronize((CUstream)fx->s), "sync after cuGetProcAddress's launch");
+    check_u32(fx->d, N, value, "cuLaunchKernelEx through cuGetProcAddress data");
 }
 
 // cuLibraryLoadFromFile: the file is the program's (through rgpu, the
@@ -478,7 +532,8 @@ static void test_library_file(struct fixture *fx, const void *image, size_t size
 
     CUlibrary lib;
     CUkernel k;
-    if (check_cu(cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadFromFile") &&
+    if (check_cu(cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0),
+                 "cuLibraryLoadFromFile") &&
         check_cu(cuLibraryGetKernel(&k, lib, FILL), "cuLibraryGetKernel from the file's library")) {
         unsigned long long n = N;
         uint32_t value = 0xD0000001u;
@@ -489,7 +544,8 @@ static void test_library_file(struct fixture *fx, const void *image, size_t size
         check_cu(cuLibraryUnload(lib), "cuLibraryUnload the file's library");
     }
     unlink(path);
-    cu_fails(cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadFromFile of a missing file");
+    cu_fails(cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0),
+             "cuLibraryLoadFromFile of a missing file");
 }
 
 int main(void)
@@ -507,13 +563,15 @@ int main(void)
         !check_cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties") ||
         !check_cuda(cudaMalloc(&fx.d, N * sizeof(uint32_t)), "cudaMalloc") ||
         !check_cuda(cudaStreamCreateWithFlags(&fx.s, cudaStreamNonBlocking), "cudaStreamCreate") ||
-        !check_cuda(cudaEventCreateWithFlags(&fx.untimed, cudaEventDisableTiming), "untimed event") ||
+        !check_cuda(cudaEventCreateWithFlags(&fx.untimed, cudaEventDisableTiming),
+                    "untimed event") ||
         !check_cuda(cudaEventCreate(&fx.timed), "timed event") ||
         !check_cuda(cudaDeviceGetStreamPriorityRange(&fx.least_priority, &fx.greatest_priority),
                     "cudaDeviceGetStreamPriorityRange") ||
         !check_cuda(cudaDeviceGetAttribute(&fx.domains, cudaDevAttrMemSyncDomainCount, 0),
                     "cudaDevAttrMemSyncDomainCount") ||
-        !check_cuda(cudaGetFuncBySymbol(&fx.fill, (const void *)k_fill_u32), "cudaGetFuncBySymbol k_fill_u32"))
+        !check_cuda(cudaGetFuncBySymbol(&fx.fill, (const void *)k_fill_u32),
+                    "cudaGetFuncBySymbol k_fill_u32"))
         return 1;
     check(fx.domains >= 1, "at least one memory sync domain", "%d", fx.domains);
     CUfunction again = NULL;
@@ -524,6 +582,7 @@ int main(void)
     test_attribute_errors(&fx);
     test_cooperative(&fx, prop.multiProcessorCount);
     test_handles(&fx);
+    test_proc_address(&fx);
     test_library(&fx, image);
     test_library_file(&fx, image, sizeof kernels_fatbin);
 
