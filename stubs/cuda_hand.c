@@ -89,7 +89,10 @@ RGPU_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
         *symbolStatus = r;
     rgpu_trace("cuGetProcAddress %s (version %d%s): %s", symbol, cudaVersion,
                per_thread ? ", per-thread stream" : "", p ? p->symbol : *pfn ? symbol : "none");
-    return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+    /* A symbol not found is no error: success, NULL and the status say so,
+     * as cuda.h documents (a static runtime turns an error into
+     * cudaErrorSymbolNotFound). */
+    return CUDA_SUCCESS;
 }
 
 /* The CUDA 11.3 to 11.8 form, without the query result. */
