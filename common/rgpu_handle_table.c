@@ -114,13 +114,15 @@ size_t rgpu_htab_count(struct rgpu_handle_table *t)
 
 /* ---- facts of classes ------------------------------------------------------------ */
 
-static uint32_t C_STREAM, C_CUBLAS, C_CUBLASLT;
+static uint32_t C_STREAM, C_CUBLAS, C_CUBLASLT, C_FUNCTION, C_KERNEL;
 
 __attribute__((constructor)) static void classes_init(void)
 {
     C_STREAM = rgpu_handle_class("CUstream_st");
     C_CUBLAS = rgpu_handle_class("cublasContext");
     C_CUBLASLT = rgpu_handle_class("cublasLtContext");
+    C_FUNCTION = rgpu_handle_class("CUfunc_st");
+    C_KERNEL = rgpu_handle_class("CUkern_st");
 }
 
 /* cuBLASLt's cublasLtCreate returns one handle per device (seen on an H200
@@ -139,7 +141,13 @@ int rgpu_handle_default_stream(uint32_t cls, uint64_t h)
     return cls == C_STREAM && h <= 2;
 }
 
+/* Another class whose handles a parameter of class cls also takes: a
+ * cuBLASLt handle may be a cuBLAS one, and the driver takes a CUkernel
+ * wherever it takes a CUfunction (static CUDA runtimes pass their kernels
+ * so to cuFuncSetAttribute and the occupancy calls). */
 uint32_t rgpu_handle_alias(uint32_t cls)
 {
-    return cls == C_CUBLASLT ? C_CUBLAS : 0;
+    if (cls == C_CUBLASLT)
+        return C_CUBLAS;
+    return cls == C_FUNCTION ? C_KERNEL : 0;
 }

@@ -455,6 +455,15 @@ CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUke
     return cuFuncGetAttribute(pi, attrib, (CUfunction)kernel);
 }
 
+// One device: the kernel's function in the current context.
+CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                                      CUdevice dev)
+{
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return cuFuncSetAttribute((CUfunction)kernel, attrib, val);
+}
+
 // What a block may opt in to, what an SM has, and what each block costs
 // it besides its own (the device table in core.c says the same).
 #define FG_SHMEM_OPTIN      232448
