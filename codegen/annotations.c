@@ -2,6 +2,8 @@
  *
  *   library NAME            cudart, cuda, ...
  *   header FILE             a header to parse (several allowed)
+ *   header-local FILE       a header of ours, beside the annotation file: what
+ *                           the library exports but no NVIDIA header declares
  *   variant -DMACRO ...     parse the headers again with these defines, to
  *                           see the _ptds/_ptsz names they produce
  *   status TYPE NOTSUP UNAVAIL INVALID  the status type, its not-supported
@@ -183,6 +185,27 @@ static void parse_invalid_handle(struct annotations *ann, char **p, int line)
     }
 }
 
+
+/* FILE beside the annotation file, as an absolute path (the parser takes
+ * such a path as it is, and others under CUDA_ROOT/include). */
+static char *local_path(const char *ann_path, const char *file)
+{
+    char dir[4096], *slash;
+    if (!file || !*file)
+        return xstrdup("");
+    snprintf(dir, sizeof dir, "%s", ann_path);
+    slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    char *out = malloc(strlen(dir) + strlen(file) + 2);
+    if (!out)
+        die("out of memory");
+    sprintf(out, "%s/%s", dir, file);
+    return out;
+}
+
 static void parse_line(struct annotations *ann, char *p, int line)
 {
     static const struct { const char *word; enum ann_verb verb; } verbs[] = {
@@ -199,6 +222,10 @@ static void parse_line(struct annotations *ann, char *p, int line)
         if (ann->nheaders == 8)
             die("%s:%d: too many headers", ann->path, line);
         ann->headers[ann->nheaders++] = xstrdup(next_token(&p, ann->path, line));
+    } else if (strcmp(word, "header-local") == 0) {
+        if (ann->nheaders == 8)
+            die("%s:%d: too many headers", ann->path, line);
+        ann->headers[ann->nheaders++] = local_path(ann->path, next_token(&p, ann->path, line));
     } else if (strcmp(word, "variant") == 0) {
         if (ann->nvariants == 8)
             die("%s:%d: too many variants", ann->path, line);

@@ -358,7 +358,10 @@ static void parse_one(CXIndex index, struct parse_state *st, const char *header,
     const char *args[40];
     int nargs = 0;
     snprintf(incflag, sizeof incflag, "-I%s/include", cuda_root);
-    snprintf(path, sizeof path, "%s/include/%s", cuda_root, header);
+    if (header[0] == '/')       /* header-local: one of ours */
+        snprintf(path, sizeof path, "%s", header);
+    else
+        snprintf(path, sizeof path, "%s/include/%s", cuda_root, header);
     /* A variant may name its own language (-x c++): then it replaces C. */
     if (!variant || !strstr(variant, "-x ")) {
         args[nargs++] = "-x";

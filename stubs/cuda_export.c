@@ -36,7 +36,7 @@ typedef void (*slot_fn)(void);
 static CUresult unknown_slot(const char *table, int index)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static char logged[8][32];
+    static char logged[32][32];
     static int nlogged;
     char name[32];
     snprintf(name, sizeof name, "%s[%d]", table, index);
@@ -44,7 +44,7 @@ static CUresult unknown_slot(const char *table, int index)
     int seen = 0;
     for (int i = 0; i < nlogged; i++)
         seen |= strcmp(logged[i], name) == 0;
-    if (!seen && nlogged < 8)
+    if (!seen && nlogged < 32)
         snprintf(logged[nlogged++], sizeof logged[0], "%s", name);
     pthread_mutex_unlock(&lock);
     if (!seen)
@@ -55,6 +55,18 @@ static CUresult unknown_slot(const char *table, int index)
 
 #define UNKNOWN(table, index) \
     static CUresult unknown_##table##_##index(void) { return unknown_slot(#table, index); }
+
+/* Ten unknown slots d0..d9 at once, and their table entries. */
+#define UNKNOWN10(table, d) \
+    UNKNOWN(table, d##0) UNKNOWN(table, d##1) UNKNOWN(table, d##2) UNKNOWN(table, d##3) \
+    UNKNOWN(table, d##4) UNKNOWN(table, d##5) UNKNOWN(table, d##6) UNKNOWN(table, d##7) \
+    UNKNOWN(table, d##8) UNKNOWN(table, d##9)
+#define SLOTS10(table, d) \
+    SLOT(unknown_##table##_##d##0), SLOT(unknown_##table##_##d##1), \
+    SLOT(unknown_##table##_##d##2), SLOT(unknown_##table##_##d##3), \
+    SLOT(unknown_##table##_##d##4), SLOT(unknown_##table##_##d##5), \
+    SLOT(unknown_##table##_##d##6), SLOT(unknown_##table##_##d##7), \
+    SLOT(unknown_##table##_##d##8), SLOT(unknown_##table##_##d##9)
 
 UNKNOWN(cudart, 3) UNKNOWN(cudart, 4) UNKNOWN(cudart, 5) UNKNOWN(cudart, 9)
 UNKNOWN(cudart, 11)
@@ -370,6 +382,39 @@ static CUresult integrity_check(unsigned runtime_version, uint64_t unix_seconds,
     return rgpu_integrity_answer(runtime_version, unix_seconds, &t, out);
 }
 
+/* ---- tools context (21318c60): asked by cuFFT and by PyTorch ------------------------ */
+
+UNKNOWN(ctx_tools, 1) UNKNOWN(ctx_tools, 2) UNKNOWN(ctx_tools, 3) UNKNOWN(ctx_tools, 5)
+UNKNOWN(ctx_tools, 6) UNKNOWN(ctx_tools, 7) UNKNOWN(ctx_tools, 8) UNKNOWN(ctx_tools, 9)
+UNKNOWN10(ctx_tools, 1) UNKNOWN10(ctx_tools, 2) UNKNOWN10(ctx_tools, 3)
+UNKNOWN10(ctx_tools, 4) UNKNOWN10(ctx_tools, 5) UNKNOWN10(ctx_tools, 6)
+UNKNOWN10(ctx_tools, 7) UNKNOWN10(ctx_tools, 8)
+UNKNOWN(ctx_tools, 90) UNKNOWN(ctx_tools, 91) UNKNOWN(ctx_tools, 92)
+
+/* cuFFT asks this of the current context before it plans, with an output
+ * word and four more arguments (a constant, pointers into cuFFT, zero).
+ * NVIDIA's driver answered 1 and success for every context seen (logged
+ * under cuFFT and PyTorch on an H200); NULL is no context. */
+static CUresult context_query_4(CUcontext ctx, uint64_t *answer)
+{
+    if (!answer)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *answer = 1;
+    return CUDA_SUCCESS;
+}
+
+static const slot_fn ctx_tools_table[93] = {
+    (slot_fn)(uintptr_t)(93 * sizeof(void *)),
+    SLOT(unknown_ctx_tools_1), SLOT(unknown_ctx_tools_2), SLOT(unknown_ctx_tools_3),
+    SLOT(context_query_4), SLOT(unknown_ctx_tools_5), SLOT(unknown_ctx_tools_6),
+    SLOT(unknown_ctx_tools_7), SLOT(unknown_ctx_tools_8), SLOT(unknown_ctx_tools_9),
+    SLOTS10(ctx_tools, 1), SLOTS10(ctx_tools, 2), SLOTS10(ctx_tools, 3), SLOTS10(ctx_tools, 4),
+    SLOTS10(ctx_tools, 5), SLOTS10(ctx_tools, 6), SLOTS10(ctx_tools, 7), SLOTS10(ctx_tools, 8),
+    SLOT(unknown_ctx_tools_90), SLOT(unknown_ctx_tools_91), SLOT(unknown_ctx_tools_92),
+};
+
 /* ---- cuGetExportTable ------------------------------------------------------------------ */
 
 struct export_table {
@@ -394,6 +439,12 @@ static const struct export_table export_tables[] = {
       integrity_table },
     { UUID(26,3e,88,60,7c,d2,61,43,92,f6,bb,d5,00,6d,fa,7e), "context checks",
       ctx_checks_table },
+    { UUID(21,31,8c,60,97,14,32,48,8c,a6,41,ff,73,24,c8,f2), "tools context",
+      ctx_tools_table },
+    /* Asked by PyTorch's libraries (before any context, and with compiler
+     * options), which go on without them. */
+    { UUID(69,a2,8e,9f,24,49,8b,47,b0,30,c5,da,33,0e,a4,e9), "unnamed (69a28e9f)", NULL },
+    { UUID(da,91,51,d3,3a,e6,cc,41,a5,c0,4f,26,d5,33,e3,28), "unnamed (da9151d3)", NULL },
     /* Asked by every runtime, which goes on without it. */
     { UUID(f8,cf,f9,51,21,46,8b,4e,b9,e2,fb,46,9e,7c,0d,d9), "unnamed (f8cff951)", NULL },
 };
