@@ -9,6 +9,7 @@
 #include "rgpud.h"
 #include "copy.h"
 #include "owned.h"
+#include "rgpu_log.h"
 
 #include <cublasLt.h>
 #include <cublas_api.h>
@@ -287,7 +288,21 @@ static int scalar_host(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
     return 1;
 }
 
-static const struct rgpu_server_checks checks = { owned_range, scalar_host };
+/* A generated call's device range, logged when refused: the driver's
+ * answer (invalid value) does not say which pointer or why. */
+static int devptr_owned(uint64_t ptr, uint64_t len)
+{
+    if (owned_range(ptr, len))
+        return 1;
+    uint64_t base, size;
+    owned_nearest(ptr, &base, &size);
+    rgpu_debug("device range 0x%llx + %llu is not the session's memory (nearest below: "
+               "0x%llx + %llu)", (unsigned long long)ptr, (unsigned long long)len,
+               (unsigned long long)base, (unsigned long long)size);
+    return 0;
+}
+
+static const struct rgpu_server_checks checks = { devptr_owned, scalar_host };
 
 /* Before main: generated code refuses every device pointer until this runs. */
 __attribute__((constructor)) static void memguards_init(void)

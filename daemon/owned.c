@@ -131,6 +131,15 @@ int owned_range(uint64_t ptr, uint64_t len)
     return ok;
 }
 
+void owned_nearest(uint64_t ptr, uint64_t *base, uint64_t *size)
+{
+    pthread_rwlock_rdlock(&lock);
+    long i = floor_index(ptr);
+    *base = i >= 0 ? ranges[i].base : 0;
+    *size = i >= 0 ? ranges[i].size : 0;
+    pthread_rwlock_unlock(&lock);
+}
+
 int owned_extent_2d(uint64_t pitch, uint64_t width, uint64_t height, uint64_t *extent)
 {
     *extent = 0;

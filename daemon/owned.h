@@ -30,6 +30,9 @@ void owned_clear(void);
 /* Whether [ptr, ptr+len) lies inside one owned range (len 0: ptr itself);
  * NULL is allowed, the library checks it. */
 int owned_range(uint64_t ptr, uint64_t len);
+/* The recorded range with the highest base not above ptr (0, 0: none), for
+ * the log line of a refused pointer. */
+void owned_nearest(uint64_t ptr, uint64_t *base, uint64_t *size);
 
 /* The 2D extent pitch*(height-1)+width of a strided copy or memset, or -1
  * when it wraps or width exceeds pitch (with more than one row). */
