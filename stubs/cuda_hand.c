@@ -1,6 +1,7 @@
 /* Hand-written parts of libcuda.so.1: what codegen/cuda.ann marks
- * `hand`, `client` or `local`, contexts apart (cuda_contexts.c).  Server
- * side: daemon/hand_cuda.c. */
+ * `hand`, `client` or `local`, contexts apart (cuda_contexts.c) and
+ * modules, libraries and JIT linking (cuda_modules.c).  Server side:
+ * daemon/hand_cuda.c. */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 #include "client_ranges.h"
@@ -8,7 +9,6 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
-#include <elf.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,164 +286,6 @@ RGPU_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, 
                                           CUstream hStream)
 {
     return dtoh(dstHost, srcDevice, ByteCount, hStream);
-}
-
-/* ---- modules -------------------------------------------------------------------------- */
-
-#define FATBIN_WRAPPER_MAGIC 0x466243b1u
-#define FATBIN_MAGIC 0xba55ed50u
-
-struct fatbin_header {
-    uint32_t magic;
-    uint16_t version, header_size;
-    uint64_t fat_size;
-};
-
-static size_t max_size(size_t a, size_t b)
-{
-    return a > b ? a : b;
-}
-
-/* A cubin's extent as the server checks it (daemon/image_check.c): its
- * header, both header tables, and every section's and segment's bytes. */
-static size_t elf_size(const unsigned char *p)
-{
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
-    size_t end = max_size(sizeof *eh, eh->e_ehsize);
-    end = max_size(end, eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize);
-    end = max_size(end, eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize);
-    for (unsigned i = 0; i < eh->e_shnum; i++) {
-        const Elf64_Shdr *sh = (const void *)(p + eh->e_shoff + (size_t)i * eh->e_shentsize);
-        if (sh->sh_type != SHT_NOBITS && sh->sh_type != SHT_NULL)
-            end = max_size(end, sh->sh_offset + sh->sh_size);
-    }
-    for (unsigned i = 0; i < eh->e_phnum; i++) {
-        const Elf64_Phdr *ph = (const void *)(p + eh->e_phoff + (size_t)i * eh->e_phentsize);
-        end = max_size(end, ph->p_offset + ph->p_filesz);
-    }
-    return end;
-}
-
-/* The size of a module image, read from its own headers: fatbin, cubin
- * (ELF) or PTX text.  0 when it is none of those. */
-static size_t image_size(const void **image)
-{
-    const unsigned char *p = *image;
-    uint32_t magic;
-    memcpy(&magic, p, sizeof magic);
-    if (magic == FATBIN_WRAPPER_MAGIC) {
-        /* The server refuses wrappers (it would follow their pointer into
-         * its own memory): send the container the wrapper points at. */
-        const void *const *data = (const void *const *)(p + 8);
-        const unsigned char *inner = *data;
-        uint32_t inner_magic;
-        if (!inner)
-            return 0;
-        memcpy(&inner_magic, inner, sizeof inner_magic);
-        if (inner_magic != FATBIN_MAGIC)
-            return 0;
-        *image = inner;
-        return image_size(image);
-    }
-    if (magic == FATBIN_MAGIC) {
-        /* One container: others may follow in the caller's memory, but
-         * the driver reads the first only. */
-        const struct fatbin_header *h = (const void *)p;
-        return (size_t)h->header_size + h->fat_size;
-    }
-    if (memcmp(p, ELFMAG, SELFMAG) == 0 && p[EI_CLASS] == ELFCLASS64)
-        return elf_size(p);
-    return strlen((const char *)p) + 1;     /* PTX */
-}
-
-static CUresult load_image(const char *proc, uint64_t *handle, const void *image)
-{
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    if (!handle || !image)
-        return CUDA_ERROR_INVALID_VALUE;
-    size_t size = image_size(&image);
-    if (!size)
-        return CUDA_ERROR_INVALID_IMAGE;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", proc), 0);
-    msgpack_pack_array(&req.pk, 1);
-    rgpu_req_payload(&req, image, size);
-    int rc = rgpu_req_exchange(LIB, proc, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    if (rc == CUDA_SUCCESS)
-        *handle = rgpu_reply_u64(&reply, 0);
-    rgpu_reply_free(&reply);
-    return rc;
-}
-
-/* The file is the client's: read it here, send its bytes. */
-#undef cuModuleLoad
-RGPU_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
-{
-    if (!module || !fname)
-        return CUDA_ERROR_INVALID_VALUE;
-    FILE *f = fopen(fname, "rb");
-    if (!f)
-        return CUDA_ERROR_FILE_NOT_FOUND;
-    char *buf = NULL;
-    size_t len = 0, cap = 0, n;
-    CUresult rc = CUDA_SUCCESS;
-    do {
-        if (len + 65536 + 1 > cap) {
-            cap = (len + 65536 + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                rc = CUDA_ERROR_OUT_OF_MEMORY;
-                break;
-            }
-            buf = nb;
-        }
-        n = fread(buf + len, 1, 65536, f);
-        len += n;
-    } while (n > 0);
-    fclose(f);
-    if (rc == CUDA_SUCCESS && len == 0)
-        rc = CUDA_ERROR_INVALID_IMAGE;
-    if (rc == CUDA_SUCCESS) {
-        buf[len] = '\0';       /* PTX text is read as a string */
-        rc = load_image(RGPU_H_CU_MODULE_LOAD, (uint64_t *)module, buf);
-    }
-    free(buf);
-    return rc;
-}
-
-RGPU_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
-{
-    return load_image(RGPU_H_CU_MODULE_LOAD, (uint64_t *)module, image);
-}
-
-RGPU_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
-                                        unsigned int numOptions, CUjit_option *options,
-                                        void **optionValues)
-{
-    /* JIT options only tune PTX compilation or ask for logs; the logs
-     * would be server buffers, so they are not filled. */
-    (void)numOptions; (void)options; (void)optionValues;
-    return load_image(RGPU_H_CU_MODULE_LOAD, (uint64_t *)module, image);
-}
-
-RGPU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
-                                       CUjit_option *jitOptions, void **jitOptionsValues,
-                                       unsigned int numJitOptions,
-                                       CUlibraryOption *libraryOptions,
-                                       void **libraryOptionValues,
-                                       unsigned int numLibraryOptions)
-{
-    (void)jitOptions; (void)jitOptionsValues; (void)numJitOptions;
-    (void)libraryOptions; (void)libraryOptionValues;
-    if (numLibraryOptions) {
-        static int logged;
-        return rgpu_refused(LIB, "cuLibraryLoadData with library options",
-                            "library options: not remoted yet", &logged);
-    }
-    return load_image(RGPU_H_CU_LIBRARY_LOAD, (uint64_t *)library, code);
 }
 
 /* ---- launches ------------------------------------------------------------------------ */
