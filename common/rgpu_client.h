@@ -196,6 +196,25 @@ int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const char *what, uint64_t dst
 int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const char *what, void *dst, size_t dpitch,
                       uint64_t src, size_t spitch, size_t width, size_t height, uint64_t stream);
 
+/* ---- module images (rgpu_image.c) ------------------------------------------ */
+
+/* An image argument of a hand-written procedure: the image's bytes, or,
+ * for one larger than RGPU_IMAGE_INLINE_MAX, its size, the bytes having
+ * gone ahead in pieces to the calling thread's staging buffer on the
+ * server (rgpu.image_piece of lib; daemon/image_stage.c). */
+struct rgpu_image {
+    const void *bytes;
+    size_t size;
+    int staged;
+};
+/* Before beginning the request that carries the image: send it ahead when
+ * it is too large to travel inside.  0, or the library status to return
+ * (the server's staging limit refused it, or a transport failure). */
+int rgpu_image_stage(const struct rgpu_lib *lib, const char *what, struct rgpu_image *img,
+                     const void *image, size_t size);
+/* The image as the request's last argument: its bytes, or its size. */
+void rgpu_image_pack(struct rgpu_req *req, const struct rgpu_image *img);
+
 /* ---- the waiting policy (rgpu_lazy.c; docs/synchronisation.md) ------------ */
 
 /* RGPU_SYNC: lazy (the default) lets synchronisations and copies to the

@@ -24,7 +24,7 @@
 #define RGPU_H_DTOH_2D       "rgpu.dtoh2d"
 /* [dst, dpitch, src, spitch, width, height, stream] -> []  2D device to device */
 #define RGPU_H_DTOD_2D       "rgpu.dtod2d"
-/* [bin image]  -> [library handle]          load a fatbin/cubin/PTX (runtime) */
+/* [image]  -> [library handle]   load a fatbin/cubin/PTX (runtime; image: below) */
 #define RGPU_H_LIB_LOAD      "rgpu.lib_load"
 /* [library, name] -> [kernel, [[offset, size]...]]  kernel and its layout */
 #define RGPU_H_KERNEL_GET    "rgpu.kernel_get"
@@ -82,14 +82,51 @@
 /* [kernel, numBlocks, blockSize] -> [bytes] */
 #define RGPU_H_OCCUPANCY_SMEM "rgpu.occupancy_smem"
 
+/* Module images.  An image argument ("image" below) is a bin, or, for an
+ * image larger than RGPU_IMAGE_INLINE_MAX, the image's size: its bytes
+ * went ahead in pieces to a staging buffer of the client thread
+ * (common/rgpu_image.c, daemon/image_stage.c), pieces of at most
+ * RGPU_IMAGE_PIECE bytes, in order, the first at offset 0 (which drops an
+ * unfinished image of that thread):
+ * [total, offset, bin piece] -> []   (library "cuda" or "cudart") */
+#define RGPU_H_IMAGE_PIECE     "rgpu.image_piece"
+#define RGPU_IMAGE_INLINE_MAX  (16u << 20)
+#define RGPU_IMAGE_PIECE       (16u << 20)
+
+/* JIT options (cuModuleLoadDataEx, cuLibraryLoadData, cuLink*): "jit
+ * options" is an array of [id, value]: value an unsigned for options that
+ * take a number (a log buffer's size included), nil for the log buffers
+ * and CU_JIT_WALL_TIME (outputs only: the server uses buffers of its
+ * own), an array of str for the name lists.  "jit outputs" is an array of
+ * [id, value] for the options the library writes: an unsigned (the log
+ * sizes, CU_JIT_THREADS_PER_BLOCK, CU_JIT_WALL_TIME as the bits of its
+ * float), a bin for each log's text (stubs/cuda_modules.c,
+ * daemon/hand_cuda_modules.c).  Bounds the server holds a client to (a
+ * larger request is a protocol error): */
+#define RGPU_JIT_MAX_OPTIONS   64       /* options of one call (CUDA 13 has 35) */
+#define RGPU_JIT_MAX_NAMES     4096     /* entries of a name list */
+#define RGPU_JIT_NAME_MAX      4096     /* bytes of a name, NUL included */
+
 /* Driver API (library "cuda"): */
-/* [bin image] -> [module] */
+/* [image] or [[jit options], image] -> [module, [jit outputs]] */
 #define RGPU_H_CU_MODULE_LOAD  "rgpu.cu_module_load"
 /* [device] -> [context]  the device's primary context, neither retained nor
  * made active (the runtime's export table asks it; stubs/cuda_export.c) */
 #define RGPU_H_CU_PRIMARY_CTX  "rgpu.cu_primary_ctx"
-/* [bin image] -> [library] */
+/* [image] or [[jit options], image] -> [library, [jit outputs]] */
 #define RGPU_H_CU_LIBRARY_LOAD "rgpu.cu_library_load"
+/* JIT linking.  Every reply after the create carries the create's jit
+ * outputs as they stand (the logs grow while the link state lives).
+ * [[jit options]] -> [link, [jit outputs]] */
+#define RGPU_H_CU_LINK_CREATE  "rgpu.cu_link_create"
+/* [link, input type, name, [jit options], image] -> [[create's], [own jit outputs]] */
+#define RGPU_H_CU_LINK_ADD     "rgpu.cu_link_add"
+/* [link] -> [size, [create's jit outputs], bin first bytes of the image] */
+#define RGPU_H_CU_LINK_COMPLETE "rgpu.cu_link_complete"
+/* [link, offset, length] -> [bin]   more of the completed image */
+#define RGPU_H_CU_LINK_READ    "rgpu.cu_link_read"
+/* [link] -> [] */
+#define RGPU_H_CU_LINK_DESTROY "rgpu.cu_link_destroy"
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"
 /* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] -> []

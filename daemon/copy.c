@@ -180,5 +180,6 @@ int copy_dtoh_streamed(struct hand_call *c, const struct copy_api *api, uint64_t
 int hand_streamed(const struct hand_proc *hp)
 {
     return (strcmp(hp->lib, "cudart") == 0 && strcmp(hp->name, RGPU_H_HTOD) == 0) ||
-           (strcmp(hp->lib, "cuda") == 0 && strcmp(hp->name, RGPU_H_CU_HTOD) == 0);
+           (strcmp(hp->lib, "cuda") == 0 && strcmp(hp->name, RGPU_H_CU_HTOD) == 0) ||
+           strcmp(hp->name, RGPU_H_IMAGE_PIECE) == 0;      /* daemon/image_stage.c */
 }

@@ -1,6 +1,7 @@
 /* Hand-written driver-API procedures, server side (client side:
  * stubs/cuda_hand.c; argument lists: common/rgpu_hand_procs.h).  Launches:
- * daemon/hand_cuda_launch.c. */
+ * daemon/hand_cuda_launch.c; modules, libraries and JIT linking:
+ * hand_cuda_modules.c. */
 #include "rgpud.h"
 #include "copy.h"
 #include "image_check.h"
@@ -119,60 +120,8 @@ static int h_dtoh(struct hand_call *c)
     return rc;
 }
 
-/* [bin image] -> [module] */
-static int h_module_load(struct hand_call *c)
-{
-    const void *p;
-    size_t n;
-    CUmodule mod = NULL;
-    PROTO_IF(args_count(c, 1) || arg_bin(c, 0, &p, &n));
-    NEED(REAL(cuModuleLoadData));
-    if (!image_acceptable(p, n)) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_uint64(c->out, 0);
-        return CUDA_ERROR_INVALID_IMAGE;
-    }
-    char *copy = image_copy(p, n);
-    if (!copy)
-        return -RGPU_ENOMEM;
-    int rc = REAL(cuModuleLoadData)(&mod, copy);
-    free(copy);
-    if (rc == CUDA_SUCCESS)
-        handles_add(H_MODULE, (uint64_t)(uintptr_t)mod);
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)mod);
-    return rc;
-}
-
-/* [bin image] -> [library] */
-static int h_library_load(struct hand_call *c)
-{
-    const void *p;
-    size_t n;
-    CUlibrary lib = NULL;
-    PROTO_IF(args_count(c, 1) || arg_bin(c, 0, &p, &n));
-    NEED(REAL(cuLibraryLoadData));
-    if (!image_acceptable(p, n)) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_uint64(c->out, 0);
-        return CUDA_ERROR_INVALID_IMAGE;
-    }
-    char *copy = image_copy(p, n);
-    if (!copy)
-        return -RGPU_ENOMEM;
-    int rc = REAL(cuLibraryLoadData)(&lib, copy, NULL, NULL, 0, NULL, NULL, 0);
-    free(copy);
-    if (rc == CUDA_SUCCESS)
-        handles_add(H_LIBRARY, (uint64_t)(uintptr_t)lib);
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)lib);
-    return rc;
-}
-
 const struct hand_proc hand_cuda_procs[] = {
     { "cuda", RGPU_H_CU_HTOD, h_htod },
     { "cuda", RGPU_H_CU_DTOH, h_dtoh },
-    { "cuda", RGPU_H_CU_MODULE_LOAD, h_module_load },
-    { "cuda", RGPU_H_CU_LIBRARY_LOAD, h_library_load },
 };
 const int hand_cuda_nprocs = sizeof hand_cuda_procs / sizeof hand_cuda_procs[0];

@@ -260,26 +260,28 @@ static int h_dtod_2d(struct hand_call *c)
 
 /* ---- modules and kernels ------------------------------------------------------- */
 
-/* [bin image] -> [library] */
+/* [image] -> [library]: a bin, or the size of an image staged in pieces
+ * (daemon/image_stage.c) */
 static int h_lib_load(struct hand_call *c)
 {
-    const void *p;
-    size_t n;
+    struct image_arg img = { 0 };
     cudaLibrary_t lib = NULL;
-    PROTO_IF(args_count(c, 1) || arg_bin(c, 0, &p, &n));
-    NEED(REAL(cudaLibraryLoadData));
+    PROTO_IF(args_count(c, 1) || image_arg(c, 0, &img) < 0);
     /* The call takes no size: only an image whose headers stay inside the
      * frame may reach it, as a copy with zeros after it. */
-    if (!image_acceptable(p, n)) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_uint64(c->out, 0);
-        return cudaErrorInvalidKernelImage;
-    }
-    void *copy = image_copy(p, n);
-    if (!copy)
-        return -RGPU_ENOMEM;
-    int rc = REAL(cudaLibraryLoadData)(&lib, copy, NULL, NULL, 0, NULL, NULL, 0);
-    free(copy);
+    void *copy = NULL;
+    int rc = REAL(cudaLibraryLoadData) ? cudaSuccess : -RGPU_ENOSYM;
+    if (rc == cudaSuccess && !image_acceptable(img.p, img.n))
+        rc = cudaErrorInvalidKernelImage;
+    if (rc == cudaSuccess)
+        copy = image_for_library(&img);
+    if (rc == cudaSuccess && !copy)
+        rc = -RGPU_ENOMEM;
+    if (rc == cudaSuccess)
+        rc = REAL(cudaLibraryLoadData)(&lib, copy, NULL, NULL, 0, NULL, NULL, 0);
+    image_done(&img, copy);
+    if (rc < 0)
+        return rc;
     if (rc == cudaSuccess)
         handles_add(H_LIBRARY, (uint64_t)(uintptr_t)lib);
     msgpack_pack_array(c->out, 1);

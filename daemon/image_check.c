@@ -16,7 +16,11 @@
  *     unwraps it and sends the container).
  *
  * The checked image is then handed over as a copy followed by zero bytes,
- * so that a library that walks on to "the next container" finds none. */
+ * so that a library that walks on to "the next container" finds none.
+ *
+ * cuLinkAddData gives a size: there the formats with headers (fatbin,
+ * ELF, ar archives of objects) are checked the same way, and the rest
+ * (PTX, LTO-IR) is passed by its size, the zero bytes ending a string. */
 #include "image_check.h"
 #include "rgpu_log.h"
 
@@ -31,7 +35,6 @@
 #define ENTRY_HEADER_MIN 64         /* ELF entries 64 bytes, PTX 80 */
 #define ENTRY_KIND_ELF 2
 #define ENTRY_FLAG_COMPRESSED (0x2000u | 0x8000u)   /* LZ4, zstd */
-#define ZERO_TAIL 64
 
 static uint16_t u16(const unsigned char *p)
 {
@@ -158,12 +161,50 @@ int image_check(const void *image, size_t n)
     return memchr(p, '\0', n) ? IMAGE_OK : IMAGE_BAD;
 }
 
+/* An ar archive ("!<arch>\n", then members of a 60-byte header whose
+ * size field is ten decimal digits, each padded to an even offset): every
+ * member inside the buffer, ELF members checked as such. */
+#define AR_MAGIC "!<arch>\n"
+#define AR_HEADER 60
+
+static int ar_ok(const unsigned char *p, size_t n)
+{
+    size_t off = sizeof AR_MAGIC - 1;
+    while (off < n) {
+        char digits[11];
+        char *end;
+        if (n - off < AR_HEADER || memcmp(p + off + 58, "`\n", 2) != 0)
+            return 0;
+        memcpy(digits, p + off + 48, 10);
+        digits[10] = '\0';
+        unsigned long long size = strtoull(digits, &end, 10);
+        if (end == digits || !inside(off + AR_HEADER, size, n))
+            return 0;
+        const unsigned char *member = p + off + AR_HEADER;
+        if (size >= SELFMAG && memcmp(member, ELFMAG, SELFMAG) == 0 && !elf_ok(member, size))
+            return 0;
+        off += AR_HEADER + size + (size & 1);
+    }
+    return 1;
+}
+
+int image_check_sized(const void *image, size_t n)
+{
+    const unsigned char *p = image;
+    if (n >= sizeof AR_MAGIC - 1 && memcmp(p, AR_MAGIC, sizeof AR_MAGIC - 1) == 0)
+        return ar_ok(p, n) ? IMAGE_OK : IMAGE_BAD;
+    if ((n >= 4 && (u32(p) == FATBIN_WRAPPER_MAGIC || u32(p) == FATBIN_MAGIC)) ||
+        (n >= SELFMAG && memcmp(p, ELFMAG, SELFMAG) == 0))
+        return image_check(p, n);
+    return IMAGE_OK;
+}
+
 void *image_copy(const void *image, size_t n)
 {
-    unsigned char *copy = malloc(n + ZERO_TAIL);
+    unsigned char *copy = malloc(n + IMAGE_ZERO_TAIL);
     if (copy) {
         memcpy(copy, image, n);
-        memset(copy + n, 0, ZERO_TAIL);
+        memset(copy + n, 0, IMAGE_ZERO_TAIL);
     }
     return copy;
 }

@@ -1,8 +1,12 @@
-/* Checks of module images the client sends (image_check.c). */
+/* Module images from the client: checks (image_check.c) and images larger
+ * than a frame, assembled from pieces (image_stage.c). */
 #ifndef IMAGE_CHECK_H
 #define IMAGE_CHECK_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "rgpud.h"
 
 enum {
     IMAGE_OK = 0,
@@ -10,14 +14,47 @@ enum {
     IMAGE_WRAPPER = 2,      /* a fatbin wrapper: its pointer would be followed */
 };
 
+/* Zero bytes after every image handed to a library. */
+#define IMAGE_ZERO_TAIL 64
+
 /* Whether the n bytes at image hold one module image whose own headers
  * describe it entirely inside them.  IMAGE_OK when they do. */
 int image_check(const void *image, size_t n);
+/* The same for an input whose size the call gives (cuLinkAddData): a
+ * fatbin, an ELF (cubin or host object) or an ar archive (a library of
+ * objects) must lie inside its n bytes; anything else (PTX, LTO-IR) is
+ * read by size, and its zero tail ends a string. */
+int image_check_sized(const void *image, size_t n);
 
-/* A malloc'd copy of n bytes followed by zero bytes (a terminating NUL
- * for PTX, no "next container" for a fatbin), or NULL. */
+/* A malloc'd copy of n bytes followed by IMAGE_ZERO_TAIL zero bytes (a
+ * terminating NUL for PTX, no "next container" for a fatbin), or NULL. */
 void *image_copy(const void *image, size_t n);
 /* image_check() == IMAGE_OK, with a log line saying why not. */
 int image_acceptable(const void *image, size_t n);
+
+/* ---- image_stage.c: images larger than a frame --------------------------- */
+
+/* The most the staged images of a session may hold together. */
+void image_staging_limit(uint64_t bytes);
+/* rgpu.image_piece: [total, offset, bin piece] -> [].  oom_status: the
+ * library's out-of-memory status, answered when the limit or the memory
+ * refuses the image. */
+int image_piece(struct hand_call *c, int oom_status);
+
+/* An image argument: bytes inside the request's frame, or the calling
+ * thread's staged image (then owned here). */
+struct image_arg {
+    const void *p;
+    size_t n;
+    void *staged;
+};
+/* Argument i: a bin, or the size of the image this thread staged, which
+ * must be complete.  -1 when it is neither (a protocol error). */
+int image_arg(const struct hand_call *c, unsigned i, struct image_arg *img);
+/* The bytes to hand the library, followed by IMAGE_ZERO_TAIL zeros: the
+ * staged buffer, or a copy of the frame's bytes (NULL: out of memory). */
+void *image_for_library(const struct image_arg *img);
+/* After the library call: frees the copy and the staged image. */
+void image_done(struct image_arg *img, void *lib_copy);
 
 #endif

@@ -4,6 +4,7 @@
  * client (session.c); it never loads or calls CUDA itself, since CUDA is
  * undefined in the child of a process that initialised it. */
 #include "rgpud.h"
+#include "image_check.h"
 #include "rgpu_hello.h"
 #include "sandbox.h"
 #include "rgpu_log.h"
@@ -75,6 +76,10 @@ static void usage(FILE *f)
             "      --session-memory-limit SIZE\n"
             "                           private memory of one session, as RLIMIT_DATA\n"
             "                           (K, M, G, T suffixes, or unlimited; default 64G)\n"
+            "      --module-staging-limit SIZE\n"
+            "                           module images larger than a frame that one\n"
+            "                           session may hold while they arrive in pieces\n"
+            "                           (env RGPUD_MODULE_STAGING_LIMIT; default 2G)\n"
             "      --no-sandbox         run sessions unconfined (debugging only)\n"
             "      --sandbox-audit      sandbox on, but a forbidden system call fails with\n"
             "                           EPERM and is logged instead of killing the session\n"
@@ -255,6 +260,17 @@ static int positive(const char *arg)
     return *end || v < 1 || v > 1000000 ? -1 : (int)v;
 }
 
+/* --module-staging-limit: a size (sandbox_parse_size's forms; "unlimited"
+ * is refused: the limit is what keeps a client from growing the session). */
+static int staging_limit(const char *arg, struct rgpud_options *opt)
+{
+    if (strcmp(arg, "unlimited") == 0 || sandbox_parse_size(arg, &opt->staging_limit) < 0) {
+        rgpu_error("--module-staging-limit wants a size such as 2G, got '%s'", arg);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -273,6 +289,7 @@ int main(int argc, char **argv)
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { "session-memory-limit", required_argument, NULL, 'M' },
+        { "module-staging-limit", required_argument, NULL, 'G' },
         { "no-sandbox", no_argument, NULL, 'S' },
         { "sandbox-audit", no_argument, NULL, 'A' },
         { NULL, 0, NULL, 0 },
@@ -309,11 +326,20 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'G':
+            if (staging_limit(optarg, &opt) < 0)
+                return 2;
+            break;
         case 'S': opt.no_sandbox = 1; break;
         case 'A': opt.sandbox_audit = 1; break;
         default: usage(stderr); return 2;
         }
     }
+    if (!opt.staging_limit && getenv("RGPUD_MODULE_STAGING_LIMIT") &&
+        staging_limit(getenv("RGPUD_MODULE_STAGING_LIMIT"), &opt) < 0)
+        return 2;
+    if (opt.staging_limit)
+        image_staging_limit(opt.staging_limit);     /* sessions inherit it */
     if (optind != argc || opt.max_sessions < 1 || opt.hello_timeout_s < 1 ||
         opt.frame_timeout_s < 1 || opt.keepalive_ms < 1) {
         usage(stderr);

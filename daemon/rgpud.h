@@ -31,6 +31,7 @@ struct rgpud_options {
     int no_sandbox;             /* --no-sandbox: sessions unconfined (sandbox.c) */
     int sandbox_audit;          /* --sandbox-audit: log forbidden calls, do not kill */
     uint64_t session_memory;    /* RLIMIT_DATA of a session; 0: the default */
+    uint64_t staging_limit;     /* module images in pieces (image_stage.c); 0: default */
 };
 
 /* ---- auth.c: who may connect ------------------------------------------------ */
@@ -158,7 +159,8 @@ struct hand_proc {
 };
 
 /* Whether a hand-written procedure takes a large payload from the socket
- * (hand_call.in_len): the host-to-device copies (daemon/copy.c). */
+ * (hand_call.in_len): the host-to-device copies (daemon/copy.c) and the
+ * pieces of large module images (daemon/image_stage.c). */
 int hand_streamed(const struct hand_proc *hp);
 
 extern const struct hand_proc hand_cudart_procs[];
@@ -167,6 +169,8 @@ extern const struct hand_proc hand_cuda_procs[];
 extern const int hand_cuda_nprocs;
 extern const struct hand_proc hand_cuda_launch_procs[];   /* hand_cuda_launch.c */
 extern const int hand_cuda_launch_nprocs;
+extern const struct hand_proc hand_module_procs[];    /* hand_cuda_modules.c */
+extern const int hand_module_nprocs;
 extern const struct hand_proc hand_cudnn_procs[];
 extern const int hand_cudnn_nprocs;
 extern const struct hand_proc hand_liblog_procs[];     /* liblog.c */

@@ -275,9 +275,14 @@ static int module_load(struct module *m)
         rc = cudaErrorInvalidKernelImage;
         goto out;
     }
+    /* A fatbin larger than a frame goes ahead in pieces (rgpu_image.c). */
+    struct rgpu_image img;
+    rc = rgpu_image_stage(LIB, RGPU_H_LIB_LOAD, &img, m->image, m->image_size);
+    if (rc != cudaSuccess)
+        goto out;
     rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_LIB_LOAD), 0);
     msgpack_pack_array(&req.pk, 1);
-    rgpu_req_payload(&req, m->image, m->image_size);
+    rgpu_image_pack(&req, &img);
     rc = rgpu_req_exchange(LIB, RGPU_H_LIB_LOAD, &req, &reply);
     if (rc != RGPU_REPLY_READY)
         goto out;

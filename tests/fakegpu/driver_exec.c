@@ -62,24 +62,25 @@ static CUresult load(const void *image, int is_library, int flags,
     return r;
 }
 
-// Nothing is compiled, so JIT logs are empty: say so in any log buffer.
-static void empty_jit_logs(unsigned n, const CUjit_option *opt, void **val)
+// A load with JIT options: the fake compiles nothing, and its logs say so
+// (link.c keeps the options and writes the caller's buffers).
+static CUresult load_jit(const void *image, int is_library, int flags, CUmodule *out,
+                         unsigned n, CUjit_option *options, void **values)
 {
-    for (unsigned i = 0; opt && val && i < n; i++) {
-        CUjit_option size_opt;
-
-        if (opt[i] == CU_JIT_INFO_LOG_BUFFER)
-            size_opt = CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES;
-        else if (opt[i] == CU_JIT_ERROR_LOG_BUFFER)
-            size_opt = CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
-        else
-            continue;
-        for (unsigned j = 0; j < n; j++)
-            if (opt[j] == size_opt && (uintptr_t)val[j] > 0 && val[i]) {
-                *(char *)val[i] = '\0';
-                val[j] = (void *)0;     // OUT: bytes of log written
-            }
-    }
+    struct fg_jit j;
+    CUresult r = fg_jit_open(&j, n, options, values, 0);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = load(image, is_library, flags, out);
+    if (r == CUDA_SUCCESS)
+        fg_jit_info(&j, "fakegpu: loaded the module's cubin, nothing to compile");
+    else if (r == CUDA_ERROR_NOT_SUPPORTED)
+        fg_jit_error(&j, "fakegpu: cannot compile PTX: the fake GPU has no JIT compiler");
+    else
+        fg_jit_error(&j, "fakegpu: cannot load the module image (error %d)", (int)r);
+    fg_jit_flush(&j);
+    fg_jit_close(&j);
+    return r;
 }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
@@ -91,8 +92,7 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
                                     unsigned int n, CUjit_option *options,
                                     void **values)
 {
-    empty_jit_logs(n, options, values);
-    return load(image, 0, 0, module);
+    return load_jit(image, 0, 0, module, n, options, values);
 }
 
 CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
@@ -195,8 +195,7 @@ CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
     (void)n_lib;
     if (!library)
         return CUDA_ERROR_INVALID_VALUE;
-    empty_jit_logs(n_jit, jit_options, jit_values);
-    r = load(code, 1, FG_CTX_OPTIONAL, &m);
+    r = load_jit(code, 1, FG_CTX_OPTIONAL, &m, n_jit, jit_options, jit_values);
     if (r == CUDA_SUCCESS)
         *library = (CUlibrary)m;
     return r;

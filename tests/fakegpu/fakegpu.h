@@ -92,7 +92,7 @@ CUresult fg_check_stream(CUstream s);
 // Handles handed out are tagged indices into one table, never pointers, so a
 // stale or forged handle is detected instead of dereferenced.
 
-enum fg_kind { FG_CTX = 1, FG_STREAM, FG_EVENT, FG_MOD, FG_FUNC, FG_PHYS };
+enum fg_kind { FG_CTX = 1, FG_STREAM, FG_EVENT, FG_MOD, FG_FUNC, FG_PHYS, FG_LINK };
 
 uint64_t fg_handle_new(enum fg_kind kind, void *obj, struct fg_ctx *owner);
 void *fg_handle_get(uint64_t h, enum fg_kind kind);
@@ -186,6 +186,44 @@ CUresult fg_module_load(const void *image, int is_library, struct fg_ctx *owner,
 void fg_module_free(struct fg_module *m);
 struct fg_func *fg_module_func(struct fg_module *m, const char *name);
 struct fg_global *fg_module_global(struct fg_module *m, const char *name);
+// A link input of size bytes, a cubin or a fatbin container, as the ELF the
+// fake would load from it (a fatbin's entry for this GPU, decompressed): a
+// malloc'd copy in *elf, its size, and how many kernels it defines.
+// CUDA_ERROR_NOT_SUPPORTED when only PTX fits (no JIT compiler),
+// CUDA_ERROR_NO_BINARY_FOR_GPU for another GPU's code, CUDA_ERROR_INVALID_IMAGE
+// for anything unreadable or reaching past size.
+CUresult fg_image_elf(const void *data, size_t size, unsigned char **elf,
+                      size_t *elf_size, unsigned *nkernels);
+
+// ---- JIT options and logs (link.c) ---------------------------------------------
+//
+// What the fake does with CUjit_option arrays: it compiles nothing, but it
+// keeps the caller's log buffers and writes real lines into them, truncated
+// to the sizes given, and writes back the sizes used (the NUL included) and
+// the wall time, as a driver does.
+struct fg_jit {
+    unsigned n;
+    CUjit_option *opt;          // the caller's arrays
+    void **val;
+    char *log[2];               // info, error: the text so far (ours)
+    size_t len[2];
+    char *buf[2];               // the caller's buffers and their sizes
+    unsigned cap[2];
+    double ms;                  // time spent, for CU_JIT_WALL_TIME
+};
+// Takes the options of a load or a link (input: options of one link input,
+// which must not ask for logs or a target).  CUDA_ERROR_INVALID_VALUE for
+// unknown or misplaced options.
+CUresult fg_jit_open(struct fg_jit *j, unsigned n, CUjit_option *opt, void **val,
+                     int input);
+// Append one line to the info or error log.
+void fg_jit_info(struct fg_jit *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void fg_jit_error(struct fg_jit *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+// Write the logs, their sizes and the wall time into the caller's options.
+void fg_jit_flush(struct fg_jit *j);
+void fg_jit_close(struct fg_jit *j);
 
 // ---- CPU kernels (kernels.c) -----------------------------------------------------
 

@@ -173,6 +173,19 @@ static void k_axpy(struct fg_thread *t)
     }
 }
 
+// tests/progs/jit_kernel.cuh: y[i] = jit_scale(x[i]), where jit_scale
+// (tests/progs/jit_device.cuh, linked in by cuLink*) is 2 * v + 1.
+static void k_jit_scale(struct fg_thread *t)
+{
+    CUdeviceptr y = FG_ARG(t, 0, CUdeviceptr), x = FG_ARG(t, 1, CUdeviceptr);
+    int n = FG_ARG(t, 2, int);
+    int i = (int)gid32(t);
+
+    if (i < n)
+        FG_ST(t, y + (int64_t)i * 4, float) = fmaf(2.0f, FG_LD(t, x + (int64_t)i * 4, float),
+                                                   1.0f);
+}
+
 static void k_struct(struct fg_thread *t)
 {
     const struct rgpu_test_params *p = &FG_ARG(t, 0, struct rgpu_test_params);
@@ -333,6 +346,7 @@ static const struct fg_twin twins[] = {
     { "_Z6k_pokePi", 1, { 8 }, k_poke, 0 },
     { "_Z14k_coop_reversePiS_i", 3, { 8, 8, 4 }, k_coop_reverse, 1 },
     { "_Z11k_grid_infoPi", 1, { 8 }, k_grid_info, 0 },
+    { "k_jit_scale", 3, { 8, 8, 4 }, k_jit_scale, 0 },
     // device_output.cuh
     { "_Z7k_printii", 2, { 4, 4 }, k_print, 0 },
     { "_Z7k_linesi", 1, { 4 }, k_lines, 0 },

@@ -24,6 +24,7 @@
 
 #define EM_CUDA_MACHINE       190
 #define STO_CUDA_ENTRY        0x10    // st_other bit of a __global__ function
+#define STT_CUDA_OBJECT       13      // a variable's type in relocatable cubins (-rdc)
 
 // .nv.info attributes (EIATTR_*): every entry is {u8 format, u8 attribute}
 // and, for format 4 (EIFMT_SVAL), a u16 size and that many bytes; the other
@@ -463,7 +464,8 @@ static CUresult load_elf(struct fg_module *m, const struct elf *e)
         if (ELF64_ST_TYPE(s->st_info) == STT_FUNC &&
             (s->st_other & STO_CUDA_ENTRY))
             r = load_kernel(m, e, name);
-        else if (ELF64_ST_TYPE(s->st_info) == STT_OBJECT &&
+        else if ((ELF64_ST_TYPE(s->st_info) == STT_OBJECT ||
+                  ELF64_ST_TYPE(s->st_info) == STT_CUDA_OBJECT) &&
                  is_variable_section(elf_shname(e, &sh)))
             r = load_global(m, e, s, &sh);
     }
@@ -575,6 +577,87 @@ static CUresult load_image(struct fg_module *m, const void *image)
     if (looks_like_ptx(image))
         return CUDA_ERROR_NOT_SUPPORTED;    // no JIT in the fake
     return CUDA_ERROR_INVALID_IMAGE;
+}
+
+// ---- Link inputs ---------------------------------------------------------------------
+
+static unsigned elf_kernels(const struct elf *e)
+{
+    unsigned n = 0;
+    for (size_t i = 0; i < e->nsyms; i++)
+        n += ELF64_ST_TYPE(e->syms[i].st_info) == STT_FUNC &&
+             (e->syms[i].st_other & STO_CUDA_ENTRY);
+    return n;
+}
+
+// The bytes of a cubin given with its size: its headers inside them.
+static CUresult sized_elf(const unsigned char *p, size_t size, struct blob *out)
+{
+    Elf64_Ehdr eh;
+    size_t ext;
+
+    if (size < sizeof eh)
+        return CUDA_ERROR_INVALID_IMAGE;
+    memcpy(&eh, p, sizeof eh);
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+        eh.e_shoff > size || eh.e_shnum > (size - eh.e_shoff) / sizeof(Elf64_Shdr) ||
+        eh.e_phoff > size || (eh.e_phnum && (eh.e_phentsize < sizeof(Elf64_Phdr) ||
+                               eh.e_phnum > (size - eh.e_phoff) / eh.e_phentsize)))
+        return CUDA_ERROR_INVALID_IMAGE;
+    ext = elf_extent(p);
+    if (ext == 0 || ext > size)
+        return CUDA_ERROR_INVALID_IMAGE;
+    out->p = malloc(ext);
+    if (!out->p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(out->p, p, ext);
+    out->size = ext;
+    out->arch = (int)((eh.e_flags >> 8) & 0xff);
+    return arch_runs_here((unsigned)out->arch) ? CUDA_SUCCESS : CUDA_ERROR_NO_BINARY_FOR_GPU;
+}
+
+static CUresult sized_fatbin(const unsigned char *p, size_t size, struct blob *out)
+{
+    struct fatbin_header h;
+
+    if (size < sizeof h)
+        return CUDA_ERROR_INVALID_IMAGE;
+    memcpy(&h, p, sizeof h);
+    if (h.header_size < sizeof h || h.header_size > size ||
+        h.fat_size > size - h.header_size)
+        return CUDA_ERROR_INVALID_IMAGE;
+    return container_elf(p, out);
+}
+
+CUresult fg_image_elf(const void *data, size_t size, unsigned char **elf,
+                      size_t *elf_size, unsigned *nkernels)
+{
+    const unsigned char *p = data;
+    struct blob b = { 0 };
+    struct elf e = { 0 };
+    uint32_t magic = 0;
+    CUresult r;
+
+    if (size >= 4)
+        memcpy(&magic, p, 4);
+    if (magic == FATBIN_MAGIC)
+        r = sized_fatbin(p, size, &b);
+    else if (size >= SELFMAG && !memcmp(p, ELFMAG, SELFMAG))
+        r = sized_elf(p, size, &b);
+    else
+        r = CUDA_ERROR_INVALID_IMAGE;
+    if (r == CUDA_SUCCESS && elf_open(&e, b.p, b.size) < 0)
+        r = CUDA_ERROR_INVALID_IMAGE;
+    else if (r == CUDA_SUCCESS)
+        *nkernels = elf_kernels(&e);
+    free(e.syms);
+    if (r != CUDA_SUCCESS) {
+        free(b.p);
+        return r;
+    }
+    *elf = b.p;
+    *elf_size = b.size;
+    return CUDA_SUCCESS;
 }
 
 CUresult fg_module_load(const void *image, int is_library, struct fg_ctx *owner,

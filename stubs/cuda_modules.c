@@ -1,0 +1,691 @@
+/* Modules, libraries and JIT linking of libcuda.so.1, client side (server
+ * side: daemon/hand_cuda_modules.c; the wire: common/rgpu_hand_procs.h).
+ *
+ * Images travel as bytes, larger ones in pieces ahead of the call
+ * (common/rgpu_image.c).  Files are the client's: cuModuleLoad and
+ * cuLinkAddFile read them here and send their bytes.  JIT options travel
+ * by value; the library's outputs (log texts, log sizes, wall time,
+ * threads per block) come back with each reply and are written where the
+ * program asked: its log buffers, bounded by the sizes it gave, and its
+ * option values.  A link state keeps the program's option values and log
+ * buffers, as the driver does, and each link call writes them again; the
+ * linked image is copied here and lives until cuLinkDestroy. */
+#include "rgpu_client.h"
+#include "rgpu_hand_procs.h"
+#include "cuda_procs.h"
+
+#include <cuda.h>
+#include <elf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIB (&rgpu_cuda_lib)
+
+/* ---- image sizes ----------------------------------------------------------------- */
+
+#define FATBIN_WRAPPER_MAGIC 0x466243b1u
+#define FATBIN_MAGIC 0xba55ed50u
+
+struct fatbin_header {
+    uint32_t magic;
+    uint16_t version, header_size;
+    uint64_t fat_size;
+};
+
+static size_t max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+/* A cubin's extent as the server checks it (daemon/image_check.c): its
+ * header, both header tables, and every section's and segment's bytes. */
+static size_t elf_size(const unsigned char *p)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
+    size_t end = max_size(sizeof *eh, eh->e_ehsize);
+    end = max_size(end, eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize);
+    end = max_size(end, eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize);
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        const Elf64_Shdr *sh = (const void *)(p + eh->e_shoff + (size_t)i * eh->e_shentsize);
+        if (sh->sh_type != SHT_NOBITS && sh->sh_type != SHT_NULL)
+            end = max_size(end, sh->sh_offset + sh->sh_size);
+    }
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        const Elf64_Phdr *ph = (const void *)(p + eh->e_phoff + (size_t)i * eh->e_phentsize);
+        end = max_size(end, ph->p_offset + ph->p_filesz);
+    }
+    return end;
+}
+
+/* The size of a module image, read from its own headers: fatbin, cubin
+ * (ELF) or PTX text.  0 when it is none of those. */
+static size_t image_size(const void **image)
+{
+    const unsigned char *p = *image;
+    uint32_t magic;
+    memcpy(&magic, p, sizeof magic);
+    if (magic == FATBIN_WRAPPER_MAGIC) {
+        /* The server refuses wrappers (it would follow their pointer into
+         * its own memory): send the container the wrapper points at. */
+        const void *const *data = (const void *const *)(p + 8);
+        const unsigned char *inner = *data;
+        uint32_t inner_magic;
+        if (!inner)
+            return 0;
+        memcpy(&inner_magic, inner, sizeof inner_magic);
+        if (inner_magic != FATBIN_MAGIC)
+            return 0;
+        *image = inner;
+        return image_size(image);
+    }
+    if (magic == FATBIN_MAGIC) {
+        /* One container: others may follow in the caller's memory, but
+         * the driver reads the first only. */
+        const struct fatbin_header *h = (const void *)p;
+        return (size_t)h->header_size + h->fat_size;
+    }
+    if (memcmp(p, ELFMAG, SELFMAG) == 0 && p[EI_CLASS] == ELFCLASS64)
+        return elf_size(p);
+    return strlen((const char *)p) + 1;     /* PTX */
+}
+
+/* A client file's bytes, NUL-terminated (PTX is read as a string): 0, or
+ * the driver's status. */
+static CUresult read_file(const char *path, char **bytes, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    CUresult rc = CUDA_SUCCESS;
+    do {
+        if (len + 65536 + 1 > cap) {
+            cap = (len + 65536 + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                rc = CUDA_ERROR_OUT_OF_MEMORY;
+                break;
+            }
+            buf = nb;
+        }
+        n = fread(buf + len, 1, 65536, f);
+        len += n;
+    } while (n > 0);
+    if (rc == CUDA_SUCCESS && ferror(f))
+        rc = CUDA_ERROR_FILE_NOT_FOUND;
+    fclose(f);
+    if (rc != CUDA_SUCCESS) {
+        free(buf);
+        return rc;
+    }
+    buf[len] = '\0';
+    *bytes = buf;
+    *size = len;
+    return CUDA_SUCCESS;
+}
+
+/* ---- JIT options ------------------------------------------------------------------ */
+
+/* The program's options as their outputs must be written back: the
+ * values array is the program's; its log buffers and their sizes as they
+ * were when the call began (the driver overwrites a size with what it
+ * wrote, so a link state's later calls must not read it again). */
+struct jit {
+    unsigned n;
+    CUjit_option *id;           /* a copy (a link state outlives the caller's) */
+    void **val;                 /* the program's */
+    char *log_buf[RGPU_JIT_MAX_OPTIONS];
+    unsigned log_cap[RGPU_JIT_MAX_OPTIONS];
+};
+
+static int jit_find(const struct jit *j, CUjit_option id)
+{
+    for (unsigned i = 0; i < j->n; i++)
+        if (j->id[i] == id)
+            return (int)i;
+    return -1;
+}
+
+static unsigned slot_u32(void *v)
+{
+    return (unsigned)(uintptr_t)v;
+}
+
+/* The count option that says how long a name list is. */
+static CUjit_option names_count(CUjit_option names)
+{
+    return names == CU_JIT_REFERENCED_KERNEL_NAMES ? CU_JIT_REFERENCED_KERNEL_COUNT
+                                                   : CU_JIT_REFERENCED_VARIABLE_COUNT;
+}
+
+static int is_names(CUjit_option id)
+{
+    return id == CU_JIT_REFERENCED_KERNEL_NAMES || id == CU_JIT_REFERENCED_VARIABLE_NAMES;
+}
+
+static int is_log(CUjit_option id)
+{
+    return id == CU_JIT_INFO_LOG_BUFFER || id == CU_JIT_ERROR_LOG_BUFFER;
+}
+
+static unsigned names_len(const struct jit *j, unsigned i)
+{
+    int c = jit_find(j, names_count(j->id[i]));
+    return c >= 0 ? slot_u32(j->val[c]) : 0;
+}
+
+/* Whether a name list can travel (the server's bounds). */
+static int names_ok(const struct jit *j, unsigned i)
+{
+    const char *const *names = j->val[i];
+    unsigned n = names_len(j, i);
+    if (n > RGPU_JIT_MAX_NAMES || (n && !names))
+        return 0;
+    for (unsigned k = 0; k < n; k++)
+        if (!names[k] || strnlen(names[k], RGPU_JIT_NAME_MAX) >= RGPU_JIT_NAME_MAX)
+            return 0;
+    return 1;
+}
+
+/* Takes the program's options: CUDA_SUCCESS, or the status to return
+ * before anything is sent.  j->id is a copy to free (jit_free). */
+static CUresult jit_take(struct jit *j, unsigned n, const CUjit_option *id, void **val)
+{
+    memset(j, 0, sizeof *j);
+    if (n && (!id || !val))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n > RGPU_JIT_MAX_OPTIONS)
+        return CUDA_ERROR_INVALID_VALUE;
+    j->id = malloc((n ? n : 1) * sizeof *j->id);
+    if (!j->id)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (n)
+        memcpy(j->id, id, n * sizeof *id);
+    j->n = n;
+    j->val = val;
+    for (unsigned i = 0; i < n; i++) {
+        if (id[i] == CU_JIT_GLOBAL_SYMBOL_NAMES || id[i] == CU_JIT_GLOBAL_SYMBOL_ADDRESSES) {
+            static int logged;
+            return rgpu_refused(LIB, "CU_JIT_GLOBAL_SYMBOL_ADDRESSES",
+                                "symbol relocations to host addresses of the client", &logged);
+        }
+        if (is_names(id[i]) && !names_ok(j, i))
+            return CUDA_ERROR_INVALID_VALUE;
+        if (is_log(id[i])) {
+            int s = jit_find(j, id[i] == CU_JIT_INFO_LOG_BUFFER
+                                    ? CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES
+                                    : CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
+            j->log_buf[i] = val[i];
+            j->log_cap[i] = s >= 0 && val[i] ? slot_u32(val[s]) : 0;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+static void jit_free(struct jit *j)
+{
+    free(j->id);
+    j->id = NULL;
+    j->n = 0;
+}
+
+static void jit_pack(msgpack_packer *pk, const struct jit *j)
+{
+    msgpack_pack_array(pk, j->n);
+    for (unsigned i = 0; i < j->n; i++) {
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_uint32(pk, (uint32_t)j->id[i]);
+        if (is_log(j->id[i]) || j->id[i] == CU_JIT_WALL_TIME) {
+            msgpack_pack_nil(pk);           /* outputs: the server's buffers */
+        } else if (is_names(j->id[i])) {
+            const char *const *names = j->val[i];
+            unsigned n = names_len(j, i);
+            msgpack_pack_array(pk, n);
+            for (unsigned k = 0; k < n; k++)
+                msgpack_pack_str_with_body(pk, names[k], strlen(names[k]));
+        } else {
+            msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)j->val[i]);
+        }
+    }
+}
+
+/* A log's text into the program's buffer, cut to the size it gave. */
+static void copy_log(const struct jit *j, unsigned i, const msgpack_object *text)
+{
+    if (text->type != MSGPACK_OBJECT_BIN || !j->log_buf[i] || !j->log_cap[i])
+        return;
+    size_t n = text->via.bin.size < j->log_cap[i] - 1 ? text->via.bin.size : j->log_cap[i] - 1;
+    if (n)
+        memcpy(j->log_buf[i], text->via.bin.ptr, n);
+    j->log_buf[i][n] = '\0';
+}
+
+/* One output [id, value] into every option of that id. */
+static void apply_output(const struct jit *j, const msgpack_object *pair)
+{
+    if (pair->type != MSGPACK_OBJECT_ARRAY || pair->via.array.size != 2 ||
+        pair->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return;
+    uint64_t id = pair->via.array.ptr[0].via.u64;
+    const msgpack_object *v = &pair->via.array.ptr[1];
+    for (unsigned i = 0; i < j->n; i++) {
+        if ((uint64_t)j->id[i] != id)
+            continue;
+        if (is_log(j->id[i])) {
+            copy_log(j, i, v);
+        } else if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+            continue;
+        } else if (j->id[i] == CU_JIT_WALL_TIME) {
+            uint32_t bits = (uint32_t)v->via.u64;   /* a float, as the driver stores it */
+            memcpy(&j->val[i], &bits, sizeof bits);
+        } else {
+            j->val[i] = (void *)(uintptr_t)v->via.u64;
+        }
+    }
+}
+
+static void jit_apply(const struct jit *j, const msgpack_object *outs)
+{
+    if (!outs || outs->type != MSGPACK_OBJECT_ARRAY)
+        return;
+    for (uint32_t k = 0; k < outs->via.array.size; k++)
+        apply_output(j, &outs->via.array.ptr[k]);
+}
+
+/* ---- modules and libraries ----------------------------------------------------------- */
+
+/* Loads an image through proc ([[jit options], image] -> [handle, outs]). */
+static CUresult load_image(const char *proc, const char *what, uint64_t *handle,
+                           const void *image, struct jit *j)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    struct rgpu_image img;
+    if (!handle || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t size = image_size(&image);
+    if (!size)
+        return CUDA_ERROR_INVALID_IMAGE;
+    int rc = rgpu_image_stage(LIB, what, &img, image, size);
+    if (rc != 0)
+        return rc;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", proc), 0);
+    msgpack_pack_array(&req.pk, 2);
+    jit_pack(&req.pk, j);
+    rgpu_image_pack(&req, &img);
+    rc = rgpu_req_exchange(LIB, what, &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    jit_apply(j, rgpu_reply_out(&reply, 1));
+    if (rc == CUDA_SUCCESS) {
+        *handle = rgpu_reply_u64(&reply, 0);
+        rgpu_output_note_image(image, size);    /* may its kernels printf? */
+    }
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+static CUresult load_with_options(const char *proc, const char *what, uint64_t *handle,
+                                  const void *image, unsigned n, CUjit_option *options,
+                                  void **values)
+{
+    struct jit j;
+    CUresult rc = jit_take(&j, n, options, values);
+    if (rc == CUDA_SUCCESS)
+        rc = load_image(proc, what, handle, image, &j);
+    jit_free(&j);
+    return rc;
+}
+
+/* The file is the client's: read it here, send its bytes. */
+#undef cuModuleLoad
+RGPU_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+    char *bytes;
+    size_t len;
+    if (!module || !fname)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = read_file(fname, &bytes, &len);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = len ? load_with_options(RGPU_H_CU_MODULE_LOAD, "cuModuleLoad", (uint64_t *)module,
+                                 bytes, 0, NULL, NULL)
+             : CUDA_ERROR_INVALID_IMAGE;
+    free(bytes);
+    return rc;
+}
+
+RGPU_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    return load_with_options(RGPU_H_CU_MODULE_LOAD, "cuModuleLoadData", (uint64_t *)module,
+                             image, 0, NULL, NULL);
+}
+
+RGPU_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
+                                        unsigned int numOptions, CUjit_option *options,
+                                        void **optionValues)
+{
+    return load_with_options(RGPU_H_CU_MODULE_LOAD, "cuModuleLoadDataEx", (uint64_t *)module,
+                             image, numOptions, options, optionValues);
+}
+
+/* Library options are answered here: the image is copied to the server,
+ * so the client keeps nothing and BINARY_IS_PRESERVED changes nothing; a
+ * host function table would be the client's memory. */
+static CUresult library_options(const CUlibraryOption *options, unsigned n)
+{
+    if (n && !options)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n; i++) {
+        if (options[i] == CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE) {
+            static int logged;
+            return rgpu_refused(LIB, "cuLibraryLoadData(CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_"
+                                     "AND_DATA_TABLE)",
+                                "host function and data tables are the client's memory",
+                                &logged);
+        }
+        if (options[i] != CU_LIBRARY_BINARY_IS_PRESERVED)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+RGPU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
+                                       CUjit_option *jitOptions, void **jitOptionsValues,
+                                       unsigned int numJitOptions,
+                                       CUlibraryOption *libraryOptions,
+                                       void **libraryOptionValues,
+                                       unsigned int numLibraryOptions)
+{
+    (void)libraryOptionValues;
+    CUresult rc = library_options(libraryOptions, numLibraryOptions);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    return load_with_options(RGPU_H_CU_LIBRARY_LOAD, "cuLibraryLoadData", (uint64_t *)library,
+                             code, numJitOptions, jitOptions, jitOptionsValues);
+}
+
+/* ---- JIT linking ------------------------------------------------------------------- */
+
+struct image_block {
+    void *bytes;
+    struct image_block *next;
+};
+
+struct link {
+    uint64_t handle;            /* the server's */
+    struct jit opts;            /* the create's: written after every call */
+    struct image_block *images; /* cuLinkComplete's, until cuLinkDestroy */
+    struct link *next;
+};
+
+/* Held across each link call: one thread's destroy must not free a state
+ * another thread is using (the server serialises them too). */
+static pthread_mutex_t links_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct link *links;
+
+static struct link *link_find(CUlinkState state)
+{
+    for (struct link *l = links; l; l = l->next)
+        if (state && l->handle == (uint64_t)(uintptr_t)state)
+            return l;
+    return NULL;
+}
+
+static CUresult link_create(unsigned n, CUjit_option *options, void **values,
+                            CUlinkState *stateOut)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!stateOut)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct link *l = calloc(1, sizeof *l);
+    if (!l)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    int rc = jit_take(&l->opts, n, options, values);
+    if (rc == CUDA_SUCCESS) {
+        rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LINK_CREATE), 0);
+        msgpack_pack_array(&req.pk, 1);
+        jit_pack(&req.pk, &l->opts);
+        rc = rgpu_req_exchange(LIB, "cuLinkCreate", &req, &reply);
+        if (rc == RGPU_REPLY_READY) {
+            rc = rgpu_reply_status(LIB, &reply);
+            jit_apply(&l->opts, rgpu_reply_out(&reply, 1));
+            l->handle = rgpu_reply_u64(&reply, 0);
+            rgpu_reply_free(&reply);
+        }
+    }
+    if (rc == CUDA_SUCCESS && !l->handle)
+        rc = rgpu_transport_status(LIB, "cuLinkCreate", RGPU_EPROTO);
+    if (rc != CUDA_SUCCESS) {
+        jit_free(&l->opts);
+        free(l);
+        return rc;
+    }
+    l->next = links;
+    links = l;
+    *stateOut = (CUlinkState)(uintptr_t)l->handle;
+    return CUDA_SUCCESS;
+}
+
+static CUresult link_add(struct link *l, CUjitInputType type, const void *data, size_t size,
+                         const char *name, struct jit *own)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    struct rgpu_image img;
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (name && strnlen(name, RGPU_JIT_NAME_MAX) >= RGPU_JIT_NAME_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    int rc = rgpu_image_stage(LIB, "cuLinkAddData", &img, data, size);
+    if (rc != 0)
+        return rc;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LINK_ADD), 0);
+    msgpack_pack_array(&req.pk, 5);
+    msgpack_pack_uint64(&req.pk, l->handle);
+    msgpack_pack_uint32(&req.pk, (uint32_t)type);
+    if (name)
+        msgpack_pack_str_with_body(&req.pk, name, strlen(name));
+    else
+        msgpack_pack_nil(&req.pk);
+    jit_pack(&req.pk, own);
+    rgpu_image_pack(&req, &img);
+    rc = rgpu_req_exchange(LIB, "cuLinkAddData", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    jit_apply(&l->opts, rgpu_reply_out(&reply, 0));
+    jit_apply(own, rgpu_reply_out(&reply, 1));
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+/* Reads bytes [off, off + len) of the completed image into dst. */
+static CUresult link_read(struct link *l, unsigned char *dst, size_t off, size_t len)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LINK_READ), 0);
+    msgpack_pack_array(&req.pk, 3);
+    msgpack_pack_uint64(&req.pk, l->handle);
+    msgpack_pack_uint64(&req.pk, off);
+    msgpack_pack_uint64(&req.pk, len);
+    int rc = rgpu_req_exchange(LIB, "cuLinkComplete", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    const msgpack_object *bin = rgpu_reply_bin(&reply, 0);
+    if (rc == CUDA_SUCCESS && (!bin || bin->via.bin.size != len))
+        rc = rgpu_transport_status(LIB, "cuLinkComplete", RGPU_EPROTO);
+    if (rc == CUDA_SUCCESS)
+        memcpy(dst + off, bin->via.bin.ptr, len);
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+/* The linked image, copied into memory of ours that lives as long as the
+ * state: the first bytes come with the answer, the rest in pieces. */
+static CUresult link_complete(struct link *l, void **cubinOut, size_t *sizeOut)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!cubinOut)
+        return CUDA_ERROR_INVALID_VALUE;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LINK_COMPLETE), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, l->handle);
+    int rc = rgpu_req_exchange(LIB, "cuLinkComplete", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    jit_apply(&l->opts, rgpu_reply_out(&reply, 1));
+    size_t size = rgpu_reply_u64(&reply, 0);
+    const msgpack_object *first = rgpu_reply_bin(&reply, 2);
+    struct image_block *b = NULL;
+    if (rc == CUDA_SUCCESS && (!first || first->via.bin.size > size))
+        rc = rgpu_transport_status(LIB, "cuLinkComplete", RGPU_EPROTO);
+    if (rc == CUDA_SUCCESS && (!(b = calloc(1, sizeof *b)) || !(b->bytes = malloc(size ? size : 1))))
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    size_t got = rc == CUDA_SUCCESS ? first->via.bin.size : 0;
+    if (got)
+        memcpy(b->bytes, first->via.bin.ptr, got);
+    rgpu_reply_free(&reply);
+    while (rc == CUDA_SUCCESS && got < size) {
+        size_t len = size - got < RGPU_IMAGE_PIECE ? size - got : RGPU_IMAGE_PIECE;
+        rc = link_read(l, b->bytes, got, len);
+        got += len;
+    }
+    if (rc != CUDA_SUCCESS) {
+        if (b)
+            free(b->bytes);
+        free(b);
+        return rc;
+    }
+    /* An earlier image stays valid too: the program may still use it. */
+    b->next = l->images;
+    l->images = b;
+    *cubinOut = b->bytes;
+    if (sizeOut)
+        *sizeOut = size;
+    return CUDA_SUCCESS;
+}
+
+static CUresult link_destroy(struct link *l)
+{
+    struct rgpu_req req;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LINK_DESTROY), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, l->handle);
+    CUresult rc = rgpu_req_status(LIB, "cuLinkDestroy", &req);
+    for (struct link **p = &links; *p; p = &(*p)->next) {
+        if (*p == l) {
+            *p = l->next;
+            break;
+        }
+    }
+    while (l->images) {
+        struct image_block *b = l->images;
+        l->images = b->next;
+        free(b->bytes);
+        free(b);
+    }
+    jit_free(&l->opts);
+    free(l);
+    return rc;
+}
+
+/* The unversioned entry points have the _v2 signature: the version bump
+ * changed what the driver does, not the arguments. */
+#undef cuLinkCreate
+RGPU_EXPORT CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options,
+                                     void **optionValues, CUlinkState *stateOut)
+{
+    pthread_mutex_lock(&links_lock);
+    CUresult rc = link_create(numOptions, options, optionValues, stateOut);
+    pthread_mutex_unlock(&links_lock);
+    return rc;
+}
+
+CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues,
+                      CUlinkState *stateOut);
+RGPU_EXPORT CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options,
+                                  void **optionValues, CUlinkState *stateOut)
+{
+    return cuLinkCreate_v2(numOptions, options, optionValues, stateOut);
+}
+
+#undef cuLinkAddData
+RGPU_EXPORT CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data,
+                                      size_t size, const char *name, unsigned int numOptions,
+                                      CUjit_option *options, void **optionValues)
+{
+    struct jit own;
+    CUresult rc = jit_take(&own, numOptions, options, optionValues);
+    pthread_mutex_lock(&links_lock);
+    struct link *l = link_find(state);
+    if (rc == CUDA_SUCCESS)
+        rc = l ? link_add(l, type, data, size, name, &own) : CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_unlock(&links_lock);
+    jit_free(&own);
+    return rc;
+}
+
+CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                       const char *name, unsigned int numOptions, CUjit_option *options,
+                       void **optionValues);
+RGPU_EXPORT CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data,
+                                   size_t size, const char *name, unsigned int numOptions,
+                                   CUjit_option *options, void **optionValues)
+{
+    return cuLinkAddData_v2(state, type, data, size, name, numOptions, options, optionValues);
+}
+
+/* The file is the client's: its bytes are added as data, named by its path. */
+#undef cuLinkAddFile
+RGPU_EXPORT CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path,
+                                      unsigned int numOptions, CUjit_option *options,
+                                      void **optionValues)
+{
+    char *bytes;
+    size_t len;
+    if (!path)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = read_file(path, &bytes, &len);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = cuLinkAddData_v2(state, type, bytes, len, path, numOptions, options, optionValues);
+    free(bytes);
+    return rc;
+}
+
+CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path,
+                       unsigned int numOptions, CUjit_option *options, void **optionValues);
+RGPU_EXPORT CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path,
+                                   unsigned int numOptions, CUjit_option *options,
+                                   void **optionValues)
+{
+    return cuLinkAddFile_v2(state, type, path, numOptions, options, optionValues);
+}
+
+RGPU_EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut)
+{
+    pthread_mutex_lock(&links_lock);
+    struct link *l = link_find(state);
+    CUresult rc = l ? link_complete(l, cubinOut, sizeOut) : CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_unlock(&links_lock);
+    return rc;
+}
+
+RGPU_EXPORT CUresult cuLinkDestroy(CUlinkState state)
+{
+    pthread_mutex_lock(&links_lock);
+    struct link *l = link_find(state);
+    CUresult rc = l ? link_destroy(l) : CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_unlock(&links_lock);
+    return rc;
+}
