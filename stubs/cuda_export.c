@@ -415,6 +415,60 @@ static const slot_fn ctx_tools_table[93] = {
     SLOT(unknown_ctx_tools_90), SLOT(unknown_ctx_tools_91), SLOT(unknown_ctx_tools_92),
 };
 
+/* ---- tools module (6e163fbe): asked by cuFFT ------------------------------------------ */
+
+UNKNOWN(tools_module, 1) UNKNOWN(tools_module, 2) UNKNOWN(tools_module, 3)
+UNKNOWN(tools_module, 4) UNKNOWN(tools_module, 5) UNKNOWN(tools_module, 6)
+UNKNOWN(tools_module, 8) UNKNOWN(tools_module, 9)
+UNKNOWN10(tools_module, 1) UNKNOWN10(tools_module, 2) UNKNOWN10(tools_module, 3)
+UNKNOWN10(tools_module, 4) UNKNOWN10(tools_module, 5) UNKNOWN10(tools_module, 6)
+UNKNOWN10(tools_module, 7) UNKNOWN10(tools_module, 8)
+UNKNOWN(tools_module, 90) UNKNOWN(tools_module, 91) UNKNOWN(tools_module, 92)
+UNKNOWN(tools_module, 93) UNKNOWN(tools_module, 94) UNKNOWN(tools_module, 95)
+UNKNOWN(tools_module, 96) UNKNOWN(tools_module, 97) UNKNOWN(tools_module, 98)
+
+typedef void (*function_visitor)(void *user, CUfunction f, void *unused);
+
+/* Each function of a module, handed to the caller's visitor; answers how
+ * many there were.  cuFFT loads each of its kernels as a module of its own
+ * and takes the kernel's CUfunction so, then uses it with the public calls
+ * (cuFuncGetAttribute, cuLaunchKernel): logged under cuFFT on an H200,
+ * where NVIDIA's driver answered 1 for such a module.  The current context,
+ * the module again and a pointer of cuFFT's come along; they change
+ * nothing here.  0 on any failure: no function was visited. */
+static unsigned module_functions_each(CUcontext ctx, CUmodule mod, function_visitor visit,
+                                      void *user)
+{
+    unsigned count = 0;
+    (void)ctx;
+    if (!mod || !visit || cuModuleGetFunctionCount(&count, mod) != CUDA_SUCCESS || !count)
+        return 0;
+    CUfunction *fns = calloc(count, sizeof *fns);
+    if (!fns)
+        return 0;
+    if (cuModuleEnumerateFunctions(fns, count, mod) != CUDA_SUCCESS) {
+        free(fns);
+        return 0;
+    }
+    for (unsigned i = 0; i < count; i++)
+        visit(user, fns[i], NULL);
+    free(fns);
+    return count;
+}
+
+static const slot_fn tools_module_table[99] = {
+    (slot_fn)(uintptr_t)(99 * sizeof(void *)),
+    SLOT(unknown_tools_module_1), SLOT(unknown_tools_module_2), SLOT(unknown_tools_module_3),
+    SLOT(unknown_tools_module_4), SLOT(unknown_tools_module_5), SLOT(unknown_tools_module_6),
+    SLOT(module_functions_each), SLOT(unknown_tools_module_8), SLOT(unknown_tools_module_9),
+    SLOTS10(tools_module, 1), SLOTS10(tools_module, 2), SLOTS10(tools_module, 3),
+    SLOTS10(tools_module, 4), SLOTS10(tools_module, 5), SLOTS10(tools_module, 6),
+    SLOTS10(tools_module, 7), SLOTS10(tools_module, 8),
+    SLOT(unknown_tools_module_90), SLOT(unknown_tools_module_91), SLOT(unknown_tools_module_92),
+    SLOT(unknown_tools_module_93), SLOT(unknown_tools_module_94), SLOT(unknown_tools_module_95),
+    SLOT(unknown_tools_module_96), SLOT(unknown_tools_module_97), SLOT(unknown_tools_module_98),
+};
+
 /* ---- cuGetExportTable ------------------------------------------------------------------ */
 
 struct export_table {
@@ -441,6 +495,8 @@ static const struct export_table export_tables[] = {
       ctx_checks_table },
     { UUID(21,31,8c,60,97,14,32,48,8c,a6,41,ff,73,24,c8,f2), "tools context",
       ctx_tools_table },
+    { UUID(6e,16,3f,be,b9,58,44,4d,83,5c,e1,82,af,f1,99,1e), "tools module",
+      tools_module_table },
     /* Asked by PyTorch's libraries (before any context, and with compiler
      * options), which go on without them. */
     { UUID(69,a2,8e,9f,24,49,8b,47,b0,30,c5,da,33,0e,a4,e9), "unnamed (69a28e9f)", NULL },

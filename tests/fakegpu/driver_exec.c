@@ -316,6 +316,46 @@ CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int n, CU
     return r;
 }
 
+// A module's functions, in the order its cubin lists them (cuFFT visits
+// them through the driver's export table; rgpu serves that with these).
+CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *count, CUmodule hmod)
+{
+    struct fg_module *m;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    m = mod_get(hmod);
+    if (r == CUDA_SUCCESS && (!m || m->is_library))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        *count = m->nfuncs;
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction *functions, unsigned int n, CUmodule hmod)
+{
+    struct fg_module *m;
+    struct fg_ctx *c;
+    CUresult r;
+
+    if (!functions || !n)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    m = mod_get(hmod);
+    if (r == CUDA_SUCCESS && (!m || m->is_library))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < n && i < m->nfuncs; i++)
+        functions[i] = m->funcs[i].handle;
+    fg_unlock();
+    return r;
+}
+
 CUresult CUDAAPI cuKernelGetLibrary(CUlibrary *library, CUkernel kernel)
 {
     struct fg_func *f;

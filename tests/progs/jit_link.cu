@@ -120,8 +120,11 @@ static bool log_ok(const char *log, unsigned cap)
     return cap > 0 && memchr(log, 0, cap) != NULL;
 }
 
-// On a GPU the logs are printed as written (the native and rgpu runs are
-// compared); on the fake GPU they are checked against what it writes.
+// On a GPU the logs are printed as written, to stderr: what a driver logs
+// depends on its JIT cache (rgpud's sessions run without one) and on time
+// (ptxas prints its compile time), so stdout, which the native and rgpu
+// runs compare, keeps only what every run shares.  On the fake GPU they
+// are checked against what it writes.
 static void print_log(const char *what, const char *log)
 {
     if (fake)
@@ -130,7 +133,7 @@ static void print_log(const char *what, const char *log)
     while (*p) {
         const char *nl = strchr(p, '\n');
         int len = nl ? (int)(nl - p) : (int)strlen(p);
-        printf("%s| %.*s\n", what, len, p);
+        fprintf(stderr, "%s| %.*s\n", what, len, p);
         p += len + (nl ? 1 : 0);
     }
 }
@@ -147,8 +150,9 @@ static void check_logs(const struct jit *j, const char *what)
           "no NUL in its %u bytes", LOG_SIZE);
     if (fake)
         return;
-    printf("info: %s: log sizes written %u and %u; wall time written: %s\n", what, written(j, INFO_SIZE),
-           written(j, ERROR_SIZE), wall_time(j) >= 0.0f ? "yes" : "no");
+    fprintf(stderr, "info: %s: log sizes written %u and %u\n", what, written(j, INFO_SIZE),
+            written(j, ERROR_SIZE));
+    printf("info: %s: wall time written: %s\n", what, wall_time(j) >= 0.0f ? "yes" : "no");
     print_log("info log", log_ok(j->info, j->info_cap) ? j->info : "");
     print_log("error log", log_ok(j->error, LOG_SIZE) ? j->error : "");
 }
