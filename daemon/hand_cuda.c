@@ -120,7 +120,37 @@ static int h_dtoh(struct hand_call *c)
     return rc;
 }
 
+/* [device] -> [[attribute, value]...]: those the driver answers with
+ * success; the client asks the others one by one, so that their errors
+ * come back as the driver gives them. */
+static int h_device_attrs(struct hand_call *c)
+{
+    uint64_t dev;
+    int count = 0, attr[CU_DEVICE_ATTRIBUTE_MAX], value[CU_DEVICE_ATTRIBUTE_MAX];
+    uint32_t n = 0;
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &dev));
+    NEED(REAL(cuDeviceGetAttribute));
+    NEED(REAL(cuDeviceGetCount));
+    int rc = REAL(cuDeviceGetCount)(&count);
+    if (rc == CUDA_SUCCESS && dev >= (uint64_t)count)
+        rc = CUDA_ERROR_INVALID_DEVICE;
+    for (int a = 1; rc == CUDA_SUCCESS && a < CU_DEVICE_ATTRIBUTE_MAX; a++) {
+        if (REAL(cuDeviceGetAttribute)(&value[n], (CUdevice_attribute)a, (CUdevice)dev) ==
+            CUDA_SUCCESS)
+            attr[n++] = a;
+    }
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_array(c->out, n);
+    for (uint32_t i = 0; i < n; i++) {
+        msgpack_pack_array(c->out, 2);
+        msgpack_pack_int32(c->out, attr[i]);
+        msgpack_pack_int32(c->out, value[i]);
+    }
+    return rc;
+}
+
 const struct hand_proc hand_cuda_procs[] = {
+    { "cuda", RGPU_H_CU_DEVICE_ATTRS, h_device_attrs },
     { "cuda", RGPU_H_CU_HTOD, h_htod },
     { "cuda", RGPU_H_CU_DTOH, h_dtoh },
 };

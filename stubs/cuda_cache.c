@@ -4,6 +4,7 @@
  * device's attributes.  They cannot change while the process runs, and a
  * cached answer exists only after the driver gave one (so after cuInit). */
 #include "rgpu_client.h"
+#include "rgpu_hand_procs.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
@@ -19,6 +20,41 @@ static CUdevice device_of[MAX_DEVICES];
 static unsigned char device_known[MAX_DEVICES];
 static int attr_value[MAX_DEVICES][MAX_ATTRS];
 static unsigned char attr_known[MAX_DEVICES][MAX_ATTRS];
+static unsigned char attrs_fetched[MAX_DEVICES];
+
+/* Every attribute the driver answers for dev, in one round trip, the first
+ * time one is asked: a static CUDA runtime's cudaGetDeviceProperties asks
+ * some 100 of them, each a wait.  Those the driver refuses stay unknown and
+ * are asked alone, so that their error is the driver's. */
+static void fetch_all_attributes(CUdevice dev)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_DEVICE_ATTRS), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint32(&req.pk, (uint32_t)dev);
+    if (rgpu_req_exchange(LIB, "cuDeviceGetAttribute", &req, &reply) != RGPU_REPLY_READY)
+        return;
+    const msgpack_object *list = rgpu_reply_status(LIB, &reply) == CUDA_SUCCESS
+                                     ? rgpu_reply_out(&reply, 0) : NULL;
+    pthread_mutex_lock(&lock);
+    attrs_fetched[dev] = list != NULL;     /* before cuInit: asked again later */
+    for (uint32_t i = 0; list && list->type == MSGPACK_OBJECT_ARRAY && i < list->via.array.size;
+         i++) {
+        const msgpack_object *e = &list->via.array.ptr[i];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2)
+            continue;
+        const msgpack_object *a = &e->via.array.ptr[0], *v = &e->via.array.ptr[1];
+        if (a->type != MSGPACK_OBJECT_POSITIVE_INTEGER || a->via.u64 >= MAX_ATTRS ||
+            (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER &&
+             v->type != MSGPACK_OBJECT_NEGATIVE_INTEGER))
+            continue;
+        attr_value[dev][a->via.u64] = (int)v->via.i64;
+        attr_known[dev][a->via.u64] = 1;
+    }
+    pthread_mutex_unlock(&lock);
+    rgpu_reply_free(&reply);
+}
 
 #undef cuDriverGetVersion
 RGPU_EXPORT CUresult cuDriverGetVersion(int *driverVersion)
@@ -98,6 +134,20 @@ RGPU_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CU
     pthread_mutex_unlock(&lock);
     if (known)
         return CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    int fetched = cacheable && attrs_fetched[dev];
+    pthread_mutex_unlock(&lock);
+    if (cacheable && !fetched) {
+        fetch_all_attributes(dev);
+        pthread_mutex_lock(&lock);
+        if (attr_known[dev][attrib]) {
+            *pi = attr_value[dev][attrib];
+            known = 1;
+        }
+        pthread_mutex_unlock(&lock);
+        if (known)
+            return CUDA_SUCCESS;
+    }
     int rc = rgpu_call(LIB, RGPU_CUDA_cuDeviceGetAttribute, argv);
     if (rc == CUDA_SUCCESS && cacheable) {
         pthread_mutex_lock(&lock);
