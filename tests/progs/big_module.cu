@@ -27,14 +27,6 @@ extern "C" void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *de
 #define TABLE_BYTES ((size_t)80 << 20)
 #define FATBIN_WRAPPER_MAGIC 0x466243b1u
 
-static bool check_cu(CUresult r, const char *name)
-{
-    const char *s = NULL;
-    if (r != CUDA_SUCCESS && cuGetErrorName(r, &s) != CUDA_SUCCESS)
-        s = NULL;
-    return check(r == CUDA_SUCCESS, name, "%s (%d)", s ? s : "?", (int)r);
-}
-
 // ---- the image ---------------------------------------------------------------------
 
 struct image {

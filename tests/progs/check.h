@@ -61,6 +61,28 @@ static inline const char *fmt_name(char *buf, size_t n, const char *fmt, ...)
     return buf;
 }
 
+#ifdef __cuda_cuda_h__
+// A driver call that must succeed, named by its error when it does not.
+static inline bool check_cu(CUresult r, const char *name)
+{
+    const char *s = NULL;
+    if (r != CUDA_SUCCESS && cuGetErrorName(r, &s) != CUDA_SUCCESS)
+        s = NULL;
+    return check(r == CUDA_SUCCESS, name, "%s (%d)", s ? s : "?", (int)r);
+}
+
+// A driver call that must return exactly `want`.
+static inline bool check_cu_is(CUresult r, CUresult want, const char *name)
+{
+    const char *s = NULL, *w = NULL;
+    char buf[200];
+    cuGetErrorName(r, &s);
+    cuGetErrorName(want, &w);
+    return check(r == want, fmt_name(buf, sizeof buf, "%s -> %s", name, w ? w : "?"), "got %s (%d)",
+                 s ? s : "?", (int)r);
+}
+#endif
+
 // What a launch with an impossible configuration (2048 threads per block,
 // an empty grid, too much dynamic shared memory...) reports.  Measured on an
 // H200 with driver 580 and the CUDA 13.0 runtime: cudaErrorInvalidValue for

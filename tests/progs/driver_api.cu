@@ -18,25 +18,6 @@
 static const char AXPY[] = "_Z6k_axpyfPKfPfi";     // k_axpy(float, const float*, float*, int)
 static const char FILL[] = "_Z10k_fill_u32Pjjy";   // k_fill_u32(uint32_t*, uint32_t, unsigned long long)
 
-static bool check_cu(CUresult r, const char *name)
-{
-    const char *s = NULL;
-    if (r != CUDA_SUCCESS && cuGetErrorName(r, &s) != CUDA_SUCCESS)
-        s = NULL;
-    return check(r == CUDA_SUCCESS, name, "%s (%d)", s ? s : "?", (int)r);
-}
-
-// A driver call that must return exactly `want`.
-static bool check_cu_is(CUresult r, CUresult want, const char *name)
-{
-    const char *s = NULL, *w = NULL;
-    char buf[160];
-    cuGetErrorName(r, &s);
-    cuGetErrorName(want, &w);
-    return check(r == want, fmt_name(buf, sizeof buf, "%s -> %s", name, w ? w : "?"), "got %s (%d)",
-                 s ? s : "?", (int)r);
-}
-
 // Copies n u32 back from d and checks they all equal want.
 static void check_u32(CUdeviceptr d, size_t n, uint32_t want, const char *name)
 {

@@ -33,24 +33,6 @@ static const char FILL[] = "_Z10k_fill_u32Pjjy";   // k_fill_u32(uint32_t*, uint
 
 static bool fake;       // rgpu's fake GPU: no JIT compiler, logs of its own
 
-static bool check_cu(CUresult r, const char *name)
-{
-    const char *s = NULL;
-    if (r != CUDA_SUCCESS && cuGetErrorName(r, &s) != CUDA_SUCCESS)
-        s = NULL;
-    return check(r == CUDA_SUCCESS, name, "%s (%d)", s ? s : "?", (int)r);
-}
-
-static bool check_cu_is(CUresult r, CUresult want, const char *name)
-{
-    const char *s = NULL, *w = NULL;
-    char buf[200];
-    cuGetErrorName(r, &s);
-    cuGetErrorName(want, &w);
-    return check(r == want, fmt_name(buf, sizeof buf, "%s -> %s", name, w ? w : "?"), "got %s (%d)",
-                 s ? s : "?", (int)r);
-}
-
 static const char *err_name(CUresult r)
 {
     const char *s = NULL;

@@ -26,24 +26,6 @@
 
 static const char FILL[] = "_Z10k_fill_u32Pjjy";
 
-static bool check_cu(CUresult r, const char *name)
-{
-    const char *s = NULL;
-    if (r != CUDA_SUCCESS && cuGetErrorName(r, &s) != CUDA_SUCCESS)
-        s = NULL;
-    return check(r == CUDA_SUCCESS, name, "%s (%d)", s ? s : "?", (int)r);
-}
-
-static bool check_cu_is(CUresult r, CUresult want, const char *name)
-{
-    const char *s = NULL, *w = NULL;
-    char buf[200];
-    cuGetErrorName(r, &s);
-    cuGetErrorName(want, &w);
-    return check(r == want, fmt_name(buf, sizeof buf, "%s -> %s", name, w ? w : "?"), "got %s (%d)",
-                 s ? s : "?", (int)r);
-}
-
 // A call that must fail; which error the driver picks is printed for the
 // native and rgpu runs to agree on.
 static void check_fails(int r, const char *errname, const char *name)
