@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* How a member of an attribute's value travels. */
@@ -298,4 +299,19 @@ int rgpu_launch_attrs_unpack(const msgpack_object *o, CUlaunchAttribute *out, un
             return -1;
     *n = o->via.array.size;
     return 0;
+}
+
+const char *rgpu_launch_attr_refused_what(char *buf, size_t n, const char *launch, unsigned id)
+{
+    const char *name = rgpu_launch_attr_name(id);
+    if (name)
+        snprintf(buf, n, "%s with %s", launch, name);
+    else
+        snprintf(buf, n, "%s with launch attribute %u", launch, id);
+    return buf;
+}
+
+unsigned rgpu_launch_attr_log_slot(unsigned id)
+{
+    return id < RGPU_LAUNCH_ATTR_LOG_SLOTS ? id : RGPU_LAUNCH_ATTR_LOG_SLOTS - 1;
 }

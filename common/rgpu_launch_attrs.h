@@ -31,6 +31,13 @@ const char *rgpu_launch_attr_name(unsigned id);
  * Unknown ids are refused too: their value's layout is not known. */
 const char *rgpu_launch_attr_refusal(unsigned id);
 
+/* The log line of a refused attribute: what (buf) names the launch call
+ * and the attribute, and each id has a once-only flag of its own among
+ * RGPU_LAUNCH_ATTR_LOG_SLOTS (ids past the header's share the last). */
+#define RGPU_LAUNCH_ATTR_LOG_SLOTS (CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING + 2)
+const char *rgpu_launch_attr_refused_what(char *buf, size_t n, const char *launch, unsigned id);
+unsigned rgpu_launch_attr_log_slot(unsigned id);
+
 /* The index of the first attribute rgpu refuses, or n when none is. */
 unsigned rgpu_launch_attrs_first_refused(const CUlaunchAttribute *attrs, unsigned n);
 

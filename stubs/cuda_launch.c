@@ -144,17 +144,11 @@ static int launch_must_wait(const struct launch *L)
 /* An attribute rgpu does not serve: refused, its name logged once. */
 static CUresult refuse_attribute(const struct launch *L, unsigned id)
 {
-    /* One log line per attribute id; ids past the header's share the last. */
-    enum { SLOTS = CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING + 2 };
-    static int logged[SLOTS];
-    unsigned slot = id < SLOTS ? id : SLOTS - 1;
-    const char *name = rgpu_launch_attr_name(id);
+    static int logged[RGPU_LAUNCH_ATTR_LOG_SLOTS];
     char what[160];
-    if (name)
-        snprintf(what, sizeof what, "%s with %s", L->what, name);
-    else
-        snprintf(what, sizeof what, "%s with launch attribute %u", L->what, id);
-    return (CUresult)rgpu_refused(LIB, what, rgpu_launch_attr_refusal(id), &logged[slot]);
+    return (CUresult)rgpu_refused(LIB, rgpu_launch_attr_refused_what(what, sizeof what, L->what, id),
+                                  rgpu_launch_attr_refusal(id),
+                                  &logged[rgpu_launch_attr_log_slot(id)]);
 }
 
 /* What the driver refuses at once without looking at the kernel: checked

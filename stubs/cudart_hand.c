@@ -440,17 +440,10 @@ static const CUlaunchAttribute *driver_attrs(const cudaLaunchAttribute *attrs)
 /* An attribute rgpu does not serve: refused, its name logged once. */
 static cudaError_t refuse_attribute(const struct launch *L, unsigned id)
 {
-    /* One log line per attribute id; ids past the header's share the last. */
-    enum { SLOTS = cudaLaunchAttributeNvlinkUtilCentricScheduling + 2 };
-    static int logged[SLOTS];
-    unsigned slot = id < SLOTS ? id : SLOTS - 1;
-    const char *name = rgpu_launch_attr_name(id);
+    static int logged[RGPU_LAUNCH_ATTR_LOG_SLOTS];
     char what[160];
-    if (name)
-        snprintf(what, sizeof what, "%s with %s", L->what, name);
-    else
-        snprintf(what, sizeof what, "%s with launch attribute %u", L->what, id);
-    return rgpu_refused(LIB, what, rgpu_launch_attr_refusal(id), &logged[slot]);
+    return rgpu_refused(LIB, rgpu_launch_attr_refused_what(what, sizeof what, L->what, id),
+                        rgpu_launch_attr_refusal(id), &logged[rgpu_launch_attr_log_slot(id)]);
 }
 
 /* A launch only enqueues work: it does not wait for the server, unless
