@@ -1,5 +1,6 @@
 /* Argument helpers for hand-written procedures. */
 #include "rgpud.h"
+#include "rgpu_log.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,15 @@ void hand_payload(struct hand_call *c, void *buf, size_t len)
     msgpack_pack_bin(c->out, len);
     c->payload = buf;
     c->payload_len = len;
+}
+
+int hand_refuse_handle(struct hand_call *c, unsigned nouts, const char *what, int status)
+{
+    rgpu_warn("refused a %s the session never handed out", what);
+    msgpack_pack_array(c->out, nouts);
+    for (unsigned i = 0; i < nouts; i++)
+        msgpack_pack_bin(c->out, 0);
+    return status;
 }
 
 int args_count(const struct hand_call *c, unsigned n)

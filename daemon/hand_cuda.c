@@ -27,11 +27,7 @@
 
 static int bad_handle(struct hand_call *c, unsigned nouts, const char *what)
 {
-    rgpu_warn("refused a %s the session never handed out", what);
-    msgpack_pack_array(c->out, nouts);
-    for (unsigned i = 0; i < nouts; i++)
-        msgpack_pack_bin(c->out, 0);
-    return CUDA_ERROR_INVALID_HANDLE;
+    return hand_refuse_handle(c, nouts, what, CUDA_ERROR_INVALID_HANDLE);
 }
 
 static int drv_htod(uint64_t dst, const void *src, size_t n, uint64_t stream)

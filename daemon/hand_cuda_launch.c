@@ -20,11 +20,7 @@
 
 static int bad_handle(struct hand_call *c, unsigned nouts, const char *what)
 {
-    rgpu_warn("refused a %s the session never handed out", what);
-    msgpack_pack_array(c->out, nouts);
-    for (unsigned i = 0; i < nouts; i++)
-        msgpack_pack_bin(c->out, 0);
-    return CUDA_ERROR_INVALID_HANDLE;
+    return hand_refuse_handle(c, nouts, what, CUDA_ERROR_INVALID_HANDLE);
 }
 
 /* Layouts asked for, by function: a launch must name one of these. */

@@ -34,11 +34,7 @@ static void *real_sym(const char *name)
 
 static int bad_stream(struct hand_call *c, unsigned nouts)
 {
-    rgpu_warn("refused a stream the session never handed out");
-    msgpack_pack_array(c->out, nouts);
-    for (unsigned i = 0; i < nouts; i++)
-        msgpack_pack_bin(c->out, 0);
-    return cudaErrorInvalidResourceHandle;
+    return hand_refuse_handle(c, nouts, "stream", cudaErrorInvalidResourceHandle);
 }
 
 /* ---- handles this session created: never trust the client's ------------ */

@@ -192,6 +192,11 @@ int arg_str(const struct hand_call *c, unsigned i, char *buf, size_t size);
 int args_count(const struct hand_call *c, unsigned n);
 /* Arguments 0..n-1 as unsigneds into v. */
 int arg_u64s(const struct hand_call *c, unsigned n, uint64_t *v);
+
+/* A handle the session never handed out, refused before the library sees
+ * it: logged with what it was, nouts empty outputs, and status (the
+ * library's bad-handle status). */
+int hand_refuse_handle(struct hand_call *c, unsigned nouts, const char *what, int status);
 /* The argument vector of a launch: argv[i] = params + offset[i], each
  * parameter inside the len bytes of params.  -1 when one is not, or when
  * there are more than max parameters. */
