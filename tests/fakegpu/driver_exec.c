@@ -277,83 +277,49 @@ CUresult CUDAAPI cuKernelGetFunction(CUfunction *func, CUkernel kernel)
     return r;
 }
 
-// A library's kernels, in the order its cubin lists them.
-CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int *count, CUlibrary library)
+// The functions of a module, or the kernels of a library (is_library), in
+// the order its cubin lists them: their count, and the first n handles into
+// out when out is not NULL.  cuFFT visits a module's functions through the
+// driver's export table; rgpu serves that with cuModuleEnumerateFunctions.
+static CUresult list_funcs(CUmodule h, int is_library, unsigned *count, CUfunction *out,
+                           unsigned n)
 {
     struct fg_module *m;
     struct fg_ctx *c;
     CUresult r;
 
-    if (!count)
-        return CUDA_ERROR_INVALID_VALUE;
     fg_lock();
     r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
-    m = mod_get((CUmodule)library);
-    if (r == CUDA_SUCCESS && (!m || !m->is_library))
+    m = mod_get(h);
+    if (r == CUDA_SUCCESS && (!m || m->is_library != is_library))
         r = CUDA_ERROR_INVALID_HANDLE;
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS && count)
         *count = m->nfuncs;
+    for (unsigned i = 0; r == CUDA_SUCCESS && out && i < n && i < m->nfuncs; i++)
+        out[i] = m->funcs[i].handle;
     fg_unlock();
     return r;
+}
+
+CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int *count, CUlibrary library)
+{
+    return count ? list_funcs((CUmodule)library, 1, count, NULL, 0) : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int n, CUlibrary library)
 {
-    struct fg_module *m;
-    struct fg_ctx *c;
-    CUresult r;
-
-    if (!kernels || !n)
-        return CUDA_ERROR_INVALID_VALUE;
-    fg_lock();
-    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
-    m = mod_get((CUmodule)library);
-    if (r == CUDA_SUCCESS && (!m || !m->is_library))
-        r = CUDA_ERROR_INVALID_HANDLE;
-    for (unsigned i = 0; r == CUDA_SUCCESS && i < n && i < m->nfuncs; i++)
-        kernels[i] = (CUkernel)m->funcs[i].handle;
-    fg_unlock();
-    return r;
+    return kernels && n ? list_funcs((CUmodule)library, 1, NULL, (CUfunction *)kernels, n)
+                        : CUDA_ERROR_INVALID_VALUE;
 }
 
-// A module's functions, in the order its cubin lists them (cuFFT visits
-// them through the driver's export table; rgpu serves that with these).
 CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *count, CUmodule hmod)
 {
-    struct fg_module *m;
-    struct fg_ctx *c;
-    CUresult r;
-
-    if (!count)
-        return CUDA_ERROR_INVALID_VALUE;
-    fg_lock();
-    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
-    m = mod_get(hmod);
-    if (r == CUDA_SUCCESS && (!m || m->is_library))
-        r = CUDA_ERROR_INVALID_HANDLE;
-    if (r == CUDA_SUCCESS)
-        *count = m->nfuncs;
-    fg_unlock();
-    return r;
+    return count ? list_funcs(hmod, 0, count, NULL, 0) : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction *functions, unsigned int n, CUmodule hmod)
 {
-    struct fg_module *m;
-    struct fg_ctx *c;
-    CUresult r;
-
-    if (!functions || !n)
-        return CUDA_ERROR_INVALID_VALUE;
-    fg_lock();
-    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
-    m = mod_get(hmod);
-    if (r == CUDA_SUCCESS && (!m || m->is_library))
-        r = CUDA_ERROR_INVALID_HANDLE;
-    for (unsigned i = 0; r == CUDA_SUCCESS && i < n && i < m->nfuncs; i++)
-        functions[i] = m->funcs[i].handle;
-    fg_unlock();
-    return r;
+    return functions && n ? list_funcs(hmod, 0, NULL, functions, n) : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult CUDAAPI cuKernelGetLibrary(CUlibrary *library, CUkernel kernel)
