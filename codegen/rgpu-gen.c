@@ -26,6 +26,7 @@
 #include <ctype.h>
 #include <fnmatch.h>
 #include <stdarg.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -679,6 +680,79 @@ static const char *disp_name(enum disposition d)
     return names[d];
 }
 
+/* ---- where hand-written functions live ---------------------------------------------- */
+
+/* The stub file defining each hand-written export (RGPU_EXPORT ... NAME(),
+ * found in the stubs/ folder beside codegen/, so that the coverage report
+ * can say where a function's client code is; its server side is named at
+ * the top of that file. */
+struct defined_in {
+    char *name, *file;
+};
+static struct defined_in *defs;
+static int ndefs;
+
+static void index_stub_file(const char *dir, const char *file)
+{
+    char path[8192], line[1024];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path)
+        return;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "RGPU_EXPORT ", 12) != 0)
+            continue;
+        char *paren = strchr(line, '(');
+        if (!paren)
+            continue;
+        char *end = paren, *start;
+        while (end > line && isspace((unsigned char)end[-1]))
+            end--;
+        for (start = end; start > line && (isalnum((unsigned char)start[-1]) || start[-1] == '_');)
+            start--;
+        if (start == end)
+            continue;
+        defs = realloc(defs, (size_t)(ndefs + 1) * sizeof *defs);
+        if (!defs)
+            die("out of memory");
+        defs[ndefs].name = strndup(start, (size_t)(end - start));
+        defs[ndefs].file = malloc(strlen(file) + 7);
+        if (!defs[ndefs].file)
+            die("out of memory");
+        sprintf(defs[ndefs].file, "stubs/%s", file);
+        ndefs++;
+    }
+    fclose(f);
+}
+
+static void index_stubs(const char *ann_path)
+{
+    char dir[4096];
+    const char *slash = strrchr(ann_path, '/');
+    int len = slash ? (int)(slash - ann_path) : 1;
+    if ((size_t)snprintf(dir, sizeof dir, "%.*s/../stubs", len, slash ? ann_path : ".") >=
+        sizeof dir)
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n > 2 && strcmp(e->d_name + n - 2, ".c") == 0)
+            index_stub_file(dir, e->d_name);
+    }
+    closedir(d);
+}
+
+static const char *defining_file(const char *name)
+{
+    for (int i = 0; i < ndefs; i++)
+        if (strcmp(defs[i].name, name) == 0)
+            return defs[i].file;
+    return NULL;
+}
+
 static void emit_coverage(const struct gen *g)
 {
     int count[5] = { 0 };
@@ -704,6 +778,10 @@ static void emit_coverage(const struct gen *g)
         if (e->reason)
             fprintf(f, "%*s%s", (int)(12 - strlen(disp_name(e->disp)) - (e->async ? 6 : 0)), "",
                     e->reason);
+        const char *file = e->disp == D_GENERATED || e->disp == D_REFUSED ? NULL
+                                                                           : defining_file(e->name);
+        if (file && (!e->reason || !strstr(e->reason, file)))
+            fprintf(f, " [%s]", file);
         fprintf(f, "\n");
     }
     fclose(f);
@@ -797,6 +875,7 @@ int main(int argc, char **argv)
         if (rgpu_proc_id(g.lib, g.procs[i]->name) == rgpu_proc_id(g.lib, g.procs[i - 1]->name))
             die("procedure id collision: %s and %s", g.procs[i]->name, g.procs[i - 1]->name);
 
+    index_stubs(argv[1]);
     emit_procs_h(&g);
     emit_table_c(&g);
     emit_client_c(&g);
