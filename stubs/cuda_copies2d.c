@@ -5,7 +5,8 @@
  * otherwise device-to-host reads the whole span once and scatters the rows
  * here, and host-to-device or device-to-device copies go row by row (each
  * row goes without waiting, like any copy to the device).  CUDA arrays are
- * not remoted. */
+ * not remoted.  No server code of its own: the 1D copies' is
+ * daemon/hand_cuda.c and daemon/copy.c. */
 #include "rgpu_client.h"
 #include "client_ranges.h"
 #include "cuda_procs.h"

@@ -1,6 +1,7 @@
 /* Hand-written synchronisation of libcuda: the driver's twins of
  * stubs/cudart_sync.c (policy: common/rgpu_lazy.c,
- * docs/synchronisation.md). */
+ * docs/synchronisation.md).  Server side: the generated procedures and
+ * rgpu.fence (daemon/session.c). */
 #include "rgpu_client.h"
 #include "cuda_procs.h"
 

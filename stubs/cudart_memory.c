@@ -1,7 +1,8 @@
 /* Hand-written memory calls of libcudart: allocations (tracked, so that
  * cudaMemcpyDefault can tell device from host), copies that move host bytes
  * with the call, pinned host memory (client memory: pinning is the
- * server's business when the bytes arrive), and symbols. */
+ * server's business when the bytes arrive), and symbols.  Server side:
+ * daemon/hand_cudart.c and daemon/copy.c. */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 #include "client_ranges.h"

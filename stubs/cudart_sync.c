@@ -1,7 +1,8 @@
 /* Hand-written synchronisation of libcudart: synchronises that need not
  * wait for the GPU, and the event facts that decide it (the policy:
  * common/rgpu_lazy.c, docs/synchronisation.md).  The driver's twins:
- * stubs/cuda_sync.c. */
+ * stubs/cuda_sync.c.  Server side: the generated procedures and rgpu.fence
+ * (daemon/session.c). */
 #include "rgpu_client.h"
 #include "cudart_procs.h"
 
