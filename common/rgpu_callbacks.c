@@ -113,9 +113,11 @@ void rgpu_callback_arrived(const msgpack_object *root)
     pthread_mutex_unlock(&C.lock);
 }
 
-static int queue_nonempty(void)
+/* The callback thread reads frames until one of ours arrived, or none is
+ * outstanding any more (its request failed). */
+static int stop_listening(void)
 {
-    return __atomic_load_n(&C.len, __ATOMIC_ACQUIRE) > 0;
+    return __atomic_load_n(&C.len, __ATOMIC_ACQUIRE) > 0 || !rgpu_callbacks_outstanding();
 }
 
 /* The session broke: no frame will come for what is outstanding. */
@@ -163,7 +165,7 @@ static int wait_arrival(void)
         }
         /* Read frames ourselves while no caller does. */
         pthread_mutex_unlock(&C.lock);
-        int rc = rgpu_core_listen(queue_nonempty);
+        int rc = rgpu_core_listen(stop_listening);
         if (rc < 0) {
             forget_all();
             pthread_mutex_lock(&C.lock);
@@ -197,6 +199,24 @@ static void *callback_thread(void *arg)
         finish(slot);
     }
     return NULL;
+}
+
+/* A child of fork has no callback thread and no session of its parent's:
+ * what the parent had outstanding is not the child's. */
+static void forget_in_child(void)
+{
+    pthread_mutex_init(&C.lock, NULL);
+    pthread_cond_init(&C.changed, NULL);
+    memset(C.table, 0, sizeof C.table);
+    C.outstanding = 0;
+    C.head = C.len = 0;
+    C.thread_started = 0;
+    in_callback = 0;
+}
+
+__attribute__((constructor)) static void watch_forks(void)
+{
+    pthread_atfork(NULL, NULL, forget_in_child);
 }
 
 void rgpu_callbacks_wait_idle(void)

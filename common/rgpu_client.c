@@ -591,7 +591,14 @@ int rgpu_core_listen(int (*until)(void))
 {
     const struct timespec tick = { 0, 100 * 1000000L };
     pthread_mutex_lock(&S.lock);
-    while (!until() && !S.broken && S.fd >= 0) {
+    while (!until() && !S.broken) {
+        if (S.fd < 0) {
+            /* The session is being set up by the call that enqueued. */
+            pthread_mutex_unlock(&S.lock);
+            nanosleep(&tick, NULL);
+            pthread_mutex_lock(&S.lock);
+            continue;
+        }
         if (S.reader_active) {
             /* The reader broadcasts after each frame; the tick covers a
              * condition that changed without a frame. */
@@ -613,7 +620,7 @@ int rgpu_core_listen(int (*until)(void))
         if (ready && !S.reader_active && !S.broken)
             read_one();
     }
-    int rc = S.broken || S.fd < 0 ? -1 : 0;
+    int rc = S.broken ? -1 : 0;
     pthread_mutex_unlock(&S.lock);
     return rc;
 }

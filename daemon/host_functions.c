@@ -113,9 +113,16 @@ void host_function_done(uint64_t id)
     if (found)
         pthread_cond_broadcast(&P.acked);
     pthread_mutex_unlock(&P.lock);
-    if (!found)
-        rgpu_warn("client acknowledged host function %llu, which is not waiting: ignored",
-                  (unsigned long long)id);
+    if (!found) {
+        /* A client's mistake or a hostile one's: said once, then in the debug log. */
+        static int warned;
+        if (!warned++)
+            rgpu_warn("client acknowledged host function %llu, which is not waiting: ignored "
+                      "(further ones in the debug log)", (unsigned long long)id);
+        else
+            rgpu_debug("client acknowledged host function %llu, which is not waiting: ignored",
+                       (unsigned long long)id);
+    }
 }
 
 static struct pending *reserve(uint64_t id)
