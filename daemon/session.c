@@ -607,8 +607,9 @@ static void enqueue(struct worker *w, struct request *rq)
  * synchronise would wait for an acknowledgement only it could read).  The
  * first client thread's requests then go to a worker thread of their own,
  * which takes over the reader's current context; its deferred errors stay
- * where they were.  Work that thread put on its per-thread default stream
- * before is not ordered with what it puts there after (a known limit). */
+ * where they were.  Its per-thread default stream is the reader's no more:
+ * what it put there is waited for first, so that what it puts there next
+ * comes after (no host function is enqueued yet, so this wait ends). */
 static int inline_retired;
 
 static void retire_inline_worker(void)
@@ -621,6 +622,10 @@ static void retire_inline_worker(void)
     wait_async_done();
     struct worker *w = &S.inline_worker;
     w->adopt_ctx = current_context();
+    __typeof__(&cuStreamSynchronize) sync =
+        (__typeof__(&cuStreamSynchronize))backend_sym("cuda", "cuStreamSynchronize");
+    if (w->adopt_ctx && sync && sync(CU_STREAM_PER_THREAD) != CUDA_SUCCESS)
+        rgpu_debug("the first client thread's per-thread stream failed: later calls say how");
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cond, NULL);
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
