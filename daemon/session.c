@@ -6,7 +6,8 @@
  * thread run in order on its worker.  A request sent without waiting for
  * its reply has already "returned" on the client, so every later request,
  * from any thread, must run after it: the reader holds back each request
- * until all earlier no-reply requests have run.
+ * until all earlier no-reply requests have run (once host functions are in
+ * use, its worker does: wait_turn).
  *
  * Any malformed frame ends the session after a clear error reply: a client
  * that sends garbage cannot be trusted with a GPU context.  The session
@@ -62,6 +63,9 @@ struct request {
     const struct hand_proc *hand;
     size_t cost;                /* counted against MAX_QUEUED_BYTES */
     size_t in_len;              /* a streamed request's payload, still in the socket */
+    /* How many no-reply requests, counted from the session's start, must
+     * have run before this one (enqueue). */
+    uint64_t after;
     struct request *next;
 };
 
@@ -99,6 +103,10 @@ static struct {
     pthread_mutex_t async_lock;
     pthread_cond_t async_done;
     int async_pending;
+    /* No-reply requests handed to workers, and those that have run (they
+     * run in that order); with async_lock. */
+    uint64_t noreply_enqueued, noreply_run;
+    pthread_cond_t noreply_ran;
     struct worker *workers[MAX_CLIENT_THREADS];
     int nworkers;
     /* The first client thread is served by the reader itself: no thread
@@ -123,6 +131,7 @@ static struct {
     .write_lock = PTHREAD_MUTEX_INITIALIZER,
     .async_lock = PTHREAD_MUTEX_INITIALIZER,
     .async_done = PTHREAD_COND_INITIALIZER,
+    .noreply_ran = PTHREAD_COND_INITIALIZER,
     .queue_space = PTHREAD_COND_INITIALIZER,
     .payload_done = PTHREAD_COND_INITIALIZER,
 };
@@ -505,6 +514,24 @@ static void set_current_context(void *ctx)
         rgpu_warn("a worker could not take over its client thread's context");
 }
 
+/* Whether host functions are in use: the reader then runs no request
+ * itself, nor waits for requests to run (below). */
+static int inline_retired;
+
+/* Every no-reply request enqueued before rq has run.  Normally the reader
+ * waited for that before enqueuing rq; once host functions are in use the
+ * worker waits instead, so that the reader goes on reading (an
+ * acknowledgement a no-reply synchronise waits for may be behind rq).
+ * No-reply requests wait likewise, so they run in the order they came and
+ * the count says which have run. */
+static void wait_turn(const struct request *rq)
+{
+    pthread_mutex_lock(&S.async_lock);
+    while (S.noreply_run < rq->after)
+        pthread_cond_wait(&S.noreply_ran, &S.async_lock);
+    pthread_mutex_unlock(&S.async_lock);
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -522,11 +549,16 @@ static void *worker_main(void *arg)
 
         int noreply = rq->flags & RGPU_CALL_NOREPLY;
         size_t cost = rq->cost;
+        wait_turn(rq);
         execute_busy(w, rq);
         request_free(rq);
         pthread_mutex_lock(&S.async_lock);
-        if (noreply && --S.async_pending == 0)
-            pthread_cond_broadcast(&S.async_done);
+        if (noreply) {
+            if (--S.async_pending == 0)
+                pthread_cond_broadcast(&S.async_done);
+            S.noreply_run++;
+            pthread_cond_broadcast(&S.noreply_ran);
+        }
         S.queued--;
         S.queued_bytes -= cost;
         pthread_cond_signal(&S.queue_space);
@@ -582,10 +614,13 @@ static void wait_async_done(void)
 static void enqueue(struct worker *w, struct request *rq)
 {
     pthread_mutex_lock(&S.async_lock);
-    while (S.async_pending > 0)
+    while (S.async_pending > 0 && !inline_retired)
         pthread_cond_wait(&S.async_done, &S.async_lock);
-    if (rq->flags & RGPU_CALL_NOREPLY)
+    rq->after = S.noreply_enqueued;
+    if (rq->flags & RGPU_CALL_NOREPLY) {
         S.async_pending++;
+        S.noreply_enqueued++;
+    }
     S.queued++;
     S.queued_bytes += rq->cost;
     pthread_mutex_unlock(&S.async_lock);
@@ -610,7 +645,6 @@ static void enqueue(struct worker *w, struct request *rq)
  * where they were.  Its per-thread default stream is the reader's no more:
  * what it put there is waited for first, so that what it puts there next
  * comes after (no host function is enqueued yet, so this wait ends). */
-static int inline_retired;
 
 static void retire_inline_worker(void)
 {
