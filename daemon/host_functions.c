@@ -165,6 +165,20 @@ static const struct variant {
     { "cuda", "cuStreamAddCallback", 1 },       { "cuda", "cuStreamAddCallback_ptsz", 1 },
 };
 
+/* Whether stream (as the variant names it: 0 is the per-thread stream for
+ * the _ptsz ones) is being captured.  A host function captured into a
+ * graph would run each time the graph is launched, long after its record
+ * here is gone: rgpu does not serve that (yet). */
+static int capturing(uint64_t stream, int ptsz)
+{
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    __typeof__(&cuStreamIsCapturing) is_capturing =
+        (__typeof__(&cuStreamIsCapturing))backend_sym("cuda", "cuStreamIsCapturing");
+    CUstream s = stream == 0 && ptsz ? CU_STREAM_PER_THREAD : (CUstream)(uintptr_t)stream;
+    return is_capturing && is_capturing(s, &status) == CUDA_SUCCESS &&
+           status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 /* [variant, stream, id, flags] -> [] */
 static int h_host_func(struct hand_call *c)
 {
@@ -181,6 +195,14 @@ static int h_host_func(struct hand_call *c)
     void *fn = backend_sym(var->lib, var->name);
     if (!fn)
         return -RGPU_ENOSYM;
+    if (capturing(v[1], (v[0] & 1) != 0)) {
+        static int logged;
+        if (!logged++)
+            rgpu_warn("%s on a capturing stream refused: rgpu does not serve host functions "
+                      "in graphs", var->name);
+        /* cudaErrorStreamCaptureUnsupported, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+        return runtime ? cudaErrorStreamCaptureUnsupported : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     struct pending *p = reserve(v[2]);
     if (!p) {
         rgpu_warn("host function %llu refused: %d are waiting already, or its id is in use",
