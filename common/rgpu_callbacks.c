@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* As many as rgpud keeps waiting per session (daemon/host_functions.c). */
 #define MAX_CALLBACKS 4096
@@ -219,13 +220,20 @@ __attribute__((constructor)) static void watch_forks(void)
     pthread_atfork(NULL, NULL, forget_in_child);
 }
 
+/* A host function after a fault may never be called (the driver drops
+ * work after one): once the context has failed, nothing is waited for;
+ * the copy that asked fails anyway. */
 void rgpu_callbacks_wait_idle(void)
 {
     if (!rgpu_callbacks_outstanding() || in_callback)
         return;
     pthread_mutex_lock(&C.lock);
-    while (C.outstanding)
-        pthread_cond_wait(&C.changed, &C.lock);
+    while (C.outstanding && !rgpu_sticky_error()) {
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        at.tv_sec += 1;
+        pthread_cond_timedwait(&C.changed, &C.lock, &at);
+    }
     pthread_mutex_unlock(&C.lock);
 }
 

@@ -11,7 +11,9 @@
 // other (non-blocking streams are treated as blocking ones: stricter, never
 // wrong about order); a context synchronise waits for all of them, and a
 // stream query answers CUDA_ERROR_NOT_READY while one is in flight.  After
-// a fault, enqueued work is dropped (README): so is the host function.
+// a fault, enqueued work is dropped (README): so is a host function, but a
+// stream callback is called with the fault, as the documentation promises
+// it "cudaSuccess or any persistent error on the stream".
 #include "fakegpu.h"
 
 #include <pthread.h>
@@ -26,6 +28,7 @@ struct host_call {
     CUhostFn fn;
     CUstreamCallback callback;
     CUstream stream;
+    CUresult status;
     void *data;
     struct host_call *next;
 };
@@ -76,7 +79,7 @@ static void *host_thread(void *arg)
     if (h->fn)
         h->fn(h->data);
     else
-        h->callback(h->stream, CUDA_SUCCESS, h->data);
+        h->callback(h->stream, h->status, h->data);
     fg_lock();
     for (struct host_call **pp = &in_flight; *pp; pp = &(*pp)->next)
         if (*pp == h) {
@@ -101,11 +104,15 @@ static CUresult host_call(CUstream s, CUhostFn fn, CUstreamCallback callback, vo
     struct host_call *h = calloc(1, sizeof *h);
     if (!h)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *h = (struct host_call){ fn, callback, s, data, NULL };
+    *h = (struct host_call){ fn, callback, s, CUDA_SUCCESS, data, NULL };
     fg_lock();
     CUresult r = fg_enter(FG_ENQUEUE, &c, &skip);
     if (r == CUDA_SUCCESS)
         r = fg_check_stream(s);     // after the stream's earlier host functions
+    if (r == CUDA_SUCCESS && skip && callback) {
+        h->status = c->pending;
+        skip = 0;
+    }
     if (r == CUDA_SUCCESS && !skip) {
         if (pthread_create(&t, NULL, host_thread, h) != 0) {
             r = CUDA_ERROR_OUT_OF_MEMORY;
