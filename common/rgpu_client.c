@@ -12,6 +12,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -409,6 +410,12 @@ static void deliver(char *frame, size_t len)
     } else if (unpacked && root.via.array.size < 2) {
         ;                                   /* nothing we know: refused below */
     } else if (unpacked && root.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+               root.via.array.ptr[0].via.u64 == RGPU_MSG_CALLBACK) {
+        /* A stream reached a host function: the callback thread runs it. */
+        rgpu_callback_arrived(&root);
+        free(frame);
+        frame = NULL;
+    } else if (unpacked && root.via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
         root.via.array.ptr[0].via.u64 == RGPU_MSG_LOG) {
         rgpu_liblog_queue(frame, len);      /* delivered once a reply is in */
         frame = NULL;
@@ -543,6 +550,93 @@ static int read_frame(char **frame, size_t *len)
     return rc;
 }
 
+/* With S.lock held and the reader role free: take it, read one frame and
+ * deliver it; S.lock is held again on return, the role given back. */
+static void read_one(void)
+{
+    S.reader_active = 1;
+    pthread_mutex_unlock(&S.lock);
+    char *frame = NULL;
+    size_t len = 0;
+    if (!rgpu_reader_pending(&S.rd))
+        rgpu_spin_until_readable(S.fd, S.spin_ns);
+    int rc = read_frame(&frame, &len);
+    int err = errno;
+    pthread_mutex_lock(&S.lock);
+    S.reader_active = 0;
+    if (rc < 0 && err == ETIMEDOUT) {
+        rgpu_error("rgpud at %s sent nothing for %d s: giving up (RGPU_TIMEOUT)", S.spec,
+                   S.timeout_ms / 1000);
+        S.broken = 1;
+        fail_all_waiters();
+    } else if (rc < 0) {
+        if (err != EPROTO)
+            rgpu_error("connection to rgpud lost: %s", strerror(err));
+        S.broken = 1;
+        fail_all_waiters();
+    } else if (frame) {
+        deliver(frame, len);
+    }
+    pthread_cond_broadcast(&S.cond);
+}
+
+/* Whether the session's socket has bytes to read within ms. */
+static int readable_within(int ms)
+{
+    struct pollfd pfd = { .fd = S.fd, .events = POLLIN };
+    return rgpu_reader_pending(&S.rd) || poll(&pfd, 1, ms) > 0;
+}
+
+int rgpu_core_listen(int (*until)(void))
+{
+    const struct timespec tick = { 0, 100 * 1000000L };
+    pthread_mutex_lock(&S.lock);
+    while (!until() && !S.broken) {
+        if (S.fd < 0) {
+            /* The session is being set up by the call that enqueued. */
+            pthread_mutex_unlock(&S.lock);
+            nanosleep(&tick, NULL);
+            pthread_mutex_lock(&S.lock);
+            continue;
+        }
+        if (S.reader_active) {
+            /* The reader broadcasts after each frame; the tick covers a
+             * condition that changed without a frame. */
+            struct timespec at;
+            clock_gettime(CLOCK_REALTIME, &at);
+            at.tv_nsec += tick.tv_nsec;
+            if (at.tv_nsec >= 1000000000L) {
+                at.tv_sec++;
+                at.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&S.cond, &S.lock, &at);
+            continue;
+        }
+        /* Read only what is there: between frames this thread waits for
+         * nothing in particular, so the server's silence is no timeout. */
+        pthread_mutex_unlock(&S.lock);
+        int ready = readable_within(100);
+        pthread_mutex_lock(&S.lock);
+        if (ready && !S.reader_active && !S.broken)
+            read_one();
+    }
+    int rc = S.broken ? -1 : 0;
+    pthread_mutex_unlock(&S.lock);
+    return rc;
+}
+
+int rgpu_core_send_frame(const msgpack_sbuffer *buf)
+{
+    int fd = session();
+    if (fd < 0)
+        return -1;
+    if (send_packed(fd, buf, NULL, 0, 0) < 0) {
+        connection_lost(strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int wait_reply(struct waiter *me)
 {
     pthread_mutex_lock(&S.lock);
@@ -551,30 +645,7 @@ static int wait_reply(struct waiter *me)
             pthread_cond_wait(&S.cond, &S.lock);
             continue;
         }
-        S.reader_active = 1;
-        pthread_mutex_unlock(&S.lock);
-        char *frame = NULL;
-        size_t len = 0;
-        if (!rgpu_reader_pending(&S.rd))
-            rgpu_spin_until_readable(S.fd, S.spin_ns);
-        int rc = read_frame(&frame, &len);
-        int err = errno;
-        pthread_mutex_lock(&S.lock);
-        S.reader_active = 0;
-        if (rc < 0 && err == ETIMEDOUT) {
-            rgpu_error("rgpud at %s sent nothing for %d s: giving up (RGPU_TIMEOUT)", S.spec,
-                       S.timeout_ms / 1000);
-            S.broken = 1;
-            fail_all_waiters();
-        } else if (rc < 0) {
-            if (err != EPROTO)
-                rgpu_error("connection to rgpud lost: %s", strerror(err));
-            S.broken = 1;
-            fail_all_waiters();
-        } else if (frame) {
-            deliver(frame, len);
-        }
-        pthread_cond_broadcast(&S.cond);
+        read_one();
     }
     /* A reader may still be writing into this waiter's sink (the session
      * broke meanwhile): the caller's buffer is not to be left to it. */
@@ -769,10 +840,21 @@ static int post(struct rgpu_req *req, struct rgpu_ticket **ticket, int counted)
     int noreply = req->flags & RGPU_CALL_NOREPLY;
 
     *ticket = NULL;
+    if (rgpu_in_callback()) {
+        /* CUDA forbids CUDA calls in host functions: answered at once, as
+         * the library may (the server's stream waits for this thread). */
+        msgpack_sbuffer_destroy(&req->buf);
+        return RGPU_ENOTPERMITTED;
+    }
     if (fd < 0) {
         msgpack_sbuffer_destroy(&req->buf);
         return RGPU_EIO;
     }
+    /* A payload that streams is read on the server after the stream's
+     * earlier work is done, and holds the socket meanwhile: no host
+     * function may be waiting for an acknowledgement behind it. */
+    if (req->payload_len >= RGPU_STREAM_MIN)
+        rgpu_callbacks_wait_idle();
     /* Too large for one frame: refuse this call, keep the session. */
     if (counted)
         count_call(req->proc_id, !noreply);
@@ -930,6 +1012,16 @@ void rgpu_reply_free(struct rgpu_reply *reply)
 
 int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int transport)
 {
+    if (transport == RGPU_ENOTPERMITTED) {
+        static int logged;
+        if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+            rgpu_warn("%s called from a host function: CUDA forbids it, and rgpu answers "
+                      "'not permitted' (logged once)", what);
+        int st = strcmp(lib->name, "cudart") == 0 || strcmp(lib->name, "cuda") == 0
+                     ? RGPU_NOT_PERMITTED
+                     : lib->not_supported;
+        return lib->is_runtime ? rgpu_runtime_result(st) : st;
+    }
     if (transport == RGPU_ENOSYM)
         rgpu_warn("%s: the server's %s lacks it", what, lib->soname);
     else if (transport != RGPU_EIO)     /* already reported once */

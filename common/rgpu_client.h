@@ -275,6 +275,38 @@ int rgpu_lazy_copy_on_device(uint64_t dst, uint64_t src, size_t count, uint64_t 
  * policy above), so that the output arrives where CUDA prints it. */
 void rgpu_output_note_image(const void *image, size_t size);
 int rgpu_device_output_possible(void);
+
+/* ---- host functions (common/rgpu_callbacks.c) ---------------------------------
+
+ * cudaLaunchHostFunc and its kin: the program's function runs on a thread of
+ * the core's own, when the server's stream reaches it, and the stream waits
+ * for it (daemon/host_functions.c).  kind says how to call fn. */
+enum rgpu_callback_kind {
+    RGPU_CB_HOST_FN,        /* void fn(void *data) */
+    RGPU_CB_STREAM,         /* void fn(stream, status, void *data), runtime or driver */
+};
+/* cudaErrorNotPermitted and CUDA_ERROR_NOT_PERMITTED: a CUDA call from a
+ * host function gets it. */
+#define RGPU_NOT_PERMITTED 800
+/* Enqueue fn on stream: variant as rgpu.host_func numbers it
+ * (common/rgpu_hand_procs.h).  The library's status. */
+int rgpu_host_func_enqueue(const struct rgpu_lib *lib, const char *what, unsigned variant,
+                           uint64_t stream, enum rgpu_callback_kind kind, void *fn, void *data,
+                           unsigned flags);
+/* Host functions enqueued whose function has not returned yet: while there
+ * are any, every call waits for its reply (rgpu_lazy.c). */
+int rgpu_callbacks_outstanding(void);
+/* Wait until there are none. */
+void rgpu_callbacks_wait_idle(void);
+/* Whether this thread is running a host function. */
+int rgpu_in_callback(void);
+/* A [CALLBACK, id, status] frame arrived (the core's reader, S.lock held). */
+void rgpu_callback_arrived(const msgpack_object *frame);
+/* Read frames (taking the reader role when it is free) until until() holds
+ * or the session breaks (-1). */
+int rgpu_core_listen(int (*until)(void));
+/* Send a frame that is no request, after whatever is batched. */
+int rgpu_core_send_frame(const msgpack_sbuffer *buf);
 /* One output frame [RGPU_MSG_OUTPUT, fd, bin], read whole: write its bytes
  * to fd 1 or 2 behind what the program's stream holds.  -1: malformed. */
 int rgpu_output_frame(const char *frame, size_t len);

@@ -57,6 +57,13 @@
  * has reported yet, of every client thread, forgotten once told (asked
  * at exit, so that none is lost; library "rgpu", daemon/session.c) */
 #define RGPU_H_UNREPORTED    "rgpu.unreported"
+/* [variant, stream, id, flags] -> []  enqueue a host function on stream: the
+ * server sends [CALLBACK, id, status] when the stream reaches it and the
+ * stream waits for [CALLBACK_DONE, id] (common/rgpu_proto.h).  variant: 0
+ * cudaLaunchHostFunc, 1 its _ptsz, 2 cudaStreamAddCallback, 3 its _ptsz,
+ * 4 cuLaunchHostFunc, 5 its _ptsz, 6 cuStreamAddCallback, 7 its _ptsz; flags
+ * are the AddCallback's (library "rgpu", daemon/host_functions.c) */
+#define RGPU_H_HOST_FUNC     "rgpu.host_func"
 
 /* [lib] -> [[code, string]...]  a server library's own error texts */
 #define RGPU_H_ERROR_STRINGS "rgpu.error_strings"

@@ -12,7 +12,9 @@
  *   of the server's table): a call naming anything else waits, so that
  *   the library's own error comes back at once;
  * - the device ranges this process allocated (client_ranges.c), for
- *   copies. */
+ *   copies;
+ * - host functions not yet run (rgpu_callbacks.c): while there are any,
+ *   every call waits. */
 #include "rgpu_client.h"
 #include "rgpu_handle_table.h"
 #include "rgpu_log.h"
@@ -179,7 +181,7 @@ int rgpu_capture_active(void)
 static int lazy_now(void)
 {
     return rgpu_sync_mode() == RGPU_SYNC_LAZY && !rgpu_capture_active() &&
-           !rgpu_device_output_possible();
+           !rgpu_device_output_possible() && !rgpu_callbacks_outstanding();
 }
 
 int rgpu_lazy_stream_sync(uint64_t stream)
@@ -220,7 +222,11 @@ int rgpu_lazy_copy_on_device(uint64_t dst, uint64_t src, size_t count, uint64_t 
     return rgpu_lazy_copy_to_device(dst, count, stream) && device_range_holds(src, count);
 }
 
+/* Not while a host function is outstanding (rgpu_callbacks.c): rgpud's
+ * stream waits for it, and a request sent without waiting could hold the
+ * server's reader behind a synchronise that waits for its acknowledgement;
+ * and a synchronise must see the function's effects when it returns. */
 int rgpu_may_skip_reply(void)
 {
-    return rgpu_sync_mode() != RGPU_SYNC_BLOCKING;
+    return rgpu_sync_mode() != RGPU_SYNC_BLOCKING && !rgpu_callbacks_outstanding();
 }

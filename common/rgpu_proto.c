@@ -17,6 +17,7 @@ const char *rgpu_status_name(int status)
         [RGPU_EAUTH] = "not authorised",
         [RGPU_ETIMEDOUT] = "server did not answer in time",
         [RGPU_EREFUSED] = "argument refused by the server's checks",
+        [RGPU_ENOTPERMITTED] = "CUDA called from a host function",
     };
     if (status < 0 || (unsigned)status >= sizeof names / sizeof names[0] || !names[status])
         return "unknown status";

@@ -18,6 +18,8 @@
  *                               [details...]]
  *   data     server -> client  [RGPU_MSG_DATA, serial, bin]
  *   output   server -> client  [RGPU_MSG_OUTPUT, fd, bin]
+ *   callback server -> client  [RGPU_MSG_CALLBACK, id, status]
+ *   callback_done client -> server  [RGPU_MSG_CALLBACK_DONE, id]
  *
  * transport_status says whether the server could carry out the call at all
  * (RGPU_OK, or an RGPU_E* code); api_status is what the CUDA function itself
@@ -48,6 +50,13 @@
  * reply.  The client writes them to its own fd 1 or 2, in order
  * (daemon/output.c, common/rgpu_output.c).
  *
+ * A callback frame says that a stream reached the host function the client
+ * enqueued under id (rgpu.host_func, common/rgpu_hand_procs.h), with the
+ * status the driver passed; the stream waits until the client has run the
+ * program's function and answered callback_done with that id.  The answer
+ * is no request: it gets no reply and is read at once, whatever requests
+ * wait (daemon/host_functions.c, common/rgpu_callbacks.c).
+ *
  * Procedure ids are a hash of "library/function" (rgpu_proc_id()), so they
  * never change across builds or CUDA versions; hand-written procedures use
  * the same scheme with names of their own ("cudart/rgpu.module_load").
@@ -57,7 +66,7 @@
 
 #include <stdint.h>
 
-#define RGPU_PROTO_VERSION      4
+#define RGPU_PROTO_VERSION      5
 #define RGPU_DEFAULT_PORT       9713
 #define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
 /* Bulk copies travel in chunks: each a frame, which the server pipelines
@@ -84,6 +93,9 @@ enum rgpu_msg {
     RGPU_MSG_DATA      = 9,     /* server -> client: [DATA, serial, bin] */
     /* Protocol 4: */
     RGPU_MSG_OUTPUT    = 10,    /* server -> client: [OUTPUT, fd, bin] */
+    /* Protocol 5: */
+    RGPU_MSG_CALLBACK  = 11,    /* server -> client: [CALLBACK, id, status] */
+    RGPU_MSG_CALLBACK_DONE = 12, /* client -> server: [CALLBACK_DONE, id] */
 };
 
 enum rgpu_call_flags {
@@ -104,6 +116,7 @@ enum rgpu_status {
     RGPU_EAUTH = 9,         /* the client is not allowed in */
     RGPU_ETIMEDOUT = 10,    /* the server stayed silent too long (client side) */
     RGPU_EREFUSED = 11,     /* an argument names memory the session does not own */
+    RGPU_ENOTPERMITTED = 12, /* a CUDA call from a host function (client side only) */
 };
 
 const char *rgpu_status_name(int status);

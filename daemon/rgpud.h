@@ -183,6 +183,13 @@ extern const struct hand_proc hand_cuda_export_procs[]; /* hand_cuda_export.c */
 extern const int hand_cuda_export_nprocs;
 extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
 extern const int hand_cublasLt_nprocs;
+extern const struct hand_proc hand_host_function_procs[]; /* host_functions.c */
+extern const int hand_host_function_nprocs;
+
+/* Host functions (host_functions.c): how many wait for the client, and the
+ * client's acknowledgement of one, read by the session's reader. */
+int host_functions_pending(void);
+void host_function_done(uint64_t id);
 
 /* Argument helpers for handlers: -1 when the argument is missing or of the
  * wrong type (the handler then answers -RGPU_EPROTO). */

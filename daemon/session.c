@@ -6,7 +6,8 @@
  * thread run in order on its worker.  A request sent without waiting for
  * its reply has already "returned" on the client, so every later request,
  * from any thread, must run after it: the reader holds back each request
- * until all earlier no-reply requests have run.
+ * until all earlier no-reply requests have run (once host functions are in
+ * use, its worker does: wait_turn).
  *
  * Any malformed frame ends the session after a clear error reply: a client
  * that sends garbage cannot be trusted with a GPU context.  The session
@@ -24,6 +25,7 @@
 #include "cublasLt_procs.h"
 #include "cudnn_procs.h"
 
+#include <cuda.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -61,6 +63,9 @@ struct request {
     const struct hand_proc *hand;
     size_t cost;                /* counted against MAX_QUEUED_BYTES */
     size_t in_len;              /* a streamed request's payload, still in the socket */
+    /* How many no-reply requests, counted from the session's start, must
+     * have run before this one (enqueue). */
+    uint64_t after;
     struct request *next;
 };
 
@@ -76,6 +81,8 @@ struct worker {
     /* CLOCK_MONOTONIC ms at which the running request started; 0: idle.
      * The keepalive thread reads it. */
     _Atomic long busy_since;
+    /* The context a retired inline worker's thread takes over (below). */
+    void *adopt_ctx;
 };
 
 /* The deferred-status slot of a library. */
@@ -96,6 +103,10 @@ static struct {
     pthread_mutex_t async_lock;
     pthread_cond_t async_done;
     int async_pending;
+    /* No-reply requests handed to workers, and those that have run (they
+     * run in that order); with async_lock. */
+    uint64_t noreply_enqueued, noreply_run;
+    pthread_cond_t noreply_ran;
     struct worker *workers[MAX_CLIENT_THREADS];
     int nworkers;
     /* The first client thread is served by the reader itself: no thread
@@ -120,6 +131,7 @@ static struct {
     .write_lock = PTHREAD_MUTEX_INITIALIZER,
     .async_lock = PTHREAD_MUTEX_INITIALIZER,
     .async_done = PTHREAD_COND_INITIALIZER,
+    .noreply_ran = PTHREAD_COND_INITIALIZER,
     .queue_space = PTHREAD_COND_INITIALIZER,
     .payload_done = PTHREAD_COND_INITIALIZER,
 };
@@ -145,13 +157,13 @@ static struct served_lib served[] = {
 static const struct hand_proc *const hand_tables[] = {
     hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs, hand_cudnn_procs,
     hand_liblog_procs, hand_cublasLt_procs, hand_auth_procs, hand_session_procs,
-    hand_cuda_export_procs, hand_module_procs,
+    hand_cuda_export_procs, hand_module_procs, hand_host_function_procs,
 };
 #define NHAND (sizeof hand_tables / sizeof hand_tables[0])
 static const int *const hand_counts[NHAND] = {
     &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs, &hand_cudnn_nprocs,
     &hand_liblog_nprocs, &hand_cublasLt_nprocs, &hand_auth_nprocs, &hand_session_nprocs,
-    &hand_cuda_export_nprocs, &hand_module_nprocs,
+    &hand_cuda_export_nprocs, &hand_module_nprocs, &hand_host_function_nprocs,
 };
 static uint32_t *hand_ids[NHAND];
 
@@ -483,9 +495,48 @@ static void request_free(struct request *rq)
     free(rq);
 }
 
+/* The calling thread's current context, or NULL. */
+static void *current_context(void)
+{
+    CUcontext ctx = NULL;
+    __typeof__(&cuCtxGetCurrent) get =
+        (__typeof__(&cuCtxGetCurrent))backend_sym("cuda", "cuCtxGetCurrent");
+    if (!get || get(&ctx) != CUDA_SUCCESS)
+        return NULL;
+    return ctx;
+}
+
+static void set_current_context(void *ctx)
+{
+    __typeof__(&cuCtxSetCurrent) set =
+        (__typeof__(&cuCtxSetCurrent))backend_sym("cuda", "cuCtxSetCurrent");
+    if (!set || set(ctx) != CUDA_SUCCESS)
+        rgpu_warn("a worker could not take over its client thread's context");
+}
+
+/* Whether host functions are in use: the reader then runs no request
+ * itself, nor waits for requests to run (below). */
+static int inline_retired;
+
+/* Every no-reply request enqueued before rq has run.  Normally the reader
+ * waited for that before enqueuing rq; once host functions are in use the
+ * worker waits instead, so that the reader goes on reading (an
+ * acknowledgement a no-reply synchronise waits for may be behind rq).
+ * No-reply requests wait likewise, so they run in the order they came and
+ * the count says which have run. */
+static void wait_turn(const struct request *rq)
+{
+    pthread_mutex_lock(&S.async_lock);
+    while (S.noreply_run < rq->after)
+        pthread_cond_wait(&S.noreply_ran, &S.async_lock);
+    pthread_mutex_unlock(&S.async_lock);
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
+    if (w->adopt_ctx)
+        set_current_context(w->adopt_ctx);
     for (;;) {
         pthread_mutex_lock(&w->lock);
         while (!w->head)
@@ -498,11 +549,16 @@ static void *worker_main(void *arg)
 
         int noreply = rq->flags & RGPU_CALL_NOREPLY;
         size_t cost = rq->cost;
+        wait_turn(rq);
         execute_busy(w, rq);
         request_free(rq);
         pthread_mutex_lock(&S.async_lock);
-        if (noreply && --S.async_pending == 0)
-            pthread_cond_broadcast(&S.async_done);
+        if (noreply) {
+            if (--S.async_pending == 0)
+                pthread_cond_broadcast(&S.async_done);
+            S.noreply_run++;
+            pthread_cond_broadcast(&S.noreply_ran);
+        }
         S.queued--;
         S.queued_bytes -= cost;
         pthread_cond_signal(&S.queue_space);
@@ -558,10 +614,13 @@ static void wait_async_done(void)
 static void enqueue(struct worker *w, struct request *rq)
 {
     pthread_mutex_lock(&S.async_lock);
-    while (S.async_pending > 0)
+    while (S.async_pending > 0 && !inline_retired)
         pthread_cond_wait(&S.async_done, &S.async_lock);
-    if (rq->flags & RGPU_CALL_NOREPLY)
+    rq->after = S.noreply_enqueued;
+    if (rq->flags & RGPU_CALL_NOREPLY) {
         S.async_pending++;
+        S.noreply_enqueued++;
+    }
     S.queued++;
     S.queued_bytes += rq->cost;
     pthread_mutex_unlock(&S.async_lock);
@@ -575,6 +634,47 @@ static void enqueue(struct worker *w, struct request *rq)
     w->tail = rq;
     pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
+}
+
+/* Host functions (daemon/host_functions.c) hold their stream until the
+ * client acknowledges them, and the reader reads that acknowledgement: from
+ * the first one on, the reader must never run a request itself (a
+ * synchronise would wait for an acknowledgement only it could read).  The
+ * first client thread's requests then go to a worker thread of their own,
+ * which takes over the reader's current context; its deferred errors stay
+ * where they were.  Its per-thread default stream is the reader's no more:
+ * what it put there is waited for first, so that what it puts there next
+ * comes after (no host function is enqueued yet, so this wait ends). */
+
+static void retire_inline_worker(void)
+{
+    if (inline_retired)
+        return;
+    inline_retired = 1;
+    if (!S.have_inline)
+        return;
+    wait_async_done();
+    struct worker *w = &S.inline_worker;
+    w->adopt_ctx = current_context();
+    __typeof__(&cuStreamSynchronize) sync =
+        (__typeof__(&cuStreamSynchronize))backend_sym("cuda", "cuStreamSynchronize");
+    if (w->adopt_ctx && sync && sync(CU_STREAM_PER_THREAD) != CUDA_SUCCESS)
+        rgpu_debug("the first client thread's per-thread stream failed: later calls say how");
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        rgpu_error("cannot start a worker thread for host functions: ending the session");
+        _exit(1);
+    }
+    rgpu_debug("host functions in use: client thread %u moves to a worker thread", w->tid);
+}
+
+static int is_host_function(const struct request *rq)
+{
+    static uint32_t id;
+    if (!id)
+        id = rgpu_proc_id("rgpu", RGPU_H_HOST_FUNC);
+    return rq->proc_id == id;
 }
 
 /* ---- the session's own procedures ---------------------------------------------- */
@@ -665,7 +765,22 @@ static size_t streamed_head(size_t len, long deadline)
     return hp && hand_streamed(hp) ? head : 0;
 }
 
-/* Parse [CALL, serial, proc, tid, flags, args]; protocol_error on anything off. */
+/* [CALLBACK_DONE, id]: the client ran a host function (daemon/host_functions.c).
+ * Handled here and now, never queued behind requests that may wait for it. */
+static int acknowledgement(const msgpack_object *root)
+{
+    uint64_t msg, id;
+    if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size != 2 ||
+        rgpu_obj_u64(&root->via.array.ptr[0], &msg) < 0 || msg != RGPU_MSG_CALLBACK_DONE)
+        return 0;
+    if (rgpu_obj_u64(&root->via.array.ptr[1], &id) < 0)
+        protocol_error(0, RGPU_EPROTO, "host function acknowledgement without an id");
+    host_function_done(id);
+    return 1;
+}
+
+/* Parse [CALL, serial, proc, tid, flags, args]; protocol_error on anything
+ * off.  NULL after an acknowledgement, which is no request. */
 static struct request *read_request(void)
 {
     struct request *rq = calloc(1, sizeof *rq);
@@ -714,6 +829,10 @@ static struct request *read_request(void)
         protocol_error(0, RGPU_EPROTO, "frame is not well-formed msgpack or decodes to "
                                        "too many objects");
     rq->cost = len + 24 * (size_t)objects + sizeof *rq;
+    if (acknowledgement(&root)) {
+        request_free(rq);
+        return NULL;
+    }
     if (root.type != MSGPACK_OBJECT_ARRAY || root.via.array.size != 6)
         protocol_error(0, RGPU_EPROTO, "request is not a 6-element array");
     const msgpack_object *o = root.via.array.ptr;
@@ -783,6 +902,9 @@ static void *keepalive_main(void *arg)
         int busy;
         nanosleep(&tick, NULL);
         int due = long_request(now_ms(), S.keepalive_ms, &busy);
+        /* A host function waiting for the client counts as a request. */
+        if (host_functions_pending() > 0)
+            busy = due = 1;
         if (!busy)
             continue;
         end_if_client_gone();
@@ -865,12 +987,16 @@ void session_run(int fd, const struct rgpud_options *opt)
     for (;;) {
         wait_queue_space();
         struct request *rq = read_request();
+        if (!rq)
+            continue;           /* an acknowledgement, handled */
         if (!S.have_inline) {
             S.have_inline = 1;
             S.inline_worker.tid = rq->tid;
         }
+        if (is_host_function(rq))
+            retire_inline_worker();
         int streamed = rq->in_len != 0;
-        if (rq->tid == S.inline_worker.tid) {
+        if (rq->tid == S.inline_worker.tid && !inline_retired) {
             wait_async_done();
             execute_busy(&S.inline_worker, rq);
             request_free(rq);
@@ -878,7 +1004,9 @@ void session_run(int fd, const struct rgpud_options *opt)
             /* A worker reads a streamed request's payload: nothing more is
              * read here until it has. */
             S.payload_busy = streamed;
-            enqueue(worker_for(rq->tid, rq->serial), rq);
+            enqueue(rq->tid == S.inline_worker.tid ? &S.inline_worker
+                                                   : worker_for(rq->tid, rq->serial),
+                    rq);
             pthread_mutex_lock(&S.async_lock);
             while (S.payload_busy)
                 pthread_cond_wait(&S.payload_done, &S.async_lock);

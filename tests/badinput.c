@@ -873,6 +873,119 @@ static int streamed_refusals(void)
     return 0;
 }
 
+/* ---- host functions: what a client says back ------------------------------------ */
+
+/* [CALL, serial, rgpu.host_func, 1, 0, [variant 0, stream, id, 0]] */
+static void put_host_func(msgpack_sbuffer *out, uint64_t serial, uint64_t stream, uint64_t id)
+{
+    struct msg m;
+    msg_begin(&m);
+    pack_call_head(&m, serial, rgpu_proc_id("rgpu", RGPU_H_HOST_FUNC));
+    msgpack_pack_array(&m.pk, 4);
+    msgpack_pack_uint32(&m.pk, 0);
+    msgpack_pack_uint64(&m.pk, stream);
+    msgpack_pack_uint64(&m.pk, id);
+    msgpack_pack_uint32(&m.pk, 0);
+    msg_end(&m, out);
+}
+
+/* [CALLBACK_DONE, id] */
+static void put_ack(msgpack_sbuffer *out, uint64_t id)
+{
+    struct msg m;
+    msg_begin(&m);
+    msgpack_pack_array(&m.pk, 2);
+    msgpack_pack_int(&m.pk, RGPU_MSG_CALLBACK_DONE);
+    msgpack_pack_uint64(&m.pk, id);
+    msg_end(&m, out);
+}
+
+/* The next frame that is no keepalive (sent while a host function waits). */
+static int read_skipping_keepalives(int fd, struct answer *a)
+{
+    for (;;) {
+        if (read_answer(fd, a) < 0)
+            return -1;
+        if (!(a->n == 1 && field(a, 0) == RGPU_MSG_KEEPALIVE))
+            return 0;
+        answer_free(a);
+    }
+}
+
+/* The reply to serial with API status api; callback frames of id set *called. */
+static int host_func_reply(int fd, uint64_t serial, uint64_t api, uint64_t id, int *called)
+{
+    struct answer a;
+    for (;;) {
+        if (read_skipping_keepalives(fd, &a) < 0)
+            return fail_prefix("host function");
+        if (a.n == 3 && field(&a, 0) == RGPU_MSG_CALLBACK) {
+            int ok = field(&a, 1) == id && field(&a, 2) == 0;
+            answer_free(&a);
+            if (!ok)
+                return fail("a callback frame for another id or status");
+            ++*called;
+            continue;
+        }
+        int rc = a.n == 6 && field(&a, 0) == RGPU_MSG_REPLY && field(&a, 1) == serial &&
+                         field(&a, 2) == RGPU_OK && field(&a, 3) == api
+                     ? 0
+                     : fail("host function answered api %lld, wanted %llu",
+                            (long long)field(&a, 3), (unsigned long long)api);
+        answer_free(&a);
+        return rc;
+    }
+}
+
+/* Acknowledgements of ids that are not waiting, and repeated ones, are
+ * ignored; a host function on a stream the session never handed out is
+ * refused; one with an id still waiting too; a real one sends its callback
+ * frame and the session goes on once acknowledged. */
+static int host_function_acks(void)
+{
+    msgpack_sbuffer out;
+    struct answer a;
+    uint64_t serial = 1;
+    int called = 0, rc = -1;
+    int fd = open_session();
+    if (fd < 0)
+        return fail_prefix("session");
+    msgpack_sbuffer_init(&out);
+    put_ack(&out, 12345);               /* nothing waits */
+    put_host_func(&out, ++serial, 0xdead0, 1);
+    if (send_buf(fd, &out) < 0 || host_func_reply(fd, serial, 400, 1, &called) < 0)
+        goto done;
+    put_host_func(&out, ++serial, 0, 7);        /* the legacy stream */
+    if (send_buf(fd, &out) < 0 || host_func_reply(fd, serial, 0, 7, &called) < 0)
+        goto done;
+    put_host_func(&out, ++serial, 0, 7);        /* id 7 still waits: refused */
+    if (send_buf(fd, &out) < 0 || host_func_reply(fd, serial, 2, 7, &called) < 0)
+        goto done;
+    while (!called) {
+        if (read_skipping_keepalives(fd, &a) < 0)
+            goto done;
+        called = a.n == 3 && field(&a, 0) == RGPU_MSG_CALLBACK && field(&a, 1) == 7;
+        answer_free(&a);
+        if (!called) {
+            fail("a frame other than the callback");
+            goto done;
+        }
+    }
+    put_ack(&out, 7);
+    put_ack(&out, 7);                   /* again: ignored */
+    put_count_call(&out, ++serial);
+    if (send_buf(fd, &out) < 0 || read_skipping_keepalives(fd, &a) < 0)
+        goto done;
+    rc = a.n == 6 && field(&a, 1) == serial && field(&a, 2) == RGPU_OK && field(&a, 3) == 0
+             ? 0
+             : fail("the session did not answer after the acknowledgements");
+    answer_free(&a);
+done:
+    msgpack_sbuffer_destroy(&out);
+    close(fd);
+    return rc;
+}
+
 /* tests/ptrcheck.c includes this file for its helpers. */
 #ifndef BADINPUT_HELPERS_ONLY
 int main(int argc, char **argv)
@@ -916,6 +1029,13 @@ int main(int argc, char **argv)
         failures++;
     } else {
         printf("ok streamed-copy-refused\n");
+    }
+
+    if (host_function_acks() < 0 || still_serving(a, &serial) < 0) {
+        printf("FAIL host-function-acks: %s\n", why);
+        failures++;
+    } else {
+        printf("ok host-function-acks\n");
     }
 
     close(a);

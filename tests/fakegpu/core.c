@@ -14,6 +14,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 void fg_lock(void) { pthread_mutex_lock(&lock); }
 void fg_unlock(void) { pthread_mutex_unlock(&lock); }
+void fg_wait(pthread_cond_t *cv) { pthread_cond_wait(cv, &lock); }
 
 // ---- Handles ----------------------------------------------------------------------------
 //
@@ -453,6 +454,7 @@ CUresult CUDAAPI cuCtxSynchronize(void)
     // kernels printed, reporting faults (and waiting for the modelled copy
     // engine).
     fg_lock();
+    fg_host_functions_wait_all();
     fg_output_flush_current();
     r = fg_enter(0, &c, NULL);
     uint64_t idle = fg_engine_idle_at();

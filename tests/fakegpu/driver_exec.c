@@ -35,8 +35,10 @@ static struct fg_event *event_get(CUevent h) { return fg_handle_get(h64(h), FG_E
 CUresult fg_check_stream(CUstream s)
 {
     if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
-        stream_get(s))
+        stream_get(s)) {
+        fg_host_functions_wait(s);
         return CUDA_SUCCESS;
+    }
     return CUDA_ERROR_INVALID_HANDLE;
 }
 
@@ -1044,7 +1046,9 @@ static CUresult stream_wait(CUstream h, int wait)
     if (wait)
         fg_output_flush_current();      // a synchronise prints what kernels printed
     r = fg_enter(0, &c, NULL);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS && !wait && fg_host_functions_busy(h))
+        r = CUDA_ERROR_NOT_READY;   // a host function in flight: the stream is busy
+    else if (r == CUDA_SUCCESS)
         r = fg_check_stream(h);
     uint64_t idle = fg_engine_idle_at();
     fg_unlock();

@@ -84,8 +84,18 @@ CUresult fg_enter(int flags, struct fg_ctx **ctx, int *skip);
 // destroyed); lock held.
 struct fg_ctx *fg_ctx_current(void);
 
-// CUDA_SUCCESS for the NULL/legacy/per-thread streams and live streams.
+// CUDA_SUCCESS for the NULL/legacy/per-thread streams and live streams;
+// first waits for host functions in flight that work on s must follow
+// (host_functions.c).  Lock held (released while it waits).
 CUresult fg_check_stream(CUstream s);
+
+// Host functions in flight (host_functions.c), lock held: whether work on s
+// would wait for one; wait for those, or for all (a context synchronise).
+int fg_host_functions_busy(CUstream s);
+void fg_host_functions_wait(CUstream s);
+void fg_host_functions_wait_all(void);
+// Wait on cv with the lock held (released meanwhile).
+void fg_wait(pthread_cond_t *cv);
 
 // ---- Handles -------------------------------------------------------------------
 //

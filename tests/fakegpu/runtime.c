@@ -811,6 +811,34 @@ cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t s)
     CALL(cuStreamSynchronize(s));
 }
 
+// Host functions: the driver's (host_functions.c); a runtime callback's
+// status is a cudaError_t, of the same number.  The driver's _ptsz forms are
+// declared only under per-thread default streams.
+CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *data);
+CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream s, CUstreamCallback cb, void *data,
+                                          unsigned int flags);
+cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *data)
+{
+    CALL(cuLaunchHostFunc(s, fn, data));
+}
+
+cudaError_t CUDARTAPI cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void *data)
+{
+    CALL(cuLaunchHostFunc_ptsz(s, fn, data));
+}
+
+cudaError_t CUDARTAPI cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *data,
+                                            unsigned int flags)
+{
+    CALL(cuStreamAddCallback(s, (CUstreamCallback)cb, data, flags));
+}
+
+cudaError_t CUDARTAPI cudaStreamAddCallback_ptsz(cudaStream_t s, cudaStreamCallback_t cb,
+                                                 void *data, unsigned int flags)
+{
+    CALL(cuStreamAddCallback_ptsz(s, (CUstreamCallback)cb, data, flags));
+}
+
 cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t s)
 {
     CALL(cuStreamQuery(s));

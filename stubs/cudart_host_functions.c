@@ -1,0 +1,45 @@
+/* cudaLaunchHostFunc and cudaStreamAddCallback (and their _ptsz forms): the
+ * program's function runs on the client when rgpud's stream reaches it, and
+ * the stream waits for it (common/rgpu_callbacks.c, daemon/host_functions.c).
+ * The _ptsz forms differ only in what the default stream means, which the
+ * server's runtime decides. */
+#include "rgpu_client.h"
+#include "cudart_procs.h"
+
+#include <cuda_runtime_api.h>
+
+#define LIB (&rgpu_cudart_lib)
+
+static cudaError_t enqueue(unsigned variant, const char *what, cudaStream_t stream,
+                           enum rgpu_callback_kind kind, void *fn, void *data, unsigned flags)
+{
+    return (cudaError_t)rgpu_host_func_enqueue(LIB, what, variant, (uint64_t)(uintptr_t)stream,
+                                               kind, fn, data, flags);
+}
+
+RGPU_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+    return enqueue(0, "cudaLaunchHostFunc", stream, RGPU_CB_HOST_FN, (void *)fn, userData, 0);
+}
+
+RGPU_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn,
+                                                void *userData)
+{
+    return enqueue(1, "cudaLaunchHostFunc_ptsz", stream, RGPU_CB_HOST_FN, (void *)fn, userData,
+                   0);
+}
+
+RGPU_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                              void *userData, unsigned int flags)
+{
+    return enqueue(2, "cudaStreamAddCallback", stream, RGPU_CB_STREAM, (void *)callback,
+                   userData, flags);
+}
+
+RGPU_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream,
+                                                   cudaStreamCallback_t callback, void *userData,
+                                                   unsigned int flags)
+{
+    return enqueue(3, "cudaStreamAddCallback_ptsz", stream, RGPU_CB_STREAM, (void *)callback,
+                   userData, flags);
+}
