@@ -595,6 +595,10 @@ static int wait_reply(struct waiter *me)
 
 void rgpu_req_begin(struct rgpu_req *req, uint32_t proc_id, unsigned flags)
 {
+    /* What the program wrote into shared memory goes ahead of this
+     * request (rgpu_mapped.c), before its serial is taken. */
+    if (rgpu_mapped_active())
+        rgpu_mapped_before_request(proc_id);
     msgpack_sbuffer_init(&req->buf);
     msgpack_packer_init(&req->pk, &req->buf, msgpack_sbuffer_write);
     req->serial = atomic_fetch_add(&S.next_serial, 1) + 1;
@@ -1066,6 +1070,8 @@ static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
         return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
     }
     rgpu_handles_after_call(proc, argv, reply.api, 1);
+    if (rgpu_mapped_active())
+        rgpu_mapped_after_call(proc->name, reply.api);
     if (pure && reply.api == 0 && reply.deferred == 0)
         rgpu_answer_keep(proc, argv, pol, &reply.outs, epoch);
     int status = rgpu_reply_status(lib, &reply);
@@ -1093,6 +1099,10 @@ int rgpu_call_synchronise(const struct rgpu_lib *lib, const struct rgpu_proc *pr
 {
     if (rgpu_sticky_error())
         return client_status(lib, rgpu_sticky_error());
+    /* With shared memory the program may read what the GPU wrote once
+     * this returns: it waits, and the bytes come back (rgpu_mapped.c). */
+    if (rgpu_mapped_active())
+        return call(lib, proc, argv, WAITING);
     return call(lib, proc, argv, lazy ? UNWAITED : AS_DECLARED);
 }
 

@@ -286,6 +286,56 @@ int rgpu_output_frame(const char *frame, size_t len);
 int rgpu_call_synchronise(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                           const void *const *argv, int lazy);
 
+/* ---- mapped and managed memory (rgpu_mapped.c) ---------------------------- */
+
+/* Ranges of memory the program and the GPU share (zero-copy host memory,
+ * managed memory): the program's copy at host, the GPU's at dev (the same
+ * address where it could be had), size bytes.  Coherent as on a device
+ * without concurrent managed access: the program's changes reach the GPU
+ * before the next request, the GPU's reach the program after a call that
+ * synchronises. */
+enum rgpu_mapped_flags {
+    RGPU_MAPPED_MANAGED = 1,    /* cudaMallocManaged / cuMemAllocManaged */
+    RGPU_MAPPED_OWN_HOST = 2,   /* the client mapped the program's copy (unmapped at free) */
+};
+/* 0, or -1 (out of memory).  lib: the library whose copies move the bytes. */
+int rgpu_mapped_add(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,
+                    int flags);
+/* Forget the range whose program (by_dev 0) or GPU (1) address is p;
+ * 1 with what it was when there was one. */
+int rgpu_mapped_remove(uint64_t p, int by_dev, uint64_t *host, uint64_t *dev, size_t *size,
+                       int *flags);
+/* The range holding p (program address, or GPU address with by_dev): 1
+ * with its facts, or 0. */
+int rgpu_mapped_find(uint64_t p, int by_dev, uint64_t *host, uint64_t *dev, size_t *size,
+                     int *flags);
+/* Whether any range exists (one relaxed load: the cost for everyone else). */
+int rgpu_mapped_active(void);
+/* Hooks of the core: every request but a fence first sends what the
+ * program changed; a synchronisation that succeeded (by the generated
+ * call's name, or any copy to the host) brings the GPU's bytes back. */
+void rgpu_mapped_before_request(uint32_t proc_id);
+void rgpu_mapped_after_call(const char *name, int status);
+void rgpu_mapped_after_sync(void);
+/* A copy from the host wrote count bytes at GPU address dev: the same
+ * bytes go into the program's copy and the shadow, as a blocking copy
+ * into managed memory is visible to the host when it returns. */
+void rgpu_mapped_wrote(uint64_t dev, const void *src, size_t count);
+/* The program's copy: size bytes of fresh client memory at addr (0), or
+ * -1 when anything is mapped there; anywhere (NULL: none); unmapped. */
+int rgpu_mapped_map_at(uint64_t addr, size_t size);
+void *rgpu_mapped_map_anywhere(size_t size);
+void rgpu_mapped_unmap(uint64_t addr, size_t size);
+/* A free: forget the range whose program (by_dev 0) or GPU address is p,
+ * with its client ranges, and unmap the program's copy where the client
+ * mapped it.  1 with the GPU's address in *dev_out (when not NULL) when
+ * p was such a range: the caller frees the GPU's copy. */
+int rgpu_mapped_release(uint64_t p, int by_dev, uint64_t *dev_out);
+/* A device attribute as the program is told it (the runtime's and the
+ * driver's numbers agree): the managed and pageable memory facts are the
+ * client's, those of a device without concurrent managed access. */
+int rgpu_mapped_device_attr(int attribute, int value);
+
 /* ---- client objects and kept answers (rgpu_client_objects.c) ------------ */
 
 /* A stub that keeps handles of class cls as its own objects translates

@@ -1,0 +1,338 @@
+/* Mapped (zero-copy) host memory and managed memory, kept coherent at the
+ * points where CUDA makes them coherent on a device without concurrent
+ * managed access (docs/architecture.md, "Mapped and managed memory").
+ *
+ * Each range has three copies: the GPU's (device memory on the server,
+ * which kernels use), the program's (client memory, at the same address
+ * where it could be had) and a shadow of the program's as the GPU last
+ * saw it.  Before any request leaves the client, the pages where the
+ * program's copy differs from the shadow go to the GPU (host-to-device
+ * copies without replies, ahead of the request, so the server runs them
+ * first); after a call that synchronises with the GPU, the GPU's copy
+ * comes back into the program's and the shadow.  Comparing against a
+ * shadow, rather than write-protecting pages and catching faults, keeps
+ * writes the kernel makes for the program (read(2) into the buffer, a
+ * library's memcpy) visible without a signal handler and without
+ * EFAULT from system calls; it costs a second copy of each range in
+ * client memory and a comparison per request while ranges exist.
+ *
+ * A process without such ranges pays one relaxed atomic load per request. */
+#include "rgpu_client.h"
+#include "client_ranges.h"
+#include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct mapped {
+    uint64_t host, dev;         /* the program's address, the GPU's */
+    size_t size;
+    unsigned char *shadow;      /* the program's bytes as the GPU last saw them */
+    const struct rgpu_lib *lib; /* whose copy procedures move the bytes */
+    uint32_t htod_id, dtoh_id;
+    int flags;                  /* RGPU_MAPPED_* */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mapped *ranges;
+static size_t nranges, cap;
+static int active;              /* nranges != 0, read without the lock */
+static int gpu_may_have_written; /* a request went since the last pull */
+static _Thread_local int inside; /* this thread is moving mapped bytes */
+
+static size_t page_size(void)
+{
+    static size_t ps;
+    if (!ps) {
+        long v = sysconf(_SC_PAGESIZE);
+        ps = v > 0 ? (size_t)v : 4096;
+    }
+    return ps;
+}
+
+int rgpu_mapped_active(void)
+{
+    return __atomic_load_n(&active, __ATOMIC_RELAXED);
+}
+
+static struct mapped *find_locked(uint64_t p, int by_dev)
+{
+    for (size_t i = 0; i < nranges; i++) {
+        uint64_t base = by_dev ? ranges[i].dev : ranges[i].host;
+        if (p >= base && p - base < ranges[i].size)
+            return &ranges[i];
+    }
+    return NULL;
+}
+
+int rgpu_mapped_find(uint64_t p, int by_dev, uint64_t *host, uint64_t *dev, size_t *size,
+                     int *flags)
+{
+    if (!rgpu_mapped_active())
+        return 0;
+    pthread_mutex_lock(&lock);
+    struct mapped *m = find_locked(p, by_dev);
+    if (m) {
+        if (host)
+            *host = m->host;
+        if (dev)
+            *dev = m->dev;
+        if (size)
+            *size = m->size;
+        if (flags)
+            *flags = m->flags;
+    }
+    pthread_mutex_unlock(&lock);
+    return m != NULL;
+}
+
+/* Send [off, off+len) of m from the program's copy to the GPU's, without
+ * waiting (a failure is reported by the next call that waits). */
+static void push_run(struct mapped *m, size_t off, size_t len)
+{
+    int rc = rgpu_copy_htod(m->lib, m->htod_id, "mapped memory to the device", m->dev + off,
+                            (const char *)(uintptr_t)m->host + off, len, 0, 0);
+    if (rc != 0)
+        rgpu_debug("mapped memory at %#llx: push of %zu bytes failed (%d)",
+                   (unsigned long long)m->host + off, len, rc);
+    memcpy(m->shadow + off, (const char *)(uintptr_t)m->host + off, len);
+}
+
+/* The pages of m that the program changed, as runs of adjacent pages. */
+static void push_range(struct mapped *m)
+{
+    const unsigned char *cur = (const unsigned char *)(uintptr_t)m->host;
+    size_t ps = page_size(), run = 0, run_len = 0;
+    for (size_t off = 0; off < m->size; off += ps) {
+        size_t n = m->size - off < ps ? m->size - off : ps;
+        if (memcmp(cur + off, m->shadow + off, n) != 0) {
+            if (!run_len)
+                run = off;
+            run_len += n;
+            continue;
+        }
+        if (run_len)
+            push_run(m, run, run_len);
+        run_len = 0;
+    }
+    if (run_len)
+        push_run(m, run, run_len);
+}
+
+void rgpu_mapped_before_request(uint32_t proc_id)
+{
+    if (inside || proc_id == rgpu_proc_id("rgpu", RGPU_H_FENCE))
+        return;
+    inside = 1;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nranges; i++)
+        push_range(&ranges[i]);
+    gpu_may_have_written = 1;
+    pthread_mutex_unlock(&lock);
+    inside = 0;
+}
+
+/* The GPU's copy of m into the program's and the shadow. */
+static void pull_range(struct mapped *m)
+{
+    int rc = rgpu_copy_dtoh(m->lib, m->dtoh_id, "mapped memory to the host",
+                            (void *)(uintptr_t)m->host, m->dev, m->size, 0);
+    if (rc != 0) {
+        rgpu_debug("mapped memory at %#llx: pull failed (%d)", (unsigned long long)m->host, rc);
+        return;
+    }
+    memcpy(m->shadow, (const void *)(uintptr_t)m->host, m->size);
+}
+
+void rgpu_mapped_after_sync(void)
+{
+    if (inside || !rgpu_mapped_active())
+        return;
+    inside = 1;
+    pthread_mutex_lock(&lock);
+    if (gpu_may_have_written) {
+        for (size_t i = 0; i < nranges; i++)
+            pull_range(&ranges[i]);
+        gpu_may_have_written = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    inside = 0;
+}
+
+/* Whether a generated call that waited is a synchronisation after which
+ * the program may read what the GPU wrote (by its name: they are few). */
+static int synchronises(const char *name)
+{
+    static const char *const names[] = {
+        "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+        "cudaStreamQuery", "cudaEventQuery", "cuCtxSynchronize", "cuStreamSynchronize",
+        "cuEventSynchronize", "cuStreamQuery", "cuEventQuery",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strncmp(name, names[i], strlen(names[i])) == 0)
+            return 1;
+    return 0;
+}
+
+void rgpu_mapped_after_call(const char *name, int status)
+{
+    if (status == 0 && rgpu_mapped_active() && synchronises(name))
+        rgpu_mapped_after_sync();
+}
+
+int rgpu_mapped_add(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,
+                    int flags)
+{
+    int runtime = lib->is_runtime;
+    struct mapped m = {
+        .host = host, .dev = dev, .size = size, .lib = lib, .flags = flags,
+        .htod_id = rgpu_proc_id(runtime ? "cudart" : "cuda",
+                                runtime ? RGPU_H_HTOD : RGPU_H_CU_HTOD),
+        .dtoh_id = rgpu_proc_id(runtime ? "cudart" : "cuda",
+                                runtime ? RGPU_H_DTOH : RGPU_H_CU_DTOH),
+    };
+    if (!size)
+        return -1;
+    m.shadow = malloc(size);
+    if (!m.shadow)
+        return -1;
+    /* The GPU's copy starts as whatever its allocation held: the first
+     * push sends every page, so that both copies start equal. */
+    memcpy(m.shadow, (const void *)(uintptr_t)host, size);
+    for (size_t i = 0; i < size; i++)
+        m.shadow[i] = (unsigned char)~m.shadow[i];
+    pthread_mutex_lock(&lock);
+    if (nranges == cap) {
+        size_t ncap = cap ? cap * 2 : 16;
+        struct mapped *n = realloc(ranges, ncap * sizeof *n);
+        if (!n) {
+            pthread_mutex_unlock(&lock);
+            free(m.shadow);
+            return -1;
+        }
+        ranges = n;
+        cap = ncap;
+    }
+    ranges[nranges++] = m;
+    __atomic_store_n(&active, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+int rgpu_mapped_remove(uint64_t p, int by_dev, uint64_t *host, uint64_t *dev, size_t *size,
+                       int *flags)
+{
+    int found = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nranges; i++) {
+        if ((by_dev ? ranges[i].dev : ranges[i].host) != p)
+            continue;
+        if (host)
+            *host = ranges[i].host;
+        if (dev)
+            *dev = ranges[i].dev;
+        if (size)
+            *size = ranges[i].size;
+        if (flags)
+            *flags = ranges[i].flags;
+        free(ranges[i].shadow);
+        ranges[i] = ranges[--nranges];
+        found = 1;
+        break;
+    }
+    __atomic_store_n(&active, nranges != 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+void rgpu_mapped_wrote(uint64_t dev, const void *src, size_t count)
+{
+    if (!rgpu_mapped_active())
+        return;
+    pthread_mutex_lock(&lock);
+    struct mapped *m = find_locked(dev, 1);
+    if (m) {
+        size_t off = dev - m->dev;
+        size_t n = count < m->size - off ? count : m->size - off;
+        memmove((char *)(uintptr_t)m->host + off, src, n);
+        memcpy(m->shadow + off, (const char *)(uintptr_t)m->host + off, n);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---- the program's copy --------------------------------------------------------- */
+
+static size_t whole_pages(size_t size)
+{
+    size_t ps = page_size();
+    return (size + ps - 1) / ps * ps;
+}
+
+int rgpu_mapped_map_at(uint64_t addr, size_t size)
+{
+    void *want = (void *)(uintptr_t)addr;
+    if (!size || addr % page_size())
+        return -1;
+    /* MAP_FIXED_NOREPLACE fails where anything of ours is mapped already;
+     * a kernel older than 4.17 ignores the flag and takes it as a hint,
+     * so the address is checked too. */
+    void *p = mmap(want, whole_pages(size), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    if (p != want) {
+        munmap(p, whole_pages(size));
+        return -1;
+    }
+    return 0;
+}
+
+void *rgpu_mapped_map_anywhere(size_t size)
+{
+    void *p = mmap(NULL, whole_pages(size ? size : 1), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void rgpu_mapped_unmap(uint64_t addr, size_t size)
+{
+    munmap((void *)(uintptr_t)addr, whole_pages(size ? size : 1));
+}
+
+int rgpu_mapped_release(uint64_t p, int by_dev, uint64_t *dev_out)
+{
+    uint64_t host, dev;
+    size_t size;
+    int flags;
+    if (!p || !rgpu_mapped_active() || !rgpu_mapped_remove(p, by_dev, &host, &dev, &size, &flags))
+        return 0;
+    rgpu_ranges_remove(host);
+    if (dev != host)
+        rgpu_ranges_remove(dev);
+    if (flags & RGPU_MAPPED_OWN_HOST)
+        rgpu_mapped_unmap(host, size);
+    if (dev_out)
+        *dev_out = dev;
+    return 1;
+}
+
+/* ---- what the program is told about the device -------------------------------- */
+
+int rgpu_mapped_device_attr(int attribute, int value)
+{
+    switch (attribute) {
+    case 88:    /* PAGEABLE_MEMORY_ACCESS: no GPU reaches the client's pageable memory */
+    case 89:    /* CONCURRENT_MANAGED_ACCESS: managed memory is coherent at synchronisations */
+    case 91:    /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: registered memory's GPU copy
+                   lies elsewhere (cuMemHostGetDevicePointer) */
+    case 100:   /* PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES */
+    case 101:   /* DIRECT_MANAGED_MEM_ACCESS_FROM_HOST */
+        return 0;
+    default:
+        return value;
+    }
+}
