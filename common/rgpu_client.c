@@ -1,5 +1,6 @@
 /* The client core (see rgpu_client.h). */
 #include "rgpu_client.h"
+#include "client_ranges.h"
 #include "rgpu_addr.h"
 #include "rgpu_hello.h"
 #include "rgpu_hand_procs.h"
@@ -1041,6 +1042,12 @@ static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
             return client_status(lib, st);
         argv = translated;
     }
+    /* Pinned memory named as device memory gets its GPU copy (rgpu_mapped.c). */
+    const void *pinned_argv[RGPU_MAX_PARAMS];
+    uint64_t pinned_values[RGPU_MAX_PARAMS];
+    if (rgpu_ranges_any_pinned() && proc->nparams <= RGPU_MAX_PARAMS &&
+        rgpu_mapped_translate_devptrs(lib, proc, argv, pinned_argv, pinned_values))
+        argv = pinned_argv;
     int pure = (proc->flags & RGPU_PROC_PURE) && by_content;
     if (pure && rgpu_answer_known(proc, argv, pol))
         return 0;

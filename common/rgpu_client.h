@@ -335,6 +335,16 @@ int rgpu_mapped_release(uint64_t p, int by_dev, uint64_t *dev_out);
  * driver's numbers agree): the managed and pageable memory facts are the
  * client's, those of a device without concurrent managed access. */
 int rgpu_mapped_device_attr(int attribute, int value);
+/* Pinned memory that a device call names (a memset, a library's matrix):
+ * unified addressing makes all pinned memory device memory, so such a
+ * range gets a GPU copy on demand, kept coherent like mapped memory.  A
+ * stub registers how it makes one (1: p's range has one now). */
+typedef int (*rgpu_pinned_mapper)(uint64_t p);
+void rgpu_mapped_register_pinned_mapper(const struct rgpu_lib *lib, rgpu_pinned_mapper fn);
+/* out[i]: argv[i], or a pointer into values where a device pointer
+ * argument named pinned memory and now names its GPU copy; 1 when any did. */
+int rgpu_mapped_translate_devptrs(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                                  const void *const *argv, const void **out, uint64_t *values);
 
 /* ---- client objects and kept answers (rgpu_client_objects.c) ------------ */
 

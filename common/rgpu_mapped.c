@@ -336,3 +336,53 @@ int rgpu_mapped_device_attr(int attribute, int value)
         return value;
     }
 }
+
+/* ---- pinned memory that device calls name --------------------------------------- */
+
+static struct {
+    const struct rgpu_lib *lib;
+    rgpu_pinned_mapper fn;
+} mappers[4];
+
+void rgpu_mapped_register_pinned_mapper(const struct rgpu_lib *lib, rgpu_pinned_mapper fn)
+{
+    for (size_t i = 0; i < sizeof mappers / sizeof mappers[0]; i++) {
+        if (!mappers[i].fn || mappers[i].lib == lib) {
+            mappers[i].lib = lib;
+            mappers[i].fn = fn;
+            return;
+        }
+    }
+}
+
+/* Give the pinned range holding p a GPU copy through lib's stub, or any
+ * stub's (a cuBLAS call naming pinned memory): 1 when it has one now. */
+static int map_pinned(const struct rgpu_lib *lib, uint64_t p)
+{
+    rgpu_pinned_mapper fn = NULL;
+    for (size_t i = 0; i < sizeof mappers / sizeof mappers[0] && mappers[i].fn; i++)
+        if (!fn || mappers[i].lib == lib)
+            fn = mappers[i].fn;
+    return fn && fn(p);
+}
+
+int rgpu_mapped_translate_devptrs(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                                  const void *const *argv, const void **out, uint64_t *values)
+{
+    int changed = 0;
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        out[i] = argv[i];
+        if (proc->params[i].kind != RGPU_DEVPTR || !argv[i])
+            continue;
+        uint64_t v = *(const uint64_t *)argv[i], host, dev;
+        if (!v || rgpu_ranges_find(v, NULL, NULL) != RGPU_RANGE_PINNED)
+            continue;
+        if (!rgpu_mapped_find(v, 0, &host, &dev, NULL, NULL) &&
+            !(map_pinned(lib, v) && rgpu_mapped_find(v, 0, &host, &dev, NULL, NULL)))
+            continue;
+        values[i] = dev + (v - host);
+        out[i] = &values[i];
+        changed = 1;
+    }
+    return changed;
+}

@@ -20,5 +20,7 @@ void rgpu_ranges_remove(uint64_t base);
 /* The kind of the recorded range holding p (0: none); base and size
  * describe it where not NULL. */
 int rgpu_ranges_find(uint64_t p, uint64_t *base, size_t *size);
+/* Whether any range of kind RGPU_RANGE_PINNED is recorded (one relaxed load). */
+int rgpu_ranges_any_pinned(void);
 
 #endif

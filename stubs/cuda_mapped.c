@@ -215,3 +215,10 @@ RGPU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsig
     rgpu_ranges_add(p, bytesize, RGPU_RANGE_MANAGED);
     return CUDA_SUCCESS;
 }
+
+/* Pinned memory that a device call names gets its GPU copy through here
+ * (common/rgpu_mapped.c). */
+__attribute__((constructor)) static void register_pinned_mapper(void)
+{
+    rgpu_mapped_register_pinned_mapper(LIB, map_pinned_on_demand);
+}

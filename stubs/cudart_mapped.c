@@ -218,3 +218,10 @@ RGPU_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned i
     rgpu_ranges_add(p, size, RGPU_RANGE_MANAGED);
     return cudaSuccess;
 }
+
+/* Pinned memory that a device call names gets its GPU copy through here
+ * (common/rgpu_mapped.c). */
+__attribute__((constructor)) static void register_pinned_mapper(void)
+{
+    rgpu_mapped_register_pinned_mapper(LIB, map_pinned_on_demand);
+}

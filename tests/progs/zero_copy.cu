@@ -133,6 +133,41 @@ static void pinned_device_pointer(void)
     check_cuda(cudaFreeHost(h), "cudaFreeHost (pinned)");
 }
 
+// A memset naming plain pinned memory, as JAX issues them: applied to the
+// program's bytes in stream order (rgpu gives the range a GPU copy).
+static void pinned_memset(void)
+{
+    unsigned char *h = NULL;
+    size_t bytes = 3 * 4096 + 100;
+    cudaStream_t s;
+    if (!check_cuda(cudaMallocHost((void **)&h, bytes), "cudaMallocHost (memset)"))
+        return;
+    memset(h, 0x5a, bytes);
+    check_cuda(cudaStreamCreate(&s), "cudaStreamCreate (memset)");
+    check_cuda(cudaMemsetAsync(h + 50, 0x11, 5000, s), "cudaMemsetAsync on pinned memory");
+    check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize (memset)");
+    size_t i = 0;
+    while (i < bytes && h[i] == ((i >= 50 && i < 5050) ? 0x11 : 0x5a))
+        i++;
+    check(i == bytes, "memset of pinned memory", "byte %zu is %#x", i, i < bytes ? h[i] : 0);
+
+    void *dh = NULL;
+    check(cuMemAllocHost(&dh, 8192) == CUDA_SUCCESS, "cuMemAllocHost", "failed");
+    uint32_t *w = (uint32_t *)dh;
+    for (int k = 0; k < 2048; k++)
+        w[k] = 7;
+    check(cuMemsetD32Async((CUdeviceptr)(uintptr_t)dh, 0xabcd, 1024, (CUstream)s) == CUDA_SUCCESS,
+          "cuMemsetD32Async on pinned memory", "failed");
+    check(cuStreamSynchronize((CUstream)s) == CUDA_SUCCESS, "cuStreamSynchronize", "failed");
+    int k = 0;
+    while (k < 2048 && w[k] == (k < 1024 ? 0xabcdu : 7u))
+        k++;
+    check(k == 2048, "cuMemsetD32Async of pinned memory", "word %d is %#x", k, k < 2048 ? w[k] : 0);
+    cuMemFreeHost(dh);
+    cudaStreamDestroy(s);
+    check_cuda(cudaFreeHost(h), "cudaFreeHost (memset)");
+}
+
 static void driver_mapped(void)
 {
     int *h = NULL;
@@ -175,6 +210,7 @@ int main(void)
     host_alloc_mapped();
     host_register_mapped();
     pinned_device_pointer();
+    pinned_memset();
     driver_mapped();
     bad_inputs();
     return check_failures ? 1 : 0;
