@@ -1387,6 +1387,19 @@ void rgpu_layout_pack(const struct rgpu_layout *l, void *const *args, unsigned c
     memset(buf, 0, l->bytes);
     for (unsigned i = 0; i < l->nparams; i++)
         memcpy(buf + l->offset[i], args[i], l->size[i]);
+    /* A pointer argument into pinned memory: unified addressing lets a
+     * kernel use it, so it names the range's GPU copy (rgpu_mapped.c).
+     * Pointers inside larger parameters (structs) are not looked at. */
+    if (!rgpu_ranges_any_pinned())
+        return;
+    for (unsigned i = 0; i < l->nparams; i++) {
+        uint64_t v, dev;
+        if (l->size[i] != sizeof v || l->offset[i] % sizeof v)
+            continue;
+        memcpy(&v, buf + l->offset[i], sizeof v);
+        if ((dev = rgpu_mapped_pinned_to_device(NULL, v)) != 0)
+            memcpy(buf + l->offset[i], &dev, sizeof dev);
+    }
 }
 
 /* ---- handle -> value maps of the stubs ------------------------------------------ */

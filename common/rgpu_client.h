@@ -341,6 +341,10 @@ int rgpu_mapped_device_attr(int attribute, int value);
  * stub registers how it makes one (1: p's range has one now). */
 typedef int (*rgpu_pinned_mapper)(uint64_t p);
 void rgpu_mapped_register_pinned_mapper(const struct rgpu_lib *lib, rgpu_pinned_mapper fn);
+/* The GPU copy's address of pinned (or registered) memory at p, made on
+ * demand (lib: whose stub makes it, NULL: any), or 0 when p is not such
+ * memory or no copy could be made. */
+uint64_t rgpu_mapped_pinned_to_device(const struct rgpu_lib *lib, uint64_t p);
 /* out[i]: argv[i], or a pointer into values where a device pointer
  * argument named pinned memory and now names its GPU copy; 1 when any did. */
 int rgpu_mapped_translate_devptrs(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
@@ -356,6 +360,10 @@ typedef int (*rgpu_translate_fn)(const struct rgpu_proc *proc, unsigned param, u
                                  uint64_t *server);
 void rgpu_register_translator(const struct rgpu_lib *lib, uint32_t cls, rgpu_translate_fn fn);
 int rgpu_lib_translates(const struct rgpu_lib *lib);
+/* The GPU copy's address of pinned (or registered) memory at p, made on
+ * demand (lib: whose stub makes it, NULL: any), or 0 when p is not such
+ * memory or no copy could be made. */
+uint64_t rgpu_mapped_pinned_to_device(const struct rgpu_lib *lib, uint64_t p);
 /* out[i]: argv[i], or a pointer into values where a translator swapped
  * the handle; *must_wait when an object had no server handle;
  * *by_content when every handle but the first is NULL or a translated

@@ -366,6 +366,17 @@ static int map_pinned(const struct rgpu_lib *lib, uint64_t p)
     return fn && fn(p);
 }
 
+uint64_t rgpu_mapped_pinned_to_device(const struct rgpu_lib *lib, uint64_t p)
+{
+    uint64_t host, dev;
+    if (!p || rgpu_ranges_find(p, NULL, NULL) != RGPU_RANGE_PINNED)
+        return 0;
+    if (!rgpu_mapped_find(p, 0, &host, &dev, NULL, NULL) &&
+        !(map_pinned(lib, p) && rgpu_mapped_find(p, 0, &host, &dev, NULL, NULL)))
+        return 0;
+    return dev + (p - host);
+}
+
 int rgpu_mapped_translate_devptrs(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                                   const void *const *argv, const void **out, uint64_t *values)
 {
@@ -374,13 +385,10 @@ int rgpu_mapped_translate_devptrs(const struct rgpu_lib *lib, const struct rgpu_
         out[i] = argv[i];
         if (proc->params[i].kind != RGPU_DEVPTR || !argv[i])
             continue;
-        uint64_t v = *(const uint64_t *)argv[i], host, dev;
-        if (!v || rgpu_ranges_find(v, NULL, NULL) != RGPU_RANGE_PINNED)
+        uint64_t dev = rgpu_mapped_pinned_to_device(lib, *(const uint64_t *)argv[i]);
+        if (!dev)
             continue;
-        if (!rgpu_mapped_find(v, 0, &host, &dev, NULL, NULL) &&
-            !(map_pinned(lib, v) && rgpu_mapped_find(v, 0, &host, &dev, NULL, NULL)))
-            continue;
-        values[i] = dev + (v - host);
+        values[i] = dev;
         out[i] = &values[i];
         changed = 1;
     }

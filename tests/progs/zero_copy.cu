@@ -163,6 +163,14 @@ static void pinned_memset(void)
     while (k < 2048 && w[k] == (k < 1024 ? 0xabcdu : 7u))
         k++;
     check(k == 2048, "cuMemsetD32Async of pinned memory", "word %d is %#x", k, k < 2048 ? w[k] : 0);
+    // A kernel given the pinned pointer itself, as unified addressing allows.
+    k_inc<<<blocks(1024), 256, 0, s>>>((int *)dh, 1024);
+    check_cuda(cudaStreamSynchronize(s), "kernel on a pinned pointer");
+    k = 0;
+    while (k < 2048 && w[k] == (k < 1024 ? 0xabceu : 7u))
+        k++;
+    check(k == 2048, "kernel wrote pinned memory through its host pointer", "word %d is %#x", k,
+          k < 2048 ? w[k] : 0);
     cuMemFreeHost(dh);
     cudaStreamDestroy(s);
     check_cuda(cudaFreeHost(h), "cudaFreeHost (memset)");
