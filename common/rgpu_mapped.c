@@ -178,10 +178,39 @@ static int synchronises(const char *name)
     return 0;
 }
 
+/* A device reset freed every GPU copy (and, natively, the managed and
+ * pinned memory itself): the ranges are forgotten, so that nothing is
+ * pushed into memory the session no longer owns.  The program's copies
+ * stay mapped: a program that still touches them reads stale bytes
+ * rather than crashing in rgpu. */
+static void forget_all(void)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nranges; i++) {
+        rgpu_ranges_remove(ranges[i].host);
+        if (ranges[i].dev != ranges[i].host)
+            rgpu_ranges_remove(ranges[i].dev);
+        free(ranges[i].shadow);
+    }
+    nranges = 0;
+    __atomic_store_n(&active, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&lock);
+}
+
+static int resets(const char *name)
+{
+    return strcmp(name, "cudaDeviceReset") == 0 ||
+           strncmp(name, "cuDevicePrimaryCtxReset", strlen("cuDevicePrimaryCtxReset")) == 0;
+}
+
 void rgpu_mapped_after_call(const char *name, int status)
 {
-    if (status == 0 && rgpu_mapped_active() && synchronises(name))
+    if (status != 0 || !rgpu_mapped_active())
+        return;
+    if (synchronises(name))
         rgpu_mapped_after_sync();
+    else if (resets(name))
+        forget_all();
 }
 
 int rgpu_mapped_add(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,

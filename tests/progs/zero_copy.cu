@@ -209,6 +209,19 @@ static void bad_inputs(void)
     free(plain);
 }
 
+// A reset frees mapped memory with everything else; what follows works.
+static void after_reset(void)
+{
+    int *h = NULL, *d = NULL;
+    check_cuda(cudaHostAlloc((void **)&h, 4096, cudaHostAllocMapped), "cudaHostAlloc before reset");
+    h[0] = 1;
+    check_cuda(cudaDeviceReset(), "cudaDeviceReset with mapped memory");
+    check_cuda(cudaMalloc((void **)&d, 64), "cudaMalloc after reset");
+    check_cuda(cudaMemset(d, 0, 64), "cudaMemset after reset");
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after reset");
+    check_cuda(cudaFree(d), "cudaFree after reset");
+}
+
 int main(void)
 {
     check_cuda(cudaSetDeviceFlags(cudaDeviceMapHost), "cudaSetDeviceFlags(cudaDeviceMapHost)");
@@ -221,5 +234,6 @@ int main(void)
     pinned_memset();
     driver_mapped();
     bad_inputs();
+    after_reset();
     return check_failures ? 1 : 0;
 }
