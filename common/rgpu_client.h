@@ -298,7 +298,9 @@ enum rgpu_mapped_flags {
     RGPU_MAPPED_MANAGED = 1,    /* cudaMallocManaged / cuMemAllocManaged */
     RGPU_MAPPED_OWN_HOST = 2,   /* the client mapped the program's copy (unmapped at free) */
 };
-/* 0, or -1 (out of memory).  lib: the library whose copies move the bytes. */
+/* 0, or -1 (out of memory).  lib: the library whose copies move the bytes.
+ * With RGPU_MAPPED_OWN_HOST the program's copy is fresh (zeros) and the
+ * caller zeroes the GPU's; else the first request sends the program's. */
 int rgpu_mapped_add(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,
                     int flags);
 /* Forget the range whose program (by_dev 0) or GPU (1) address is p;

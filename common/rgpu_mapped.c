@@ -226,14 +226,17 @@ int rgpu_mapped_add(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, siz
     };
     if (!size)
         return -1;
-    m.shadow = malloc(size);
+    /* Fresh memory the client mapped is zeros on both sides (the stub
+     * zeroes the GPU's copy); the program's own memory is pushed whole
+     * by the first push: a shadow unlike it in every byte. */
+    m.shadow = flags & RGPU_MAPPED_OWN_HOST ? calloc(1, size) : malloc(size);
     if (!m.shadow)
         return -1;
-    /* The GPU's copy starts as whatever its allocation held: the first
-     * push sends every page, so that both copies start equal. */
-    memcpy(m.shadow, (const void *)(uintptr_t)host, size);
-    for (size_t i = 0; i < size; i++)
-        m.shadow[i] = (unsigned char)~m.shadow[i];
+    if (!(flags & RGPU_MAPPED_OWN_HOST)) {
+        memcpy(m.shadow, (const void *)(uintptr_t)host, size);
+        for (size_t i = 0; i < size; i++)
+            m.shadow[i] = (unsigned char)~m.shadow[i];
+    }
     pthread_mutex_lock(&lock);
     if (nranges == cap) {
         size_t ncap = cap ? cap * 2 : 16;

@@ -29,6 +29,15 @@ static CUresult alloc_device(size_t size, uint64_t *dev)
     return (CUresult)rc;
 }
 
+/* Fresh shared memory starts as zeros on both sides. */
+static CUresult zero_device(uint64_t dev, size_t size)
+{
+    CUdeviceptr p = dev;
+    unsigned char value = 0;
+    const void *argv[] = { &p, &value, &size };
+    return (CUresult)rgpu_call(LIB, RGPU_CUDA_cuMemsetD8_v2, argv);
+}
+
 static CUresult share(uint64_t host, uint64_t dev, size_t size, int flags)
 {
     if (rgpu_mapped_add(LIB, host, dev, size, flags) < 0)
@@ -58,7 +67,9 @@ static CUresult host_alloc_mapped(void **pp, size_t size)
         free_device(dev);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    rc = share(host, dev, size, RGPU_MAPPED_OWN_HOST);
+    rc = zero_device(dev, size);
+    if (rc == CUDA_SUCCESS)
+        rc = share(host, dev, size, RGPU_MAPPED_OWN_HOST);
     if (rc != CUDA_SUCCESS) {
         rgpu_mapped_unmap(host, size);
         free_device(dev);
@@ -206,7 +217,8 @@ RGPU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsig
         *dptr = 0;
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (rgpu_mapped_add(LIB, p, p, bytesize, RGPU_MAPPED_MANAGED | RGPU_MAPPED_OWN_HOST) < 0) {
+    if (zero_device(p, bytesize) != CUDA_SUCCESS ||
+        rgpu_mapped_add(LIB, p, p, bytesize, RGPU_MAPPED_MANAGED | RGPU_MAPPED_OWN_HOST) < 0) {
         rgpu_mapped_unmap(p, bytesize);
         free_device(p);
         *dptr = 0;

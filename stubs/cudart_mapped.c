@@ -31,6 +31,15 @@ static cudaError_t alloc_device(size_t size, uint64_t *dev)
     return rc;
 }
 
+/* Fresh shared memory starts as zeros on both sides. */
+static cudaError_t zero_device(uint64_t dev, size_t size)
+{
+    void *p = (void *)(uintptr_t)dev;
+    int value = 0;
+    const void *argv[] = { &p, &value, &size };
+    return rgpu_call(LIB, RGPU_CUDART_cudaMemset, argv);
+}
+
 /* Share [host, host+size) with the GPU's copy at dev; the client ranges
  * say what each address is. */
 static cudaError_t share(uint64_t host, uint64_t dev, size_t size, int flags, int host_kind)
@@ -64,7 +73,9 @@ static cudaError_t host_alloc_mapped(void **pHost, size_t size)
         free_device(dev);
         return RESULT(cudaErrorMemoryAllocation);
     }
-    rc = share(host, dev, size, RGPU_MAPPED_OWN_HOST, RGPU_RANGE_PINNED);
+    rc = zero_device(dev, size);
+    if (rc == cudaSuccess)
+        rc = share(host, dev, size, RGPU_MAPPED_OWN_HOST, RGPU_RANGE_PINNED);
     if (rc != cudaSuccess) {
         rgpu_mapped_unmap(host, size);
         free_device(dev);
@@ -209,7 +220,8 @@ RGPU_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned i
         *devPtr = NULL;
         return RESULT(cudaErrorMemoryAllocation);
     }
-    if (rgpu_mapped_add(LIB, p, p, size, RGPU_MAPPED_MANAGED | RGPU_MAPPED_OWN_HOST) < 0) {
+    if (zero_device(p, size) != cudaSuccess ||
+        rgpu_mapped_add(LIB, p, p, size, RGPU_MAPPED_MANAGED | RGPU_MAPPED_OWN_HOST) < 0) {
         rgpu_mapped_unmap(p, size);
         free_device(p);
         *devPtr = NULL;
