@@ -136,16 +136,36 @@ void rgpu_mapped_before_request(uint32_t proc_id)
     inside = 0;
 }
 
-/* The GPU's copy of m into the program's and the shadow. */
+/* The GPU's copy of m comes back; the pages where it differs from the
+ * shadow (what the GPU last got from the program) are the GPU's writes,
+ * and only those replace the program's: a page the GPU left alone keeps
+ * whatever the program wrote since, even from another thread during the
+ * synchronisation (it goes to the GPU with the next request). */
 static void pull_range(struct mapped *m)
 {
-    int rc = rgpu_copy_dtoh(m->lib, m->dtoh_id, "mapped memory to the host",
-                            (void *)(uintptr_t)m->host, m->dev, m->size, 0);
-    if (rc != 0) {
-        rgpu_debug("mapped memory at %#llx: pull failed (%d)", (unsigned long long)m->host, rc);
+    unsigned char *gpu = malloc(m->size);
+    if (!gpu) {
+        rgpu_warn("mapped memory at %#llx: no memory to bring the GPU's copy back",
+                  (unsigned long long)m->host);
         return;
     }
-    memcpy(m->shadow, (const void *)(uintptr_t)m->host, m->size);
+    int rc = rgpu_copy_dtoh(m->lib, m->dtoh_id, "mapped memory to the host", gpu, m->dev,
+                            m->size, 0);
+    if (rc != 0) {
+        rgpu_debug("mapped memory at %#llx: pull failed (%d)", (unsigned long long)m->host, rc);
+        free(gpu);
+        return;
+    }
+    unsigned char *cur = (unsigned char *)(uintptr_t)m->host;
+    size_t ps = page_size();
+    for (size_t off = 0; off < m->size; off += ps) {
+        size_t n = m->size - off < ps ? m->size - off : ps;
+        if (memcmp(gpu + off, m->shadow + off, n) == 0)
+            continue;
+        memcpy(cur + off, gpu + off, n);
+        memcpy(m->shadow + off, gpu + off, n);
+    }
+    free(gpu);
 }
 
 void rgpu_mapped_after_sync(void)
