@@ -324,23 +324,59 @@ static size_t whole_pages(size_t size)
     return (size + ps - 1) / ps * ps;
 }
 
-int rgpu_mapped_map_at(uint64_t addr, size_t size)
+/* Allocations on the GPU are only 256-byte aligned: two small ones may
+ * share a client page.  The program's copies of ranges the client mapped
+ * (RGPU_MAPPED_OWN_HOST) are the pages their bytes touch; a page another
+ * such range touches is mapped already and stays mapped while one does.
+ * Only a range's first and last page can be shared (ranges never
+ * overlap).  Caller holds the lock. */
+static int page_in_use_locked(uint64_t page, uint64_t except)
 {
-    void *want = (void *)(uintptr_t)addr;
-    if (!size || addr % page_size())
-        return -1;
-    /* MAP_FIXED_NOREPLACE fails where anything of ours is mapped already;
-     * a kernel older than 4.17 ignores the flag and takes it as a hint,
-     * so the address is checked too. */
-    void *p = mmap(want, whole_pages(size), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (p == MAP_FAILED)
-        return -1;
-    if (p != want) {
-        munmap(p, whole_pages(size));
-        return -1;
+    size_t ps = page_size();
+    for (size_t i = 0; i < nranges; i++) {
+        const struct mapped *m = &ranges[i];
+        if (!(m->flags & RGPU_MAPPED_OWN_HOST) || m->host == except)
+            continue;
+        uint64_t lo = m->host / ps * ps, hi = (m->host + m->size + ps - 1) / ps * ps;
+        if (page >= lo && page < hi)
+            return 1;
     }
     return 0;
+}
+
+/* The pages [*lo, *hi) that [addr, addr+size) alone touches. */
+static void own_pages_locked(uint64_t addr, size_t size, uint64_t *lo, uint64_t *hi)
+{
+    size_t ps = page_size();
+    *lo = addr / ps * ps;
+    *hi = (addr + size + ps - 1) / ps * ps;
+    if (page_in_use_locked(*lo, addr))
+        *lo += ps;
+    if (*hi > *lo && page_in_use_locked(*hi - ps, addr))
+        *hi -= ps;
+}
+
+int rgpu_mapped_map_at(uint64_t addr, size_t size)
+{
+    uint64_t lo, hi;
+    int rc = 0;
+    if (!size || addr + size < addr)
+        return -1;
+    pthread_mutex_lock(&lock);
+    own_pages_locked(addr, size, &lo, &hi);
+    if (lo < hi) {
+        /* MAP_FIXED_NOREPLACE fails where anything is mapped already; a
+         * kernel older than 4.17 ignores the flag and takes it as a hint,
+         * so the address is checked too. */
+        void *want = (void *)(uintptr_t)lo;
+        void *p = mmap(want, hi - lo, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p != MAP_FAILED && p != want)
+            munmap(p, hi - lo);
+        rc = p == want ? 0 : -1;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 void *rgpu_mapped_map_anywhere(size_t size)
@@ -352,7 +388,12 @@ void *rgpu_mapped_map_anywhere(size_t size)
 
 void rgpu_mapped_unmap(uint64_t addr, size_t size)
 {
-    munmap((void *)(uintptr_t)addr, whole_pages(size ? size : 1));
+    uint64_t lo, hi;
+    pthread_mutex_lock(&lock);
+    own_pages_locked(addr, size ? size : 1, &lo, &hi);
+    if (lo < hi)
+        munmap((void *)(uintptr_t)lo, hi - lo);
+    pthread_mutex_unlock(&lock);
 }
 
 int rgpu_mapped_release(uint64_t p, int by_dev, uint64_t *dev_out)

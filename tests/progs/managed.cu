@@ -118,6 +118,38 @@ static void host_kernel_host(void)
     check_cuda(cudaFree(m), "cudaFree");
 }
 
+// Small allocations may share a page (the GPU aligns them to 256 bytes):
+// each keeps its own bytes, and one outlives its neighbour's free.
+static void small_neighbours(void)
+{
+    int *a = NULL, *b = NULL;
+    const int n = 100;
+    if (!check_cuda(cudaMallocManaged((void **)&a, n * sizeof(int)), "cudaMallocManaged (a)") ||
+        !check_cuda(cudaMallocManaged((void **)&b, n * sizeof(int)), "cudaMallocManaged (b)"))
+        return;
+    for (int i = 0; i < n; i++) {
+        a[i] = i;
+        b[i] = 1000 + i;
+    }
+    k_inc<<<1, 128>>>(a, n);
+    k_double<<<1, 128>>>(b, b, n);
+    check_cuda(cudaDeviceSynchronize(), "sync (neighbours)");
+    int ok = 1;
+    for (int i = 0; i < n; i++)
+        ok &= a[i] == i + 1 && b[i] == 2 * (1000 + i);
+    check(ok, "small managed neighbours keep their own bytes", "a[0]=%d b[0]=%d", a[0], b[0]);
+    check_cuda(cudaFree(a), "cudaFree (a)");
+    for (int i = 0; i < n; i++)
+        b[i] = 3 * i;
+    k_inc<<<1, 128>>>(b, n);
+    check_cuda(cudaDeviceSynchronize(), "sync (b alone)");
+    ok = 1;
+    for (int i = 0; i < n; i++)
+        ok &= b[i] == 3 * i + 1;
+    check(ok, "a managed allocation outlives its neighbour's free", "b[0]=%d", b[0]);
+    check_cuda(cudaFree(b), "cudaFree (b)");
+}
+
 static void driver_managed(void)
 {
     CUdeviceptr d = 0;
@@ -163,6 +195,7 @@ int main(void)
                "cudaDeviceGetAttribute managedMemory");
     check(managed == 1, "managed memory supported", "%d", managed);
     host_kernel_host();
+    small_neighbours();
     driver_managed();
     bad_inputs();
     return check_failures ? 1 : 0;
