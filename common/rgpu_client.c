@@ -1,5 +1,6 @@
 /* The client core (see rgpu_client.h). */
 #include "rgpu_client.h"
+#include "client_ranges.h"
 #include "rgpu_addr.h"
 #include "rgpu_hello.h"
 #include "rgpu_hand_procs.h"
@@ -666,6 +667,10 @@ static int wait_reply(struct waiter *me)
 
 void rgpu_req_begin(struct rgpu_req *req, uint32_t proc_id, unsigned flags)
 {
+    /* What the program wrote into shared memory goes ahead of this
+     * request (rgpu_mapped.c), before its serial is taken. */
+    if (rgpu_mapped_active())
+        rgpu_mapped_before_request(proc_id);
     msgpack_sbuffer_init(&req->buf);
     msgpack_packer_init(&req->pk, &req->buf, msgpack_sbuffer_write);
     req->serial = atomic_fetch_add(&S.next_serial, 1) + 1;
@@ -1129,6 +1134,12 @@ static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
             return client_status(lib, st);
         argv = translated;
     }
+    /* Pinned memory named as device memory gets its GPU copy (rgpu_mapped.c). */
+    const void *pinned_argv[RGPU_MAX_PARAMS];
+    uint64_t pinned_values[RGPU_MAX_PARAMS];
+    if (rgpu_ranges_any_pinned() && proc->nparams <= RGPU_MAX_PARAMS &&
+        rgpu_mapped_translate_devptrs(lib, proc, argv, pinned_argv, pinned_values))
+        argv = pinned_argv;
     int pure = (proc->flags & RGPU_PROC_PURE) && by_content;
     if (pure && rgpu_answer_known(proc, argv, pol))
         return 0;
@@ -1158,6 +1169,8 @@ static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
         return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
     }
     rgpu_handles_after_call(proc, argv, reply.api, 1);
+    if (rgpu_mapped_active())
+        rgpu_mapped_after_call(proc->name, reply.api);
     if (pure && reply.api == 0 && reply.deferred == 0)
         rgpu_answer_keep(proc, argv, pol, &reply.outs, epoch);
     int status = rgpu_reply_status(lib, &reply);
@@ -1185,6 +1198,10 @@ int rgpu_call_synchronise(const struct rgpu_lib *lib, const struct rgpu_proc *pr
 {
     if (rgpu_sticky_error())
         return client_status(lib, rgpu_sticky_error());
+    /* With shared memory the program may read what the GPU wrote once
+     * this returns: it waits, and the bytes come back (rgpu_mapped.c). */
+    if (rgpu_mapped_active())
+        return call(lib, proc, argv, WAITING);
     return call(lib, proc, argv, lazy ? UNWAITED : AS_DECLARED);
 }
 
@@ -1462,6 +1479,19 @@ void rgpu_layout_pack(const struct rgpu_layout *l, void *const *args, unsigned c
     memset(buf, 0, l->bytes);
     for (unsigned i = 0; i < l->nparams; i++)
         memcpy(buf + l->offset[i], args[i], l->size[i]);
+    /* A pointer argument into pinned memory: unified addressing lets a
+     * kernel use it, so it names the range's GPU copy (rgpu_mapped.c).
+     * Pointers inside larger parameters (structs) are not looked at. */
+    if (!rgpu_ranges_any_pinned())
+        return;
+    for (unsigned i = 0; i < l->nparams; i++) {
+        uint64_t v, dev;
+        if (l->size[i] != sizeof v || l->offset[i] % sizeof v)
+            continue;
+        memcpy(&v, buf + l->offset[i], sizeof v);
+        if ((dev = rgpu_mapped_pinned_to_device(NULL, v)) != 0)
+            memcpy(buf + l->offset[i], &dev, sizeof dev);
+    }
 }
 
 /* ---- handle -> value maps of the stubs ------------------------------------------ */

@@ -318,6 +318,72 @@ int rgpu_output_frame(const char *frame, size_t len);
 int rgpu_call_synchronise(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                           const void *const *argv, int lazy);
 
+/* ---- mapped and managed memory (rgpu_mapped.c) ---------------------------- */
+
+/* Ranges of memory the program and the GPU share (zero-copy host memory,
+ * managed memory): the program's copy at host, the GPU's at dev (the same
+ * address where it could be had), size bytes.  Coherent as on a device
+ * without concurrent managed access: the program's changes reach the GPU
+ * before the next request, the GPU's reach the program after a call that
+ * synchronises. */
+enum rgpu_mapped_flags {
+    RGPU_MAPPED_MANAGED = 1,    /* cudaMallocManaged / cuMemAllocManaged */
+    RGPU_MAPPED_OWN_HOST = 2,   /* the client mapped the program's copy (unmapped at free) */
+};
+/* 0, or -1 (out of memory).  lib: the library whose copies move the bytes.
+ * With RGPU_MAPPED_OWN_HOST the program's copy is fresh (zeros) and the
+ * caller zeroes the GPU's; else the first request sends the program's. */
+int rgpu_mapped_add(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,
+                    int flags);
+/* Forget the range whose program (by_dev 0) or GPU (1) address is p;
+ * 1 with what it was when there was one. */
+int rgpu_mapped_remove(uint64_t p, int by_dev, uint64_t *host, uint64_t *dev, size_t *size,
+                       int *flags);
+/* The range holding p (program address, or GPU address with by_dev): 1
+ * with its facts, or 0. */
+int rgpu_mapped_find(uint64_t p, int by_dev, uint64_t *host, uint64_t *dev, size_t *size,
+                     int *flags);
+/* Whether any range exists (one relaxed load: the cost for everyone else). */
+int rgpu_mapped_active(void);
+/* Hooks of the core: every request but a fence first sends what the
+ * program changed; a synchronisation that succeeded (by the generated
+ * call's name, or any copy to the host) brings the GPU's bytes back. */
+void rgpu_mapped_before_request(uint32_t proc_id);
+void rgpu_mapped_after_call(const char *name, int status);
+void rgpu_mapped_after_sync(void);
+/* A copy from the host wrote count bytes at GPU address dev: the same
+ * bytes go into the program's copy and the shadow, as a blocking copy
+ * into managed memory is visible to the host when it returns. */
+void rgpu_mapped_wrote(uint64_t dev, const void *src, size_t count);
+/* The program's copy: size bytes of fresh client memory at addr (0), or
+ * -1 when anything is mapped there; anywhere (NULL: none); unmapped. */
+int rgpu_mapped_map_at(uint64_t addr, size_t size);
+void *rgpu_mapped_map_anywhere(size_t size);
+void rgpu_mapped_unmap(uint64_t addr, size_t size);
+/* A free: forget the range whose program (by_dev 0) or GPU address is p,
+ * with its client ranges, and unmap the program's copy where the client
+ * mapped it.  1 with the GPU's address in *dev_out (when not NULL) when
+ * p was such a range: the caller frees the GPU's copy. */
+int rgpu_mapped_release(uint64_t p, int by_dev, uint64_t *dev_out);
+/* A device attribute as the program is told it (the runtime's and the
+ * driver's numbers agree): the managed and pageable memory facts are the
+ * client's, those of a device without concurrent managed access. */
+int rgpu_mapped_device_attr(int attribute, int value);
+/* Pinned memory that a device call names (a memset, a library's matrix):
+ * unified addressing makes all pinned memory device memory, so such a
+ * range gets a GPU copy on demand, kept coherent like mapped memory.  A
+ * stub registers how it makes one (1: p's range has one now). */
+typedef int (*rgpu_pinned_mapper)(uint64_t p);
+void rgpu_mapped_register_pinned_mapper(const struct rgpu_lib *lib, rgpu_pinned_mapper fn);
+/* The GPU copy's address of pinned (or registered) memory at p, made on
+ * demand (lib: whose stub makes it, NULL: any), or 0 when p is not such
+ * memory or no copy could be made. */
+uint64_t rgpu_mapped_pinned_to_device(const struct rgpu_lib *lib, uint64_t p);
+/* out[i]: argv[i], or a pointer into values where a device pointer
+ * argument named pinned memory and now names its GPU copy; 1 when any did. */
+int rgpu_mapped_translate_devptrs(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                                  const void *const *argv, const void **out, uint64_t *values);
+
 /* ---- client objects and kept answers (rgpu_client_objects.c) ------------ */
 
 /* A stub that keeps handles of class cls as its own objects translates
@@ -328,6 +394,10 @@ typedef int (*rgpu_translate_fn)(const struct rgpu_proc *proc, unsigned param, u
                                  uint64_t *server);
 void rgpu_register_translator(const struct rgpu_lib *lib, uint32_t cls, rgpu_translate_fn fn);
 int rgpu_lib_translates(const struct rgpu_lib *lib);
+/* The GPU copy's address of pinned (or registered) memory at p, made on
+ * demand (lib: whose stub makes it, NULL: any), or 0 when p is not such
+ * memory or no copy could be made. */
+uint64_t rgpu_mapped_pinned_to_device(const struct rgpu_lib *lib, uint64_t p);
 /* out[i]: argv[i], or a pointer into values where a translator swapped
  * the handle; *must_wait when an object had no server handle;
  * *by_content when every handle but the first is NULL or a translated

@@ -128,6 +128,10 @@ int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
         if (count == 0)
             break;
     }
+    /* A copy to the host waited for the GPU: what it wrote into shared
+     * memory is the program's to read now (rgpu_mapped.c). */
+    if (status == 0 && rgpu_mapped_active())
+        rgpu_mapped_after_sync();
     return status;
 }
 
@@ -176,5 +180,8 @@ int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const char *what, void *dst, s
     int rc = rgpu_req_exchange(lib, what, &req, &reply);
     if (rc != RGPU_REPLY_READY)
         return rc;
-    return land_rows(lib, what, &reply, dst, dpitch, width, height);
+    rc = land_rows(lib, what, &reply, dst, dpitch, width, height);
+    if (rc == 0 && rgpu_mapped_active())
+        rgpu_mapped_after_sync();
+    return rc;
 }

@@ -14,6 +14,7 @@ struct range {
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct range *ranges;    /* sorted by base, non-overlapping */
 static size_t count, cap;
+static int pinned;              /* ranges of kind RGPU_RANGE_PINNED, read without the lock */
 
 static size_t lower_bound(uint64_t p)
 {
@@ -47,6 +48,8 @@ RGPU_EXPORT void rgpu_ranges_add(uint64_t base, size_t size, int kind)
     ranges[i].size = size ? size : 1;
     ranges[i].kind = kind;
     count++;
+    if (kind == RGPU_RANGE_PINNED)
+        __atomic_add_fetch(&pinned, 1, __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&lock);
 }
 
@@ -55,6 +58,8 @@ RGPU_EXPORT void rgpu_ranges_remove(uint64_t base)
     pthread_rwlock_wrlock(&lock);
     size_t i = lower_bound(base);
     if (i > 0 && ranges[i - 1].base == base) {
+        if (ranges[i - 1].kind == RGPU_RANGE_PINNED)
+            __atomic_sub_fetch(&pinned, 1, __ATOMIC_RELAXED);
         memmove(&ranges[i - 1], &ranges[i], (count - i) * sizeof *ranges);
         count--;
     }
@@ -75,4 +80,9 @@ RGPU_EXPORT int rgpu_ranges_find(uint64_t p, uint64_t *base, size_t *size)
     }
     pthread_rwlock_unlock(&lock);
     return found;
+}
+
+RGPU_EXPORT int rgpu_ranges_any_pinned(void)
+{
+    return __atomic_load_n(&pinned, __ATOMIC_RELAXED) != 0;
 }

@@ -10,6 +10,9 @@
 enum rgpu_range_kind {
     RGPU_RANGE_DEVICE = 1,      /* device memory on the server */
     RGPU_RANGE_PINNED = 2,      /* host memory the program believes pinned */
+    RGPU_RANGE_MAPPED = 3,      /* the GPU's address of mapped host memory
+                                   (common/rgpu_mapped.c); often the program's too */
+    RGPU_RANGE_MANAGED = 4,     /* managed memory: one address on both sides */
 };
 
 void rgpu_ranges_add(uint64_t base, size_t size, int kind);
@@ -17,5 +20,7 @@ void rgpu_ranges_remove(uint64_t base);
 /* The kind of the recorded range holding p (0: none); base and size
  * describe it where not NULL. */
 int rgpu_ranges_find(uint64_t p, uint64_t *base, size_t *size);
+/* Whether any range of kind RGPU_RANGE_PINNED is recorded (one relaxed load). */
+int rgpu_ranges_any_pinned(void);
 
 #endif

@@ -149,6 +149,8 @@ RGPU_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CU
             return CUDA_SUCCESS;
     }
     int rc = rgpu_call(LIB, RGPU_CUDA_cuDeviceGetAttribute, argv);
+    if (rc == CUDA_SUCCESS)
+        *pi = rgpu_mapped_device_attr(attrib, *pi);
     if (rc == CUDA_SUCCESS && cacheable) {
         pthread_mutex_lock(&lock);
         attr_value[dev][attrib] = *pi;

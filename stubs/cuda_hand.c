@@ -123,64 +123,8 @@ RGPU_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
     return cuMemAllocHost_v2(pp, bytesize);
 }
 
-#undef cuMemHostAlloc
-RGPU_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
-{
-    if (Flags & CU_MEMHOSTALLOC_DEVICEMAP) {
-        static int logged;
-        return rgpu_refused(LIB, "cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP)",
-                            "mapped host memory lives on the client", &logged);
-    }
-    return cuMemAllocHost_v2(pp, bytesize);
-}
-
-#undef cuMemFreeHost
-RGPU_EXPORT CUresult cuMemFreeHost(void *p)
-{
-    if (p)
-        rgpu_ranges_remove((uint64_t)(uintptr_t)p);
-    free(p);
-    return CUDA_SUCCESS;
-}
-
-#undef cuMemHostRegister
-RGPU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
-{
-    if (!p || !bytesize)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (Flags & CU_MEMHOSTREGISTER_DEVICEMAP) {
-        static int logged;
-        return rgpu_refused(LIB, "cuMemHostRegister(CU_MEMHOSTREGISTER_DEVICEMAP)",
-                            "mapped host memory lives on the client", &logged);
-    }
-    rgpu_ranges_add((uint64_t)(uintptr_t)p, bytesize, RGPU_RANGE_PINNED);
-    return CUDA_SUCCESS;
-}
-
-/* The form before CUDA 6.5: the same on the client. */
-RGPU_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
-{
-    return cuMemHostRegister_v2(p, bytesize, Flags);
-}
-
-#undef cuMemHostUnregister
-RGPU_EXPORT CUresult cuMemHostUnregister(void *p)
-{
-    if (!p)
-        return CUDA_ERROR_INVALID_VALUE;
-    rgpu_ranges_remove((uint64_t)(uintptr_t)p);
-    return CUDA_SUCCESS;
-}
-
-#undef cuMemHostGetFlags
-RGPU_EXPORT CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
-{
-    (void)p;
-    if (!pFlags)
-        return CUDA_ERROR_INVALID_VALUE;
-    *pFlags = 0;
-    return CUDA_SUCCESS;
-}
+/* cuMemHostAlloc, cuMemFreeHost, cuMemHostRegister(_v2), cuMemHostUnregister,
+ * cuMemHostGetFlags: stubs/cuda_mapped.c. */
 
 /* ---- allocations ---------------------------------------------------------------- */
 
@@ -248,6 +192,8 @@ RGPU_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t byte
 RGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     const void *argv[] = { &dptr };
+    /* Managed memory: the program's copy goes first (stubs/cuda_mapped.c). */
+    rgpu_mapped_release(dptr, 1, NULL);
     int rc = rgpu_call(LIB, RGPU_CUDA_cuMemFree_v2, argv);
     if (rc == CUDA_SUCCESS)
         rgpu_ranges_remove(dptr);
@@ -278,11 +224,18 @@ RGPU_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 
 static CUresult htod(CUdeviceptr dst, const void *src, size_t count, CUstream stream)
 {
-    uint64_t s = (uint64_t)(uintptr_t)stream;
+    uint64_t s = (uint64_t)(uintptr_t)stream, host, dev;
     if (rgpu_sticky_error())
         return (CUresult)rgpu_sticky_error();
-    return rgpu_copy_htod(LIB, rgpu_proc_id("cuda", RGPU_H_CU_HTOD), "cuMemcpyHtoD", dst, src,
-                          count, s, !rgpu_lazy_copy_to_device(dst, count, s));
+    /* From mapped memory: its GPU copy, in stream order, as DMA reads it
+     * (common/rgpu_mapped.c). */
+    if (rgpu_mapped_find((uint64_t)(uintptr_t)src, 0, &host, &dev, NULL, NULL))
+        return cuMemcpyDtoDAsync_v2(dst, dev + ((uint64_t)(uintptr_t)src - host), count, stream);
+    int rc = rgpu_copy_htod(LIB, rgpu_proc_id("cuda", RGPU_H_CU_HTOD), "cuMemcpyHtoD", dst, src,
+                            count, s, !rgpu_lazy_copy_to_device(dst, count, s));
+    if (rc == CUDA_SUCCESS)
+        rgpu_mapped_wrote(dst, src, count);
+    return rc;
 }
 
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t count, CUstream stream)
@@ -340,9 +293,11 @@ RGPU_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     return rc;
 }
 
+/* Mapped and managed memory count as the GPU's copy (rgpu_mapped.c). */
 static int on_device(CUdeviceptr p)
 {
-    return rgpu_ranges_find(p, NULL, NULL) == RGPU_RANGE_DEVICE;
+    int kind = rgpu_ranges_find(p, NULL, NULL);
+    return kind == RGPU_RANGE_DEVICE || kind == RGPU_RANGE_MAPPED || kind == RGPU_RANGE_MANAGED;
 }
 
 /* With unified addressing either side may be host memory: the bytes of

@@ -15,6 +15,21 @@ uint32_t rgpu_cu_pointer_attr_size(int attribute);
 
 static void pinned_attribute(CUpointer_attribute a, void *data, CUdeviceptr ptr)
 {
+    uint64_t host, dev;
+    /* Mapped host memory (common/rgpu_mapped.c): ptr is the program's or
+     * the GPU's address of it. */
+    int by_dev = rgpu_ranges_find(ptr, NULL, NULL) == RGPU_RANGE_MAPPED;
+    if (rgpu_mapped_find(ptr, by_dev, &host, &dev, NULL, NULL)) {
+        uint64_t off = ptr - (by_dev ? dev : host);
+        if (a == CU_POINTER_ATTRIBUTE_HOST_POINTER || a == CU_POINTER_ATTRIBUTE_DEVICE_POINTER) {
+            *(uint64_t *)data = (a == CU_POINTER_ATTRIBUTE_HOST_POINTER ? host : dev) + off;
+            return;
+        }
+        if (a == CU_POINTER_ATTRIBUTE_MAPPED) {
+            *(int *)data = 1;
+            return;
+        }
+    }
     switch (a) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned *)data = CU_MEMORYTYPE_HOST;
@@ -44,9 +59,9 @@ RGPU_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
     int kind = rgpu_ranges_find(ptr, NULL, NULL);
     for (unsigned i = 0; i < numAttributes; i++) {
         memset(data[i], 0, rgpu_cu_pointer_attr_size(attributes[i]));
-        if (kind == RGPU_RANGE_PINNED) {
+        if (kind == RGPU_RANGE_PINNED || kind == RGPU_RANGE_MAPPED) {
             pinned_attribute(attributes[i], data[i], ptr);
-        } else if (kind == RGPU_RANGE_DEVICE) {
+        } else if (kind == RGPU_RANGE_DEVICE || kind == RGPU_RANGE_MANAGED) {
             CUresult rc = cuPointerGetAttribute(data[i], attributes[i], ptr);
             if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_INVALID_VALUE &&
                 rc != CUDA_ERROR_NOT_SUPPORTED)

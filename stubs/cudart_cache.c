@@ -78,6 +78,15 @@ RGPU_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int
     if (known)
         return cudaSuccess;
     int rc = rgpu_call(LIB, RGPU_CUDART_cudaGetDeviceProperties, argv);
+    if (rc == cudaSuccess) {
+        /* Managed memory is coherent at synchronisations only
+         * (common/rgpu_mapped.c): the facts of such a device. */
+        prop->concurrentManagedAccess = 0;
+        prop->pageableMemoryAccess = 0;
+        prop->canUseHostPointerForRegisteredMem = 0;
+        prop->pageableMemoryAccessUsesHostPageTables = 0;
+        prop->directManagedMemAccessFromHost = 0;
+    }
     if (rc == cudaSuccess && cacheable) {
         struct cudaDeviceProp *copy = malloc(sizeof *copy);
         if (copy) {
@@ -108,6 +117,8 @@ RGPU_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr a
     if (known)
         return cudaSuccess;
     int rc = rgpu_call(LIB, RGPU_CUDART_cudaDeviceGetAttribute, argv);
+    if (rc == cudaSuccess)
+        *value = rgpu_mapped_device_attr(attr, *value);
     if (rc == cudaSuccess && cacheable) {
         pthread_mutex_lock(&lock);
         attr_value[device][attr] = *value;

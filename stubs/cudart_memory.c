@@ -86,6 +86,9 @@ RGPU_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size,
 RGPU_EXPORT cudaError_t cudaFree(void *devPtr)
 {
     const void *argv[] = { &devPtr };
+    /* Managed memory: the program's copy goes first, so that nothing is
+     * pushed into memory being freed (stubs/cudart_mapped.c). */
+    rgpu_mapped_release((uint64_t)(uintptr_t)devPtr, 1, NULL);
     int rc = rgpu_call(LIB, RGPU_CUDART_cudaFree, argv);
     if (rc == cudaSuccess && devPtr)
         rgpu_ranges_remove((uint64_t)(uintptr_t)devPtr);
@@ -125,52 +128,8 @@ RGPU_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
     return cudaSuccess;
 }
 
-RGPU_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
-{
-    if (flags & cudaHostAllocMapped) {
-        static int logged;
-        return rgpu_refused(LIB, "cudaHostAlloc(cudaHostAllocMapped)",
-                            "mapped host memory lives on the client", &logged);
-    }
-    return cudaMallocHost(pHost, size);
-}
-
-RGPU_EXPORT cudaError_t cudaFreeHost(void *ptr)
-{
-    rgpu_ranges_remove((uint64_t)(uintptr_t)ptr);
-    free(ptr);
-    return cudaSuccess;
-}
-
-RGPU_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
-{
-    if (!ptr)
-        return RESULT(cudaErrorInvalidValue);
-    if (flags & cudaHostRegisterMapped) {
-        static int logged;
-        return rgpu_refused(LIB, "cudaHostRegister(cudaHostRegisterMapped)",
-                            "mapped host memory lives on the client", &logged);
-    }
-    rgpu_ranges_add((uint64_t)(uintptr_t)ptr, size, RGPU_RANGE_PINNED);
-    return cudaSuccess;
-}
-
-RGPU_EXPORT cudaError_t cudaHostUnregister(void *ptr)
-{
-    if (!ptr)
-        return RESULT(cudaErrorInvalidValue);
-    rgpu_ranges_remove((uint64_t)(uintptr_t)ptr);
-    return cudaSuccess;
-}
-
-RGPU_EXPORT cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost)
-{
-    (void)pHost;
-    if (!pFlags)
-        return RESULT(cudaErrorInvalidValue);
-    *pFlags = cudaHostAllocDefault;
-    return cudaSuccess;
-}
+/* cudaHostAlloc, cudaFreeHost, cudaHostRegister, cudaHostUnregister,
+ * cudaHostGetFlags and cudaHostGetDevicePointer: stubs/cudart_mapped.c. */
 
 RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
                                                  const void *ptr)
@@ -180,10 +139,21 @@ RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a
         return RESULT(cudaErrorInvalidValue);
     memset(attributes, 0, sizeof *attributes);
     int kind = rgpu_ranges_find((uint64_t)(uintptr_t)ptr, &base, NULL);
-    if (kind == RGPU_RANGE_PINNED) {
+    uint64_t host, dev, p = (uint64_t)(uintptr_t)ptr;
+    if (kind == RGPU_RANGE_MANAGED) {
+        attributes->type = cudaMemoryTypeManaged;
+        attributes->device = 0;
+        attributes->hostPointer = attributes->devicePointer = (void *)ptr;
+    } else if (kind == RGPU_RANGE_PINNED || kind == RGPU_RANGE_MAPPED) {
+        /* Mapped host memory has a device address (rgpu_mapped.c). */
         attributes->type = cudaMemoryTypeHost;
         attributes->device = 0;
         attributes->hostPointer = (void *)ptr;
+        if (rgpu_mapped_find(p, kind == RGPU_RANGE_MAPPED, &host, &dev, NULL, NULL)) {
+            uint64_t off = p - (kind == RGPU_RANGE_MAPPED ? dev : host);
+            attributes->hostPointer = (void *)(uintptr_t)(host + off);
+            attributes->devicePointer = (void *)(uintptr_t)(dev + off);
+        }
     } else if (kind == RGPU_RANGE_DEVICE) {
         attributes->type = cudaMemoryTypeDevice;
         attributes->device = 0;     /* TODO: record the device per range */
@@ -198,9 +168,22 @@ RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a
 
 /* ---- copies --------------------------------------------------------------------- */
 
+/* Device memory as unified addressing sees it: mapped and managed
+ * memory are the GPU's copy there (rgpu_mapped.c). */
 static int is_device(const void *p)
 {
-    return rgpu_ranges_find((uint64_t)(uintptr_t)p, NULL, NULL) == RGPU_RANGE_DEVICE;
+    int kind = rgpu_ranges_find((uint64_t)(uintptr_t)p, NULL, NULL);
+    return kind == RGPU_RANGE_DEVICE || kind == RGPU_RANGE_MAPPED ||
+           kind == RGPU_RANGE_MANAGED;
+}
+
+/* The GPU's address of mapped or managed host memory at p, or 0. */
+static uint64_t mapped_device_address(const void *p)
+{
+    uint64_t host, dev, a = (uint64_t)(uintptr_t)p;
+    if (!rgpu_mapped_find(a, 0, &host, &dev, NULL, NULL))
+        return 0;
+    return dev + (a - host);
 }
 
 /* cudaMemcpyDefault: decide from the pointers, as unified addressing does. */
@@ -221,8 +204,11 @@ static cudaError_t htod(void *dst, const void *src, size_t count, cudaStream_t s
     uint64_t d = (uint64_t)(uintptr_t)dst, s = (uint64_t)(uintptr_t)stream;
     if (rgpu_sticky_error())
         return RESULT(rgpu_sticky_error());
-    return rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cudaMemcpy to the device", d,
-                          src, count, s, !rgpu_lazy_copy_to_device(d, count, s));
+    int rc = rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cudaMemcpy to the device",
+                            d, src, count, s, !rgpu_lazy_copy_to_device(d, count, s));
+    if (rc == cudaSuccess && rgpu_mapped_active())
+        rgpu_mapped_wrote(d, src, count);
+    return rc;
 }
 
 static cudaError_t dtoh(void *dst, const void *src, size_t count, cudaStream_t stream)
@@ -264,7 +250,16 @@ static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cud
         return RESULT(cudaErrorInvalidMemcpyDirection);
     if (count == 0)
         return cudaSuccess;
-    switch (resolve_kind(dst, src, kind)) {
+    kind = resolve_kind(dst, src, kind);
+    /* A copy "from the host" out of mapped memory reads what the GPU's
+     * copy holds in stream order, as the device's DMA would. */
+    uint64_t mapped_src = kind == cudaMemcpyHostToDevice && rgpu_mapped_active()
+                              ? mapped_device_address(src) : 0;
+    if (mapped_src) {
+        src = (const void *)(uintptr_t)mapped_src;
+        kind = cudaMemcpyDeviceToDevice;
+    }
+    switch (kind) {
     case cudaMemcpyHostToHost:
         memmove(dst, src, count);
         return cudaSuccess;

@@ -38,6 +38,8 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
     // (uncertain for cuMemFree itself).
     if (r == CUDA_SUCCESS && dptr)
         r = fg_mem_free(dptr);
+    if (r == CUDA_SUCCESS && dptr)
+        fg_managed_forget(dptr);
     fg_unlock();
     return r;
 }
@@ -514,9 +516,19 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute
     unsigned char *host;
     fg_lock();
     int dev = fg_mem_span(ptr, &host) > 0;
+    int managed = dev && fg_managed_holds(ptr);
     fg_unlock();
     if (!dev)
         return CUDA_ERROR_INVALID_VALUE;
+    // Managed memory is the host's at the same address (managed.c).
+    if (managed && (attribute == CU_POINTER_ATTRIBUTE_IS_MANAGED ||
+                    attribute == CU_POINTER_ATTRIBUTE_HOST_POINTER)) {
+        if (attribute == CU_POINTER_ATTRIBUTE_IS_MANAGED)
+            *(unsigned *)data = 1;
+        else
+            *(void **)data = (void *)(uintptr_t)ptr;
+        return CUDA_SUCCESS;
+    }
     switch (attribute) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned *)data = CU_MEMORYTYPE_DEVICE;

@@ -120,6 +120,10 @@ CUresult fg_mem_free(CUdeviceptr p);
 CUresult fg_mem_alloc_global(size_t size, const void *init, size_t init_size,
                              CUdeviceptr *out);
 void fg_mem_free_global(CUdeviceptr p);
+// Forget what managed.c keeps about a managed allocation at p (a free).
+void fg_managed_forget(CUdeviceptr p);
+// Whether p lies in a managed allocation; lock held.
+int fg_managed_holds(CUdeviceptr p);
 void fg_mem_release_owned(struct fg_ctx *owner);
 // Forget the host ranges a context registered (driver_mem.c); lock held.
 void fg_host_release_owned(struct fg_ctx *owner);

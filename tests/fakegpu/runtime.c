@@ -587,6 +587,71 @@ cudaError_t CUDARTAPI cudaFree(void *p)
     CALL(cuMemFree_v2((CUdeviceptr)(uintptr_t)p));
 }
 
+// ---- Managed memory: the driver's (managed.c), whose numbers the runtime's
+// enums and cudaMemLocation share -------------------------------------------------------
+
+cudaError_t CUDARTAPI cudaMallocManaged(void **p, size_t size, unsigned int flags)
+{
+    CUdeviceptr d = 0;
+    cudaError_t e;
+
+    if (!p)
+        return ret(cudaErrorInvalidValue);
+    e = ctx();
+    if (e == cudaSuccess)
+        e = rt(cuMemAllocManaged(&d, size, flags));
+    if (e == cudaSuccess)
+        *p = (void *)(uintptr_t)d;
+    return ret(e);
+}
+
+static CUmemLocation location(struct cudaMemLocation loc)
+{
+    return (CUmemLocation){ (CUmemLocationType)loc.type, loc.id };
+}
+
+cudaError_t CUDARTAPI cudaMemPrefetchAsync(const void *p, size_t count,
+                                           struct cudaMemLocation loc, unsigned int flags,
+                                           cudaStream_t s)
+{
+    CALL(cuMemPrefetchAsync_v2((CUdeviceptr)(uintptr_t)p, count, location(loc), flags,
+                               (CUstream)s));
+}
+
+cudaError_t CUDARTAPI cudaMemPrefetchAsync_ptsz(const void *p, size_t count,
+                                                struct cudaMemLocation loc, unsigned int flags,
+                                                cudaStream_t s)
+{
+    return cudaMemPrefetchAsync(p, count, loc, flags, s ? s : cudaStreamPerThread);
+}
+
+cudaError_t CUDARTAPI cudaMemAdvise(const void *p, size_t count, enum cudaMemoryAdvise advice,
+                                    struct cudaMemLocation loc)
+{
+    CALL(cuMemAdvise_v2((CUdeviceptr)(uintptr_t)p, count, (CUmem_advise)advice,
+                        location(loc)));
+}
+
+cudaError_t CUDARTAPI cudaMemRangeGetAttribute(void *data, size_t dataSize,
+                                               enum cudaMemRangeAttribute attribute,
+                                               const void *p, size_t count)
+{
+    CALL(cuMemRangeGetAttribute(data, dataSize, (CUmem_range_attribute)attribute,
+                                (CUdeviceptr)(uintptr_t)p, count));
+}
+
+cudaError_t CUDARTAPI cudaStreamAttachMemAsync(cudaStream_t s, void *p, size_t length,
+                                               unsigned int flags)
+{
+    CALL(cuStreamAttachMemAsync((CUstream)s, (CUdeviceptr)(uintptr_t)p, length, flags));
+}
+
+cudaError_t CUDARTAPI cudaStreamAttachMemAsync_ptsz(cudaStream_t s, void *p, size_t length,
+                                                    unsigned int flags)
+{
+    return cudaStreamAttachMemAsync(s ? s : cudaStreamPerThread, p, length, flags);
+}
+
 // ---- Stream-ordered allocation: the fake driver's default pool -------------------------
 
 cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void **p, size_t size, cudaMemPool_t pool,
