@@ -1,0 +1,34 @@
+#!/bin/bash
+# tests/gpu/pack-build.sh [BUILD] [DEST]   -- on the development machine
+#
+# What tests/gpu/run.sh needs from a build, in the build's layout, without
+# object files or meson's state: the device tool carries at most 64 MiB and
+# a full build with the static-runtime test programs is larger.  Copies
+# daemon/rgpud, stubs/ (the libraries and their links), launcher/rgpu,
+# bench/rgpu-bench and rgpu-delay, and the test programs of tests/progs and
+# tests/progs/static (their debug information stripped), into DEST
+# (default build-gpu, which git ignores).  Then: run tests/gpu/run.sh DEST.
+set -eu
+src=${1:-build}
+dest=${2:-build-gpu}
+[ -x "$src/daemon/rgpud" ] || { echo "pack-build: $src has no daemon/rgpud (build it first)" >&2; exit 2; }
+rm -rf "$dest"
+mkdir -p "$dest/daemon" "$dest/stubs" "$dest/launcher" "$dest/bench" \
+         "$dest/tests/progs/static"
+cp -a "$src/daemon/rgpud" "$dest/daemon/"
+cp -a "$src"/stubs/lib*.so* "$dest/stubs/"
+cp -a "$src/launcher/rgpu" "$dest/launcher/"
+for b in rgpu-bench rgpu-delay; do
+    [ -x "$src/bench/$b" ] && cp -a "$src/bench/$b" "$dest/bench/"
+done
+copy_programs() {        # FROM TO: executables only, stripped of debug info
+    local f
+    for f in "$1"/*; do
+        [ -f "$f" ] && [ -x "$f" ] || continue
+        strip --strip-debug -o "$2/$(basename "$f")" "$f" 2>/dev/null || cp -a "$f" "$2/"
+        chmod +x "$2/$(basename "$f")"
+    done
+}
+copy_programs "$src/tests/progs" "$dest/tests/progs"
+copy_programs "$src/tests/progs/static" "$dest/tests/progs/static"
+echo "pack-build: $dest: $(du -sh "$dest" | cut -f1)"
