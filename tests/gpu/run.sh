@@ -122,6 +122,9 @@ check_build() {
     BUILD=$(cd "$BUILD_ARG" && pwd)
     RGPUD=$BUILD/daemon/rgpud
     STUBS=$BUILD/stubs
+    # The launcher finds a build's stubs beside itself only in a meson tree;
+    # a packed build (tests/gpu/pack-build.sh) names them.
+    export RGPU_LIB_DIR=$STUBS
     PROGS=$BUILD/tests/progs
     BENCH=$BUILD/bench/rgpu-bench
     LAUNCHER=$BUILD/launcher/rgpu

@@ -217,25 +217,11 @@ static void runs_without_a_later_call(cudaStream_t a)
 
 // ---- errors -----------------------------------------------------------------------
 
-static int never_calls;
-
-static void CUDART_CB must_not_run(void *arg)
+// A host function without a function.  (A destroyed stream is not tried:
+// natively that is a use after free, which crashed on an H200; rgpu's
+// answer to streams it never handed out is tests/badinput.c's.)
+static void no_function(void)
 {
-    (void)arg;
-    never_calls++;
-}
-
-static void destroyed_stream(void)
-{
-    cudaStream_t dead;
-    check_cuda(cudaStreamCreate(&dead), "cudaStreamCreate");
-    check_cuda(cudaStreamDestroy(dead), "cudaStreamDestroy");
-    cudaError_t e = cudaLaunchHostFunc(dead, must_not_run, NULL);
-    fprintf(stderr, "cudaLaunchHostFunc on a destroyed stream: %s\n", cudaGetErrorName(e));
-    check(e != cudaSuccess, "a host function on a destroyed stream is refused", "succeeded");
-    cudaGetLastError();
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    check(never_calls == 0, "and never runs", "it ran");
     check_err(cudaLaunchHostFunc(0, NULL, NULL), cudaErrorInvalidValue,
               "cudaLaunchHostFunc without a function");
     cudaGetLastError();
@@ -283,7 +269,7 @@ int main(void)
     check_cuda(cudaMemset(counter, 0, sizeof *counter), "cudaMemset counter");
     many_in_order(a, b, counter);
     runs_without_a_later_call(a);
-    destroyed_stream();
+    no_function();
     callback_calling_cuda(a);
     check_cuda(cudaStreamDestroy(a), "cudaStreamDestroy a");
     check_cuda(cudaStreamDestroy(b), "cudaStreamDestroy b");
