@@ -63,3 +63,36 @@ uint32_t rgpu_mempool_attr_size(int attribute)
         return 0;
     }
 }
+
+/* The arrays a TMA tensor map is encoded from, sized by the tensor's rank:
+ * rank dimensions and box sizes, rank - 1 strides (the first is the element
+ * size), rank - 2 im2col corner offsets. */
+uint32_t rgpu_tensor_rank_u64s(int rank);
+uint32_t rgpu_tensor_rank_u32s(int rank);
+uint32_t rgpu_tensor_strides_size(int rank);
+uint32_t rgpu_tensor_corners_size(int rank);
+
+static uint32_t rank_items(int rank, int less, uint32_t item)
+{
+    return rank > less && rank <= 5 ? (uint32_t)(rank - less) * item : 0;
+}
+
+uint32_t rgpu_tensor_rank_u64s(int rank)
+{
+    return rank_items(rank, 0, sizeof(cuuint64_t));
+}
+
+uint32_t rgpu_tensor_rank_u32s(int rank)
+{
+    return rank_items(rank, 0, sizeof(cuuint32_t));
+}
+
+uint32_t rgpu_tensor_strides_size(int rank)
+{
+    return rank_items(rank, 1, sizeof(cuuint64_t));
+}
+
+uint32_t rgpu_tensor_corners_size(int rank)
+{
+    return rank_items(rank, 2, sizeof(int));
+}

@@ -236,6 +236,21 @@ static int decode_val(const msgpack_object *o, uint64_t *out)
     return RGPU_OK;
 }
 
+/* A buffer a callee reads or writes in place of the program's: aligned as
+ * the largest structure of the headers wants it (CUtensorMap: 128 bytes;
+ * the driver refuses a map that is not), zeroed when asked. */
+static void *frame_buffer(size_t n, int zero)
+{
+    void *p = NULL;
+    if (n < 128)
+        return zero ? calloc(1, n ? n : 1) : malloc(n ? n : 1);
+    if (posix_memalign(&p, 128, n) != 0)
+        return NULL;
+    if (zero)
+        memset(p, 0, n);
+    return p;
+}
+
 /* A bin argument of exactly want bytes (or nil when nil_ok), copied into a
  * buffer the frame owns so that the callee may keep or modify it. */
 static int decode_bytes(const msgpack_object *o, size_t want, int nil_ok,
@@ -247,7 +262,7 @@ static int decode_bytes(const msgpack_object *o, size_t want, int nil_ok,
     }
     if (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size != want)
         return RGPU_EPROTO;
-    void *p = malloc(want ? want : 1);
+    void *p = frame_buffer(want, 0);
     if (!p)
         return RGPU_ENOMEM;
     if (want)               /* msgpack-c: an empty bin's ptr is NULL */
@@ -293,7 +308,7 @@ static int alloc_out(const msgpack_object *o, size_t cap, struct rgpu_call_frame
     f->outlen[i] = 0;
     if (want == 0)
         return RGPU_OK;
-    void *p = calloc(1, want);
+    void *p = frame_buffer(want, 1);
     if (!p)
         return RGPU_ENOMEM;
     f->owned[i] = p;
@@ -381,9 +396,18 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
     case RGPU_STR:
         return decode_str(o, f, i);
     case RGPU_IN_BUF:
-        rc = buf_len_server(proc, prm, f, &bytes);
-        return rc != RGPU_OK ? rc : decode_bytes(o, bytes, 1, f, i);
     case RGPU_INOUT_BUF:
+        /* NULL needs no length: its element size may be unknown (a
+         * tensor map's strides for rank 1: none). */
+        if (o->type == MSGPACK_OBJECT_NIL) {
+            f->slot[i] = 0;
+            f->outlen[i] = 0;
+            return RGPU_OK;
+        }
+        if (prm->kind == RGPU_IN_BUF) {
+            rc = buf_len_server(proc, prm, f, &bytes);
+            return rc != RGPU_OK ? rc : decode_bytes(o, bytes, 1, f, i);
+        }
         rc = buf_len_server(proc, prm, f, &bytes);
         if (rc != RGPU_OK)
             return rc;
