@@ -238,10 +238,33 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t count, CUstream st
     return rc;
 }
 
+/* A "device" address that is really the program's pinned memory: with
+ * unified addressing the driver copies from and to it as from device
+ * memory.  Its GPU copy when it has one (mapped memory, or pinned memory a
+ * device call named: common/rgpu_mapped.c), else 0: the bytes are here. */
+static int pinned_here(CUdeviceptr p, CUdeviceptr *gpu_copy)
+{
+    uint64_t host, dev;
+    *gpu_copy = 0;
+    if (rgpu_mapped_find(p, 0, &host, &dev, NULL, NULL)) {
+        *gpu_copy = dev + (p - host);
+        return 1;
+    }
+    return rgpu_ranges_find(p, NULL, NULL) == RGPU_RANGE_PINNED;
+}
+
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t count, CUstream stream)
 {
-    return rgpu_copy_dtoh(LIB, rgpu_proc_id("cuda", RGPU_H_CU_DTOH), "cuMemcpyDtoH", dst, src,
-                          count, (uint64_t)(uintptr_t)stream);
+    CUdeviceptr copy;
+    if (pinned_here(src, &copy) && !copy) {
+        /* Host to host, in stream order. */
+        CUresult rc = cuStreamSynchronize(stream);
+        if (rc == CUDA_SUCCESS)
+            memmove(dst, (const void *)(uintptr_t)src, count);
+        return rc;
+    }
+    return rgpu_copy_dtoh(LIB, rgpu_proc_id("cuda", RGPU_H_CU_DTOH), "cuMemcpyDtoH", dst,
+                          copy ? copy : src, count, (uint64_t)(uintptr_t)stream);
 }
 
 #undef cuMemcpyHtoD

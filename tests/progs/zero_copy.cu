@@ -171,6 +171,23 @@ static void pinned_memset(void)
         k++;
     check(k == 2048, "kernel wrote pinned memory through its host pointer", "word %d is %#x", k,
           k < 2048 ? w[k] : 0);
+    // Copies that name pinned memory as the device side, as unified
+    // addressing allows: after a device call named it (its GPU copy) and
+    // before (plain pinned memory: host to host).
+    uint32_t back[1024];
+    check(cuMemcpyDtoHAsync(back, (CUdeviceptr)(uintptr_t)dh, sizeof back, (CUstream)s) ==
+              CUDA_SUCCESS && cuStreamSynchronize((CUstream)s) == CUDA_SUCCESS,
+          "cuMemcpyDtoHAsync from pinned memory a kernel wrote", "failed");
+    check(back[0] == 0xabceu && back[1023] == 0xabceu, "its bytes", "%#x %#x", back[0], back[1023]);
+    void *fresh = NULL;
+    check(cuMemAllocHost(&fresh, 4096) == CUDA_SUCCESS, "cuMemAllocHost (fresh)", "failed");
+    memset(fresh, 0x3c, 4096);
+    memset(back, 0, sizeof back);
+    check(cuMemcpyDtoH(back, (CUdeviceptr)(uintptr_t)fresh, 4096) == CUDA_SUCCESS,
+          "cuMemcpyDtoH from pinned memory no device call named", "failed");
+    check(back[0] == 0x3c3c3c3cu && back[1023] == 0x3c3c3c3cu, "its bytes (host to host)",
+          "%#x %#x", back[0], back[1023]);
+    cuMemFreeHost(fresh);
     cuMemFreeHost(dh);
     cudaStreamDestroy(s);
     check_cuda(cudaFreeHost(h), "cudaFreeHost (memset)");
