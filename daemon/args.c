@@ -72,10 +72,29 @@ int arg_u64s(const struct hand_call *c, unsigned n, uint64_t *v)
     return 0;
 }
 
+/* Kernel arguments where the driver reads them: a CUtensorMap argument
+ * must sit 64-byte aligned (the driver refuses the launch otherwise), as
+ * it would in the program's memory, and the frame's bytes have no such
+ * alignment.  Copied into the serving thread's buffer, aligned to 128
+ * bytes; a launch reads it before it returns.  CUDA takes at most 32764
+ * bytes of arguments. */
+const void *params_aligned(const void *params, size_t len)
+{
+    static _Thread_local _Alignas(128) unsigned char buf[32768];
+    if (len > sizeof buf)
+        return NULL;
+    if (len)
+        memcpy(buf, params, len);
+    return buf;
+}
+
 int layout_argv(const uint32_t *offset, const uint32_t *size, unsigned n, const void *params,
                 size_t len, void **argv, unsigned max)
 {
     if (n > max)
+        return -1;
+    params = params_aligned(params, len);
+    if (!params)
         return -1;
     for (unsigned i = 0; i < n; i++) {
         if ((size_t)offset[i] + size[i] > len)

@@ -108,7 +108,9 @@ static int launch(struct hand_call *c, const uint64_t *v, const void *params, si
 {
     void *argv[512];
     size_t size = n;
-    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)params,
+    const void *packed_params = v[9] ? params_aligned(params, n) : NULL;
+    PROTO_IF(v[9] && !packed_params);
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)packed_params,
                       CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END };
     if (!handles_valid(H_STREAM, v[8]))
         return bad_handle(c, 0, "stream");

@@ -207,6 +207,9 @@ int hand_refuse_handle(struct hand_call *c, unsigned nouts, const char *what, in
 /* The argument vector of a launch: argv[i] = params + offset[i], each
  * parameter inside the len bytes of params.  -1 when one is not, or when
  * there are more than max parameters. */
+/* The launch's argument bytes copied where the driver may read them
+ * aligned as in the program's memory (NULL: more than CUDA allows). */
+const void *params_aligned(const void *params, size_t len);
 int layout_argv(const uint32_t *offset, const uint32_t *size, unsigned n, const void *params,
                 size_t len, void **argv, unsigned max);
 
