@@ -100,6 +100,24 @@ static int h_param_layout(struct hand_call *c)
     return rc;
 }
 
+/* What the driver refused, for the session's debug log: the answer alone
+ * does not say which part of a launch was wrong. */
+static void log_refused_launch(int rc, const CUlaunchConfig *cfg, size_t param_bytes)
+{
+    char attrs[256] = "";
+    size_t used = 0;
+    for (unsigned i = 0; i < cfg->numAttrs && used < sizeof attrs; i++) {
+        const CUlaunchAttribute *a = &cfg->attrs[i];
+        int w = snprintf(attrs + used, sizeof attrs - used, " %u:[%u %u %u]", (unsigned)a->id,
+                         a->value.clusterDim.x, a->value.clusterDim.y, a->value.clusterDim.z);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    rgpu_debug("cuLaunchKernelEx refused (%d): grid %ux%ux%u block %ux%ux%u shared %u, "
+               "%zu argument bytes, attributes (id:[first words])%s", rc, cfg->gridDimX,
+               cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ,
+               cfg->sharedMemBytes, param_bytes, attrs);
+}
+
 /* The launch both procedures describe: v holds [function, gx, gy, gz, bx,
  * by, bz, shmem, stream, packed], params the argument bytes; without
  * attributes it is cuLaunchKernel's, with them cuLaunchKernelEx's. */
@@ -141,7 +159,10 @@ static int launch(struct hand_call *c, const uint64_t *v, const void *params, si
         (unsigned)v[1], (unsigned)v[2], (unsigned)v[3], (unsigned)v[4], (unsigned)v[5],
         (unsigned)v[6], (unsigned)v[7], (CUstream)v[8], attrs, nattrs,
     };
-    return REAL(cuLaunchKernelEx)(&config, (CUfunction)v[0], kernel_params, packed);
+    int rc = REAL(cuLaunchKernelEx)(&config, (CUfunction)v[0], kernel_params, packed);
+    if (rc != CUDA_SUCCESS)
+        log_refused_launch(rc, &config, n);
+    return rc;
 }
 
 /* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] */
