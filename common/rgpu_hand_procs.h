@@ -131,6 +131,16 @@
 #define RGPU_H_CU_LINK_READ    "rgpu.cu_link_read"
 /* [link] -> [] */
 #define RGPU_H_CU_LINK_DESTROY "rgpu.cu_link_destroy"
+/* [op, owner, node, bin dependencies, kernel, gx, gy, gz, bx, by, bz, shmem,
+ *  bin params] -> [node]   a graph's kernel node, added (op ADD: owner the
+ * graph, dependencies u64 node handles) or given new parameters (op SET:
+ * node; op EXEC_SET: owner the executable graph, node); params packed by the
+ * kernel's layout as a launch's (daemon/hand_graphs.c) */
+#define RGPU_H_GRAPH_KERNEL_NODE    "rgpu.graph_kernel_node"
+/* the same for the driver: the kernel a CUfunction or CUkernel, and one
+ * more element before the params, packed (the caller's `extra` buffer) */
+#define RGPU_H_CU_GRAPH_KERNEL_NODE "rgpu.cu_graph_kernel_node"
+enum rgpu_graph_node_op { RGPU_GRAPH_NODE_ADD, RGPU_GRAPH_NODE_SET, RGPU_GRAPH_EXEC_SET };
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"
 /* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] -> []

@@ -104,6 +104,18 @@ static int h_param_layout(struct hand_call *c)
     return rc;
 }
 
+/* A graph's kernel node as a launch (daemon/hand_graphs.c): 1 for a
+ * function the session was never handed or whose layout was never asked,
+ * -1 when the arguments do not fit it, else 0 with argv filled. */
+int hand_cuda_function_argv(uint64_t func, const void *params, size_t n, void **argv,
+                            unsigned max)
+{
+    struct layout *l = guard_function_known(func) ? find_layout(func) : NULL;
+    if (!l)
+        return 1;
+    return layout_argv(l->off, l->size, l->n, params, n, argv, max) ? -1 : 0;
+}
+
 /* The launch both procedures describe: v holds [function, gx, gy, gz, bx,
  * by, bz, shmem, stream, packed], params the argument bytes; without
  * attributes it is cuLaunchKernel's, with them cuLaunchKernelEx's. */

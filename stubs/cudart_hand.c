@@ -623,6 +623,31 @@ RGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 
                               stream ? stream : cudaStreamPerThread);
 }
 
+/* A graph's kernel node (stubs/cudart_graphs.c): the kernel of a host stub
+ * (or of a handle cudaGetKernel gave), resolved, and its arguments packed
+ * by its layout into a malloc'd buffer, as a launch packs them. */
+int rgpu_cudart_kernel_pack(const void *func, void **args, uint64_t *handle,
+                            unsigned char **buf, size_t *len);
+int rgpu_cudart_kernel_pack(const void *func, void **args, uint64_t *handle,
+                            unsigned char **buf, size_t *len)
+{
+    struct kernel *k = kernel_by_host_fn(func);
+    if (!k)
+        return RESULT(cudaErrorInvalidDeviceFunction);
+    int rc = kernel_resolve(k);
+    if (rc != cudaSuccess)
+        return rc;
+    if (k->layout.nparams && !args)
+        return RESULT(cudaErrorInvalidValue);
+    *buf = malloc(k->layout.bytes ? k->layout.bytes : 1);
+    if (!*buf)
+        return RESULT(cudaErrorMemoryAllocation);
+    rgpu_layout_pack(&k->layout, args, *buf);
+    *handle = k->handle;
+    *len = k->layout.bytes;
+    return cudaSuccess;
+}
+
 /* The server's kernel handle, the value CUDA documents as both a
  * cudaKernel_t and (cast) a CUkernel: from now on the runtime's calls
  * accept it as the kernel, and the driver stub knows it as a kernel this

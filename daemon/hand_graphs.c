@@ -1,0 +1,316 @@
+/* CUDA graphs built node by node, server side: kernel nodes (added, and
+ * given new arguments on a graph or an executable graph) for the runtime
+ * and the driver, and the guards of the generated graph calls (client
+ * side: stubs/cudart_graphs.c, stubs/cuda_graphs.c; argument lists:
+ * common/rgpu_hand_procs.h).
+ *
+ * A kernel node's arguments arrive packed by the kernel's layout, as a
+ * launch's do, and are unpacked into an argument vector the library copies
+ * when the node is made or set.  Every graph, executable graph and node is
+ * checked against the session's handle table; a node leaves the table with
+ * its graph, so that a destroyed graph's nodes are refused afterwards. */
+#include "rgpud.h"
+#include "owned.h"
+#include "owned_handles.h"
+#include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
+#include "rgpu_proto.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
+#define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
+#define RT(name) ((__typeof__(&name))backend_sym("cudart", #name))
+#define DRV(name) ((__typeof__(&name))backend_sym("cuda", #name))
+
+#define MAX_DEPS 4096       /* dependencies one call may list */
+#define MAX_PARAMS 512      /* kernel parameters, as launches */
+
+static uint32_t H_GRAPH_NODE;
+
+__attribute__((constructor)) static void graph_classes_init(void)
+{
+    H_GRAPH_NODE = rgpu_handle_class("CUgraphNode_st");
+}
+
+/* The call as both libraries' procedures describe it. */
+struct node_call {
+    uint64_t op, owner, node, kernel;
+    uint64_t dim[6], shmem, packed;
+    const void *deps;
+    size_t ndeps;
+    const void *params;
+    size_t nparams_bytes;
+};
+
+/* [op, owner, node, bin deps, kernel, gx, gy, gz, bx, by, bz, shmem
+ *  (, packed), bin params]: with_packed for the driver's shape. */
+static int parse_node_call(struct hand_call *c, int with_packed, struct node_call *n)
+{
+    unsigned count = with_packed ? 14 : 13;
+    const void *deps;
+    size_t deps_len;
+    uint64_t v[3], dim[9];
+    memset(n, 0, sizeof *n);
+    if (args_count(c, count) || arg_u64s(c, 3, v) || arg_bin(c, 3, &deps, &deps_len) ||
+        arg_bin(c, count - 1, &n->params, &n->nparams_bytes))
+        return -1;
+    /* kernel, the six dimensions, shmem (, packed) */
+    for (unsigned i = 0; i < 8u + (unsigned)with_packed; i++)
+        if (arg_u64(c, 4 + i, &dim[i]))
+            return -1;
+    if (deps_len % sizeof(uint64_t) || deps_len / sizeof(uint64_t) > MAX_DEPS || v[0] > 2)
+        return -1;
+    for (unsigned i = 1; i < 7; i++)
+        if (dim[i] > UINT32_MAX)
+            return -1;
+    n->op = v[0];
+    n->owner = v[1];
+    n->node = v[2];
+    n->deps = deps;         /* the frame's bytes; read with memcpy below */
+    n->ndeps = deps_len / sizeof(uint64_t);
+    n->kernel = dim[0];
+    memcpy(n->dim, &dim[1], sizeof n->dim);
+    n->shmem = dim[7];
+    n->packed = with_packed ? dim[8] : 0;
+    return n->shmem > UINT32_MAX ? -1 : 0;
+}
+
+/* The dependencies as node handles, each one of the session's. */
+static int deps_valid(const struct node_call *n, CUgraphNode *out)
+{
+    for (size_t i = 0; i < n->ndeps; i++) {
+        uint64_t h;
+        memcpy(&h, (const unsigned char *)n->deps + i * sizeof h, sizeof h);
+        if (!handles_contains(H_GRAPH_NODE, h))
+            return 0;
+        out[i] = (CUgraphNode)(uintptr_t)h;
+    }
+    return 1;
+}
+
+/* The handles the operation names: a graph and dependencies to add to, a
+ * node to set, or an executable graph and its node. */
+static int handles_named(const struct node_call *n, CUgraphNode *deps)
+{
+    switch (n->op) {
+    case RGPU_GRAPH_NODE_ADD:
+        return handles_contains(H_GRAPH, n->owner) && deps_valid(n, deps);
+    case RGPU_GRAPH_NODE_SET:
+        return handles_contains(H_GRAPH_NODE, n->node);
+    default:
+        return handles_contains(H_GRAPH_EXEC, n->owner) &&
+               handles_contains(H_GRAPH_NODE, n->node);
+    }
+}
+
+static int reply_node(struct hand_call *c, uint64_t node, int rc)
+{
+    if (rc == 0 && node)
+        handles_add(H_GRAPH_NODE, node);
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_uint64(c->out, rc == 0 ? node : 0);
+    return rc;
+}
+
+static int refuse(struct hand_call *c, const char *what, int status)
+{
+    rgpu_warn("graph kernel node: refused %s", what);
+    return reply_node(c, 0, status);
+}
+
+/* ---- the runtime ----------------------------------------------------------------- */
+
+static int rt_node(const struct node_call *n, CUgraphNode *deps, void **argv, uint64_t *node)
+{
+    struct cudaKernelNodeParams p = {
+        (void *)(uintptr_t)n->kernel,
+        { (unsigned)n->dim[0], (unsigned)n->dim[1], (unsigned)n->dim[2] },
+        { (unsigned)n->dim[3], (unsigned)n->dim[4], (unsigned)n->dim[5] },
+        (unsigned)n->shmem, argv, NULL,
+    };
+    cudaGraphNode_t made = NULL;
+    int rc;
+    switch (n->op) {
+    case RGPU_GRAPH_NODE_ADD:
+        if (!RT(cudaGraphAddKernelNode))
+            return -RGPU_ENOSYM;
+        rc = RT(cudaGraphAddKernelNode)(&made, (cudaGraph_t)n->owner, deps, n->ndeps, &p);
+        *node = (uint64_t)(uintptr_t)made;
+        return rc;
+    case RGPU_GRAPH_NODE_SET:
+        if (!RT(cudaGraphKernelNodeSetParams))
+            return -RGPU_ENOSYM;
+        *node = n->node;
+        return RT(cudaGraphKernelNodeSetParams)((cudaGraphNode_t)n->node, &p);
+    default:
+        if (!RT(cudaGraphExecKernelNodeSetParams))
+            return -RGPU_ENOSYM;
+        *node = n->node;
+        return RT(cudaGraphExecKernelNodeSetParams)((cudaGraphExec_t)n->owner,
+                                                    (cudaGraphNode_t)n->node, &p);
+    }
+}
+
+static int h_graph_kernel_node(struct hand_call *c)
+{
+    struct node_call n;
+    CUgraphNode deps[MAX_DEPS];
+    void *argv[MAX_PARAMS];
+    uint64_t node = 0;
+    PROTO_IF(parse_node_call(c, 0, &n));
+    if (!handles_named(&n, deps))
+        return refuse(c, "a graph, executable graph or node the session never handed out",
+                      cudaErrorInvalidResourceHandle);
+    int k = hand_cudart_kernel_argv(n.kernel, n.params, n.nparams_bytes, argv, MAX_PARAMS);
+    PROTO_IF(k < 0);
+    if (k > 0)
+        return refuse(c, "a kernel the session never resolved", cudaErrorInvalidDeviceFunction);
+    int rc = rt_node(&n, deps, argv, &node);
+    if (rc < 0)
+        return rc;
+    return reply_node(c, n.op == RGPU_GRAPH_NODE_ADD ? node : 0, rc);
+}
+
+/* ---- the driver ------------------------------------------------------------------ */
+
+static int drv_node(const struct node_call *n, CUgraphNode *deps, void **argv, void **extra,
+                    uint64_t *node)
+{
+    CUDA_KERNEL_NODE_PARAMS p = {
+        (CUfunction)(uintptr_t)n->kernel,
+        (unsigned)n->dim[0], (unsigned)n->dim[1], (unsigned)n->dim[2],
+        (unsigned)n->dim[3], (unsigned)n->dim[4], (unsigned)n->dim[5],
+        (unsigned)n->shmem, extra ? NULL : argv, extra, NULL, NULL,
+    };
+    CUgraphNode made = NULL;
+    int rc;
+    if (n->op == RGPU_GRAPH_NODE_ADD) {
+        if (!DRV(cuGraphAddKernelNode_v2))
+            return -RGPU_ENOSYM;
+        rc = DRV(cuGraphAddKernelNode_v2)(&made, (CUgraph)n->owner, deps, n->ndeps, &p);
+        *node = (uint64_t)(uintptr_t)made;
+        return rc;
+    }
+    if (n->op == RGPU_GRAPH_NODE_SET) {
+        if (!DRV(cuGraphKernelNodeSetParams_v2))
+            return -RGPU_ENOSYM;
+        return DRV(cuGraphKernelNodeSetParams_v2)((CUgraphNode)n->node, &p);
+    }
+    if (!DRV(cuGraphExecKernelNodeSetParams_v2))
+        return -RGPU_ENOSYM;
+    return DRV(cuGraphExecKernelNodeSetParams_v2)((CUgraphExec)n->owner, (CUgraphNode)n->node,
+                                                  &p);
+}
+
+static int h_cu_graph_kernel_node(struct hand_call *c)
+{
+    struct node_call n;
+    CUgraphNode deps[MAX_DEPS];
+    void *argv[MAX_PARAMS];
+    uint64_t node = 0;
+    PROTO_IF(parse_node_call(c, 1, &n));
+    if (!handles_named(&n, deps))
+        return refuse(c, "a graph, executable graph or node the session never handed out",
+                      CUDA_ERROR_INVALID_HANDLE);
+    size_t size = n.nparams_bytes;
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)n.params,
+                      CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END };
+    if (n.packed) {
+        /* The caller's own buffer: the function need only be known. */
+        if (!guard_function_known(n.kernel))
+            return refuse(c, "a function the session was never handed",
+                          CUDA_ERROR_INVALID_HANDLE);
+    } else {
+        int k = hand_cuda_function_argv(n.kernel, n.params, n.nparams_bytes, argv, MAX_PARAMS);
+        PROTO_IF(k < 0);
+        if (k > 0)
+            return refuse(c, "a function without a layout asked for", CUDA_ERROR_INVALID_HANDLE);
+    }
+    int rc = drv_node(&n, deps, argv, n.packed ? extra : NULL, &node);
+    if (rc < 0)
+        return rc;
+    return reply_node(c, n.op == RGPU_GRAPH_NODE_ADD ? node : 0, rc);
+}
+
+const struct hand_proc hand_graph_procs[] = {
+    { "cudart", RGPU_H_GRAPH_KERNEL_NODE, h_graph_kernel_node },
+    { "cuda", RGPU_H_CU_GRAPH_KERNEL_NODE, h_cu_graph_kernel_node },
+};
+const int hand_graph_nprocs = sizeof hand_graph_procs / sizeof hand_graph_procs[0];
+
+/* ---- guards of the generated graph calls ------------------------------------------ */
+
+static uint64_t val(void *const *argv, int i)
+{
+    return *(const uint64_t *)argv[i];
+}
+
+/* A graph's nodes go with it: forgotten before the destroy, asked from the
+ * library (the handle itself was checked already).  A graph holds at most
+ * what the client added, so the list is bounded by what it sent. */
+static void forget_nodes(uint64_t graph, int runtime)
+{
+    size_t count = 0;
+    if (runtime ? !RT(cudaGraphGetNodes) ||
+                      RT(cudaGraphGetNodes)((cudaGraph_t)graph, NULL, &count) != cudaSuccess
+                : !DRV(cuGraphGetNodes) ||
+                      DRV(cuGraphGetNodes)((CUgraph)graph, NULL, &count) != CUDA_SUCCESS)
+        return;
+    CUgraphNode *nodes = count ? calloc(count, sizeof *nodes) : NULL;
+    if (!nodes)
+        return;
+    int rc = runtime ? RT(cudaGraphGetNodes)((cudaGraph_t)graph, nodes, &count)
+                     : DRV(cuGraphGetNodes)((CUgraph)graph, nodes, &count);
+    for (size_t i = 0; rc == 0 && i < count; i++)
+        handles_remove(H_GRAPH_NODE, (uint64_t)(uintptr_t)nodes[i]);
+    free(nodes);
+}
+
+static int pre_rt_graph_destroy(void **argv)
+{
+    forget_nodes(val(argv, 0), 1);
+    return 0;
+}
+
+static int pre_cu_graph_destroy(void **argv)
+{
+    forget_nodes(val(argv, 0), 0);
+    return 0;
+}
+
+/* cudaGraphAddMemsetNode(node *, graph, deps, n, const cudaMemsetParams *):
+ * the whole 2D extent it will fill must be the session's memory. */
+static int pre_memset_node(void **argv)
+{
+    const struct cudaMemsetParams *p = *(const struct cudaMemsetParams *const *)argv[4];
+    uint64_t extent;
+    if (!p)
+        return 0;           /* the runtime's own answer */
+    if (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)
+        return cudaErrorInvalidValue;
+    if (p->width > UINT64_MAX / p->elementSize ||
+        owned_extent_2d(p->pitch, p->width * p->elementSize, p->height, &extent) != 0 ||
+        !owned_range((uint64_t)(uintptr_t)p->dst, extent)) {
+        rgpu_warn("cudaGraphAddMemsetNode: refused a destination outside the session's memory");
+        return cudaErrorInvalidValue;
+    }
+    return 0;
+}
+
+static const struct guard graph_guards[] = {
+    { "cudart", "cudaGraphDestroy", pre_rt_graph_destroy, NULL },
+    { "cuda", "cuGraphDestroy", pre_cu_graph_destroy, NULL },
+    { "cudart", "cudaGraphAddMemsetNode", pre_memset_node, NULL },
+};
+
+const struct guard *graph_guard_for(const char *lib, const char *name)
+{
+    for (size_t i = 0; i < sizeof graph_guards / sizeof graph_guards[0]; i++)
+        if (strcmp(graph_guards[i].lib, lib) == 0 && strcmp(graph_guards[i].name, name) == 0)
+            return &graph_guards[i];
+    return NULL;
+}

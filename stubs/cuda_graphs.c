@@ -1,0 +1,122 @@
+/* CUDA graphs built node by node through the driver: kernel nodes, whose
+ * arguments travel packed by the function's layout (or as the caller's
+ * own `extra` buffer), as cuLaunchKernel's do.  Server side:
+ * daemon/hand_graphs.c; the rest of the graph calls are generated
+ * (codegen/cuda.ann). */
+#include "rgpu_client.h"
+#include "rgpu_hand_procs.h"
+#include "cuda_procs.h"
+
+#include <cuda.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIB (&rgpu_cuda_lib)
+
+CUresult rgpu_cuda_pack_params(CUfunction f, void **kernelParams, void **extra,
+                               const void **buf, size_t *len, unsigned char **owned);
+
+struct node_op {
+    const char *what;
+    unsigned op;
+    uint64_t owner, node;
+    const CUgraphNode *deps;
+    size_t ndeps;
+    const CUDA_KERNEL_NODE_PARAMS *p;
+};
+
+/* The launch handle of the parameters: the function, else the kernel
+ * (CUDA's rule: kern is used only when func is NULL). */
+static CUfunction node_function(const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    return p->func ? p->func : (CUfunction)(void *)p->kern;
+}
+
+/* [op, owner, node, bin deps, function, gx, gy, gz, bx, by, bz, shmem, packed,
+ *  bin params] */
+static void pack_node(struct rgpu_req *req, const struct node_op *o, const void *params,
+                      size_t len)
+{
+    const CUDA_KERNEL_NODE_PARAMS *p = o->p;
+    msgpack_pack_array(&req->pk, 14);
+    msgpack_pack_uint32(&req->pk, o->op);
+    msgpack_pack_uint64(&req->pk, o->owner);
+    msgpack_pack_uint64(&req->pk, o->node);
+    msgpack_pack_bin(&req->pk, o->ndeps * sizeof(uint64_t));
+    for (size_t i = 0; i < o->ndeps; i++) {
+        uint64_t h = (uint64_t)(uintptr_t)o->deps[i];
+        msgpack_pack_bin_body(&req->pk, &h, sizeof h);
+    }
+    msgpack_pack_uint64(&req->pk, (uint64_t)(uintptr_t)node_function(p));
+    msgpack_pack_uint32(&req->pk, p->gridDimX);
+    msgpack_pack_uint32(&req->pk, p->gridDimY);
+    msgpack_pack_uint32(&req->pk, p->gridDimZ);
+    msgpack_pack_uint32(&req->pk, p->blockDimX);
+    msgpack_pack_uint32(&req->pk, p->blockDimY);
+    msgpack_pack_uint32(&req->pk, p->blockDimZ);
+    msgpack_pack_uint32(&req->pk, p->sharedMemBytes);
+    msgpack_pack_uint32(&req->pk, p->extra ? 1 : 0);
+    rgpu_req_payload(req, params, len);
+}
+
+static CUresult node_call(const struct node_op *o, CUgraphNode *made)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    const void *params = NULL;
+    size_t len = 0;
+    unsigned char *owned = NULL;
+
+    if (!o->p || (o->ndeps && !o->deps) || (o->p->kernelParams && o->p->extra))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!node_function(o->p))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult rc = rgpu_cuda_pack_params(node_function(o->p), o->p->kernelParams, o->p->extra,
+                                        &params, &len, &owned);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_KERNEL_NODE), 0);
+    pack_node(&req, o, params, len);
+    int t = rgpu_req_exchange(LIB, o->what, &req, &reply);
+    free(owned);
+    if (t != RGPU_REPLY_READY)
+        return (CUresult)t;
+    rc = (CUresult)rgpu_reply_status(LIB, &reply);
+    if (rc == CUDA_SUCCESS && made) {
+        uint64_t node = rgpu_reply_u64(&reply, 0);
+        rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), node, 0);
+        *made = (CUgraphNode)(uintptr_t)node;
+    }
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+RGPU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                             const CUgraphNode *dependencies,
+                                             size_t numDependencies,
+                                             const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    struct node_op o = { "cuGraphAddKernelNode", RGPU_GRAPH_NODE_ADD,
+                         (uint64_t)(uintptr_t)hGraph, 0, dependencies, numDependencies,
+                         nodeParams };
+    if (!phGraphNode)
+        return CUDA_ERROR_INVALID_VALUE;
+    return node_call(&o, phGraphNode);
+}
+
+RGPU_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                       const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    struct node_op o = { "cuGraphExecKernelNodeSetParams", RGPU_GRAPH_EXEC_SET,
+                         (uint64_t)(uintptr_t)hGraphExec, (uint64_t)(uintptr_t)hNode, NULL, 0,
+                         nodeParams };
+    return node_call(&o, NULL);
+}
+
+RGPU_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
+                                                   const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    struct node_op o = { "cuGraphKernelNodeSetParams", RGPU_GRAPH_NODE_SET, 0,
+                         (uint64_t)(uintptr_t)hNode, NULL, 0, nodeParams };
+    return node_call(&o, NULL);
+}

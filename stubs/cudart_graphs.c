@@ -1,0 +1,160 @@
+/* CUDA graphs built node by node through the runtime: what the generator
+ * cannot describe.  Kernel nodes carry their arguments packed by the
+ * kernel's layout, as launches do (one procedure adds a node, sets a
+ * node's parameters, or sets them in an executable graph); memcpy nodes are
+ * served between device buffers only.  Server side: daemon/hand_graphs.c;
+ * the rest of the graph calls are generated (codegen/cudart.ann). */
+#include "rgpu_client.h"
+#include "rgpu_hand_procs.h"
+#include "client_ranges.h"
+#include "cudart_procs.h"
+
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIB (&rgpu_cudart_lib)
+#define RESULT(e) rgpu_runtime_result(e)
+
+int rgpu_cudart_kernel_pack(const void *func, void **args, uint64_t *handle,
+                            unsigned char **buf, size_t *len);
+
+/* One kernel-node request: which operation on which handles. */
+struct node_op {
+    const char *what;
+    unsigned op;
+    uint64_t owner, node;
+    const cudaGraphNode_t *deps;
+    size_t ndeps;
+    const struct cudaKernelNodeParams *p;
+};
+
+static int refuse_extra(const char *what)
+{
+    static int logged;
+    return rgpu_refused(LIB, what, "kernel arguments in the `extra` format: not remoted for "
+                        "runtime graph nodes (use kernelParams)", &logged);
+}
+
+/* [op, owner, node, bin deps, kernel, gx, gy, gz, bx, by, bz, shmem, bin params] */
+static void pack_node(struct rgpu_req *req, const struct node_op *o, uint64_t kernel,
+                      const void *params, size_t len)
+{
+    const struct cudaKernelNodeParams *p = o->p;
+    msgpack_pack_array(&req->pk, 13);
+    msgpack_pack_uint32(&req->pk, o->op);
+    msgpack_pack_uint64(&req->pk, o->owner);
+    msgpack_pack_uint64(&req->pk, o->node);
+    msgpack_pack_bin(&req->pk, o->ndeps * sizeof(uint64_t));
+    for (size_t i = 0; i < o->ndeps; i++) {
+        uint64_t h = (uint64_t)(uintptr_t)o->deps[i];
+        msgpack_pack_bin_body(&req->pk, &h, sizeof h);
+    }
+    msgpack_pack_uint64(&req->pk, kernel);
+    msgpack_pack_uint32(&req->pk, p->gridDim.x);
+    msgpack_pack_uint32(&req->pk, p->gridDim.y);
+    msgpack_pack_uint32(&req->pk, p->gridDim.z);
+    msgpack_pack_uint32(&req->pk, p->blockDim.x);
+    msgpack_pack_uint32(&req->pk, p->blockDim.y);
+    msgpack_pack_uint32(&req->pk, p->blockDim.z);
+    msgpack_pack_uint32(&req->pk, p->sharedMemBytes);
+    rgpu_req_payload(req, params, len);
+}
+
+/* The operation, waiting for the answer (a graph is built once and
+ * launched many times: the round trip is paid outside the hot loop, and
+ * an update's error must come back at once). */
+static cudaError_t node_call(const struct node_op *o, cudaGraphNode_t *made)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    unsigned char *params = NULL;
+    size_t len = 0;
+    uint64_t kernel = 0;
+
+    if (!o->p || (o->ndeps && !o->deps))
+        return RESULT(cudaErrorInvalidValue);
+    if (o->p->extra)
+        return refuse_extra(o->what);
+    int rc = rgpu_cudart_kernel_pack(o->p->func, o->p->kernelParams, &kernel, &params, &len);
+    if (rc != cudaSuccess)
+        return rc;
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GRAPH_KERNEL_NODE), 0);
+    pack_node(&req, o, kernel, params, len);
+    rc = rgpu_req_exchange(LIB, o->what, &req, &reply);
+    free(params);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == cudaSuccess && made) {
+        uint64_t node = rgpu_reply_u64(&reply, 0);
+        rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), node, 0);
+        *made = (cudaGraphNode_t)(uintptr_t)node;
+    }
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+RGPU_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                               const cudaGraphNode_t *pDependencies,
+                                               size_t numDependencies,
+                                               const struct cudaKernelNodeParams *pNodeParams)
+{
+    struct node_op o = { "cudaGraphAddKernelNode", RGPU_GRAPH_NODE_ADD,
+                         (uint64_t)(uintptr_t)graph, 0, pDependencies, numDependencies,
+                         pNodeParams };
+    if (!pGraphNode)
+        return RESULT(cudaErrorInvalidValue);
+    return node_call(&o, pGraphNode);
+}
+
+RGPU_EXPORT cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
+                                                     const struct cudaKernelNodeParams *pNodeParams)
+{
+    struct node_op o = { "cudaGraphKernelNodeSetParams", RGPU_GRAPH_NODE_SET, 0,
+                         (uint64_t)(uintptr_t)node, NULL, 0, pNodeParams };
+    return node_call(&o, NULL);
+}
+
+RGPU_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(
+    cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+    const struct cudaKernelNodeParams *pNodeParams)
+{
+    struct node_op o = { "cudaGraphExecKernelNodeSetParams", RGPU_GRAPH_EXEC_SET,
+                         (uint64_t)(uintptr_t)hGraphExec, (uint64_t)(uintptr_t)node, NULL, 0,
+                         pNodeParams };
+    return node_call(&o, NULL);
+}
+
+/* ---- memcpy nodes ------------------------------------------------------------------ */
+
+static int device_range(const void *p, size_t count)
+{
+    uint64_t base;
+    size_t size;
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    return rgpu_ranges_find(a, &base, &size) == RGPU_RANGE_DEVICE && a - base <= size &&
+           count <= size - (a - base);
+}
+
+/* A copy between device buffers runs on the server as the graph runs.  A
+ * host buffer would be read or written when the graph is launched, long
+ * after this call, in the client's memory: not served. */
+#undef cudaGraphAddMemcpyNode1D
+RGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                                 const cudaGraphNode_t *pDependencies,
+                                                 size_t numDependencies, void *dst,
+                                                 const void *src, size_t count,
+                                                 enum cudaMemcpyKind kind)
+{
+    static int logged;
+    if ((kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault) ||
+        !device_range(dst, count) || !device_range(src, count))
+        return rgpu_refused(LIB, "cudaGraphAddMemcpyNode1D with host memory",
+                            "a graph's copy to or from host memory runs when the graph is "
+                            "launched, in the client's memory: not remoted yet (copies "
+                            "between device buffers are served)", &logged);
+    const void *argv[] = { &pGraphNode, &graph, &pDependencies, &numDependencies, &dst, &src,
+                           &count, &kind };
+    return rgpu_call(LIB, RGPU_CUDART_cudaGraphAddMemcpyNode1D, argv);
+}
