@@ -1,0 +1,354 @@
+// CUDA graphs built node by node, as llama.cpp and hand-tuned pipelines
+// build them: a graph of kernel, memset, memcpy, child-graph, empty and
+// event nodes with an edge added afterwards, instantiated and launched; an
+// LLM-decode-style loop that changes one kernel node's arguments every
+// step, through cudaGraphExecKernelNodeSetParams and through
+// cudaGraphExecUpdate with a new graph of the same shape; a clone; an
+// update whose topology changed; and the driver API's equivalents
+// (cuGraphCreate, cuGraphAddKernelNode, cuGraphInstantiateWithFlags,
+// cuGraphLaunch) on kernels.cuh loaded as a fatbin.  Link with -lcuda.
+//
+//   graphs              everything above (the same output natively)
+//   graphs bad-handles  also: a destroyed graph, executable graph and a
+//                       destroyed graph's node give the invalid-handle
+//                       error (undefined natively: rgpu only)
+#include <stdlib.h>
+#include <string.h>
+#include <cuda.h>
+#include "check.h"
+#include "kernels.cuh"
+#include "kernels_fatbin.h"   // generated: const unsigned char kernels_fatbin[]
+
+#define N 1000
+#define THREADS 128
+#define BLOCKS ((N + THREADS - 1) / THREADS)
+#define STEPS 8
+
+static const char AXPY[] = "_Z6k_axpyfPKfPfi";     // k_axpy(float, const float*, float*, int)
+
+// Copies n ints back and checks they all equal want.
+static void check_ints(const int *d, int want, const char *name)
+{
+    static int h[N];
+    cudaError_t e = cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    int i = 0;
+    while (e == cudaSuccess && i < N && h[i] == want)
+        i++;
+    check(e == cudaSuccess && i == N, name, "%s, element %d is %d, want %d",
+          cudaGetErrorName(e), i, i < N ? h[i] : 0, want);
+}
+
+static void check_floats(const float *d, float want, const char *name)
+{
+    static float h[N];
+    cudaError_t e = cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    int i = 0;
+    while (e == cudaSuccess && i < N && h[i] == want)
+        i++;
+    check(e == cudaSuccess && i == N, name, "%s, element %d is %g, want %g",
+          cudaGetErrorName(e), i, i < N ? (double)h[i] : 0.0, (double)want);
+}
+
+static struct cudaKernelNodeParams kernel_node(void *func, void **args)
+{
+    struct cudaKernelNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.func = func;
+    p.gridDim = dim3(BLOCKS);
+    p.blockDim = dim3(THREADS);
+    p.kernelParams = args;
+    return p;
+}
+
+// ---- a graph of every node kind served ---------------------------------------------
+
+struct buffers {
+    int *a, *b, *c;
+    cudaEvent_t ev;
+};
+
+// memset a = 1 -> k_inc(a) -> child { k_double(b, a) } -> empty -> event
+// record -> memcpy c = b, and k_inc(c) made without dependencies and tied
+// after the copy with cudaGraphAddDependencies: c = 2 * 2 + 1 = 5.
+static cudaGraph_t build_graph(struct buffers *B, cudaGraphNode_t *copy_node)
+{
+    cudaGraph_t g = NULL, child = NULL;
+    cudaGraphNode_t set, inc, sub, empty, rec, cpy, inc2, dbl;
+    int n = N;
+    void *inc_args[] = { &B->a, &n };
+    void *dbl_args[] = { &B->b, &B->a, &n };
+    void *inc2_args[] = { &B->c, &n };
+    struct cudaMemsetParams m;
+    memset(&m, 0, sizeof m);
+    m.dst = B->a;
+    m.value = 1;
+    m.elementSize = 4;
+    m.width = N;
+    m.height = 1;
+
+    check_cuda(cudaGraphCreate(&g, 0), "cudaGraphCreate");
+    check_cuda(cudaGraphAddMemsetNode(&set, g, NULL, 0, &m), "cudaGraphAddMemsetNode");
+    struct cudaKernelNodeParams p = kernel_node((void *)k_inc, inc_args);
+    check_cuda(cudaGraphAddKernelNode(&inc, g, &set, 1, &p), "cudaGraphAddKernelNode k_inc");
+    check_cuda(cudaGraphCreate(&child, 0), "cudaGraphCreate child");
+    p = kernel_node((void *)k_double, dbl_args);
+    check_cuda(cudaGraphAddKernelNode(&dbl, child, NULL, 0, &p), "cudaGraphAddKernelNode child");
+    check_cuda(cudaGraphAddChildGraphNode(&sub, g, &inc, 1, child), "cudaGraphAddChildGraphNode");
+    check_cuda(cudaGraphDestroy(child), "cudaGraphDestroy child (the node holds a copy)");
+    check_cuda(cudaGraphAddEmptyNode(&empty, g, &sub, 1), "cudaGraphAddEmptyNode");
+    check_cuda(cudaGraphAddEventRecordNode(&rec, g, &empty, 1, B->ev),
+               "cudaGraphAddEventRecordNode");
+    check_cuda(cudaGraphAddMemcpyNode1D(&cpy, g, &rec, 1, B->c, B->b, N * sizeof(int),
+                                        cudaMemcpyDeviceToDevice),
+               "cudaGraphAddMemcpyNode1D");
+    p = kernel_node((void *)k_inc, inc2_args);
+    check_cuda(cudaGraphAddKernelNode(&inc2, g, NULL, 0, &p), "cudaGraphAddKernelNode no deps");
+    check_cuda(cudaGraphAddDependencies(g, &cpy, &inc2, NULL, 1), "cudaGraphAddDependencies");
+
+    enum cudaGraphNodeType t;
+    check(cudaGraphNodeGetType(rec, &t) == cudaSuccess && t == cudaGraphNodeTypeEventRecord,
+          "cudaGraphNodeGetType event record", "type %d", (int)t);
+    check(cudaGraphNodeGetType(sub, &t) == cudaSuccess && t == cudaGraphNodeTypeGraph,
+          "cudaGraphNodeGetType child graph", "type %d", (int)t);
+    size_t count = 0;
+    check(cudaGraphGetNodes(g, NULL, &count) == cudaSuccess && count == 7,
+          "cudaGraphGetNodes counts 7", "count %zu", count);
+    *copy_node = cpy;
+    return g;
+}
+
+static void run_graph(cudaGraph_t g, struct buffers *B, cudaStream_t s, const char *what)
+{
+    cudaGraphExec_t x = NULL;
+    char name[128];
+    check_cuda(cudaMemset(B->c, 0, N * sizeof(int)), fmt_name(name, sizeof name, "%s: clear", what));
+    check_cuda(cudaGraphInstantiateWithFlags(&x, g, 0),
+               fmt_name(name, sizeof name, "%s: cudaGraphInstantiateWithFlags", what));
+    check_cuda(cudaGraphUpload(x, s), fmt_name(name, sizeof name, "%s: cudaGraphUpload", what));
+    check_cuda(cudaGraphLaunch(x, s), fmt_name(name, sizeof name, "%s: cudaGraphLaunch", what));
+    check_cuda(cudaStreamSynchronize(s), fmt_name(name, sizeof name, "%s: synchronize", what));
+    check_ints(B->a, 2, fmt_name(name, sizeof name, "%s: memset then k_inc", what));
+    check_ints(B->b, 4, fmt_name(name, sizeof name, "%s: child graph k_double", what));
+    check_ints(B->c, 5, fmt_name(name, sizeof name, "%s: memcpy then k_inc after the edge", what));
+    check_cuda(cudaEventQuery(B->ev), fmt_name(name, sizeof name, "%s: event recorded", what));
+    check_cuda(cudaGraphExecDestroy(x), fmt_name(name, sizeof name, "%s: cudaGraphExecDestroy", what));
+}
+
+static void test_hand_built(cudaStream_t s)
+{
+    struct buffers B;
+    cudaGraphNode_t cpy;
+    check_cuda(cudaMalloc(&B.a, N * sizeof(int)), "cudaMalloc a");
+    check_cuda(cudaMalloc(&B.b, N * sizeof(int)), "cudaMalloc b");
+    check_cuda(cudaMalloc(&B.c, N * sizeof(int)), "cudaMalloc c");
+    check_cuda(cudaEventCreateWithFlags(&B.ev, cudaEventDisableTiming), "cudaEventCreate");
+    cudaGraph_t g = build_graph(&B, &cpy);
+    run_graph(g, &B, s, "hand-built graph");
+
+    cudaGraph_t clone = NULL;
+    check_cuda(cudaGraphClone(&clone, g), "cudaGraphClone");
+    check_cuda(cudaGraphDestroy(g), "cudaGraphDestroy original");
+    run_graph(clone, &B, s, "clone");
+    check_cuda(cudaGraphDestroy(clone), "cudaGraphDestroy clone");
+    cudaEventDestroy(B.ev);
+    cudaFree(B.a);
+    cudaFree(B.b);
+    cudaFree(B.c);
+}
+
+// ---- the decode loop ----------------------------------------------------------------
+
+// One k_axpy node: y = a * x + y.
+static cudaGraph_t axpy_graph(float *a, float **x, float **y, int *n, cudaGraphNode_t *node)
+{
+    cudaGraph_t g = NULL;
+    void *args[] = { a, x, y, n };
+    struct cudaKernelNodeParams p = kernel_node((void *)k_axpy, args);
+    check_cuda(cudaGraphCreate(&g, 0), "decode: cudaGraphCreate");
+    check_cuda(cudaGraphAddKernelNode(node, g, NULL, 0, &p), "decode: cudaGraphAddKernelNode");
+    return g;
+}
+
+// Step t adds (t + 1) * 1.0 to y: after step t, y = (t + 1)(t + 2) / 2.
+// Even steps set the node's arguments in the executable graph, odd steps
+// update it from a new graph of the same shape, as llama.cpp does when its
+// graph's arguments change between tokens.
+static void test_decode(cudaStream_t s)
+{
+    float *x, *y, a = 1.0f;
+    int n = N;
+    cudaGraphNode_t node;
+    cudaGraphExec_t exec = NULL;
+    char name[128];
+    static float ones[N];
+    for (int i = 0; i < N; i++)
+        ones[i] = 1.0f;
+    check_cuda(cudaMalloc(&x, N * sizeof(float)), "decode: cudaMalloc x");
+    check_cuda(cudaMalloc(&y, N * sizeof(float)), "decode: cudaMalloc y");
+    check_cuda(cudaMemcpy(x, ones, sizeof ones, cudaMemcpyHostToDevice), "decode: x = 1");
+    check_cuda(cudaMemset(y, 0, N * sizeof(float)), "decode: y = 0");
+    cudaGraph_t g = axpy_graph(&a, &x, &y, &n, &node);
+    check_cuda(cudaGraphInstantiate(&exec, g, 0), "decode: cudaGraphInstantiate");
+
+    float want = 0.0f;
+    for (int t = 0; t < STEPS; t++) {
+        a = (float)(t + 1);
+        if (t % 2 == 0) {
+            void *args[] = { &a, &x, &y, &n };
+            struct cudaKernelNodeParams p = kernel_node((void *)k_axpy, args);
+            check_cuda(cudaGraphExecKernelNodeSetParams(exec, node, &p),
+                       fmt_name(name, sizeof name, "decode step %d: cudaGraphExecKernelNodeSetParams", t));
+        } else {
+            cudaGraphNode_t n2;
+            cudaGraph_t g2 = axpy_graph(&a, &x, &y, &n, &n2);
+            cudaGraphExecUpdateResultInfo info;
+            memset(&info, 0, sizeof info);
+            cudaError_t e = cudaGraphExecUpdate(exec, g2, &info);
+            check(e == cudaSuccess && info.result == cudaGraphExecUpdateSuccess,
+                  fmt_name(name, sizeof name, "decode step %d: cudaGraphExecUpdate", t),
+                  "%s, result %d", cudaGetErrorName(e), (int)info.result);
+            check_cuda(cudaGraphDestroy(g2), "decode: cudaGraphDestroy update");
+        }
+        check_cuda(cudaGraphLaunch(exec, s), fmt_name(name, sizeof name, "decode step %d: launch", t));
+        check_cuda(cudaStreamSynchronize(s), fmt_name(name, sizeof name, "decode step %d: sync", t));
+        want += a;
+        check_floats(y, want, fmt_name(name, sizeof name, "decode step %d: y", t));
+    }
+
+    // Two nodes where the executable graph has one: the update fails and
+    // says why; the executable graph still runs as before.
+    cudaGraphNode_t n2, extra;
+    cudaGraph_t g3 = axpy_graph(&a, &x, &y, &n, &n2);
+    check_cuda(cudaGraphAddEmptyNode(&extra, g3, &n2, 1), "topology: cudaGraphAddEmptyNode");
+    cudaGraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    check_err(cudaGraphExecUpdate(exec, g3, &info), cudaErrorGraphExecUpdateFailure,
+              "topology changed: cudaGraphExecUpdate");
+    check(info.result == cudaGraphExecUpdateErrorTopologyChanged,
+          "topology changed: result info says so", "result %d", (int)info.result);
+    cudaGetLastError();
+    check_cuda(cudaGraphLaunch(exec, s), "topology changed: launch the old graph");
+    check_cuda(cudaStreamSynchronize(s), "topology changed: sync");
+    want += a;
+    check_floats(y, want, "topology changed: y");
+
+    check_cuda(cudaGraphDestroy(g3), "cudaGraphDestroy topology");
+    check_cuda(cudaGraphExecDestroy(exec), "decode: cudaGraphExecDestroy");
+    check_cuda(cudaGraphDestroy(g), "decode: cudaGraphDestroy");
+    cudaFree(x);
+    cudaFree(y);
+}
+
+// ---- destroyed handles (rgpu only: undefined natively) -------------------------------
+
+static void test_bad_handles(cudaStream_t s)
+{
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t x = NULL;
+    cudaGraphNode_t a, b, c;
+    check_cuda(cudaGraphCreate(&g, 0), "bad: cudaGraphCreate");
+    check_cuda(cudaGraphAddEmptyNode(&a, g, NULL, 0), "bad: empty node a");
+    check_cuda(cudaGraphAddEmptyNode(&b, g, NULL, 0), "bad: empty node b");
+    check_cuda(cudaGraphInstantiate(&x, g, 0), "bad: cudaGraphInstantiate");
+    check_cuda(cudaGraphExecDestroy(x), "bad: cudaGraphExecDestroy");
+    check_err(cudaGraphLaunch(x, s), cudaErrorInvalidResourceHandle,
+              "bad: cudaGraphLaunch of a destroyed executable graph");
+    cudaGetLastError();
+    check_cuda(cudaGraphDestroy(g), "bad: cudaGraphDestroy");
+    check_err(cudaGraphAddEmptyNode(&c, g, NULL, 0), cudaErrorInvalidResourceHandle,
+              "bad: cudaGraphAddEmptyNode to a destroyed graph");
+    cudaGetLastError();
+    check_err(cudaGraphInstantiate(&x, g, 0), cudaErrorInvalidResourceHandle,
+              "bad: cudaGraphInstantiate of a destroyed graph");
+    cudaGetLastError();
+    cudaGraph_t g2 = NULL;
+    check_cuda(cudaGraphCreate(&g2, 0), "bad: another graph");
+    check_err(cudaGraphAddEmptyNode(&c, g2, &a, 1), cudaErrorInvalidResourceHandle,
+              "bad: a destroyed graph's node as a dependency");
+    cudaGetLastError();
+    check_err(cudaGraphAddDependencies(g2, &a, &b, NULL, 1), cudaErrorInvalidResourceHandle,
+              "bad: cudaGraphAddDependencies of a destroyed graph's nodes");
+    cudaGetLastError();
+    int n = N;
+    int *p = NULL;
+    void *args[] = { &p, &n };
+    struct cudaKernelNodeParams kp = kernel_node((void *)k_inc, args);
+    check_err(cudaGraphAddKernelNode(&c, g, NULL, 0, &kp), cudaErrorInvalidResourceHandle,
+              "bad: cudaGraphAddKernelNode to a destroyed graph");
+    cudaGetLastError();
+    check_cuda(cudaGraphDestroy(g2), "bad: cudaGraphDestroy another");
+}
+
+// ---- the driver API ------------------------------------------------------------------
+
+static void test_driver(const void *image)
+{
+    CUmodule mod;
+    CUfunction f;
+    CUdeviceptr x, y;
+    CUgraph g = NULL;
+    CUgraphNode k, e;
+    CUgraphExec exec = NULL;
+    float a = 2.0f;
+    int n = N;
+    static float ones[N];
+    for (int i = 0; i < N; i++)
+        ones[i] = 1.0f;
+
+    if (!check_cu(cuModuleLoadData(&mod, image), "driver: cuModuleLoadData") ||
+        !check_cu(cuModuleGetFunction(&f, mod, AXPY), "driver: cuModuleGetFunction k_axpy"))
+        return;
+    check_cu(cuMemAlloc(&x, N * sizeof(float)), "driver: cuMemAlloc x");
+    check_cu(cuMemAlloc(&y, N * sizeof(float)), "driver: cuMemAlloc y");
+    check_cu(cuMemcpyHtoD(x, ones, sizeof ones), "driver: x = 1");
+    check_cu(cuMemsetD32(y, 0, N), "driver: y = 0");
+
+    void *args[] = { &a, &x, &y, &n };
+    CUDA_KERNEL_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    p.func = f;
+    p.gridDimX = BLOCKS;
+    p.gridDimY = p.gridDimZ = 1;
+    p.blockDimX = THREADS;
+    p.blockDimY = p.blockDimZ = 1;
+    p.kernelParams = args;
+    check_cu(cuGraphCreate(&g, 0), "driver: cuGraphCreate");
+    check_cu(cuGraphAddKernelNode(&k, g, NULL, 0, &p), "driver: cuGraphAddKernelNode");
+    check_cu(cuGraphAddEmptyNode(&e, g, &k, 1), "driver: cuGraphAddEmptyNode");
+    check_cu(cuGraphInstantiateWithFlags(&exec, g, 0), "driver: cuGraphInstantiateWithFlags");
+    check_cu(cuGraphLaunch(exec, NULL), "driver: cuGraphLaunch");
+    check_cu(cuCtxSynchronize(), "driver: cuCtxSynchronize");
+    check_floats((const float *)(uintptr_t)y, 2.0f, "driver: y = 2x");
+
+    a = 3.0f;
+    check_cu(cuGraphExecKernelNodeSetParams(exec, k, &p), "driver: cuGraphExecKernelNodeSetParams");
+    check_cu(cuGraphLaunch(exec, NULL), "driver: cuGraphLaunch again");
+    check_cu(cuCtxSynchronize(), "driver: cuCtxSynchronize again");
+    check_floats((const float *)(uintptr_t)y, 5.0f, "driver: y = 2x + 3x");
+
+    check_cu(cuGraphExecDestroy(exec), "driver: cuGraphExecDestroy");
+    check_cu(cuGraphDestroy(g), "driver: cuGraphDestroy");
+    cuMemFree(x);
+    cuMemFree(y);
+    check_cu(cuModuleUnload(mod), "driver: cuModuleUnload");
+}
+
+int main(int argc, char **argv)
+{
+    cudaStream_t s;
+    // The generated array has no alignment guarantee; the fatbin header
+    // holds 64-bit fields, so hand the driver an 8-aligned copy.
+    void *image = malloc(sizeof kernels_fatbin);
+    memcpy(image, kernels_fatbin, sizeof kernels_fatbin);
+
+    if (!check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"))
+        return 1;
+    test_hand_built(s);
+    test_decode(s);
+    test_driver(image);
+    if (argc > 1 && strcmp(argv[1], "bad-handles") == 0)
+        test_bad_handles(s);
+    check_cuda(cudaStreamDestroy(s), "cudaStreamDestroy");
+    free(image);
+    return check_failures ? 1 : 0;
+}
