@@ -301,10 +301,86 @@ static int pre_memset_node(void **argv)
     return 0;
 }
 
+/* cuGraphAddMemsetNode(node *, graph, deps, n, const CUDA_MEMSET_NODE_PARAMS *,
+ * ctx): the same for the driver's record. */
+static int pre_cu_memset_node(void **argv)
+{
+    const CUDA_MEMSET_NODE_PARAMS *p = *(const CUDA_MEMSET_NODE_PARAMS *const *)argv[4];
+    uint64_t extent;
+    if (!p)
+        return 0;
+    if (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p->width > UINT64_MAX / p->elementSize ||
+        owned_extent_2d(p->pitch, p->width * p->elementSize, p->height, &extent) != 0 ||
+        !owned_range(p->dst, extent)) {
+        rgpu_warn("cuGraphAddMemsetNode: refused a destination outside the session's memory");
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return 0;
+}
+
+/* One side of a 3D copy: device memory (or unified addresses, which must
+ * then be device memory too), every byte of its extent the session's.
+ * Host memory and arrays never reach the driver from here: the client
+ * refuses them, so from the wire they are forged. */
+static int copy_side_owned(CUmemorytype type, CUdeviceptr base, size_t x, size_t y, size_t z,
+                           size_t pitch, size_t height, const CUDA_MEMCPY3D *p)
+{
+    uint64_t plane, rows, start, extent;
+    if (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED)
+        return 0;
+    if (!p->WidthInBytes || !p->Height || !p->Depth)
+        return 1;               /* the driver's own answer */
+    if (!pitch)
+        pitch = p->WidthInBytes;
+    if (!height)
+        height = p->Height;
+    if (__builtin_mul_overflow(pitch, height, &plane) ||
+        __builtin_mul_overflow(plane, (uint64_t)z, &start) ||
+        __builtin_mul_overflow(pitch, (uint64_t)y, &rows) ||
+        __builtin_add_overflow(start, rows, &start) ||
+        __builtin_add_overflow(start, (uint64_t)x, &start) ||
+        __builtin_add_overflow(start, (uint64_t)base, &start))
+        return 0;
+    /* (Depth-1) planes, (Height-1) rows, then one row's width. */
+    if (__builtin_mul_overflow(plane, (uint64_t)(p->Depth - 1), &extent) ||
+        __builtin_mul_overflow(pitch, (uint64_t)(p->Height - 1), &rows) ||
+        __builtin_add_overflow(extent, rows, &extent) ||
+        __builtin_add_overflow(extent, (uint64_t)p->WidthInBytes, &extent))
+        return 0;
+    return owned_range(start, extent);
+}
+
+static int pre_cu_memcpy_node(void **argv)
+{
+    const CUDA_MEMCPY3D *p = *(const CUDA_MEMCPY3D *const *)argv[4];
+    if (!p)
+        return 0;
+    if (!copy_side_owned(p->srcMemoryType, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
+                         p->srcPitch, p->srcHeight, p) ||
+        !copy_side_owned(p->dstMemoryType, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
+                         p->dstPitch, p->dstHeight, p)) {
+        rgpu_warn("cuGraphAddMemcpyNode: refused a copy outside the session's device memory");
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return 0;
+}
+
+/* The node list would be written to a server address: only NULL (the
+ * client refuses a list). */
+static int pre_cu_graph_nodes(void **argv)
+{
+    return val(argv, 1) ? CUDA_ERROR_INVALID_VALUE : 0;
+}
+
 static const struct guard graph_guards[] = {
     { "cudart", "cudaGraphDestroy", pre_rt_graph_destroy, NULL },
     { "cuda", "cuGraphDestroy", pre_cu_graph_destroy, NULL },
     { "cudart", "cudaGraphAddMemsetNode", pre_memset_node, NULL },
+    { "cuda", "cuGraphAddMemsetNode", pre_cu_memset_node, NULL },
+    { "cuda", "cuGraphAddMemcpyNode", pre_cu_memcpy_node, NULL },
+    { "cuda", "cuGraphGetNodes", pre_cu_graph_nodes, NULL },
 };
 
 const struct guard *graph_guard_for(const char *lib, const char *name)

@@ -1,10 +1,12 @@
 /* CUDA graphs built node by node through the driver: kernel nodes, whose
  * arguments travel packed by the function's layout (or as the caller's
- * own `extra` buffer), as cuLaunchKernel's do.  Server side:
+ * own `extra` buffer), as cuLaunchKernel's do; memcpy nodes between device
+ * buffers; node counts.  Server side:
  * daemon/hand_graphs.c; the rest of the graph calls are generated
  * (codegen/cuda.ann). */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
+#include "client_ranges.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
@@ -119,4 +121,49 @@ RGPU_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
     struct node_op o = { "cuGraphKernelNodeSetParams", RGPU_GRAPH_NODE_SET, 0,
                          (uint64_t)(uintptr_t)hNode, NULL, 0, nodeParams };
     return node_call(&o, NULL);
+}
+
+/* ---- memcpy nodes and node lists ------------------------------------------------------ */
+
+static int device_side(CUmemorytype type, CUdeviceptr p)
+{
+    return (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) &&
+           rgpu_ranges_find((uint64_t)p, NULL, NULL) == RGPU_RANGE_DEVICE;
+}
+
+/* A copy between device buffers runs on the server as the graph runs (the
+ * server checks every byte of both extents).  Host memory would be read or
+ * written when the graph is launched, in the client's memory; CUDA arrays
+ * are not remoted: both refused. */
+RGPU_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                          const CUgraphNode *dependencies,
+                                          size_t numDependencies,
+                                          const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+{
+    static int logged;
+    if (!copyParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!device_side(copyParams->srcMemoryType, copyParams->srcDevice) ||
+        !device_side(copyParams->dstMemoryType, copyParams->dstDevice))
+        return (CUresult)rgpu_refused(LIB, "cuGraphAddMemcpyNode with host memory or arrays",
+                                      "a graph's copy to or from host memory runs when the "
+                                      "graph is launched, in the client's memory, and CUDA "
+                                      "arrays are not remoted yet (copies between device "
+                                      "buffers are served)", &logged);
+    const void *argv[] = { &phGraphNode, &hGraph, &dependencies, &numDependencies,
+                           &copyParams, &ctx };
+    return (CUresult)rgpu_call(LIB, RGPU_CUDA_cuGraphAddMemcpyNode, argv);
+}
+
+/* Counting a graph's nodes is served; the list is refused, as the
+ * runtime's (stubs/cudart_hand.c). */
+RGPU_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+    const void *argv[] = { &hGraph, &nodes, &numNodes };
+    if (nodes) {
+        static int logged;
+        return (CUresult)rgpu_refused(LIB, "cuGraphGetNodes with a node array",
+                                      "node lists live in the server: not remoted yet", &logged);
+    }
+    return (CUresult)rgpu_call(LIB, RGPU_CUDA_cuGraphGetNodes, argv);
 }
