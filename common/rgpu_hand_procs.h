@@ -140,6 +140,12 @@
 /* the same for the driver: the kernel a CUfunction or CUkernel, and one
  * more element before the params, packed (the caller's `extra` buffer) */
 #define RGPU_H_CU_GRAPH_KERNEL_NODE "rgpu.cu_graph_kernel_node"
+/* [graph, flags] -> [bin dot text]   cudaGraphDebugDotPrint: the library
+ * writes the file on the server (into memory), the client writes the
+ * caller's file */
+#define RGPU_H_GRAPH_DOT            "rgpu.graph_dot"
+/* the same for the driver's cuGraphDebugDotPrint */
+#define RGPU_H_CU_GRAPH_DOT         "rgpu.cu_graph_dot"
 enum rgpu_graph_node_op { RGPU_GRAPH_NODE_ADD, RGPU_GRAPH_NODE_SET, RGPU_GRAPH_EXEC_SET };
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"

@@ -4,6 +4,9 @@
  * side: stubs/cudart_graphs.c, stubs/cuda_graphs.c; argument lists:
  * common/rgpu_hand_procs.h).
  *
+ * cudaGraphDebugDotPrint and cuGraphDebugDotPrint write into a memory
+ * file whose text goes back to the client.
+ *
  * A kernel node's arguments arrive packed by the kernel's layout, as a
  * launch's do, and are unpacked into an argument vector the library copies
  * when the node is made or set.  Every graph, executable graph and node is
@@ -18,8 +21,13 @@
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
 #define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
@@ -236,9 +244,95 @@ static int h_cu_graph_kernel_node(struct hand_call *c)
     return reply_node(c, n.op == RGPU_GRAPH_NODE_ADD ? node : 0, rc);
 }
 
+/* ---- cudaGraphDebugDotPrint ------------------------------------------------------ */
+
+#define DOT_MAX (64u << 20)     /* a larger description is refused */
+
+/* The library writes the dot file to a path: here an anonymous memory file
+ * named through /proc/self/fd (a session may write no file of the host's),
+ * read back and sent to the client, which writes the caller's. */
+static int read_back(int fd, struct hand_call *c)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > DOT_MAX)
+        return -1;
+    size_t size = (size_t)st.st_size, got = 0;
+    char *text = malloc(size ? size : 1);
+    if (!text)
+        return -1;
+    while (got < size) {
+        ssize_t n = pread(fd, text + got, size - got, (off_t)got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_bin(c->out, got);
+    msgpack_pack_bin_body(c->out, text, got);
+    free(text);
+    return 0;
+}
+
+/* The memory file the library may open for writing during one dot print,
+ * by its /proc/self/fd path: the sandbox's trap hands out a duplicate of
+ * it for an open of exactly that path (daemon/sandbox.c), since a session
+ * may open no file for writing. */
+int graph_dot_fd = -1;
+char graph_dot_path[64];
+static pthread_mutex_t dot_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int print_dot(uint64_t graph, unsigned flags, int fd, int runtime)
+{
+    pthread_mutex_lock(&dot_lock);
+    snprintf(graph_dot_path, sizeof graph_dot_path, "/proc/self/fd/%d", fd);
+    __atomic_store_n(&graph_dot_fd, fd, __ATOMIC_SEQ_CST);
+    int rc = runtime ? RT(cudaGraphDebugDotPrint)((cudaGraph_t)graph, graph_dot_path, flags)
+                     : DRV(cuGraphDebugDotPrint)((CUgraph)graph, graph_dot_path, flags);
+    __atomic_store_n(&graph_dot_fd, -1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&dot_lock);
+    return rc;
+}
+
+static int graph_dot(struct hand_call *c, int runtime)
+{
+    uint64_t graph, flags;
+    PROTO_IF(args_count(c, 2) || arg_u64(c, 0, &graph) || arg_u64(c, 1, &flags) ||
+             flags > UINT32_MAX);
+    NEED(runtime ? (void *)RT(cudaGraphDebugDotPrint) : (void *)DRV(cuGraphDebugDotPrint));
+    int rc = runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
+    int fd = -1;
+    if (handles_contains(H_GRAPH, graph)) {
+        fd = memfd_create("rgpu-graph-dot", MFD_CLOEXEC);
+        rc = runtime ? cudaErrorOperatingSystem : CUDA_ERROR_OPERATING_SYSTEM;
+    }
+    if (fd >= 0)
+        rc = print_dot(graph, (unsigned)flags, fd, runtime);
+    if (rc == 0 && read_back(fd, c) != 0)
+        rc = runtime ? cudaErrorOperatingSystem : CUDA_ERROR_OPERATING_SYSTEM;
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0) {
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_bin(c->out, 0);
+    }
+    return rc;
+}
+
+static int h_graph_dot(struct hand_call *c)
+{
+    return graph_dot(c, 1);
+}
+
+static int h_cu_graph_dot(struct hand_call *c)
+{
+    return graph_dot(c, 0);
+}
+
 const struct hand_proc hand_graph_procs[] = {
     { "cudart", RGPU_H_GRAPH_KERNEL_NODE, h_graph_kernel_node },
     { "cuda", RGPU_H_CU_GRAPH_KERNEL_NODE, h_cu_graph_kernel_node },
+    { "cudart", RGPU_H_GRAPH_DOT, h_graph_dot },
+    { "cuda", RGPU_H_CU_GRAPH_DOT, h_cu_graph_dot },
 };
 const int hand_graph_nprocs = sizeof hand_graph_procs / sizeof hand_graph_procs[0];
 

@@ -109,6 +109,11 @@ const struct guard *memguard_for(const char *lib, const char *name);
 /* hand_graphs.c: the graph calls' guards (node handles a destroyed graph
  * takes with it, memset nodes' extent). */
 const struct guard *graph_guard_for(const char *lib, const char *name);
+/* While a graph's dot description is printed, the memory file the library
+ * writes it to and its /proc/self/fd path (else -1): the one open for
+ * writing the sandbox grants a session (sandbox.c). */
+extern int graph_dot_fd;
+extern char graph_dot_path[64];
 /* A kernel's (hand_cudart.c) or function's (hand_cuda_launch.c) argument
  * vector for a graph's kernel node: 1 unknown, -1 not its layout, 0 ok. */
 int hand_cudart_kernel_argv(uint64_t kern, const void *params, size_t n, void **argv,

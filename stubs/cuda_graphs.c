@@ -7,6 +7,7 @@
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 #include "client_ranges.h"
+#include "write_file.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
@@ -166,4 +167,28 @@ RGPU_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t 
                                       "node lists live in the server: not remoted yet", &logged);
     }
     return (CUresult)rgpu_call(LIB, RGPU_CUDA_cuGraphGetNodes, argv);
+}
+
+/* The library writes the description on the server, into memory; the
+ * text comes back and is written here, to the caller's file. */
+RGPU_EXPORT CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!path)
+        return CUDA_ERROR_INVALID_VALUE;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_DOT), 0);
+    msgpack_pack_array(&req.pk, 2);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)hGraph);
+    msgpack_pack_uint32(&req.pk, flags);
+    int rc = rgpu_req_exchange(LIB, "cuGraphDebugDotPrint", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return (CUresult)rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    const msgpack_object *text = rgpu_reply_bin(&reply, 0);
+    if (rc == CUDA_SUCCESS && (!text || rgpu_write_file(path, text->via.bin.ptr,
+                                                        text->via.bin.size) != 0))
+        rc = CUDA_ERROR_OPERATING_SYSTEM;
+    rgpu_reply_free(&reply);
+    return (CUresult)rc;
 }

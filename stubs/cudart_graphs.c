@@ -7,6 +7,7 @@
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 #include "client_ranges.h"
+#include "write_file.h"
 #include "cudart_procs.h"
 
 #include <cuda_runtime_api.h>
@@ -157,4 +158,31 @@ RGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cu
     const void *argv[] = { &pGraphNode, &graph, &pDependencies, &numDependencies, &dst, &src,
                            &count, &kind };
     return rgpu_call(LIB, RGPU_CUDART_cudaGraphAddMemcpyNode1D, argv);
+}
+
+/* ---- the dot description ------------------------------------------------------------ */
+
+/* The library writes the description on the server, into memory; the
+ * text comes back and is written here, to the caller's file. */
+RGPU_EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char *path,
+                                               unsigned int flags)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!path)
+        return RESULT(cudaErrorInvalidValue);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GRAPH_DOT), 0);
+    msgpack_pack_array(&req.pk, 2);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)graph);
+    msgpack_pack_uint32(&req.pk, flags);
+    int rc = rgpu_req_exchange(LIB, "cudaGraphDebugDotPrint", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    const msgpack_object *text = rgpu_reply_bin(&reply, 0);
+    if (rc == cudaSuccess && (!text || rgpu_write_file(path, text->via.bin.ptr,
+                                                       text->via.bin.size) != 0))
+        rc = RESULT(cudaErrorOperatingSystem);
+    rgpu_reply_free(&reply);
+    return rc;
 }

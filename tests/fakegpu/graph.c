@@ -9,6 +9,7 @@
 // driver copies them when a node is made or set.  Node kinds: kernel,
 // memcpy (linear memory, 1D to 3D), memset, empty, child graph, event
 // record and event wait; the others are CUDA_ERROR_NOT_SUPPORTED.
+// cuGraphDebugDotPrint writes the nodes and edges as a dot digraph.
 //
 // cuGraphExecUpdate takes a graph's parameters into an executable graph
 // when both have the same nodes (type by type, in order) and the same
@@ -21,6 +22,7 @@
 #include "fakegpu.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -830,4 +832,43 @@ CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec h, CUgraph hg, CUgraphExecUpda
     if (info->result != CU_GRAPH_EXEC_UPDATE_SUCCESS)
         return r != CUDA_SUCCESS ? r : CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     return CUDA_SUCCESS;
+}
+
+// ---- the dot description --------------------------------------------------------------
+
+static const char *type_name(CUgraphNodeType t)
+{
+    switch (t) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: return "KERNEL";
+    case CU_GRAPH_NODE_TYPE_MEMCPY: return "MEMCPY";
+    case CU_GRAPH_NODE_TYPE_MEMSET: return "MEMSET";
+    case CU_GRAPH_NODE_TYPE_GRAPH: return "GRAPH";
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return "EVENT_RECORD";
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return "WAIT_EVENT";
+    default: return "EMPTY";
+    }
+}
+
+// A dot digraph of the nodes (by index and type) and edges, written to
+// path as the driver writes its own (a file it opens and truncates).
+CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hg, const char *path, unsigned int flags)
+{
+    (void)flags;
+    if (!path)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&graph_lock);
+    struct fg_graph *g = handle_get(hg, FG_GRAPH);
+    FILE *f = g ? fopen(path, "w") : NULL;
+    if (f) {
+        fprintf(f, "digraph fakegpu_graph {\n");
+        for (unsigned i = 0; i < g->n; i++)
+            fprintf(f, "  n%u [label=\"%u %s\"];\n", i, i, type_name(g->nodes[i]->type));
+        for (unsigned i = 0; i < g->n; i++)
+            for (unsigned d = 0; d < g->nodes[i]->ndeps; d++)
+                fprintf(f, "  n%d -> n%u;\n", node_index(g, g->nodes[i]->deps[d]), i);
+        fprintf(f, "}\n");
+    }
+    int ok = f && fclose(f) == 0;
+    pthread_mutex_unlock(&graph_lock);
+    return !g ? CUDA_ERROR_INVALID_VALUE : ok ? CUDA_SUCCESS : CUDA_ERROR_OPERATING_SYSTEM;
 }

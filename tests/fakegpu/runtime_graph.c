@@ -204,3 +204,8 @@ cudaError_t CUDARTAPI cudaGraphExecUpdate(cudaGraphExec_t x, cudaGraph_t g,
 {
     CALL(cuGraphExecUpdate_v2(x, g, (CUgraphExecUpdateResultInfo *)(void *)info));
 }
+
+cudaError_t CUDARTAPI cudaGraphDebugDotPrint(cudaGraph_t g, const char *path, unsigned int flags)
+{
+    CALL(cuGraphDebugDotPrint(g, path, flags));
+}

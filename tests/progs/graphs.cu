@@ -4,7 +4,8 @@
 // LLM-decode-style loop that changes one kernel node's arguments every
 // step, through cudaGraphExecKernelNodeSetParams and through
 // cudaGraphExecUpdate with a new graph of the same shape; a clone; an
-// update whose topology changed; and the driver API's equivalents
+// update whose topology changed; the graph's dot description written to
+// a file; and the driver API's equivalents
 // (cuGraphCreate, cuGraphAddKernelNode, cuGraphInstantiateWithFlags,
 // cuGraphLaunch) on kernels.cuh loaded as a fatbin.  Link with -lcuda.
 //
@@ -12,8 +13,10 @@
 //   graphs bad-handles  also: a destroyed graph, executable graph and a
 //                       destroyed graph's node give the invalid-handle
 //                       error (undefined natively: rgpu only)
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cuda.h>
 #include "check.h"
 #include "kernels.cuh"
@@ -58,6 +61,28 @@ static struct cudaKernelNodeParams kernel_node(void *func, void **args)
     p.blockDim = dim3(THREADS);
     p.kernelParams = args;
     return p;
+}
+
+// Whether the dot file at path describes a graph with edges: "digraph"
+// and "->" (the rest is the library's own, addresses included).
+static bool dot_file_ok(const char *path)
+{
+    char buf[1 << 16];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    remove(path);
+    buf[n] = 0;
+    return strstr(buf, "digraph") && strstr(buf, "->");
+}
+
+static const char *dot_path(char *buf, size_t n, const char *which)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(buf, n, "%s/rgpu-graphs-%s-%d.dot", dir && *dir ? dir : "/tmp", which, (int)getpid());
+    return buf;
 }
 
 // ---- a graph of every node kind served ---------------------------------------------
@@ -144,6 +169,11 @@ static void test_hand_built(cudaStream_t s)
     check_cuda(cudaEventCreateWithFlags(&B.ev, cudaEventDisableTiming), "cudaEventCreate");
     cudaGraph_t g = build_graph(&B, &cpy);
     run_graph(g, &B, s, "hand-built graph");
+    char path[512];
+    check(cudaGraphDebugDotPrint(g, dot_path(path, sizeof path, "rt"),
+                                 cudaGraphDebugDotFlagsVerbose) == cudaSuccess &&
+              dot_file_ok(path),
+          "cudaGraphDebugDotPrint writes a digraph with edges", "no such file at %s", path);
 
     cudaGraph_t clone = NULL;
     check_cuda(cudaGraphClone(&clone, g), "cudaGraphClone");
@@ -315,6 +345,10 @@ static void test_driver(const void *image)
     check_cu(cuGraphCreate(&g, 0), "driver: cuGraphCreate");
     check_cu(cuGraphAddKernelNode(&k, g, NULL, 0, &p), "driver: cuGraphAddKernelNode");
     check_cu(cuGraphAddEmptyNode(&e, g, &k, 1), "driver: cuGraphAddEmptyNode");
+    char path[512];
+    check(cuGraphDebugDotPrint(g, dot_path(path, sizeof path, "drv"), 0) == CUDA_SUCCESS &&
+              dot_file_ok(path),
+          "driver: cuGraphDebugDotPrint writes a digraph with edges", "no such file at %s", path);
     check_cu(cuGraphInstantiateWithFlags(&exec, g, 0), "driver: cuGraphInstantiateWithFlags");
     check_cu(cuGraphLaunch(exec, NULL), "driver: cuGraphLaunch");
     check_cu(cuCtxSynchronize(), "driver: cuCtxSynchronize");
