@@ -192,3 +192,70 @@ RGPU_EXPORT CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsi
     rgpu_reply_free(&reply);
     return (CUresult)rc;
 }
+
+/* ---- stream capture ------------------------------------------------------------------------- */
+
+/* As the runtime's (stubs/cudart_cache.c): a capture under way is counted
+ * in the core, whose waiting policy and the runtime's capture questions
+ * depend on it.  A statically linked runtime captures through these. */
+static CUresult counted_begin(const struct rgpu_proc *proc, const void *const *argv)
+{
+    CUresult rc = (CUresult)rgpu_call(LIB, proc, argv);
+    if (rc == CUDA_SUCCESS)
+        rgpu_capture_begin();
+    return rc;
+}
+
+static CUresult counted_end(const struct rgpu_proc *proc, CUstream stream, CUgraph *phGraph)
+{
+    const void *argv[] = { &stream, &phGraph };
+    CUresult rc = (CUresult)rgpu_call(LIB, proc, argv);
+    /* Ending fails when the capture was invalidated, but it is over. */
+    if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+        rc == CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
+        rgpu_capture_end();
+    return rc;
+}
+
+RGPU_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+    const void *argv[] = { &hStream, &mode };
+    return counted_begin(RGPU_CUDA_cuStreamBeginCapture_v2, argv);
+}
+
+RGPU_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+    const void *argv[] = { &hStream, &mode };
+    return counted_begin(RGPU_CUDA_cuStreamBeginCapture_v2_ptsz, argv);
+}
+
+RGPU_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                                 const CUgraphNode *dependencies,
+                                                 const CUgraphEdgeData *dependencyData,
+                                                 size_t numDependencies, CUstreamCaptureMode mode)
+{
+    const void *argv[] = { &hStream, &hGraph, &dependencies, &dependencyData, &numDependencies,
+                           &mode };
+    return counted_begin(RGPU_CUDA_cuStreamBeginCaptureToGraph, argv);
+}
+
+RGPU_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                      const CUgraphNode *dependencies,
+                                                      const CUgraphEdgeData *dependencyData,
+                                                      size_t numDependencies,
+                                                      CUstreamCaptureMode mode)
+{
+    const void *argv[] = { &hStream, &hGraph, &dependencies, &dependencyData, &numDependencies,
+                           &mode };
+    return counted_begin(RGPU_CUDA_cuStreamBeginCaptureToGraph_ptsz, argv);
+}
+
+RGPU_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+    return counted_end(RGPU_CUDA_cuStreamEndCapture, hStream, phGraph);
+}
+
+RGPU_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+    return counted_end(RGPU_CUDA_cuStreamEndCapture_ptsz, hStream, phGraph);
+}

@@ -186,3 +186,40 @@ RGPU_EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char *pa
     rgpu_reply_free(&reply);
     return rc;
 }
+
+/* ---- capture into an existing graph ------------------------------------------------------ */
+
+/* As cudaStreamBeginCapture (stubs/cudart_cache.c): a capture under way is
+ * counted here, so that the capture questions are asked only while one is;
+ * cudaStreamEndCapture ends it and answers the graph captured into. */
+static cudaError_t begin_capture_to_graph(const struct rgpu_proc *proc, cudaStream_t stream,
+                                          cudaGraph_t graph, const cudaGraphNode_t *deps,
+                                          const cudaGraphEdgeData *data, size_t n,
+                                          enum cudaStreamCaptureMode mode)
+{
+    const void *argv[] = { &stream, &graph, &deps, &data, &n, &mode };
+    int rc = rgpu_call(LIB, proc, argv);
+    if (rc == cudaSuccess)
+        rgpu_capture_begin();
+    return rc;
+}
+
+#undef cudaStreamBeginCaptureToGraph
+RGPU_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                                      const cudaGraphNode_t *dependencies,
+                                                      const cudaGraphEdgeData *dependencyData,
+                                                      size_t numDependencies,
+                                                      enum cudaStreamCaptureMode mode)
+{
+    return begin_capture_to_graph(RGPU_CUDART_cudaStreamBeginCaptureToGraph, stream, graph,
+                                  dependencies, dependencyData, numDependencies, mode);
+}
+
+RGPU_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(
+    cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
+    const cudaGraphEdgeData *dependencyData, size_t numDependencies,
+    enum cudaStreamCaptureMode mode)
+{
+    return begin_capture_to_graph(RGPU_CUDART_cudaStreamBeginCaptureToGraph_ptsz, stream, graph,
+                                  dependencies, dependencyData, numDependencies, mode);
+}
