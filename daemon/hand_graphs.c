@@ -468,6 +468,30 @@ static int pre_cu_graph_nodes(void **argv)
     return val(argv, 1) ? CUDA_ERROR_INVALID_VALUE : 0;
 }
 
+/* Instantiation with parameters: the upload stream inside the record is a
+ * handle like any other (the generated check sees only arguments). */
+static int pre_rt_instantiate_params(void **argv)
+{
+    const cudaGraphInstantiateParams *p = *(const cudaGraphInstantiateParams *const *)argv[2];
+    if (p && !handles_valid(H_STREAM, (uint64_t)(uintptr_t)p->uploadStream)) {
+        rgpu_warn("cudaGraphInstantiateWithParams: refused an upload stream the session "
+                  "never handed out");
+        return cudaErrorInvalidResourceHandle;
+    }
+    return 0;
+}
+
+static int pre_cu_instantiate_params(void **argv)
+{
+    const CUDA_GRAPH_INSTANTIATE_PARAMS *p = *(const CUDA_GRAPH_INSTANTIATE_PARAMS *const *)argv[2];
+    if (p && !handles_valid(H_STREAM, (uint64_t)(uintptr_t)p->hUploadStream)) {
+        rgpu_warn("cuGraphInstantiateWithParams: refused an upload stream the session never "
+                  "handed out");
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    return 0;
+}
+
 static const struct guard graph_guards[] = {
     { "cudart", "cudaGraphDestroy", pre_rt_graph_destroy, NULL },
     { "cuda", "cuGraphDestroy", pre_cu_graph_destroy, NULL },
@@ -475,6 +499,10 @@ static const struct guard graph_guards[] = {
     { "cuda", "cuGraphAddMemsetNode", pre_cu_memset_node, NULL },
     { "cuda", "cuGraphAddMemcpyNode", pre_cu_memcpy_node, NULL },
     { "cuda", "cuGraphGetNodes", pre_cu_graph_nodes, NULL },
+    { "cudart", "cudaGraphInstantiateWithParams", pre_rt_instantiate_params, NULL },
+    { "cudart", "cudaGraphInstantiateWithParams_ptsz", pre_rt_instantiate_params, NULL },
+    { "cuda", "cuGraphInstantiateWithParams", pre_cu_instantiate_params, NULL },
+    { "cuda", "cuGraphInstantiateWithParams_ptsz", pre_cu_instantiate_params, NULL },
 };
 
 const struct guard *graph_guard_for(const char *lib, const char *name)

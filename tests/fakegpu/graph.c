@@ -666,15 +666,22 @@ CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode h, const CUDA_KERNEL_
 
 // ---- executable graphs ---------------------------------------------------------------
 
-CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *ph, CUgraph hg,
-                                             unsigned long long flags)
+// Auto-free on launch and node priorities change nothing here (no memory
+// nodes, one stream at a time); device launch is not modelled; an upload
+// is asked for through cuGraphInstantiateWithParams only.
+static CUresult instantiate(CUgraphExec *ph, CUgraph hg, unsigned long long flags, int params)
 {
+    const unsigned long long plain = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+                                     CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
     CUresult r = enter();
     if (r != CUDA_SUCCESS)
         return r;
-    // Auto-free, upload, device launch and priority are not modelled.
-    if (!ph || flags)
-        return flags ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+    if (!ph)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (flags & ~(plain | (params ? CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD : 0)))
+        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&graph_lock);
     struct fg_graph *g = handle_get(hg, FG_GRAPH);
     struct fg_exec *e = NULL;
@@ -689,6 +696,31 @@ CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *ph, CUgraph hg,
     if (r == CUDA_SUCCESS)
         *ph = e->handle;
     pthread_mutex_unlock(&graph_lock);
+    return r;
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *ph, CUgraph hg,
+                                             unsigned long long flags)
+{
+    return instantiate(ph, hg, flags, 0);
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec *ph, CUgraph hg,
+                                              CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) {
+        fg_lock();
+        CUresult r = fg_check_stream(p->hUploadStream);
+        fg_unlock();
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    CUresult r = instantiate(ph, hg, p->flags, 1);
+    p->hErrNode_out = NULL;
+    p->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS
+                                      : CUDA_GRAPH_INSTANTIATE_ERROR;
     return r;
 }
 

@@ -209,3 +209,15 @@ cudaError_t CUDARTAPI cudaGraphDebugDotPrint(cudaGraph_t g, const char *path, un
 {
     CALL(cuGraphDebugDotPrint(g, path, flags));
 }
+
+_Static_assert(sizeof(cudaGraphInstantiateParams) == sizeof(CUDA_GRAPH_INSTANTIATE_PARAMS),
+               "instantiate parameters");
+SAME(cudaGraphInstantiateFlagUpload, CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD);
+SAME(cudaGraphInstantiateSuccess, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+
+cudaError_t CUDARTAPI cudaGraphInstantiateWithParams(cudaGraphExec_t *x, cudaGraph_t g,
+                                                     cudaGraphInstantiateParams *p)
+{
+    CALL(cuGraphInstantiateWithParams((CUgraphExec *)x, g,
+                                      (CUDA_GRAPH_INSTANTIATE_PARAMS *)(void *)p));
+}

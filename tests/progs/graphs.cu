@@ -142,14 +142,28 @@ static cudaGraph_t build_graph(struct buffers *B, cudaGraphNode_t *copy_node)
     return g;
 }
 
-static void run_graph(cudaGraph_t g, struct buffers *B, cudaStream_t s, const char *what)
+static void run_graph(cudaGraph_t g, struct buffers *B, cudaStream_t s, const char *what,
+                      bool with_params)
 {
     cudaGraphExec_t x = NULL;
     char name[128];
     check_cuda(cudaMemset(B->c, 0, N * sizeof(int)), fmt_name(name, sizeof name, "%s: clear", what));
-    check_cuda(cudaGraphInstantiateWithFlags(&x, g, 0),
-               fmt_name(name, sizeof name, "%s: cudaGraphInstantiateWithFlags", what));
-    check_cuda(cudaGraphUpload(x, s), fmt_name(name, sizeof name, "%s: cudaGraphUpload", what));
+    if (with_params) {
+        // Instantiated and uploaded on s in one call.
+        cudaGraphInstantiateParams ip;
+        memset(&ip, 0, sizeof ip);
+        ip.flags = cudaGraphInstantiateFlagUpload;
+        ip.uploadStream = s;
+        ip.result_out = cudaGraphInstantiateError;
+        check(cudaGraphInstantiateWithParams(&x, g, &ip) == cudaSuccess &&
+                  ip.result_out == cudaGraphInstantiateSuccess,
+              fmt_name(name, sizeof name, "%s: cudaGraphInstantiateWithParams upload", what),
+              "result %d", (int)ip.result_out);
+    } else {
+        check_cuda(cudaGraphInstantiateWithFlags(&x, g, cudaGraphInstantiateFlagAutoFreeOnLaunch),
+                   fmt_name(name, sizeof name, "%s: cudaGraphInstantiateWithFlags", what));
+        check_cuda(cudaGraphUpload(x, s), fmt_name(name, sizeof name, "%s: cudaGraphUpload", what));
+    }
     check_cuda(cudaGraphLaunch(x, s), fmt_name(name, sizeof name, "%s: cudaGraphLaunch", what));
     check_cuda(cudaStreamSynchronize(s), fmt_name(name, sizeof name, "%s: synchronize", what));
     check_ints(B->a, 2, fmt_name(name, sizeof name, "%s: memset then k_inc", what));
@@ -168,7 +182,7 @@ static void test_hand_built(cudaStream_t s)
     check_cuda(cudaMalloc(&B.c, N * sizeof(int)), "cudaMalloc c");
     check_cuda(cudaEventCreateWithFlags(&B.ev, cudaEventDisableTiming), "cudaEventCreate");
     cudaGraph_t g = build_graph(&B, &cpy);
-    run_graph(g, &B, s, "hand-built graph");
+    run_graph(g, &B, s, "hand-built graph", false);
     char path[512];
     check(cudaGraphDebugDotPrint(g, dot_path(path, sizeof path, "rt"),
                                  cudaGraphDebugDotFlagsVerbose) == cudaSuccess &&
@@ -178,7 +192,7 @@ static void test_hand_built(cudaStream_t s)
     cudaGraph_t clone = NULL;
     check_cuda(cudaGraphClone(&clone, g), "cudaGraphClone");
     check_cuda(cudaGraphDestroy(g), "cudaGraphDestroy original");
-    run_graph(clone, &B, s, "clone");
+    run_graph(clone, &B, s, "clone", true);
     check_cuda(cudaGraphDestroy(clone), "cudaGraphDestroy clone");
     cudaEventDestroy(B.ev);
     cudaFree(B.a);
@@ -350,6 +364,16 @@ static void test_bad_handles(cudaStream_t s)
     struct cudaKernelNodeParams kp = kernel_node((void *)k_inc, args);
     check_err(cudaGraphAddKernelNode(&c, g, NULL, 0, &kp), cudaErrorInvalidResourceHandle,
               "bad: cudaGraphAddKernelNode to a destroyed graph");
+    cudaGetLastError();
+    cudaStream_t dead;
+    check_cuda(cudaStreamCreate(&dead), "bad: cudaStreamCreate");
+    check_cuda(cudaStreamDestroy(dead), "bad: cudaStreamDestroy");
+    cudaGraphInstantiateParams ip;
+    memset(&ip, 0, sizeof ip);
+    ip.flags = cudaGraphInstantiateFlagUpload;
+    ip.uploadStream = dead;
+    check_err(cudaGraphInstantiateWithParams(&x, g2, &ip), cudaErrorInvalidResourceHandle,
+              "bad: cudaGraphInstantiateWithParams with a destroyed upload stream");
     cudaGetLastError();
     check_cuda(cudaGraphDestroy(g2), "bad: cudaGraphDestroy another");
 }
