@@ -146,6 +146,12 @@
 #define RGPU_H_GRAPH_DOT            "rgpu.graph_dot"
 /* the same for the driver's cuGraphDebugDotPrint */
 #define RGPU_H_CU_GRAPH_DOT         "rgpu.cu_graph_dot"
+/* [which, graph, capacity] -> [count, bin nodes]   a graph's nodes
+ * (which 0) or root nodes (1): the total count and at most capacity u64
+ * node handles (cudaGraphGetNodes, cudaGraphGetRootNodes) */
+#define RGPU_H_GRAPH_NODES          "rgpu.graph_nodes"
+/* the same for the driver's cuGraphGetNodes, cuGraphGetRootNodes */
+#define RGPU_H_CU_GRAPH_NODES       "rgpu.cu_graph_nodes"
 enum rgpu_graph_node_op { RGPU_GRAPH_NODE_ADD, RGPU_GRAPH_NODE_SET, RGPU_GRAPH_EXEC_SET };
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"

@@ -244,6 +244,67 @@ static int h_cu_graph_kernel_node(struct hand_call *c)
     return reply_node(c, n.op == RGPU_GRAPH_NODE_ADD ? node : 0, rc);
 }
 
+/* ---- node lists ------------------------------------------------------------------ */
+
+#define MAX_LIST (1u << 20)     /* nodes one answer may carry */
+
+/* The library's list of a graph's nodes (which 0) or roots (1). */
+static int node_list(uint64_t graph, int which, int runtime, CUgraphNode *nodes, size_t *count)
+{
+    if (runtime) {
+        __typeof__(&cudaGraphGetNodes) f = which ? RT(cudaGraphGetRootNodes) : RT(cudaGraphGetNodes);
+        if (!f)
+            return -RGPU_ENOSYM;
+        return (int)f((cudaGraph_t)graph, (cudaGraphNode_t *)nodes, count);
+    }
+    __typeof__(&cuGraphGetNodes) f = which ? DRV(cuGraphGetRootNodes) : DRV(cuGraphGetNodes);
+    if (!f)
+        return -RGPU_ENOSYM;
+    return (int)f((CUgraph)graph, nodes, count);
+}
+
+/* The nodes come back to the client, which may name them from now on: each
+ * is added to the session's table (they are the graph's, and go with it). */
+static int graph_nodes(struct hand_call *c, int runtime)
+{
+    uint64_t v[3];
+    size_t count = 0;
+    CUgraphNode *nodes = NULL;
+    PROTO_IF(args_count(c, 3) || arg_u64s(c, 3, v) || v[0] > 1);
+    int rc = runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
+    if (handles_contains(H_GRAPH, v[1]))
+        rc = node_list(v[1], (int)v[0], runtime, NULL, &count);
+    if (rc < 0)
+        return rc;
+    if (rc == 0 && count > MAX_LIST)
+        rc = runtime ? cudaErrorMemoryAllocation : CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc == 0 && count && !(nodes = calloc(count, sizeof *nodes)))
+        rc = runtime ? cudaErrorMemoryAllocation : CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc == 0 && count)
+        rc = node_list(v[1], (int)v[0], runtime, nodes, &count);
+    size_t sent = rc == 0 ? (count < v[2] ? count : (size_t)v[2]) : 0;
+    msgpack_pack_array(c->out, 2);
+    msgpack_pack_uint64(c->out, rc == 0 ? count : 0);
+    msgpack_pack_bin(c->out, sent * sizeof(uint64_t));
+    for (size_t i = 0; i < sent; i++) {
+        uint64_t h = (uint64_t)(uintptr_t)nodes[i];
+        handles_add(H_GRAPH_NODE, h);
+        msgpack_pack_bin_body(c->out, &h, sizeof h);
+    }
+    free(nodes);
+    return rc;
+}
+
+static int h_graph_nodes(struct hand_call *c)
+{
+    return graph_nodes(c, 1);
+}
+
+static int h_cu_graph_nodes(struct hand_call *c)
+{
+    return graph_nodes(c, 0);
+}
+
 /* ---- cudaGraphDebugDotPrint ------------------------------------------------------ */
 
 #define DOT_MAX (64u << 20)     /* a larger description is refused */
@@ -332,6 +393,8 @@ const struct hand_proc hand_graph_procs[] = {
     { "cudart", RGPU_H_GRAPH_KERNEL_NODE, h_graph_kernel_node },
     { "cuda", RGPU_H_CU_GRAPH_KERNEL_NODE, h_cu_graph_kernel_node },
     { "cudart", RGPU_H_GRAPH_DOT, h_graph_dot },
+    { "cudart", RGPU_H_GRAPH_NODES, h_graph_nodes },
+    { "cuda", RGPU_H_CU_GRAPH_NODES, h_cu_graph_nodes },
     { "cuda", RGPU_H_CU_GRAPH_DOT, h_cu_graph_dot },
 };
 const int hand_graph_nprocs = sizeof hand_graph_procs / sizeof hand_graph_procs[0];
@@ -461,13 +524,6 @@ static int pre_cu_memcpy_node(void **argv)
     return 0;
 }
 
-/* The node list would be written to a server address: only NULL (the
- * client refuses a list). */
-static int pre_cu_graph_nodes(void **argv)
-{
-    return val(argv, 1) ? CUDA_ERROR_INVALID_VALUE : 0;
-}
-
 /* Instantiation with parameters: the upload stream inside the record is a
  * handle like any other (the generated check sees only arguments). */
 static int pre_rt_instantiate_params(void **argv)
@@ -498,7 +554,6 @@ static const struct guard graph_guards[] = {
     { "cudart", "cudaGraphAddMemsetNode", pre_memset_node, NULL },
     { "cuda", "cuGraphAddMemsetNode", pre_cu_memset_node, NULL },
     { "cuda", "cuGraphAddMemcpyNode", pre_cu_memcpy_node, NULL },
-    { "cuda", "cuGraphGetNodes", pre_cu_graph_nodes, NULL },
     { "cudart", "cudaGraphInstantiateWithParams", pre_rt_instantiate_params, NULL },
     { "cudart", "cudaGraphInstantiateWithParams_ptsz", pre_rt_instantiate_params, NULL },
     { "cuda", "cuGraphInstantiateWithParams", pre_cu_instantiate_params, NULL },

@@ -1085,18 +1085,18 @@ RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(
 
 /* ---- graphs ---------------------------------------------------------------------- */
 
-/* Counting a graph's nodes is served; the node handles themselves would be
- * the server's, so asking for the list is refused. */
+/* Counting a graph's nodes is the generated call; the list comes through
+ * the graph procedures (stubs/cudart_graphs.c), which add its nodes to the
+ * session's handles. */
+int rgpu_cudart_graph_nodes(int which, cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *count);
+
 #undef cudaGraphGetNodes
 RGPU_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes,
                                           size_t *numNodes)
 {
     const void *argv[] = { &graph, &nodes, &numNodes };
-    if (nodes) {
-        static int logged;
-        return rgpu_refused(LIB, "cudaGraphGetNodes with a node array",
-                            "node lists live in the server: not remoted yet", &logged);
-    }
+    if (nodes)
+        return rgpu_cudart_graph_nodes(0, graph, nodes, numNodes);
     return rgpu_call(LIB, RGPU_CUDART_cudaGraphGetNodes, argv);
 }
 

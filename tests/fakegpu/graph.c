@@ -602,19 +602,42 @@ CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode h, CUgraphNodeType *type)
     return !n ? CUDA_ERROR_INVALID_VALUE : type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult CUDAAPI cuGraphGetNodes(CUgraph hg, CUgraphNode *nodes, size_t *count)
+// A graph's nodes (roots: only those without dependencies), CUDA's way:
+// without an array, how many; with one, *count entries filled (NULL past
+// the graph's) and *count the number filled.
+static CUresult list_nodes(CUgraph hg, CUgraphNode *nodes, size_t *count, int roots)
 {
     pthread_mutex_lock(&graph_lock);
     struct fg_graph *g = handle_get(hg, FG_GRAPH);
     CUresult r = g && count ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    if (r == CUDA_SUCCESS) {
-        for (unsigned i = 0; nodes && i < g->n && i < *count; i++)
-            nodes[i] = g->nodes[i]->handle;
-        if (!nodes || *count > g->n)
-            *count = g->n;
+    size_t k = 0;
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < g->n; i++) {
+        if (roots && g->nodes[i]->ndeps)
+            continue;
+        if (nodes && k < *count)
+            nodes[k] = g->nodes[i]->handle;
+        k++;
+    }
+    if (r == CUDA_SUCCESS && nodes) {
+        for (size_t i = k; i < *count; i++)
+            nodes[i] = NULL;
+        if (k < *count)
+            *count = k;
+    } else if (r == CUDA_SUCCESS) {
+        *count = k;
     }
     pthread_mutex_unlock(&graph_lock);
     return r;
+}
+
+CUresult CUDAAPI cuGraphGetNodes(CUgraph hg, CUgraphNode *nodes, size_t *count)
+{
+    return list_nodes(hg, nodes, count, 0);
+}
+
+CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hg, CUgraphNode *nodes, size_t *count)
+{
+    return list_nodes(hg, nodes, count, 1);
 }
 
 // Removes a node and every edge to it.

@@ -162,6 +162,11 @@ cudaError_t CUDARTAPI cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, s
     CALL(cuGraphGetNodes(g, (CUgraphNode *)nodes, count));
 }
 
+cudaError_t CUDARTAPI cudaGraphGetRootNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *count)
+{
+    CALL(cuGraphGetRootNodes(g, (CUgraphNode *)nodes, count));
+}
+
 cudaError_t CUDARTAPI cudaGraphDestroyNode(cudaGraphNode_t n)
 {
     CALL(cuGraphDestroyNode(n));

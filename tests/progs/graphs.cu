@@ -138,6 +138,23 @@ static cudaGraph_t build_graph(struct buffers *B, cudaGraphNode_t *copy_node)
     size_t count = 0;
     check(cudaGraphGetNodes(g, NULL, &count) == cudaSuccess && count == 7,
           "cudaGraphGetNodes counts 7", "count %zu", count);
+    // The list: 7 nodes in an array of 8 (the last left NULL), among them
+    // the event node; the one root is the memset.
+    cudaGraphNode_t list[8];
+    count = 8;
+    bool has_rec = false;
+    check_cuda(cudaGraphGetNodes(g, list, &count), "cudaGraphGetNodes with an array");
+    for (size_t i = 0; i < count && i < 8; i++)
+        has_rec = has_rec || list[i] == rec;
+    check(count == 7 && list[7] == NULL && has_rec, "cudaGraphGetNodes lists the nodes",
+          "count %zu, the event node %s", count, has_rec ? "listed" : "missing");
+    check(cudaGraphNodeGetType(list[0], &t) == cudaSuccess, "cudaGraphNodeGetType of a listed node",
+          "%s", "refused");
+    count = 0;
+    check(cudaGraphGetRootNodes(g, NULL, &count) == cudaSuccess && count == 1,
+          "cudaGraphGetRootNodes counts 1", "count %zu", count);
+    check(cudaGraphGetRootNodes(g, list, &count) == cudaSuccess && count == 1 && list[0] == set,
+          "cudaGraphGetRootNodes: the memset", "count %zu", count);
     *copy_node = cpy;
     return g;
 }
