@@ -439,42 +439,68 @@ static int pre_cu_graph_destroy(void **argv)
     return 0;
 }
 
-/* cudaGraphAddMemsetNode(node *, graph, deps, n, const cudaMemsetParams *):
- * the whole 2D extent it will fill must be the session's memory. */
-static int pre_memset_node(void **argv)
+/* A memset node's whole 2D extent must be the session's memory: the
+ * runtime's record and the driver's (elementSize 1, 2 or 4). */
+static int memset_owned(uint64_t dst, uint64_t pitch, uint64_t elem, uint64_t width,
+                        uint64_t height, const char *what)
 {
-    const struct cudaMemsetParams *p = *(const struct cudaMemsetParams *const *)argv[4];
     uint64_t extent;
-    if (!p)
-        return 0;           /* the runtime's own answer */
-    if (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)
-        return cudaErrorInvalidValue;
-    if (p->width > UINT64_MAX / p->elementSize ||
-        owned_extent_2d(p->pitch, p->width * p->elementSize, p->height, &extent) != 0 ||
-        !owned_range((uint64_t)(uintptr_t)p->dst, extent)) {
-        rgpu_warn("cudaGraphAddMemsetNode: refused a destination outside the session's memory");
-        return cudaErrorInvalidValue;
+    if (elem != 1 && elem != 2 && elem != 4)
+        return 0;
+    if (width > UINT64_MAX / elem || owned_extent_2d(pitch, width * elem, height, &extent) != 0 ||
+        !owned_range(dst, extent)) {
+        rgpu_warn("%s: refused a destination outside the session's memory", what);
+        return 0;
     }
-    return 0;
+    return 1;
 }
 
-/* cuGraphAddMemsetNode(node *, graph, deps, n, const CUDA_MEMSET_NODE_PARAMS *,
- * ctx): the same for the driver's record. */
-static int pre_cu_memset_node(void **argv)
+static int rt_memset_at(void **argv, int i, const char *what)
 {
-    const CUDA_MEMSET_NODE_PARAMS *p = *(const CUDA_MEMSET_NODE_PARAMS *const *)argv[4];
-    uint64_t extent;
+    const struct cudaMemsetParams *p = *(const struct cudaMemsetParams *const *)argv[i];
+    if (!p)
+        return 0;           /* the runtime's own answer */
+    return memset_owned((uint64_t)(uintptr_t)p->dst, p->pitch, p->elementSize, p->width,
+                        p->height, what) ? 0 : cudaErrorInvalidValue;
+}
+
+static int cu_memset_at(void **argv, int i, const char *what)
+{
+    const CUDA_MEMSET_NODE_PARAMS *p = *(const CUDA_MEMSET_NODE_PARAMS *const *)argv[i];
     if (!p)
         return 0;
-    if (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (p->width > UINT64_MAX / p->elementSize ||
-        owned_extent_2d(p->pitch, p->width * p->elementSize, p->height, &extent) != 0 ||
-        !owned_range(p->dst, extent)) {
-        rgpu_warn("cuGraphAddMemsetNode: refused a destination outside the session's memory");
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    return 0;
+    return memset_owned(p->dst, p->pitch, p->elementSize, p->width, p->height, what)
+               ? 0 : CUDA_ERROR_INVALID_VALUE;
+}
+
+static int pre_memset_node(void **argv)
+{
+    return rt_memset_at(argv, 4, "cudaGraphAddMemsetNode");
+}
+
+static int pre_memset_set(void **argv)
+{
+    return rt_memset_at(argv, 1, "cudaGraphMemsetNodeSetParams");
+}
+
+static int pre_exec_memset_set(void **argv)
+{
+    return rt_memset_at(argv, 2, "cudaGraphExecMemsetNodeSetParams");
+}
+
+static int pre_cu_memset_node(void **argv)
+{
+    return cu_memset_at(argv, 4, "cuGraphAddMemsetNode");
+}
+
+static int pre_cu_memset_set(void **argv)
+{
+    return cu_memset_at(argv, 1, "cuGraphMemsetNodeSetParams");
+}
+
+static int pre_cu_exec_memset_set(void **argv)
+{
+    return cu_memset_at(argv, 2, "cuGraphExecMemsetNodeSetParams");
 }
 
 /* One side of a 3D copy: device memory (or unified addresses, which must
@@ -509,19 +535,34 @@ static int copy_side_owned(CUmemorytype type, CUdeviceptr base, size_t x, size_t
     return owned_range(start, extent);
 }
 
-static int pre_cu_memcpy_node(void **argv)
+static int cu_memcpy_at(void **argv, int i, const char *what)
 {
-    const CUDA_MEMCPY3D *p = *(const CUDA_MEMCPY3D *const *)argv[4];
+    const CUDA_MEMCPY3D *p = *(const CUDA_MEMCPY3D *const *)argv[i];
     if (!p)
         return 0;
     if (!copy_side_owned(p->srcMemoryType, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
                          p->srcPitch, p->srcHeight, p) ||
         !copy_side_owned(p->dstMemoryType, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
                          p->dstPitch, p->dstHeight, p)) {
-        rgpu_warn("cuGraphAddMemcpyNode: refused a copy outside the session's device memory");
+        rgpu_warn("%s: refused a copy outside the session's device memory", what);
         return CUDA_ERROR_INVALID_VALUE;
     }
     return 0;
+}
+
+static int pre_cu_memcpy_node(void **argv)
+{
+    return cu_memcpy_at(argv, 4, "cuGraphAddMemcpyNode");
+}
+
+static int pre_cu_memcpy_set(void **argv)
+{
+    return cu_memcpy_at(argv, 1, "cuGraphMemcpyNodeSetParams");
+}
+
+static int pre_cu_exec_memcpy_set(void **argv)
+{
+    return cu_memcpy_at(argv, 2, "cuGraphExecMemcpyNodeSetParams");
 }
 
 /* Instantiation with parameters: the upload stream inside the record is a
@@ -554,6 +595,12 @@ static const struct guard graph_guards[] = {
     { "cudart", "cudaGraphAddMemsetNode", pre_memset_node, NULL },
     { "cuda", "cuGraphAddMemsetNode", pre_cu_memset_node, NULL },
     { "cuda", "cuGraphAddMemcpyNode", pre_cu_memcpy_node, NULL },
+    { "cudart", "cudaGraphMemsetNodeSetParams", pre_memset_set, NULL },
+    { "cudart", "cudaGraphExecMemsetNodeSetParams", pre_exec_memset_set, NULL },
+    { "cuda", "cuGraphMemsetNodeSetParams", pre_cu_memset_set, NULL },
+    { "cuda", "cuGraphExecMemsetNodeSetParams", pre_cu_exec_memset_set, NULL },
+    { "cuda", "cuGraphMemcpyNodeSetParams", pre_cu_memcpy_set, NULL },
+    { "cuda", "cuGraphExecMemcpyNodeSetParams", pre_cu_exec_memcpy_set, NULL },
     { "cudart", "cudaGraphInstantiateWithParams", pre_rt_instantiate_params, NULL },
     { "cudart", "cudaGraphInstantiateWithParams_ptsz", pre_rt_instantiate_params, NULL },
     { "cuda", "cuGraphInstantiateWithParams", pre_cu_instantiate_params, NULL },

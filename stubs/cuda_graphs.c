@@ -136,24 +136,56 @@ static int device_side(CUmemorytype type, CUdeviceptr p)
  * server checks every byte of both extents).  Host memory would be read or
  * written when the graph is launched, in the client's memory; CUDA arrays
  * are not remoted: both refused. */
+static int copy_served(const CUDA_MEMCPY3D *p)
+{
+    return device_side(p->srcMemoryType, p->srcDevice) &&
+           device_side(p->dstMemoryType, p->dstDevice);
+}
+
+static CUresult refuse_host_copy(const char *what)
+{
+    static int logged;
+    return (CUresult)rgpu_refused(LIB, what,
+                                  "a graph's copy to or from host memory runs when the graph "
+                                  "is launched, in the client's memory, and CUDA arrays are "
+                                  "not remoted yet (copies between device buffers are served)",
+                                  &logged);
+}
+
 RGPU_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                           const CUgraphNode *dependencies,
                                           size_t numDependencies,
                                           const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
 {
-    static int logged;
     if (!copyParams)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!device_side(copyParams->srcMemoryType, copyParams->srcDevice) ||
-        !device_side(copyParams->dstMemoryType, copyParams->dstDevice))
-        return (CUresult)rgpu_refused(LIB, "cuGraphAddMemcpyNode with host memory or arrays",
-                                      "a graph's copy to or from host memory runs when the "
-                                      "graph is launched, in the client's memory, and CUDA "
-                                      "arrays are not remoted yet (copies between device "
-                                      "buffers are served)", &logged);
+    if (!copy_served(copyParams))
+        return refuse_host_copy("cuGraphAddMemcpyNode with host memory or arrays");
     const void *argv[] = { &phGraphNode, &hGraph, &dependencies, &numDependencies,
                            &copyParams, &ctx };
     return (CUresult)rgpu_call(LIB, RGPU_CUDA_cuGraphAddMemcpyNode, argv);
+}
+
+RGPU_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams)
+{
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!copy_served(nodeParams))
+        return refuse_host_copy("cuGraphMemcpyNodeSetParams with host memory or arrays");
+    const void *argv[] = { &hNode, &nodeParams };
+    return (CUresult)rgpu_call(LIB, RGPU_CUDA_cuGraphMemcpyNodeSetParams, argv);
+}
+
+RGPU_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                    const CUDA_MEMCPY3D *copyParams,
+                                                    CUcontext ctx)
+{
+    if (!copyParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!copy_served(copyParams))
+        return refuse_host_copy("cuGraphExecMemcpyNodeSetParams with host memory or arrays");
+    const void *argv[] = { &hGraphExec, &hNode, &copyParams, &ctx };
+    return (CUresult)rgpu_call(LIB, RGPU_CUDA_cuGraphExecMemcpyNodeSetParams, argv);
 }
 
 /* A graph's nodes (which 0) or roots (1), as the runtime's

@@ -141,6 +141,44 @@ static int device_range(const void *p, size_t count)
 /* A copy between device buffers runs on the server as the graph runs.  A
  * host buffer would be read or written when the graph is launched, long
  * after this call, in the client's memory: not served. */
+static int copy_served(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+    return (kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyDefault) &&
+           device_range(dst, count) && device_range(src, count);
+}
+
+static int refuse_host_copy(const char *what)
+{
+    static int logged;
+    return rgpu_refused(LIB, what,
+                        "a graph's copy to or from host memory runs when the graph is "
+                        "launched, in the client's memory: not remoted yet (copies "
+                        "between device buffers are served)", &logged);
+}
+
+#undef cudaGraphMemcpyNodeSetParams1D
+RGPU_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void *dst,
+                                                       const void *src, size_t count,
+                                                       enum cudaMemcpyKind kind)
+{
+    if (!copy_served(dst, src, count, kind))
+        return refuse_host_copy("cudaGraphMemcpyNodeSetParams1D with host memory");
+    const void *argv[] = { &node, &dst, &src, &count, &kind };
+    return rgpu_call(LIB, RGPU_CUDART_cudaGraphMemcpyNodeSetParams1D, argv);
+}
+
+#undef cudaGraphExecMemcpyNodeSetParams1D
+RGPU_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t hGraphExec,
+                                                           cudaGraphNode_t node, void *dst,
+                                                           const void *src, size_t count,
+                                                           enum cudaMemcpyKind kind)
+{
+    if (!copy_served(dst, src, count, kind))
+        return refuse_host_copy("cudaGraphExecMemcpyNodeSetParams1D with host memory");
+    const void *argv[] = { &hGraphExec, &node, &dst, &src, &count, &kind };
+    return rgpu_call(LIB, RGPU_CUDART_cudaGraphExecMemcpyNodeSetParams1D, argv);
+}
+
 #undef cudaGraphAddMemcpyNode1D
 RGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                                  const cudaGraphNode_t *pDependencies,
@@ -148,13 +186,8 @@ RGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cu
                                                  const void *src, size_t count,
                                                  enum cudaMemcpyKind kind)
 {
-    static int logged;
-    if ((kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault) ||
-        !device_range(dst, count) || !device_range(src, count))
-        return rgpu_refused(LIB, "cudaGraphAddMemcpyNode1D with host memory",
-                            "a graph's copy to or from host memory runs when the graph is "
-                            "launched, in the client's memory: not remoted yet (copies "
-                            "between device buffers are served)", &logged);
+    if (!copy_served(dst, src, count, kind))
+        return refuse_host_copy("cudaGraphAddMemcpyNode1D with host memory");
     const void *argv[] = { &pGraphNode, &graph, &pDependencies, &numDependencies, &dst, &src,
                            &count, &kind };
     return rgpu_call(LIB, RGPU_CUDART_cudaGraphAddMemcpyNode1D, argv);

@@ -811,6 +811,78 @@ CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec h, CUgraphNode no
     return r;
 }
 
+// A node's (or an executable graph's copy of a node's) new parameters,
+// of its own type.  Lock held.
+static CUresult set_node(struct gnode *n, CUgraphNodeType t, fill_fn fill, const void *arg)
+{
+    return !n || n->type != t ? CUDA_ERROR_INVALID_VALUE : fill(n, arg);
+}
+
+static CUresult set_in_graph(CUgraphNode h, CUgraphNodeType t, fill_fn fill, const void *arg)
+{
+    pthread_mutex_lock(&graph_lock);
+    CUresult r = set_node(handle_get(h, FG_GRAPH_NODE), t, fill, arg);
+    pthread_mutex_unlock(&graph_lock);
+    return r;
+}
+
+static CUresult set_in_exec(CUgraphExec x, CUgraphNode h, CUgraphNodeType t, fill_fn fill,
+                            const void *arg)
+{
+    pthread_mutex_lock(&graph_lock);
+    struct fg_exec *e = handle_get(x, FG_GRAPH_EXEC);
+    CUresult r = set_node(e ? exec_node(e, h) : NULL, t, fill, arg);
+    pthread_mutex_unlock(&graph_lock);
+    return r;
+}
+
+CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode h, const CUDA_MEMSET_NODE_PARAMS *p)
+{
+    return set_in_graph(h, CU_GRAPH_NODE_TYPE_MEMSET, fill_memset, p);
+}
+
+CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode h, const CUDA_MEMCPY3D *p)
+{
+    return set_in_graph(h, CU_GRAPH_NODE_TYPE_MEMCPY, fill_memcpy, p);
+}
+
+CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraphNode h,
+                                                const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+    (void)ctx;
+    return set_in_exec(x, h, CU_GRAPH_NODE_TYPE_MEMSET, fill_memset, p);
+}
+
+CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode h,
+                                                const CUDA_MEMCPY3D *p, CUcontext ctx)
+{
+    (void)ctx;
+    return set_in_exec(x, h, CU_GRAPH_NODE_TYPE_MEMCPY, fill_memcpy, p);
+}
+
+static CUgraphExecUpdateResult same_topology(const struct fg_graph *a, const struct fg_graph *b,
+                                             CUgraphNode *bad);
+
+// A child graph of the same shape replaces the executable graph's copy.
+static CUresult fill_child_same_shape(struct gnode *n, const void *child)
+{
+    struct fg_graph *c = handle_get(child, FG_GRAPH);
+    CUgraphNode bad;
+    if (!c || same_topology(n->child, c, &bad) != CU_GRAPH_EXEC_UPDATE_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fg_graph *copy = graph_copy(c);
+    if (!copy)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    graph_free(n->child);
+    n->child = copy;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec x, CUgraphNode h, CUgraph child)
+{
+    return set_in_exec(x, h, CU_GRAPH_NODE_TYPE_GRAPH, fill_child_same_shape, child);
+}
+
 // Whether b has a's shape: node types in order and the same edges.
 static CUgraphExecUpdateResult same_topology(const struct fg_graph *a, const struct fg_graph *b,
                                              CUgraphNode *bad)

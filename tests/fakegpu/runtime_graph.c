@@ -44,6 +44,26 @@ static CUDA_KERNEL_NODE_PARAMS kernel_params(const struct cudaKernelNodeParams *
     return k;
 }
 
+// A 1D copy between linear addresses, told apart by address (unified).
+static CUDA_MEMCPY3D copy_1d(void *dst, const void *src, size_t count)
+{
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    c.srcDevice = (CUdeviceptr)(uintptr_t)src;
+    c.dstDevice = (CUdeviceptr)(uintptr_t)dst;
+    c.WidthInBytes = count;
+    c.Height = c.Depth = 1;
+    return c;
+}
+
+static CUDA_MEMSET_NODE_PARAMS memset_params(const struct cudaMemsetParams *p)
+{
+    CUDA_MEMSET_NODE_PARAMS m = { (CUdeviceptr)(uintptr_t)p->dst, p->pitch, p->value,
+                                  p->elementSize, p->width, p->height };
+    return m;
+}
+
 cudaError_t CUDARTAPI cudaGraphCreate(cudaGraph_t *g, unsigned int flags)
 {
     CALL(cuGraphCreate((CUgraph *)g, flags));
@@ -94,17 +114,54 @@ cudaError_t CUDARTAPI cudaGraphAddMemcpyNode1D(cudaGraphNode_t *n, cudaGraph_t g
                                                const void *src, size_t count,
                                                enum cudaMemcpyKind kind)
 {
-    CUDA_MEMCPY3D c;
     if ((unsigned)kind > cudaMemcpyDefault)
         return fg_rt_ret(cudaErrorInvalidMemcpyDirection);
-    // Linear memory either side, told apart by address (unified).
-    memset(&c, 0, sizeof c);
-    c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
-    c.srcDevice = (CUdeviceptr)(uintptr_t)src;
-    c.dstDevice = (CUdeviceptr)(uintptr_t)dst;
-    c.WidthInBytes = count;
-    c.Height = c.Depth = 1;
+    CUDA_MEMCPY3D c = copy_1d(dst, src, count);
     CALL(cuGraphAddMemcpyNode((CUgraphNode *)n, g, deps(d), nd, &c, NULL));
+}
+
+cudaError_t CUDARTAPI cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t n, void *dst,
+                                                     const void *src, size_t count,
+                                                     enum cudaMemcpyKind kind)
+{
+    if ((unsigned)kind > cudaMemcpyDefault)
+        return fg_rt_ret(cudaErrorInvalidMemcpyDirection);
+    CUDA_MEMCPY3D c = copy_1d(dst, src, count);
+    CALL(cuGraphMemcpyNodeSetParams(n, &c));
+}
+
+cudaError_t CUDARTAPI cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t x, cudaGraphNode_t n,
+                                                         void *dst, const void *src,
+                                                         size_t count, enum cudaMemcpyKind kind)
+{
+    if ((unsigned)kind > cudaMemcpyDefault)
+        return fg_rt_ret(cudaErrorInvalidMemcpyDirection);
+    CUDA_MEMCPY3D c = copy_1d(dst, src, count);
+    CALL(cuGraphExecMemcpyNodeSetParams(x, n, &c, NULL));
+}
+
+cudaError_t CUDARTAPI cudaGraphMemsetNodeSetParams(cudaGraphNode_t n,
+                                                   const struct cudaMemsetParams *p)
+{
+    if (!p)
+        return fg_rt_ret(cudaErrorInvalidValue);
+    CUDA_MEMSET_NODE_PARAMS m = memset_params(p);
+    CALL(cuGraphMemsetNodeSetParams(n, &m));
+}
+
+cudaError_t CUDARTAPI cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t n,
+                                                       const struct cudaMemsetParams *p)
+{
+    if (!p)
+        return fg_rt_ret(cudaErrorInvalidValue);
+    CUDA_MEMSET_NODE_PARAMS m = memset_params(p);
+    CALL(cuGraphExecMemsetNodeSetParams(x, n, &m, NULL));
+}
+
+cudaError_t CUDARTAPI cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t n,
+                                                           cudaGraph_t child)
+{
+    CALL(cuGraphExecChildGraphNodeSetParams(x, n, child));
 }
 
 cudaError_t CUDARTAPI cudaGraphAddMemsetNode(cudaGraphNode_t *n, cudaGraph_t g,
@@ -113,8 +170,7 @@ cudaError_t CUDARTAPI cudaGraphAddMemsetNode(cudaGraphNode_t *n, cudaGraph_t g,
 {
     if (!p)
         return fg_rt_ret(cudaErrorInvalidValue);
-    CUDA_MEMSET_NODE_PARAMS m = { (CUdeviceptr)(uintptr_t)p->dst, p->pitch, p->value,
-                                  p->elementSize, p->width, p->height };
+    CUDA_MEMSET_NODE_PARAMS m = memset_params(p);
     CALL(cuGraphAddMemsetNode((CUgraphNode *)n, g, deps(d), nd, &m, NULL));
 }
 

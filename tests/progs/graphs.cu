@@ -90,12 +90,13 @@ static const char *dot_path(char *buf, size_t n, const char *which)
 struct buffers {
     int *a, *b, *c;
     cudaEvent_t ev;
+    cudaGraphNode_t set, sub, cpy;      // nodes the setters name
 };
 
 // memset a = 1 -> k_inc(a) -> child { k_double(b, a) } -> empty -> event
 // record -> memcpy c = b, and k_inc(c) made without dependencies and tied
 // after the copy with cudaGraphAddDependencies: c = 2 * 2 + 1 = 5.
-static cudaGraph_t build_graph(struct buffers *B, cudaGraphNode_t *copy_node)
+static cudaGraph_t build_graph(struct buffers *B)
 {
     cudaGraph_t g = NULL, child = NULL;
     cudaGraphNode_t set, inc, sub, empty, rec, cpy, inc2, dbl;
@@ -155,7 +156,9 @@ static cudaGraph_t build_graph(struct buffers *B, cudaGraphNode_t *copy_node)
           "cudaGraphGetRootNodes counts 1", "count %zu", count);
     check(cudaGraphGetRootNodes(g, list, &count) == cudaSuccess && count == 1 && list[0] == set,
           "cudaGraphGetRootNodes: the memset", "count %zu", count);
-    *copy_node = cpy;
+    B->set = set;
+    B->sub = sub;
+    B->cpy = cpy;
     return g;
 }
 
@@ -190,21 +193,63 @@ static void run_graph(cudaGraph_t g, struct buffers *B, cudaStream_t s, const ch
     check_cuda(cudaGraphExecDestroy(x), fmt_name(name, sizeof name, "%s: cudaGraphExecDestroy", what));
 }
 
+// An executable graph's memset, memcpy and child-graph nodes given new
+// parameters: a = 3 -> k_inc: 4; the child doubles the first half of a
+// into b (the rest of b keeps the last run's 4); the copy takes a: c = 4
+// -> k_inc: 5.
+static void test_exec_setters(cudaGraph_t g, struct buffers *B, cudaStream_t s)
+{
+    cudaGraphExec_t x = NULL;
+    cudaGraph_t child = NULL;
+    cudaGraphNode_t dbl;
+    int half = N / 2;
+    void *dbl_args[] = { &B->b, &B->a, &half };
+    struct cudaMemsetParams m;
+    memset(&m, 0, sizeof m);
+    m.dst = B->a;
+    m.value = 3;
+    m.elementSize = 4;
+    m.width = N;
+    m.height = 1;
+    check_cuda(cudaGraphInstantiate(&x, g, 0), "setters: cudaGraphInstantiate");
+    check_cuda(cudaGraphExecMemsetNodeSetParams(x, B->set, &m), "cudaGraphExecMemsetNodeSetParams");
+    check_cuda(cudaGraphExecMemcpyNodeSetParams1D(x, B->cpy, B->c, B->a, N * sizeof(int),
+                                                  cudaMemcpyDeviceToDevice),
+               "cudaGraphExecMemcpyNodeSetParams1D");
+    check_cuda(cudaGraphCreate(&child, 0), "setters: cudaGraphCreate child");
+    struct cudaKernelNodeParams p = kernel_node((void *)k_double, dbl_args);
+    check_cuda(cudaGraphAddKernelNode(&dbl, child, NULL, 0, &p), "setters: child kernel node");
+    check_cuda(cudaGraphExecChildGraphNodeSetParams(x, B->sub, child),
+               "cudaGraphExecChildGraphNodeSetParams");
+    check_cuda(cudaGraphLaunch(x, s), "setters: cudaGraphLaunch");
+    check_cuda(cudaStreamSynchronize(s), "setters: synchronize");
+    check_ints(B->a, 4, "setters: memset a = 3 then k_inc");
+    check_ints(B->c, 5, "setters: memcpy from a then k_inc");
+    int ends[2] = { 0, 0 };
+    check(cudaMemcpy(&ends[0], B->b, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess &&
+              cudaMemcpy(&ends[1], B->b + N - 1, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess &&
+              ends[0] == 8 && ends[1] == 4,
+          "setters: the new child doubled the first half only", "b[0] %d, b[N-1] %d", ends[0], ends[1]);
+    check_cuda(cudaGraphDestroy(child), "setters: cudaGraphDestroy child");
+    check_cuda(cudaGraphExecDestroy(x), "setters: cudaGraphExecDestroy");
+}
+
 static void test_hand_built(cudaStream_t s)
 {
     struct buffers B;
-    cudaGraphNode_t cpy;
     check_cuda(cudaMalloc(&B.a, N * sizeof(int)), "cudaMalloc a");
     check_cuda(cudaMalloc(&B.b, N * sizeof(int)), "cudaMalloc b");
     check_cuda(cudaMalloc(&B.c, N * sizeof(int)), "cudaMalloc c");
     check_cuda(cudaEventCreateWithFlags(&B.ev, cudaEventDisableTiming), "cudaEventCreate");
-    cudaGraph_t g = build_graph(&B, &cpy);
+    cudaGraph_t g = build_graph(&B);
     run_graph(g, &B, s, "hand-built graph", false);
     char path[512];
     check(cudaGraphDebugDotPrint(g, dot_path(path, sizeof path, "rt"),
                                  cudaGraphDebugDotFlagsVerbose) == cudaSuccess &&
               dot_file_ok(path),
           "cudaGraphDebugDotPrint writes a digraph with edges", "no such file at %s", path);
+
+    test_exec_setters(g, &B, s);
 
     cudaGraph_t clone = NULL;
     check_cuda(cudaGraphClone(&clone, g), "cudaGraphClone");
