@@ -152,6 +152,13 @@
 #define RGPU_H_GRAPH_NODES          "rgpu.graph_nodes"
 /* the same for the driver's cuGraphGetNodes, cuGraphGetRootNodes */
 #define RGPU_H_CU_GRAPH_NODES       "rgpu.cu_graph_nodes"
+/* [graph, bin dependencies, bin poolProps, bin accessDescs, bytesize] ->
+ * [node, dptr]   a memory-allocation node (cudaGraphAddMemAllocNode): the
+ * pool properties as cudaMemPoolProps' bytes, the access descriptors as an
+ * array of cudaMemAccessDesc (daemon/hand_graphs.c rebuilds the record) */
+#define RGPU_H_GRAPH_MEM_ALLOC      "rgpu.graph_mem_alloc"
+/* the same for the driver's cuGraphAddMemAllocNode */
+#define RGPU_H_CU_GRAPH_MEM_ALLOC   "rgpu.cu_graph_mem_alloc"
 enum rgpu_graph_node_op { RGPU_GRAPH_NODE_ADD, RGPU_GRAPH_NODE_SET, RGPU_GRAPH_EXEC_SET };
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"

@@ -23,6 +23,7 @@
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -244,6 +245,92 @@ static int h_cu_graph_kernel_node(struct hand_call *c)
     return reply_node(c, n.op == RGPU_GRAPH_NODE_ADD ? node : 0, rc);
 }
 
+/* ---- memory-allocation nodes ------------------------------------------------------ */
+
+/* The runtime's record is the driver's, member for member. */
+_Static_assert(sizeof(struct cudaMemAllocNodeParams) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS),
+               "alloc node parameters");
+_Static_assert(offsetof(struct cudaMemAllocNodeParams, dptr) ==
+                   offsetof(CUDA_MEM_ALLOC_NODE_PARAMS, dptr), "alloc node address");
+_Static_assert(sizeof(struct cudaMemPoolProps) == sizeof(CUmemPoolProps), "pool properties");
+_Static_assert(sizeof(struct cudaMemAccessDesc) == sizeof(CUmemAccessDesc), "access descriptor");
+
+#define MAX_ACCESS_DESCS 64     /* more than any host has GPUs */
+
+/* The record rebuilt from the client's bytes: the pool properties' one
+ * pointer (Windows security attributes) is NULL, the descriptors point into
+ * the frame.  0, or -1 for a malformed request. */
+static int alloc_params(struct hand_call *c, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    const void *props, *descs;
+    size_t props_len, descs_len;
+    uint64_t bytes;
+    if (arg_bin(c, 2, &props, &props_len) || arg_bin(c, 3, &descs, &descs_len) ||
+        arg_u64(c, 4, &bytes) || props_len != sizeof p->poolProps ||
+        descs_len % sizeof(CUmemAccessDesc) ||
+        descs_len / sizeof(CUmemAccessDesc) > MAX_ACCESS_DESCS)
+        return -1;
+    memset(p, 0, sizeof *p);
+    memcpy(&p->poolProps, props, sizeof p->poolProps);
+    p->poolProps.win32SecurityAttributes = NULL;
+    p->accessDescs = descs_len ? descs : NULL;
+    p->accessDescCount = descs_len / sizeof(CUmemAccessDesc);
+    p->bytesize = bytes;
+    return 0;
+}
+
+/* The allocation is made when the graph runs, at an address fixed now: the
+ * range is the session's device memory from here on (kernels, copies and
+ * memsets of the graph name it). */
+static int graph_mem_alloc(struct hand_call *c, int runtime)
+{
+    struct node_call n;     /* only its dependencies */
+    CUgraphNode deps[MAX_DEPS];
+    CUDA_MEM_ALLOC_NODE_PARAMS p;
+    uint64_t graph;
+    CUgraphNode made = NULL;
+    const void *dep_bytes;
+    size_t dep_len;
+    PROTO_IF(args_count(c, 5) || arg_u64(c, 0, &graph) || arg_bin(c, 1, &dep_bytes, &dep_len) ||
+             dep_len % sizeof(uint64_t) || dep_len / sizeof(uint64_t) > MAX_DEPS ||
+             alloc_params(c, &p));
+    memset(&n, 0, sizeof n);
+    n.deps = dep_bytes;
+    n.ndeps = dep_len / sizeof(uint64_t);
+    int rc;
+    msgpack_pack_array(c->out, 2);
+    if (!handles_contains(H_GRAPH, graph) || !deps_valid(&n, deps)) {
+        rgpu_warn("graph memory node: refused a graph or node the session never handed out");
+        rc = runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
+    } else if (runtime) {
+        __typeof__(&cudaGraphAddMemAllocNode) f = RT(cudaGraphAddMemAllocNode);
+        NEED(f);
+        rc = f((cudaGraphNode_t *)&made, (cudaGraph_t)graph, (cudaGraphNode_t *)deps, n.ndeps,
+               (struct cudaMemAllocNodeParams *)(void *)&p);
+    } else {
+        __typeof__(&cuGraphAddMemAllocNode) f = DRV(cuGraphAddMemAllocNode);
+        NEED(f);
+        rc = f(&made, (CUgraph)graph, deps, n.ndeps, &p);
+    }
+    if (rc == 0) {
+        handles_add(H_GRAPH_NODE, (uint64_t)(uintptr_t)made);
+        (void)owned_add(p.dptr, p.bytesize, OWNED_POOL, 0);
+    }
+    msgpack_pack_uint64(c->out, rc == 0 ? (uint64_t)(uintptr_t)made : 0);
+    msgpack_pack_uint64(c->out, rc == 0 ? p.dptr : 0);
+    return rc;
+}
+
+static int h_graph_mem_alloc(struct hand_call *c)
+{
+    return graph_mem_alloc(c, 1);
+}
+
+static int h_cu_graph_mem_alloc(struct hand_call *c)
+{
+    return graph_mem_alloc(c, 0);
+}
+
 /* ---- node lists ------------------------------------------------------------------ */
 
 #define MAX_LIST (1u << 20)     /* nodes one answer may carry */
@@ -395,6 +482,8 @@ const struct hand_proc hand_graph_procs[] = {
     { "cudart", RGPU_H_GRAPH_DOT, h_graph_dot },
     { "cudart", RGPU_H_GRAPH_NODES, h_graph_nodes },
     { "cuda", RGPU_H_CU_GRAPH_NODES, h_cu_graph_nodes },
+    { "cudart", RGPU_H_GRAPH_MEM_ALLOC, h_graph_mem_alloc },
+    { "cuda", RGPU_H_CU_GRAPH_MEM_ALLOC, h_cu_graph_mem_alloc },
     { "cuda", RGPU_H_CU_GRAPH_DOT, h_cu_graph_dot },
 };
 const int hand_graph_nprocs = sizeof hand_graph_procs / sizeof hand_graph_procs[0];

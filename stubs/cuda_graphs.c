@@ -332,3 +332,46 @@ RGPU_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
 {
     return counted_end(RGPU_CUDA_cuStreamEndCapture_ptsz, hStream, phGraph);
 }
+
+/* ---- memory-allocation nodes --------------------------------------------------------------- */
+
+/* As the runtime's (stubs/cudart_graphs.c): the record as its parts, the
+ * address back, recorded as device memory. */
+RGPU_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                            const CUgraphNode *dependencies,
+                                            size_t numDependencies,
+                                            CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!phGraphNode || !nodeParams || (numDependencies && !dependencies) ||
+        (nodeParams->accessDescCount && !nodeParams->accessDescs))
+        return CUDA_ERROR_INVALID_VALUE;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_MEM_ALLOC), 0);
+    msgpack_pack_array(&req.pk, 5);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)hGraph);
+    msgpack_pack_bin(&req.pk, numDependencies * sizeof(uint64_t));
+    for (size_t i = 0; i < numDependencies; i++) {
+        uint64_t h = (uint64_t)(uintptr_t)dependencies[i];
+        msgpack_pack_bin_body(&req.pk, &h, sizeof h);
+    }
+    msgpack_pack_bin(&req.pk, sizeof nodeParams->poolProps);
+    msgpack_pack_bin_body(&req.pk, &nodeParams->poolProps, sizeof nodeParams->poolProps);
+    size_t descs = nodeParams->accessDescCount * sizeof *nodeParams->accessDescs;
+    msgpack_pack_bin(&req.pk, descs);
+    msgpack_pack_bin_body(&req.pk, nodeParams->accessDescs, descs);
+    msgpack_pack_uint64(&req.pk, nodeParams->bytesize);
+    int rc = rgpu_req_exchange(LIB, "cuGraphAddMemAllocNode", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return (CUresult)rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == CUDA_SUCCESS) {
+        uint64_t node = rgpu_reply_u64(&reply, 0), dptr = rgpu_reply_u64(&reply, 1);
+        rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), node, 0);
+        rgpu_ranges_add(dptr, nodeParams->bytesize, RGPU_RANGE_DEVICE);
+        *phGraphNode = (CUgraphNode)(uintptr_t)node;
+        nodeParams->dptr = (CUdeviceptr)dptr;
+    }
+    rgpu_reply_free(&reply);
+    return (CUresult)rc;
+}

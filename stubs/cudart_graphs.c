@@ -309,3 +309,49 @@ RGPU_EXPORT cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t
 {
     return rgpu_cudart_graph_nodes(1, graph, pRootNodes, pNumRootNodes);
 }
+
+/* ---- memory-allocation nodes ---------------------------------------------------------- */
+
+/* The record travels as its parts (its one pointer is an array of access
+ * descriptors); the address comes back, fixed from now on, and is device
+ * memory to this process's range table as to the server's.  The range
+ * stays recorded after the graph's free node runs, as the address stays
+ * reserved for the graph. */
+RGPU_EXPORT cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                                 const cudaGraphNode_t *pDependencies,
+                                                 size_t numDependencies,
+                                                 struct cudaMemAllocNodeParams *nodeParams)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!pGraphNode || !nodeParams || (numDependencies && !pDependencies) ||
+        (nodeParams->accessDescCount && !nodeParams->accessDescs))
+        return RESULT(cudaErrorInvalidValue);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GRAPH_MEM_ALLOC), 0);
+    msgpack_pack_array(&req.pk, 5);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)graph);
+    msgpack_pack_bin(&req.pk, numDependencies * sizeof(uint64_t));
+    for (size_t i = 0; i < numDependencies; i++) {
+        uint64_t h = (uint64_t)(uintptr_t)pDependencies[i];
+        msgpack_pack_bin_body(&req.pk, &h, sizeof h);
+    }
+    msgpack_pack_bin(&req.pk, sizeof nodeParams->poolProps);
+    msgpack_pack_bin_body(&req.pk, &nodeParams->poolProps, sizeof nodeParams->poolProps);
+    size_t descs = nodeParams->accessDescCount * sizeof *nodeParams->accessDescs;
+    msgpack_pack_bin(&req.pk, descs);
+    msgpack_pack_bin_body(&req.pk, nodeParams->accessDescs, descs);
+    msgpack_pack_uint64(&req.pk, nodeParams->bytesize);
+    int rc = rgpu_req_exchange(LIB, "cudaGraphAddMemAllocNode", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == cudaSuccess) {
+        uint64_t node = rgpu_reply_u64(&reply, 0), dptr = rgpu_reply_u64(&reply, 1);
+        rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), node, 0);
+        rgpu_ranges_add(dptr, nodeParams->bytesize, RGPU_RANGE_DEVICE);
+        *pGraphNode = (cudaGraphNode_t)(uintptr_t)node;
+        nodeParams->dptr = (void *)(uintptr_t)dptr;
+    }
+    rgpu_reply_free(&reply);
+    return rc;
+}

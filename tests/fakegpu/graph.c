@@ -8,7 +8,8 @@
 // nodes keep their arguments packed by the function's layout, as the
 // driver copies them when a node is made or set.  Node kinds: kernel,
 // memcpy (linear memory, 1D to 3D), memset, empty, child graph, event
-// record and event wait; the others are CUDA_ERROR_NOT_SUPPORTED.
+// record and event wait, memory alloc and free; the others are
+// CUDA_ERROR_NOT_SUPPORTED.
 // cuGraphDebugDotPrint writes the nodes and edges as a dot digraph.
 //
 // cuGraphExecUpdate takes a graph's parameters into an executable graph
@@ -47,6 +48,8 @@ struct gnode {
     CUDA_MEMSET_NODE_PARAMS set;
     CUevent event;
     struct fg_graph *child;     // a copy, owned by the node
+    CUdeviceptr mem;            // memory nodes: the allocation
+    int owns_mem;               // the alloc node it was made by (not a copy)
     int visit;                  // launch bookkeeping
 };
 
@@ -116,6 +119,8 @@ static void graph_free(struct fg_graph *g);
 
 static void node_free(struct gnode *n)
 {
+    if (n->owns_mem)
+        cuMemFree_v2(n->mem);
     handle_drop(n->handle);
     if (n->child)
         graph_free(n->child);
@@ -420,6 +425,7 @@ static struct fg_graph *graph_copy(const struct fg_graph *src)
         n->deps = NULL;
         n->args = NULL;
         n->child = NULL;
+        n->owns_mem = 0;            // the original's allocation
         n->handle = (CUgraphNode)(uintptr_t)handle_new(FG_GRAPH_NODE, n);
         g->nodes[g->n++] = n;
         n->ndeps = 0;
@@ -562,6 +568,49 @@ CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode *ph, CUgraph g, const CUgra
                                          size_t ndeps, CUevent ev)
 {
     return add_node(ph, g, deps, ndeps, CU_GRAPH_NODE_TYPE_WAIT_EVENT, fill_event, ev);
+}
+
+// Memory nodes: the allocation is made when the node is, at the address
+// CUDA would fix then, and lives as long as the graph; at launch neither
+// node does anything (a GPU maps and unmaps the memory at those points).
+static CUresult fill_alloc(struct gnode *n, const void *arg)
+{
+    CUDA_MEM_ALLOC_NODE_PARAMS *p = (CUDA_MEM_ALLOC_NODE_PARAMS *)arg;
+    if (p->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        p->poolProps.location.id != 0 || !p->bytesize)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cuMemAlloc_v2(&n->mem, p->bytesize);
+    if (r == CUDA_SUCCESS) {
+        n->owns_mem = 1;
+        p->dptr = n->mem;
+    }
+    return r;
+}
+
+static CUresult fill_free(struct gnode *n, const void *arg)
+{
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)arg;
+    fg_lock();
+    int ok = fg_mem_valid(p, 1);
+    fg_unlock();
+    n->mem = p;
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGraphAddMemAllocNode(CUgraphNode *ph, CUgraph g, const CUgraphNode *deps,
+                                        size_t ndeps, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    return add_node(ph, g, deps, ndeps, CU_GRAPH_NODE_TYPE_MEM_ALLOC, fill_alloc, p);
+}
+
+CUresult CUDAAPI cuGraphAddMemFreeNode(CUgraphNode *ph, CUgraph g, const CUgraphNode *deps,
+                                       size_t ndeps, CUdeviceptr p)
+{
+    return add_node(ph, g, deps, ndeps, CU_GRAPH_NODE_TYPE_MEM_FREE, fill_free,
+                    (const void *)(uintptr_t)p);
 }
 
 CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph hg, const CUgraphNode *from,
@@ -972,6 +1021,8 @@ static const char *type_name(CUgraphNodeType t)
     case CU_GRAPH_NODE_TYPE_GRAPH: return "GRAPH";
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return "EVENT_RECORD";
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return "WAIT_EVENT";
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return "MEM_ALLOC";
+    case CU_GRAPH_NODE_TYPE_MEM_FREE: return "MEM_FREE";
     default: return "EMPTY";
     }
 }

@@ -282,3 +282,20 @@ cudaError_t CUDARTAPI cudaGraphInstantiateWithParams(cudaGraphExec_t *x, cudaGra
     CALL(cuGraphInstantiateWithParams((CUgraphExec *)x, g,
                                       (CUDA_GRAPH_INSTANTIATE_PARAMS *)(void *)p));
 }
+
+_Static_assert(sizeof(struct cudaMemAllocNodeParams) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS),
+               "alloc node parameters");
+
+cudaError_t CUDARTAPI cudaGraphAddMemAllocNode(cudaGraphNode_t *n, cudaGraph_t g,
+                                               const cudaGraphNode_t *d, size_t nd,
+                                               struct cudaMemAllocNodeParams *p)
+{
+    CALL(cuGraphAddMemAllocNode((CUgraphNode *)n, g, deps(d), nd,
+                                (CUDA_MEM_ALLOC_NODE_PARAMS *)(void *)p));
+}
+
+cudaError_t CUDARTAPI cudaGraphAddMemFreeNode(cudaGraphNode_t *n, cudaGraph_t g,
+                                              const cudaGraphNode_t *d, size_t nd, void *dptr)
+{
+    CALL(cuGraphAddMemFreeNode((CUgraphNode *)n, g, deps(d), nd, (CUdeviceptr)(uintptr_t)dptr));
+}

@@ -5,7 +5,7 @@
 // step, through cudaGraphExecKernelNodeSetParams and through
 // cudaGraphExecUpdate with a new graph of the same shape; a clone; an
 // update whose topology changed; the graph's dot description written to
-// a file; capture into an existing graph; and the driver API's equivalents
+// a file; memory alloc and free nodes; capture into an existing graph; and the driver API's equivalents
 // (cuGraphCreate, cuGraphAddKernelNode, cuGraphInstantiateWithFlags,
 // cuGraphLaunch) on kernels.cuh loaded as a fatbin.  Link with -lcuda.
 //
@@ -262,6 +262,53 @@ static void test_hand_built(cudaStream_t s)
     cudaFree(B.c);
 }
 
+// ---- memory nodes ---------------------------------------------------------------------
+
+// alloc m -> memset m = 7 -> k_inc(m) -> copy c = m -> free m: c = 8.
+static void test_mem_nodes(cudaStream_t s)
+{
+    int *c, n = N;
+    cudaGraph_t g = NULL;
+    cudaGraphNode_t alloc, set, inc, cpy, fre;
+    cudaGraphExec_t x = NULL;
+    check_cuda(cudaMalloc(&c, N * sizeof(int)), "mem nodes: cudaMalloc");
+    check_cuda(cudaMemset(c, 0, N * sizeof(int)), "mem nodes: c = 0");
+    check_cuda(cudaGraphCreate(&g, 0), "mem nodes: cudaGraphCreate");
+    struct cudaMemAllocNodeParams ap;
+    memset(&ap, 0, sizeof ap);
+    ap.poolProps.allocType = cudaMemAllocationTypePinned;
+    ap.poolProps.location.type = cudaMemLocationTypeDevice;
+    ap.poolProps.location.id = 0;
+    ap.bytesize = N * sizeof(int);
+    check(cudaGraphAddMemAllocNode(&alloc, g, NULL, 0, &ap) == cudaSuccess && ap.dptr,
+          "cudaGraphAddMemAllocNode", "%s", "no address");
+    int *m = (int *)ap.dptr;
+    struct cudaMemsetParams mp;
+    memset(&mp, 0, sizeof mp);
+    mp.dst = m;
+    mp.value = 7;
+    mp.elementSize = 4;
+    mp.width = N;
+    mp.height = 1;
+    check_cuda(cudaGraphAddMemsetNode(&set, g, &alloc, 1, &mp), "mem nodes: memset node");
+    void *args[] = { &m, &n };
+    struct cudaKernelNodeParams kp = kernel_node((void *)k_inc, args);
+    check_cuda(cudaGraphAddKernelNode(&inc, g, &set, 1, &kp), "mem nodes: kernel node");
+    check_cuda(cudaGraphAddMemcpyNode1D(&cpy, g, &inc, 1, c, m, N * sizeof(int),
+                                        cudaMemcpyDeviceToDevice), "mem nodes: memcpy node");
+    check_cuda(cudaGraphAddMemFreeNode(&fre, g, &cpy, 1, m), "cudaGraphAddMemFreeNode");
+    enum cudaGraphNodeType t;
+    check(cudaGraphNodeGetType(alloc, &t) == cudaSuccess && t == cudaGraphNodeTypeMemAlloc,
+          "mem nodes: the alloc node's type", "type %d", (int)t);
+    check_cuda(cudaGraphInstantiate(&x, g, 0), "mem nodes: cudaGraphInstantiate");
+    check_cuda(cudaGraphLaunch(x, s), "mem nodes: cudaGraphLaunch");
+    check_cuda(cudaStreamSynchronize(s), "mem nodes: synchronize");
+    check_ints(c, 8, "mem nodes: c = 7 + 1");
+    check_cuda(cudaGraphExecDestroy(x), "mem nodes: cudaGraphExecDestroy");
+    check_cuda(cudaGraphDestroy(g), "mem nodes: cudaGraphDestroy");
+    cudaFree(c);
+}
+
 // ---- the decode loop ----------------------------------------------------------------
 
 // One k_axpy node: y = a * x + y.
@@ -509,6 +556,7 @@ int main(int argc, char **argv)
     if (!check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"))
         return 1;
     test_hand_built(s);
+    test_mem_nodes(s);
     test_decode(s);
     test_driver(image);
     test_capture_to_graph(s);
