@@ -159,6 +159,13 @@
 #define RGPU_H_GRAPH_MEM_ALLOC      "rgpu.graph_mem_alloc"
 /* the same for the driver's cuGraphAddMemAllocNode */
 #define RGPU_H_CU_GRAPH_MEM_ALLOC   "rgpu.cu_graph_mem_alloc"
+/* [graph, capacity, want edge data] -> [count, bin from, bin to, bin edge
+ * data]   a graph's edges (cudaGraphGetEdges): the total count and at
+ * most capacity of each, node handles as u64, edge data as the library's
+ * records */
+#define RGPU_H_GRAPH_EDGES          "rgpu.graph_edges"
+/* the same for the driver's cuGraphGetEdges_v2 */
+#define RGPU_H_CU_GRAPH_EDGES       "rgpu.cu_graph_edges"
 enum rgpu_graph_node_op { RGPU_GRAPH_NODE_ADD, RGPU_GRAPH_NODE_SET, RGPU_GRAPH_EXEC_SET };
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"

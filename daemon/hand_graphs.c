@@ -37,6 +37,7 @@
 
 #define MAX_DEPS 4096       /* dependencies one call may list */
 #define MAX_PARAMS 512      /* kernel parameters, as launches */
+#define MAX_LIST (1u << 20) /* nodes or edges one answer may carry */
 
 static uint32_t H_GRAPH_NODE;
 
@@ -245,6 +246,83 @@ static int h_cu_graph_kernel_node(struct hand_call *c)
     return reply_node(c, n.op == RGPU_GRAPH_NODE_ADD ? node : 0, rc);
 }
 
+/* ---- edge lists ------------------------------------------------------------------ */
+
+_Static_assert(sizeof(cudaGraphEdgeData) == sizeof(CUgraphEdgeData), "edge data");
+
+static int edge_list(uint64_t graph, int runtime, CUgraphNode *from, CUgraphNode *to,
+                     CUgraphEdgeData *data, size_t *count)
+{
+    if (runtime) {
+        __typeof__(&cudaGraphGetEdges) f = RT(cudaGraphGetEdges);
+        if (!f)
+            return -RGPU_ENOSYM;
+        return (int)f((cudaGraph_t)graph, (cudaGraphNode_t *)from, (cudaGraphNode_t *)to,
+                      (cudaGraphEdgeData *)data, count);
+    }
+    __typeof__(&cuGraphGetEdges_v2) f = DRV(cuGraphGetEdges_v2);
+    if (!f)
+        return -RGPU_ENOSYM;
+    return (int)f((CUgraph)graph, from, to, data, count);
+}
+
+static void pack_nodes(struct hand_call *c, const CUgraphNode *nodes, size_t n)
+{
+    msgpack_pack_bin(c->out, n * sizeof(uint64_t));
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = (uint64_t)(uintptr_t)nodes[i];
+        handles_add(H_GRAPH_NODE, h);
+        msgpack_pack_bin_body(c->out, &h, sizeof h);
+    }
+}
+
+/* Without edge data asked for, the library answers as it does natively
+ * when an edge has some (a lossy query). */
+static int graph_edges(struct hand_call *c, int runtime)
+{
+    uint64_t v[3];
+    size_t count = 0;
+    CUgraphNode *from = NULL, *to = NULL;
+    CUgraphEdgeData *data = NULL;
+    PROTO_IF(args_count(c, 3) || arg_u64s(c, 3, v) || v[2] > 1);
+    int oom = runtime ? cudaErrorMemoryAllocation : CUDA_ERROR_OUT_OF_MEMORY;
+    int rc = runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
+    if (handles_contains(H_GRAPH, v[0]))
+        rc = edge_list(v[0], runtime, NULL, NULL, NULL, &count);
+    if (rc < 0)
+        return rc;
+    if (rc == 0 && count > MAX_LIST)
+        rc = oom;
+    if (rc == 0 && count && (!(from = calloc(count, sizeof *from)) ||
+                             !(to = calloc(count, sizeof *to)) ||
+                             (v[2] && !(data = calloc(count, sizeof *data)))))
+        rc = oom;
+    if (rc == 0 && count)
+        rc = edge_list(v[0], runtime, from, to, data, &count);
+    size_t sent = rc == 0 ? (count < v[1] ? count : (size_t)v[1]) : 0;
+    msgpack_pack_array(c->out, 4);
+    msgpack_pack_uint64(c->out, rc == 0 ? count : 0);
+    pack_nodes(c, from, sent);
+    pack_nodes(c, to, sent);
+    msgpack_pack_bin(c->out, data ? sent * sizeof *data : 0);
+    if (data && sent)
+        msgpack_pack_bin_body(c->out, data, sent * sizeof *data);
+    free(from);
+    free(to);
+    free(data);
+    return rc;
+}
+
+static int h_graph_edges(struct hand_call *c)
+{
+    return graph_edges(c, 1);
+}
+
+static int h_cu_graph_edges(struct hand_call *c)
+{
+    return graph_edges(c, 0);
+}
+
 /* ---- memory-allocation nodes ------------------------------------------------------ */
 
 /* The runtime's record is the driver's, member for member. */
@@ -332,8 +410,6 @@ static int h_cu_graph_mem_alloc(struct hand_call *c)
 }
 
 /* ---- node lists ------------------------------------------------------------------ */
-
-#define MAX_LIST (1u << 20)     /* nodes one answer may carry */
 
 /* The library's list of a graph's nodes (which 0) or roots (1). */
 static int node_list(uint64_t graph, int which, int runtime, CUgraphNode *nodes, size_t *count)
@@ -483,6 +559,8 @@ const struct hand_proc hand_graph_procs[] = {
     { "cudart", RGPU_H_GRAPH_NODES, h_graph_nodes },
     { "cuda", RGPU_H_CU_GRAPH_NODES, h_cu_graph_nodes },
     { "cudart", RGPU_H_GRAPH_MEM_ALLOC, h_graph_mem_alloc },
+    { "cudart", RGPU_H_GRAPH_EDGES, h_graph_edges },
+    { "cuda", RGPU_H_CU_GRAPH_EDGES, h_cu_graph_edges },
     { "cuda", RGPU_H_CU_GRAPH_MEM_ALLOC, h_cu_graph_mem_alloc },
     { "cuda", RGPU_H_CU_GRAPH_DOT, h_cu_graph_dot },
 };

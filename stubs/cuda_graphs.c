@@ -8,6 +8,7 @@
 #include "rgpu_hand_procs.h"
 #include "client_ranges.h"
 #include "write_file.h"
+#include "graph_edges.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
@@ -372,6 +373,31 @@ RGPU_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hG
         *phGraphNode = (CUgraphNode)(uintptr_t)node;
         nodeParams->dptr = (CUdeviceptr)dptr;
     }
+    rgpu_reply_free(&reply);
+    return (CUresult)rc;
+}
+
+/* ---- edge lists ------------------------------------------------------------------------------ */
+
+RGPU_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+                                        CUgraphEdgeData *edgeData, size_t *numEdges)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!numEdges || !from != !to || (edgeData && !from))
+        return CUDA_ERROR_INVALID_VALUE;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_EDGES), 0);
+    msgpack_pack_array(&req.pk, 3);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)hGraph);
+    msgpack_pack_uint64(&req.pk, from ? *numEdges : 0);
+    msgpack_pack_uint32(&req.pk, edgeData ? 1 : 0);
+    int rc = rgpu_req_exchange(LIB, "cuGraphGetEdges", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return (CUresult)rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == CUDA_SUCCESS && rgpu_graph_edges_take(&reply, (void **)from, (void **)to, edgeData,
+                                                    sizeof *edgeData, numEdges) != 0)
+        rc = rgpu_transport_status(LIB, "cuGraphGetEdges", RGPU_EPROTO);
     rgpu_reply_free(&reply);
     return (CUresult)rc;
 }

@@ -8,6 +8,7 @@
 #include "rgpu_hand_procs.h"
 #include "client_ranges.h"
 #include "write_file.h"
+#include "graph_edges.h"
 #include "cudart_procs.h"
 
 #include <cuda_runtime_api.h>
@@ -352,6 +353,32 @@ RGPU_EXPORT cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cu
         *pGraphNode = (cudaGraphNode_t)(uintptr_t)node;
         nodeParams->dptr = (void *)(uintptr_t)dptr;
     }
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+/* ---- edge lists ------------------------------------------------------------------------- */
+
+RGPU_EXPORT cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *from,
+                                          cudaGraphNode_t *to, cudaGraphEdgeData *edgeData,
+                                          size_t *numEdges)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!numEdges || !from != !to || (edgeData && !from))
+        return RESULT(cudaErrorInvalidValue);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GRAPH_EDGES), 0);
+    msgpack_pack_array(&req.pk, 3);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)graph);
+    msgpack_pack_uint64(&req.pk, from ? *numEdges : 0);
+    msgpack_pack_uint32(&req.pk, edgeData ? 1 : 0);
+    int rc = rgpu_req_exchange(LIB, "cudaGraphGetEdges", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == cudaSuccess && rgpu_graph_edges_take(&reply, (void **)from, (void **)to, edgeData,
+                                                   sizeof *edgeData, numEdges) != 0)
+        rc = rgpu_transport_status(LIB, "cudaGraphGetEdges", RGPU_EPROTO);
     rgpu_reply_free(&reply);
     return rc;
 }

@@ -689,6 +689,39 @@ CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hg, CUgraphNode *nodes, size_t *cou
     return list_nodes(hg, nodes, count, 1);
 }
 
+// The edges, node by node in order and each node's dependencies in order;
+// CUDA's way with the arrays (all edges here carry the default data).
+CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph hg, CUgraphNode *from, CUgraphNode *to,
+                                    CUgraphEdgeData *data, size_t *count)
+{
+    if (!count || !from != !to || (data && !from))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&graph_lock);
+    struct fg_graph *g = handle_get(hg, FG_GRAPH);
+    size_t k = 0;
+    for (unsigned i = 0; g && i < g->n; i++)
+        for (unsigned d = 0; d < g->nodes[i]->ndeps; d++, k++)
+            if (from && k < *count) {
+                from[k] = g->nodes[i]->deps[d]->handle;
+                to[k] = g->nodes[i]->handle;
+                if (data)
+                    memset(&data[k], 0, sizeof data[k]);
+            }
+    if (g && from) {
+        for (size_t i = k; i < *count; i++) {
+            from[i] = to[i] = NULL;
+            if (data)
+                memset(&data[i], 0, sizeof data[i]);
+        }
+        if (k < *count)
+            *count = k;
+    } else if (g) {
+        *count = k;
+    }
+    pthread_mutex_unlock(&graph_lock);
+    return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 // Removes a node and every edge to it.
 CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode h)
 {

@@ -299,3 +299,10 @@ cudaError_t CUDARTAPI cudaGraphAddMemFreeNode(cudaGraphNode_t *n, cudaGraph_t g,
 {
     CALL(cuGraphAddMemFreeNode((CUgraphNode *)n, g, deps(d), nd, (CUdeviceptr)(uintptr_t)dptr));
 }
+
+cudaError_t CUDARTAPI cudaGraphGetEdges(cudaGraph_t g, cudaGraphNode_t *from, cudaGraphNode_t *to,
+                                        cudaGraphEdgeData *data, size_t *count)
+{
+    CALL(cuGraphGetEdges_v2(g, (CUgraphNode *)from, (CUgraphNode *)to, (CUgraphEdgeData *)data,
+                            count));
+}

@@ -156,6 +156,19 @@ static cudaGraph_t build_graph(struct buffers *B)
           "cudaGraphGetRootNodes counts 1", "count %zu", count);
     check(cudaGraphGetRootNodes(g, list, &count) == cudaSuccess && count == 1 && list[0] == set,
           "cudaGraphGetRootNodes: the memset", "count %zu", count);
+    // 6 edges: memset->inc->child->empty->record->copy->inc2.
+    cudaGraphNode_t from[8], to[8];
+    cudaGraphEdgeData data[8];
+    count = 0;
+    check(cudaGraphGetEdges(g, NULL, NULL, NULL, &count) == cudaSuccess && count == 6,
+          "cudaGraphGetEdges counts 6", "count %zu", count);
+    count = 8;
+    bool has_edge = false;
+    check_cuda(cudaGraphGetEdges(g, from, to, data, &count), "cudaGraphGetEdges with arrays");
+    for (size_t i = 0; i < count && i < 8; i++)
+        has_edge = has_edge || (from[i] == cpy && to[i] == inc2 && data[i].type == 0);
+    check(count == 6 && from[6] == NULL && has_edge, "cudaGraphGetEdges lists the added edge",
+          "count %zu, copy -> inc2 %s", count, has_edge ? "listed" : "missing");
     B->set = set;
     B->sub = sub;
     B->cpy = cpy;
