@@ -166,6 +166,13 @@
 #define RGPU_H_GRAPH_EDGES          "rgpu.graph_edges"
 /* the same for the driver's cuGraphGetEdges_v2 */
 #define RGPU_H_CU_GRAPH_EDGES       "rgpu.cu_graph_edges"
+/* [node] -> [kernel, gx, gy, gz, bx, by, bz, shmem, [[offset, size]...], bin
+ * params]   a kernel node's parameters (cudaGraphKernelNodeGetParams): the
+ * kernel, its layout and its arguments packed by it */
+#define RGPU_H_GRAPH_KERNEL_PARAMS  "rgpu.graph_kernel_params"
+/* the same for the driver's cuGraphKernelNodeGetParams_v2: the function
+ * first, the kernel and the context after the params */
+#define RGPU_H_CU_GRAPH_KERNEL_PARAMS "rgpu.cu_graph_kernel_params"
 enum rgpu_graph_node_op { RGPU_GRAPH_NODE_ADD, RGPU_GRAPH_NODE_SET, RGPU_GRAPH_EXEC_SET };
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"

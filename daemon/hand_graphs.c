@@ -185,6 +185,125 @@ static int h_graph_kernel_node(struct hand_call *c)
     return reply_node(c, n.op == RGPU_GRAPH_NODE_ADD ? node : 0, rc);
 }
 
+/* ---- a kernel node's parameters, queried --------------------------------------------- */
+
+/* [kernel, gx, gy, gz, bx, by, bz, shmem, layout, bin params]: the
+ * arguments copied out of the library's pointers at the layout's offsets
+ * (each inside the layout's extent, which the library's own query gave). */
+static void pack_kernel_params(struct hand_call *c, uint64_t kernel, const unsigned *dim,
+                               unsigned shmem, const uint32_t *off, const uint32_t *size,
+                               unsigned n, void *const *args, unsigned extra)
+{
+    size_t bytes = 0;
+    for (unsigned i = 0; i < n; i++)
+        if ((size_t)off[i] + size[i] > bytes)
+            bytes = (size_t)off[i] + size[i];
+    msgpack_pack_array(c->out, 10 + extra);     /* the caller packs the extra ones */
+    msgpack_pack_uint64(c->out, kernel);
+    for (int i = 0; i < 6; i++)
+        msgpack_pack_uint32(c->out, dim[i]);
+    msgpack_pack_uint32(c->out, shmem);
+    msgpack_pack_array(c->out, n);
+    for (unsigned i = 0; i < n; i++) {
+        msgpack_pack_array(c->out, 2);
+        msgpack_pack_uint32(c->out, off[i]);
+        msgpack_pack_uint32(c->out, size[i]);
+    }
+    unsigned char *buf = calloc(1, bytes ? bytes : 1);
+    for (unsigned i = 0; buf && i < n; i++)
+        memcpy(buf + off[i], args[i], size[i]);
+    msgpack_pack_bin(c->out, buf ? bytes : 0);
+    if (buf && bytes)
+        msgpack_pack_bin_body(c->out, buf, bytes);
+    free(buf);
+}
+
+static int no_params(struct hand_call *c, int status)
+{
+    msgpack_pack_array(c->out, 0);
+    return status;
+}
+
+/* The session's kernels are cudaKernel_t handles (cudaLibraryGetKernel),
+ * which the runtime may not map back from a node: then the driver's
+ * answer names the node's CUkernel, the same handle. */
+static int kernel_by_driver(uint64_t node, CUDA_KERNEL_NODE_PARAMS *d)
+{
+    __typeof__(&cudaGetLastError) clear = RT(cudaGetLastError);
+    if (clear)
+        clear();        /* the runtime's failed query set its last error */
+    memset(d, 0, sizeof *d);
+    return DRV(cuGraphKernelNodeGetParams_v2) &&
+           DRV(cuGraphKernelNodeGetParams_v2)((CUgraphNode)node, d) == CUDA_SUCCESS && d->kern;
+}
+
+static int h_graph_kernel_params(struct hand_call *c)
+{
+    uint64_t node;
+    const uint32_t *off, *size;
+    unsigned n;
+    struct cudaKernelNodeParams p;
+    CUDA_KERNEL_NODE_PARAMS d;
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &node));
+    NEED(RT(cudaGraphKernelNodeGetParams));
+    if (!handles_contains(H_GRAPH_NODE, node))
+        return no_params(c, cudaErrorInvalidResourceHandle);
+    memset(&p, 0, sizeof p);
+    int rc = RT(cudaGraphKernelNodeGetParams)((cudaGraphNode_t)node, &p);
+    uint64_t kern = (uint64_t)(uintptr_t)p.func;
+    if ((rc == cudaErrorInvalidDeviceFunction ||
+         (rc == cudaSuccess && hand_cudart_kernel_layout(kern, &off, &size, &n) != 0)) &&
+        kernel_by_driver(node, &d)) {
+        kern = (uint64_t)(uintptr_t)d.kern;
+        p.gridDim = (dim3){ d.gridDimX, d.gridDimY, d.gridDimZ };
+        p.blockDim = (dim3){ d.blockDimX, d.blockDimY, d.blockDimZ };
+        p.sharedMemBytes = d.sharedMemBytes;
+        p.kernelParams = d.kernelParams;
+        rc = cudaSuccess;
+    }
+    if (rc != cudaSuccess)
+        return no_params(c, rc);
+    /* A kernel this session resolved, with its arguments as pointers: else
+     * the runtime's own answer for a kernel it does not know. */
+    if (hand_cudart_kernel_layout(kern, &off, &size, &n) != 0 || (n && !p.kernelParams))
+        return no_params(c, cudaErrorInvalidDeviceFunction);
+    const unsigned dim[6] = { p.gridDim.x, p.gridDim.y, p.gridDim.z,
+                              p.blockDim.x, p.blockDim.y, p.blockDim.z };
+    pack_kernel_params(c, kern, dim, p.sharedMemBytes, off, size, n, p.kernelParams, 0);
+    return cudaSuccess;
+}
+
+static int h_cu_graph_kernel_params(struct hand_call *c)
+{
+    uint64_t node;
+    const uint32_t *off, *size;
+    unsigned n;
+    CUDA_KERNEL_NODE_PARAMS p;
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &node));
+    NEED(DRV(cuGraphKernelNodeGetParams_v2));
+    if (!handles_contains(H_GRAPH_NODE, node))
+        return no_params(c, CUDA_ERROR_INVALID_HANDLE);
+    memset(&p, 0, sizeof p);
+    int rc = DRV(cuGraphKernelNodeGetParams_v2)((CUgraphNode)node, &p);
+    if (rc != CUDA_SUCCESS)
+        return no_params(c, rc);
+    uint64_t func = (uint64_t)(uintptr_t)(p.func ? (void *)p.func : (void *)p.kern);
+    if (hand_cuda_function_layout(func, &off, &size, &n) != 0 || (n && !p.kernelParams)) {
+        rgpu_warn("cuGraphKernelNodeGetParams: a function without a layout asked for, or "
+                  "arguments in the extra format: not served");
+        return no_params(c, CUDA_ERROR_NOT_SUPPORTED);
+    }
+    const unsigned dim[6] = { p.gridDimX, p.gridDimY, p.gridDimZ,
+                              p.blockDimX, p.blockDimY, p.blockDimZ };
+    /* [function, ..., bin params, kernel, context]: both handles the driver
+     * names (a statically linked runtime finds its kernel by either). */
+    pack_kernel_params(c, (uint64_t)(uintptr_t)p.func, dim, p.sharedMemBytes, off, size, n,
+                       p.kernelParams, 2);
+    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)p.kern);
+    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)p.ctx);
+    return CUDA_SUCCESS;
+}
+
 /* ---- the driver ------------------------------------------------------------------ */
 
 static int drv_node(const struct node_call *n, CUgraphNode *deps, void **argv, void **extra,
@@ -560,6 +679,8 @@ const struct hand_proc hand_graph_procs[] = {
     { "cuda", RGPU_H_CU_GRAPH_NODES, h_cu_graph_nodes },
     { "cudart", RGPU_H_GRAPH_MEM_ALLOC, h_graph_mem_alloc },
     { "cudart", RGPU_H_GRAPH_EDGES, h_graph_edges },
+    { "cudart", RGPU_H_GRAPH_KERNEL_PARAMS, h_graph_kernel_params },
+    { "cuda", RGPU_H_CU_GRAPH_KERNEL_PARAMS, h_cu_graph_kernel_params },
     { "cuda", RGPU_H_CU_GRAPH_EDGES, h_cu_graph_edges },
     { "cuda", RGPU_H_CU_GRAPH_MEM_ALLOC, h_cu_graph_mem_alloc },
     { "cuda", RGPU_H_CU_GRAPH_DOT, h_cu_graph_dot },

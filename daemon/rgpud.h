@@ -120,6 +120,11 @@ int hand_cudart_kernel_argv(uint64_t kern, const void *params, size_t n, void **
                             unsigned max);
 int hand_cuda_function_argv(uint64_t func, const void *params, size_t n, void **argv,
                             unsigned max);
+/* Their layouts (offsets and sizes of n parameters): 0, or -1 unknown. */
+int hand_cudart_kernel_layout(uint64_t kern, const uint32_t **offset, const uint32_t **size,
+                              unsigned *n);
+int hand_cuda_function_layout(uint64_t func, const uint32_t **offset, const uint32_t **size,
+                              unsigned *n);
 /* Whether the driver handed out this CUfunction or CUkernel to the session. */
 int guard_function_known(uint64_t func);
 

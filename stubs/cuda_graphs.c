@@ -9,6 +9,7 @@
 #include "client_ranges.h"
 #include "write_file.h"
 #include "graph_edges.h"
+#include "graph_params.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
@@ -398,6 +399,49 @@ RGPU_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgra
     if (rc == CUDA_SUCCESS && rgpu_graph_edges_take(&reply, (void **)from, (void **)to, edgeData,
                                                     sizeof *edgeData, numEdges) != 0)
         rc = rgpu_transport_status(LIB, "cuGraphGetEdges", RGPU_EPROTO);
+    rgpu_reply_free(&reply);
+    return (CUresult)rc;
+}
+
+/* ---- a kernel node's parameters, queried ------------------------------------------------------ */
+
+/* The function the node launches (a handle this process holds), its shape
+ * and its arguments as pointers into a copy kept for the caller
+ * (stubs/graph_params.h). */
+RGPU_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
+                                                   CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!nodeParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_KERNEL_PARAMS), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)hNode);
+    int rc = rgpu_req_exchange(LIB, "cuGraphKernelNodeGetParams", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return (CUresult)rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    void **args = rc == CUDA_SUCCESS ? rgpu_keep_node_args((uint64_t)(uintptr_t)hNode,
+                                                           rgpu_reply_out(&reply, 8),
+                                                           rgpu_reply_bin(&reply, 9))
+                                     : NULL;
+    if (rc == CUDA_SUCCESS && !args)
+        rc = rgpu_transport_status(LIB, "cuGraphKernelNodeGetParams", RGPU_EPROTO);
+    if (rc == CUDA_SUCCESS) {
+        memset(nodeParams, 0, sizeof *nodeParams);
+        nodeParams->func = (CUfunction)(uintptr_t)rgpu_reply_u64(&reply, 0);
+        nodeParams->gridDimX = (unsigned)rgpu_reply_u64(&reply, 1);
+        nodeParams->gridDimY = (unsigned)rgpu_reply_u64(&reply, 2);
+        nodeParams->gridDimZ = (unsigned)rgpu_reply_u64(&reply, 3);
+        nodeParams->blockDimX = (unsigned)rgpu_reply_u64(&reply, 4);
+        nodeParams->blockDimY = (unsigned)rgpu_reply_u64(&reply, 5);
+        nodeParams->blockDimZ = (unsigned)rgpu_reply_u64(&reply, 6);
+        nodeParams->sharedMemBytes = (unsigned)rgpu_reply_u64(&reply, 7);
+        nodeParams->kernelParams = args;
+        nodeParams->kern = (CUkernel)(uintptr_t)rgpu_reply_u64(&reply, 10);
+        nodeParams->ctx = (CUcontext)(uintptr_t)rgpu_reply_u64(&reply, 11);
+    }
     rgpu_reply_free(&reply);
     return (CUresult)rc;
 }

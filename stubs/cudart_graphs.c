@@ -9,9 +9,11 @@
 #include "client_ranges.h"
 #include "write_file.h"
 #include "graph_edges.h"
+#include "graph_params.h"
 #include "cudart_procs.h"
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,6 +381,52 @@ RGPU_EXPORT cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *fr
     if (rc == cudaSuccess && rgpu_graph_edges_take(&reply, (void **)from, (void **)to, edgeData,
                                                    sizeof *edgeData, numEdges) != 0)
         rc = rgpu_transport_status(LIB, "cudaGraphGetEdges", RGPU_EPROTO);
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+/* ---- a kernel node's parameters, queried ------------------------------------------------ */
+
+const void *rgpu_cudart_host_fn(uint64_t h);
+
+/* The kernel comes back as the host stub nvcc registered (what programs
+ * compare with their kernels); a kernel this process never registered is
+ * the runtime's invalid device function, as natively. */
+RGPU_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node,
+                                                     struct cudaKernelNodeParams *pNodeParams)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!pNodeParams)
+        return RESULT(cudaErrorInvalidValue);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GRAPH_KERNEL_PARAMS), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)node);
+    int rc = rgpu_req_exchange(LIB, "cudaGraphKernelNodeGetParams", &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    const void *fn = rc == cudaSuccess ? rgpu_cudart_host_fn(rgpu_reply_u64(&reply, 0)) : NULL;
+    if (rc == cudaSuccess && !fn)
+        rc = RESULT(cudaErrorInvalidDeviceFunction);
+    void **args = rc == cudaSuccess ? rgpu_keep_node_args((uint64_t)(uintptr_t)node,
+                                                          rgpu_reply_out(&reply, 8),
+                                                          rgpu_reply_bin(&reply, 9))
+                                    : NULL;
+    if (rc == cudaSuccess && !args)
+        rc = rgpu_transport_status(LIB, "cudaGraphKernelNodeGetParams", RGPU_EPROTO);
+    if (rc == cudaSuccess) {
+        memset(pNodeParams, 0, sizeof *pNodeParams);
+        pNodeParams->func = (void *)fn;
+        pNodeParams->gridDim.x = (unsigned)rgpu_reply_u64(&reply, 1);
+        pNodeParams->gridDim.y = (unsigned)rgpu_reply_u64(&reply, 2);
+        pNodeParams->gridDim.z = (unsigned)rgpu_reply_u64(&reply, 3);
+        pNodeParams->blockDim.x = (unsigned)rgpu_reply_u64(&reply, 4);
+        pNodeParams->blockDim.y = (unsigned)rgpu_reply_u64(&reply, 5);
+        pNodeParams->blockDim.z = (unsigned)rgpu_reply_u64(&reply, 6);
+        pNodeParams->sharedMemBytes = (unsigned)rgpu_reply_u64(&reply, 7);
+        pNodeParams->kernelParams = args;
+    }
     rgpu_reply_free(&reply);
     return rc;
 }

@@ -648,6 +648,21 @@ int rgpu_cudart_kernel_pack(const void *func, void **args, uint64_t *handle,
     return cudaSuccess;
 }
 
+/* The host stub nvcc registered for the kernel whose server handle is h,
+ * NULL when none (a graph's kernel node queried: the runtime answers the
+ * stub, as programs compare it with their kernels). */
+const void *rgpu_cudart_host_fn(uint64_t h);
+const void *rgpu_cudart_host_fn(uint64_t h)
+{
+    const void *fn = NULL;
+    pthread_rwlock_rdlock(&K.lock);
+    for (size_t i = 0; h && i < K.cap && !fn; i++)
+        if (K.key[i] && K.val[i] && __atomic_load_n(&K.val[i]->handle, __ATOMIC_ACQUIRE) == h)
+            fn = K.val[i]->host_fn;
+    pthread_rwlock_unlock(&K.lock);
+    return fn;
+}
+
 /* The server's kernel handle, the value CUDA documents as both a
  * cudaKernel_t and (cast) a CUkernel: from now on the runtime's calls
  * accept it as the kernel, and the driver stub knows it as a kernel this

@@ -44,6 +44,7 @@ struct gnode {
     unsigned dim[6], shmem;
     unsigned char *args;
     size_t args_len;
+    void **argv;                // pointers into args, for queries
     CUDA_MEMCPY3D copy;
     CUDA_MEMSET_NODE_PARAMS set;
     CUevent event;
@@ -126,6 +127,7 @@ static void node_free(struct gnode *n)
         graph_free(n->child);
     free(n->deps);
     free(n->args);
+    free(n->argv);
     free(n);
 }
 
@@ -424,6 +426,7 @@ static struct fg_graph *graph_copy(const struct fg_graph *src)
         n->updated_from = NULL;
         n->deps = NULL;
         n->args = NULL;
+        n->argv = NULL;
         n->child = NULL;
         n->owns_mem = 0;            // the original's allocation
         n->handle = (CUgraphNode)(uintptr_t)handle_new(FG_GRAPH_NODE, n);
@@ -765,6 +768,44 @@ CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode h, const CUDA_KERNEL_
     struct gnode *n = handle_get(h, FG_GRAPH_NODE);
     CUresult r = !n || !p || n->type != CU_GRAPH_NODE_TYPE_KERNEL ? CUDA_ERROR_INVALID_VALUE
                                                                    : kernel_params(n, p);
+    pthread_mutex_unlock(&graph_lock);
+    return r;
+}
+
+// The node's parameters, the arguments as pointers into its own copy
+// (valid until its parameters change, as CUDA's).
+CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS *p)
+{
+    pthread_mutex_lock(&graph_lock);
+    struct gnode *n = handle_get(h, FG_GRAPH_NODE);
+    CUresult r = !n || !p || n->type != CU_GRAPH_NODE_TYPE_KERNEL ? CUDA_ERROR_INVALID_VALUE
+                                                                   : CUDA_SUCCESS;
+    fg_lock();
+    struct fg_func *fn = r == CUDA_SUCCESS ? fg_handle_get(h64(n->func), FG_FUNC) : NULL;
+    if (r == CUDA_SUCCESS && !fn)
+        r = CUDA_ERROR_INVALID_HANDLE;      // its module was unloaded
+    void **argv = fn ? calloc(fn->nparams ? fn->nparams : 1, sizeof *argv) : NULL;
+    for (unsigned i = 0; argv && i < fn->nparams; i++)
+        argv[i] = n->args + fn->params[i].offset;
+    fg_unlock();
+    if (r == CUDA_SUCCESS && !argv)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        free(n->argv);
+        n->argv = argv;
+        memset(p, 0, sizeof *p);
+        // A function here is also its kernel's value (module.c): both.
+        p->func = n->func;
+        p->kern = (CUkernel)(void *)n->func;
+        p->gridDimX = n->dim[0];
+        p->gridDimY = n->dim[1];
+        p->gridDimZ = n->dim[2];
+        p->blockDimX = n->dim[3];
+        p->blockDimY = n->dim[4];
+        p->blockDimZ = n->dim[5];
+        p->sharedMemBytes = n->shmem;
+        p->kernelParams = argv;
+    }
     pthread_mutex_unlock(&graph_lock);
     return r;
 }

@@ -306,3 +306,26 @@ cudaError_t CUDARTAPI cudaGraphGetEdges(cudaGraph_t g, cudaGraphNode_t *from, cu
     CALL(cuGraphGetEdges_v2(g, (CUgraphNode *)from, (CUgraphNode *)to, (CUgraphEdgeData *)data,
                             count));
 }
+
+cudaError_t CUDARTAPI cudaGraphKernelNodeGetParams(cudaGraphNode_t n, struct cudaKernelNodeParams *p)
+{
+    CUDA_KERNEL_NODE_PARAMS k;
+    cudaError_t e = fg_rt_enter();
+    if (e == cudaSuccess && !p)
+        e = cudaErrorInvalidValue;
+    if (e == cudaSuccess)
+        e = (cudaError_t)cuGraphKernelNodeGetParams_v2(n, &k);
+    if (e == cudaSuccess) {
+        memset(p, 0, sizeof *p);
+        p->func = (void *)k.func;
+        p->gridDim.x = k.gridDimX;
+        p->gridDim.y = k.gridDimY;
+        p->gridDim.z = k.gridDimZ;
+        p->blockDim.x = k.blockDimX;
+        p->blockDim.y = k.blockDimY;
+        p->blockDim.z = k.blockDimZ;
+        p->sharedMemBytes = k.sharedMemBytes;
+        p->kernelParams = k.kernelParams;
+    }
+    return fg_rt_ret(e == cudaErrorInvalidResourceHandle ? cudaErrorInvalidDeviceFunction : e);
+}

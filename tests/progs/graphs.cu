@@ -156,6 +156,15 @@ static cudaGraph_t build_graph(struct buffers *B)
           "cudaGraphGetRootNodes counts 1", "count %zu", count);
     check(cudaGraphGetRootNodes(g, list, &count) == cudaSuccess && count == 1 && list[0] == set,
           "cudaGraphGetRootNodes: the memset", "count %zu", count);
+    // The kernel node's parameters: the kernel as its host stub, the
+    // arguments as they were given.
+    struct cudaKernelNodeParams q;
+    memset(&q, 0, sizeof q);
+    cudaError_t qe = cudaGraphKernelNodeGetParams(inc, &q);
+    check(qe == cudaSuccess && q.func == (void *)k_inc && q.gridDim.x == BLOCKS &&
+              q.blockDim.x == THREADS && q.kernelParams && *(int **)q.kernelParams[0] == B->a &&
+              *(int *)q.kernelParams[1] == N,
+          "cudaGraphKernelNodeGetParams", "%s", cudaGetErrorName(qe));
     // 6 edges: memset->inc->child->empty->record->copy->inc2.
     cudaGraphNode_t from[8], to[8];
     cudaGraphEdgeData data[8];
@@ -536,6 +545,12 @@ static void test_driver(const void *image)
     check_cu(cuGraphCreate(&g, 0), "driver: cuGraphCreate");
     check_cu(cuGraphAddKernelNode(&k, g, NULL, 0, &p), "driver: cuGraphAddKernelNode");
     check_cu(cuGraphAddEmptyNode(&e, g, &k, 1), "driver: cuGraphAddEmptyNode");
+    CUDA_KERNEL_NODE_PARAMS q;
+    memset(&q, 0, sizeof q);
+    CUresult qr = cuGraphKernelNodeGetParams(k, &q);
+    check(qr == CUDA_SUCCESS && q.func == f && q.gridDimX == BLOCKS && q.kernelParams &&
+              *(float *)q.kernelParams[0] == 2.0f && *(CUdeviceptr *)q.kernelParams[2] == y,
+          "driver: cuGraphKernelNodeGetParams", "status %d", (int)qr);
     char path[512];
     check(cuGraphDebugDotPrint(g, dot_path(path, sizeof path, "drv"), 0) == CUDA_SUCCESS &&
               dot_file_ok(path),
