@@ -795,18 +795,22 @@ static int pre_cu_exec_memset_set(void **argv)
  * then be device memory too), every byte of its extent the session's.
  * Host memory and arrays never reach the driver from here: the client
  * refuses them, so from the wire they are forged. */
+struct copy_shape {
+    uint64_t width, height, depth;      /* bytes, rows, planes */
+};
+
 static int copy_side_owned(CUmemorytype type, CUdeviceptr base, size_t x, size_t y, size_t z,
-                           size_t pitch, size_t height, const CUDA_MEMCPY3D *p)
+                           size_t pitch, size_t height, const struct copy_shape *e)
 {
     uint64_t plane, rows, start, extent;
     if (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED)
         return 0;
-    if (!p->WidthInBytes || !p->Height || !p->Depth)
-        return 1;               /* the driver's own answer */
+    if (!e->width || !e->height || !e->depth)
+        return 1;               /* the library's own answer */
     if (!pitch)
-        pitch = p->WidthInBytes;
+        pitch = e->width;
     if (!height)
-        height = p->Height;
+        height = e->height;
     if (__builtin_mul_overflow(pitch, height, &plane) ||
         __builtin_mul_overflow(plane, (uint64_t)z, &start) ||
         __builtin_mul_overflow(pitch, (uint64_t)y, &rows) ||
@@ -814,13 +818,48 @@ static int copy_side_owned(CUmemorytype type, CUdeviceptr base, size_t x, size_t
         __builtin_add_overflow(start, (uint64_t)x, &start) ||
         __builtin_add_overflow(start, (uint64_t)base, &start))
         return 0;
-    /* (Depth-1) planes, (Height-1) rows, then one row's width. */
-    if (__builtin_mul_overflow(plane, (uint64_t)(p->Depth - 1), &extent) ||
-        __builtin_mul_overflow(pitch, (uint64_t)(p->Height - 1), &rows) ||
+    /* (depth-1) planes, (height-1) rows, then one row's width. */
+    if (__builtin_mul_overflow(plane, e->depth - 1, &extent) ||
+        __builtin_mul_overflow(pitch, e->height - 1, &rows) ||
         __builtin_add_overflow(extent, rows, &extent) ||
-        __builtin_add_overflow(extent, (uint64_t)p->WidthInBytes, &extent))
+        __builtin_add_overflow(extent, e->width, &extent))
         return 0;
     return owned_range(start, extent);
+}
+
+/* The runtime's record: pitched pointers only (no arrays), x in bytes. */
+static int rt_memcpy_at(void **argv, int i, const char *what)
+{
+    const struct cudaMemcpy3DParms *p = *(const struct cudaMemcpy3DParms *const *)argv[i];
+    if (!p)
+        return 0;
+    const struct copy_shape e = { p->extent.width, p->extent.height, p->extent.depth };
+    if (p->srcArray || p->dstArray ||
+        !copy_side_owned(CU_MEMORYTYPE_DEVICE, (CUdeviceptr)(uintptr_t)p->srcPtr.ptr,
+                         p->srcPos.x, p->srcPos.y, p->srcPos.z, p->srcPtr.pitch,
+                         p->srcPtr.ysize, &e) ||
+        !copy_side_owned(CU_MEMORYTYPE_DEVICE, (CUdeviceptr)(uintptr_t)p->dstPtr.ptr,
+                         p->dstPos.x, p->dstPos.y, p->dstPos.z, p->dstPtr.pitch,
+                         p->dstPtr.ysize, &e)) {
+        rgpu_warn("%s: refused a copy outside the session's device memory", what);
+        return cudaErrorInvalidValue;
+    }
+    return 0;
+}
+
+static int pre_rt_memcpy_node(void **argv)
+{
+    return rt_memcpy_at(argv, 4, "cudaGraphAddMemcpyNode");
+}
+
+static int pre_rt_memcpy_set(void **argv)
+{
+    return rt_memcpy_at(argv, 1, "cudaGraphMemcpyNodeSetParams");
+}
+
+static int pre_rt_exec_memcpy_set(void **argv)
+{
+    return rt_memcpy_at(argv, 2, "cudaGraphExecMemcpyNodeSetParams");
 }
 
 static int cu_memcpy_at(void **argv, int i, const char *what)
@@ -828,10 +867,11 @@ static int cu_memcpy_at(void **argv, int i, const char *what)
     const CUDA_MEMCPY3D *p = *(const CUDA_MEMCPY3D *const *)argv[i];
     if (!p)
         return 0;
+    const struct copy_shape e = { p->WidthInBytes, p->Height, p->Depth };
     if (!copy_side_owned(p->srcMemoryType, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
-                         p->srcPitch, p->srcHeight, p) ||
+                         p->srcPitch, p->srcHeight, &e) ||
         !copy_side_owned(p->dstMemoryType, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
-                         p->dstPitch, p->dstHeight, p)) {
+                         p->dstPitch, p->dstHeight, &e)) {
         rgpu_warn("%s: refused a copy outside the session's device memory", what);
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -883,6 +923,9 @@ static const struct guard graph_guards[] = {
     { "cudart", "cudaGraphAddMemsetNode", pre_memset_node, NULL },
     { "cuda", "cuGraphAddMemsetNode", pre_cu_memset_node, NULL },
     { "cuda", "cuGraphAddMemcpyNode", pre_cu_memcpy_node, NULL },
+    { "cudart", "cudaGraphAddMemcpyNode", pre_rt_memcpy_node, NULL },
+    { "cudart", "cudaGraphMemcpyNodeSetParams", pre_rt_memcpy_set, NULL },
+    { "cudart", "cudaGraphExecMemcpyNodeSetParams", pre_rt_exec_memcpy_set, NULL },
     { "cudart", "cudaGraphMemsetNodeSetParams", pre_memset_set, NULL },
     { "cudart", "cudaGraphExecMemsetNodeSetParams", pre_exec_memset_set, NULL },
     { "cuda", "cuGraphMemsetNodeSetParams", pre_cu_memset_set, NULL },

@@ -155,8 +155,8 @@ static int refuse_host_copy(const char *what)
     static int logged;
     return rgpu_refused(LIB, what,
                         "a graph's copy to or from host memory runs when the graph is "
-                        "launched, in the client's memory: not remoted yet (copies "
-                        "between device buffers are served)", &logged);
+                        "launched, in the client's memory, and CUDA arrays are not remoted "
+                        "yet (copies between device buffers are served)", &logged);
 }
 
 #undef cudaGraphMemcpyNodeSetParams1D
@@ -180,6 +180,50 @@ RGPU_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t hGrap
         return refuse_host_copy("cudaGraphExecMemcpyNodeSetParams1D with host memory");
     const void *argv[] = { &hGraphExec, &node, &dst, &src, &count, &kind };
     return rgpu_call(LIB, RGPU_CUDART_cudaGraphExecMemcpyNodeSetParams1D, argv);
+}
+
+/* A 3D copy between pitched device buffers (no CUDA arrays, which are not
+ * remoted): both sides device memory this process was handed. */
+static int copy3d_served(const struct cudaMemcpy3DParms *p)
+{
+    return !p->srcArray && !p->dstArray &&
+           (p->kind == cudaMemcpyDeviceToDevice || p->kind == cudaMemcpyDefault) &&
+           device_range(p->srcPtr.ptr, 0) && device_range(p->dstPtr.ptr, 0);
+}
+
+RGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                               const cudaGraphNode_t *pDependencies,
+                                               size_t numDependencies,
+                                               const struct cudaMemcpy3DParms *pCopyParams)
+{
+    if (!pCopyParams)
+        return RESULT(cudaErrorInvalidValue);
+    if (!copy3d_served(pCopyParams))
+        return refuse_host_copy("cudaGraphAddMemcpyNode with host memory or arrays");
+    const void *argv[] = { &pGraphNode, &graph, &pDependencies, &numDependencies, &pCopyParams };
+    return rgpu_call(LIB, RGPU_CUDART_cudaGraphAddMemcpyNode, argv);
+}
+
+RGPU_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node,
+                                                     const struct cudaMemcpy3DParms *pNodeParams)
+{
+    if (!pNodeParams)
+        return RESULT(cudaErrorInvalidValue);
+    if (!copy3d_served(pNodeParams))
+        return refuse_host_copy("cudaGraphMemcpyNodeSetParams with host memory or arrays");
+    const void *argv[] = { &node, &pNodeParams };
+    return rgpu_call(LIB, RGPU_CUDART_cudaGraphMemcpyNodeSetParams, argv);
+}
+
+RGPU_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams(
+    cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams)
+{
+    if (!pNodeParams)
+        return RESULT(cudaErrorInvalidValue);
+    if (!copy3d_served(pNodeParams))
+        return refuse_host_copy("cudaGraphExecMemcpyNodeSetParams with host memory or arrays");
+    const void *argv[] = { &hGraphExec, &node, &pNodeParams };
+    return rgpu_call(LIB, RGPU_CUDART_cudaGraphExecMemcpyNodeSetParams, argv);
 }
 
 #undef cudaGraphAddMemcpyNode1D

@@ -329,3 +329,64 @@ cudaError_t CUDARTAPI cudaGraphKernelNodeGetParams(cudaGraphNode_t n, struct cud
     }
     return fg_rt_ret(e == cudaErrorInvalidResourceHandle ? cudaErrorInvalidDeviceFunction : e);
 }
+
+// A 3D copy between pitched linear buffers (addresses told apart by
+// value, unified); CUDA arrays are not modelled.
+static cudaError_t copy_3d(const struct cudaMemcpy3DParms *p, CUDA_MEMCPY3D *c)
+{
+    if (!p)
+        return cudaErrorInvalidValue;
+    if (p->srcArray || p->dstArray)
+        return cudaErrorNotSupported;
+    if ((unsigned)p->kind > cudaMemcpyDefault)
+        return cudaErrorInvalidMemcpyDirection;
+    memset(c, 0, sizeof *c);
+    c->srcMemoryType = c->dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    c->srcDevice = (CUdeviceptr)(uintptr_t)p->srcPtr.ptr;
+    c->srcPitch = p->srcPtr.pitch;
+    c->srcHeight = p->srcPtr.ysize;
+    c->srcXInBytes = p->srcPos.x;
+    c->srcY = p->srcPos.y;
+    c->srcZ = p->srcPos.z;
+    c->dstDevice = (CUdeviceptr)(uintptr_t)p->dstPtr.ptr;
+    c->dstPitch = p->dstPtr.pitch;
+    c->dstHeight = p->dstPtr.ysize;
+    c->dstXInBytes = p->dstPos.x;
+    c->dstY = p->dstPos.y;
+    c->dstZ = p->dstPos.z;
+    c->WidthInBytes = p->extent.width;
+    c->Height = p->extent.height;
+    c->Depth = p->extent.depth;
+    return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaGraphAddMemcpyNode(cudaGraphNode_t *n, cudaGraph_t g,
+                                             const cudaGraphNode_t *d, size_t nd,
+                                             const struct cudaMemcpy3DParms *p)
+{
+    CUDA_MEMCPY3D c;
+    cudaError_t e = copy_3d(p, &c);
+    if (e != cudaSuccess)
+        return fg_rt_ret(e);
+    CALL(cuGraphAddMemcpyNode((CUgraphNode *)n, g, deps(d), nd, &c, NULL));
+}
+
+cudaError_t CUDARTAPI cudaGraphMemcpyNodeSetParams(cudaGraphNode_t n,
+                                                   const struct cudaMemcpy3DParms *p)
+{
+    CUDA_MEMCPY3D c;
+    cudaError_t e = copy_3d(p, &c);
+    if (e != cudaSuccess)
+        return fg_rt_ret(e);
+    CALL(cuGraphMemcpyNodeSetParams(n, &c));
+}
+
+cudaError_t CUDARTAPI cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t n,
+                                                       const struct cudaMemcpy3DParms *p)
+{
+    CUDA_MEMCPY3D c;
+    cudaError_t e = copy_3d(p, &c);
+    if (e != cudaSuccess)
+        return fg_rt_ret(e);
+    CALL(cuGraphExecMemcpyNodeSetParams(x, n, &c, NULL));
+}

@@ -5,14 +5,16 @@
 // step, through cudaGraphExecKernelNodeSetParams and through
 // cudaGraphExecUpdate with a new graph of the same shape; a clone; an
 // update whose topology changed; the graph's dot description written to
-// a file; memory alloc and free nodes; capture into an existing graph; and the driver API's equivalents
+// a file; memory alloc and free nodes; a 2D block copied by a 3D copy node; capture into an existing graph; and the driver API's equivalents
 // (cuGraphCreate, cuGraphAddKernelNode, cuGraphInstantiateWithFlags,
 // cuGraphLaunch) on kernels.cuh loaded as a fatbin.  Link with -lcuda.
 //
 //   graphs              everything above (the same output natively)
 //   graphs bad-handles  also: a destroyed graph, executable graph and a
 //                       destroyed graph's node give the invalid-handle
-//                       error (undefined natively: rgpu only)
+//                       error, a memset node past its memory invalid
+//                       value, a copy node from host memory not-supported
+//                       (undefined or served natively: rgpu only)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,6 +333,52 @@ static void test_mem_nodes(cudaStream_t s)
     cudaFree(c);
 }
 
+// ---- a 3D copy node --------------------------------------------------------------------
+
+// Rows of 100 ints: a block of 3 rows of 20 from row 1, column 10 of src
+// to the corner of dst; the rest of dst stays 0.
+static void test_copy3d(cudaStream_t s)
+{
+    static int h[N];
+    int *src, *dst;
+    cudaGraph_t g = NULL;
+    cudaGraphNode_t node;
+    cudaGraphExec_t x = NULL;
+    for (int i = 0; i < N; i++)
+        h[i] = i;
+    check_cuda(cudaMalloc(&src, N * sizeof(int)), "copy3d: cudaMalloc src");
+    check_cuda(cudaMalloc(&dst, N * sizeof(int)), "copy3d: cudaMalloc dst");
+    check_cuda(cudaMemcpy(src, h, sizeof h, cudaMemcpyHostToDevice), "copy3d: src = i");
+    check_cuda(cudaMemset(dst, 0, N * sizeof(int)), "copy3d: dst = 0");
+    struct cudaMemcpy3DParms p;
+    memset(&p, 0, sizeof p);
+    p.srcPtr = make_cudaPitchedPtr(src, 100 * sizeof(int), 100, 10);
+    p.dstPtr = make_cudaPitchedPtr(dst, 100 * sizeof(int), 100, 10);
+    p.srcPos = make_cudaPos(10 * sizeof(int), 1, 0);
+    p.dstPos = make_cudaPos(0, 0, 0);
+    p.extent = make_cudaExtent(20 * sizeof(int), 3, 1);
+    p.kind = cudaMemcpyDeviceToDevice;
+    check_cuda(cudaGraphCreate(&g, 0), "copy3d: cudaGraphCreate");
+    check_cuda(cudaGraphAddMemcpyNode(&node, g, NULL, 0, &p), "cudaGraphAddMemcpyNode 2D block");
+    check_cuda(cudaGraphInstantiate(&x, g, 0), "copy3d: cudaGraphInstantiate");
+    check_cuda(cudaGraphLaunch(x, s), "copy3d: cudaGraphLaunch");
+    check_cuda(cudaStreamSynchronize(s), "copy3d: synchronize");
+    cudaError_t e = cudaMemcpy(h, dst, sizeof h, cudaMemcpyDeviceToHost);
+    int bad = -1;
+    for (int i = 0; i < N && bad < 0; i++) {
+        int r = i / 100, c = i % 100;
+        int want = r < 3 && c < 20 ? (r + 1) * 100 + 10 + c : 0;
+        if (h[i] != want)
+            bad = i;
+    }
+    check(e == cudaSuccess && bad < 0, "copy3d: the block and nothing else", "%s, element %d is %d",
+          cudaGetErrorName(e), bad, bad >= 0 ? h[bad] : 0);
+    check_cuda(cudaGraphExecDestroy(x), "copy3d: cudaGraphExecDestroy");
+    check_cuda(cudaGraphDestroy(g), "copy3d: cudaGraphDestroy");
+    cudaFree(src);
+    cudaFree(dst);
+}
+
 // ---- the decode loop ----------------------------------------------------------------
 
 // One k_axpy node: y = a * x + y.
@@ -506,6 +554,25 @@ static void test_bad_handles(cudaStream_t s)
     check_err(cudaGraphInstantiateWithParams(&x, g2, &ip), cudaErrorInvalidResourceHandle,
               "bad: cudaGraphInstantiateWithParams with a destroyed upload stream");
     cudaGetLastError();
+    // A memset node reaching past its allocation, and a copy node with a
+    // host buffer (its bytes would be read when the graph runs).
+    int *dev;
+    static int host[N];
+    check_cuda(cudaMalloc(&dev, N * sizeof(int)), "bad: cudaMalloc");
+    struct cudaMemsetParams m;
+    memset(&m, 0, sizeof m);
+    m.dst = dev + 1;
+    m.elementSize = 4;
+    m.width = N;
+    m.height = 1;
+    check_err(cudaGraphAddMemsetNode(&c, g2, NULL, 0, &m), cudaErrorInvalidValue,
+              "bad: a memset node past its allocation");
+    cudaGetLastError();
+    check_err(cudaGraphAddMemcpyNode1D(&c, g2, NULL, 0, dev, host, sizeof host,
+                                       cudaMemcpyHostToDevice),
+              cudaErrorNotSupported, "bad: a copy node from host memory (not remoted)");
+    cudaGetLastError();
+    cudaFree(dev);
     check_cuda(cudaGraphDestroy(g2), "bad: cudaGraphDestroy another");
 }
 
@@ -585,6 +652,7 @@ int main(int argc, char **argv)
         return 1;
     test_hand_built(s);
     test_mem_nodes(s);
+    test_copy3d(s);
     test_decode(s);
     test_driver(image);
     test_capture_to_graph(s);
