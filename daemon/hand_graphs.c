@@ -1,17 +1,18 @@
-/* CUDA graphs built node by node, server side: kernel nodes (added, and
- * given new arguments on a graph or an executable graph) for the runtime
- * and the driver, and the guards of the generated graph calls (client
- * side: stubs/cudart_graphs.c, stubs/cuda_graphs.c; argument lists:
- * common/rgpu_hand_procs.h).
- *
- * cudaGraphDebugDotPrint and cuGraphDebugDotPrint write into a memory
- * file whose text goes back to the client.
+/* CUDA graphs built node by node, server side (client side:
+ * stubs/cudart_graphs.c, stubs/cuda_graphs.c; argument lists:
+ * common/rgpu_hand_procs.h), for the runtime and the driver: kernel nodes
+ * added, set and queried; node and edge lists; memory-allocation nodes;
+ * the dot description, written into a memory file whose text goes back to
+ * the client; and the guards of the generated graph calls (extents of
+ * memset and memcpy nodes, the upload stream of an instantiation, a
+ * destroyed graph's nodes).
  *
  * A kernel node's arguments arrive packed by the kernel's layout, as a
  * launch's do, and are unpacked into an argument vector the library copies
  * when the node is made or set.  Every graph, executable graph and node is
- * checked against the session's handle table; a node leaves the table with
- * its graph, so that a destroyed graph's nodes are refused afterwards. */
+ * checked against the session's handle table; nodes the library hands out
+ * are added to it, and leave it with their graph, so that a destroyed
+ * graph's nodes are refused afterwards. */
 #include "rgpud.h"
 #include "owned.h"
 #include "owned_handles.h"
