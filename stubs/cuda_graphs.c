@@ -1,7 +1,10 @@
 /* CUDA graphs built node by node through the driver: kernel nodes, whose
  * arguments travel packed by the function's layout (or as the caller's
- * own `extra` buffer), as cuLaunchKernel's do; memcpy nodes between device
- * buffers; node counts.  Server side:
+ * own `extra` buffer), as cuLaunchKernel's do, and come back packed when
+ * queried; memcpy nodes between device buffers; node and edge lists;
+ * memory-allocation nodes; the dot description, written here; and stream
+ * capture, counted on the client as the runtime's is (a statically linked
+ * runtime builds and captures its graphs through these).  Server side:
  * daemon/hand_graphs.c; the rest of the graph calls are generated
  * (codegen/cuda.ann). */
 #include "rgpu_client.h"

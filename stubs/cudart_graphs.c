@@ -1,9 +1,13 @@
 /* CUDA graphs built node by node through the runtime: what the generator
  * cannot describe.  Kernel nodes carry their arguments packed by the
  * kernel's layout, as launches do (one procedure adds a node, sets a
- * node's parameters, or sets them in an executable graph); memcpy nodes are
- * served between device buffers only.  Server side: daemon/hand_graphs.c;
- * the rest of the graph calls are generated (codegen/cudart.ann). */
+ * node's parameters, or sets them in an executable graph), and come back
+ * packed when queried; memcpy nodes are served between device buffers
+ * only; node and edge lists come back as handles; memory-allocation nodes
+ * travel as the parts of their record; the dot description is written
+ * here; a capture into an existing graph is counted as captures are.
+ * Server side: daemon/hand_graphs.c; the rest of the graph calls are
+ * generated (codegen/cudart.ann). */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 #include "client_ranges.h"
