@@ -983,6 +983,47 @@ CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode h,
     return set_in_exec(x, h, CU_GRAPH_NODE_TYPE_MEMCPY, fill_memcpy, p);
 }
 
+static CUresult event_node(CUgraphNode h, CUgraphNodeType t, CUevent *out)
+{
+    pthread_mutex_lock(&graph_lock);
+    struct gnode *n = handle_get(h, FG_GRAPH_NODE);
+    CUresult r = !n || n->type != t || !out ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS)
+        *out = n->event;
+    pthread_mutex_unlock(&graph_lock);
+    return r;
+}
+
+CUresult CUDAAPI cuGraphEventRecordNodeGetEvent(CUgraphNode h, CUevent *out)
+{
+    return event_node(h, CU_GRAPH_NODE_TYPE_EVENT_RECORD, out);
+}
+
+CUresult CUDAAPI cuGraphEventWaitNodeGetEvent(CUgraphNode h, CUevent *out)
+{
+    return event_node(h, CU_GRAPH_NODE_TYPE_WAIT_EVENT, out);
+}
+
+CUresult CUDAAPI cuGraphEventRecordNodeSetEvent(CUgraphNode h, CUevent ev)
+{
+    return set_in_graph(h, CU_GRAPH_NODE_TYPE_EVENT_RECORD, fill_event, ev);
+}
+
+CUresult CUDAAPI cuGraphEventWaitNodeSetEvent(CUgraphNode h, CUevent ev)
+{
+    return set_in_graph(h, CU_GRAPH_NODE_TYPE_WAIT_EVENT, fill_event, ev);
+}
+
+CUresult CUDAAPI cuGraphExecEventRecordNodeSetEvent(CUgraphExec x, CUgraphNode h, CUevent ev)
+{
+    return set_in_exec(x, h, CU_GRAPH_NODE_TYPE_EVENT_RECORD, fill_event, ev);
+}
+
+CUresult CUDAAPI cuGraphExecEventWaitNodeSetEvent(CUgraphExec x, CUgraphNode h, CUevent ev)
+{
+    return set_in_exec(x, h, CU_GRAPH_NODE_TYPE_WAIT_EVENT, fill_event, ev);
+}
+
 static CUgraphExecUpdateResult same_topology(const struct fg_graph *a, const struct fg_graph *b,
                                              CUgraphNode *bad);
 

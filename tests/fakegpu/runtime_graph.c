@@ -390,3 +390,35 @@ cudaError_t CUDARTAPI cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t x, cudaGr
         return fg_rt_ret(e);
     CALL(cuGraphExecMemcpyNodeSetParams(x, n, &c, NULL));
 }
+
+cudaError_t CUDARTAPI cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t n, cudaEvent_t *ev)
+{
+    CALL(cuGraphEventRecordNodeGetEvent(n, (CUevent *)ev));
+}
+
+cudaError_t CUDARTAPI cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t n, cudaEvent_t *ev)
+{
+    CALL(cuGraphEventWaitNodeGetEvent(n, (CUevent *)ev));
+}
+
+cudaError_t CUDARTAPI cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t n, cudaEvent_t ev)
+{
+    CALL(cuGraphEventRecordNodeSetEvent(n, ev));
+}
+
+cudaError_t CUDARTAPI cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t n, cudaEvent_t ev)
+{
+    CALL(cuGraphEventWaitNodeSetEvent(n, ev));
+}
+
+cudaError_t CUDARTAPI cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t x, cudaGraphNode_t n,
+                                                           cudaEvent_t ev)
+{
+    CALL(cuGraphExecEventRecordNodeSetEvent(x, n, ev));
+}
+
+cudaError_t CUDARTAPI cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t x, cudaGraphNode_t n,
+                                                         cudaEvent_t ev)
+{
+    CALL(cuGraphExecEventWaitNodeSetEvent(x, n, ev));
+}

@@ -92,7 +92,7 @@ static const char *dot_path(char *buf, size_t n, const char *which)
 struct buffers {
     int *a, *b, *c;
     cudaEvent_t ev;
-    cudaGraphNode_t set, sub, cpy;      // nodes the setters name
+    cudaGraphNode_t set, sub, cpy, rec; // nodes the setters name
 };
 
 // memset a = 1 -> k_inc(a) -> child { k_double(b, a) } -> empty -> event
@@ -182,6 +182,7 @@ static cudaGraph_t build_graph(struct buffers *B)
           "count %zu, copy -> inc2 %s", count, has_edge ? "listed" : "missing");
     B->set = set;
     B->sub = sub;
+    B->rec = rec;
     B->cpy = cpy;
     return g;
 }
@@ -245,6 +246,12 @@ static void test_exec_setters(cudaGraph_t g, struct buffers *B, cudaStream_t s)
     check_cuda(cudaGraphAddKernelNode(&dbl, child, NULL, 0, &p), "setters: child kernel node");
     check_cuda(cudaGraphExecChildGraphNodeSetParams(x, B->sub, child),
                "cudaGraphExecChildGraphNodeSetParams");
+    // The record node records a new event in the executable graph, and
+    // names it in the graph itself afterwards.
+    cudaEvent_t ev2, got = NULL;
+    check_cuda(cudaEventCreateWithFlags(&ev2, cudaEventDisableTiming), "setters: cudaEventCreate");
+    check_cuda(cudaGraphExecEventRecordNodeSetEvent(x, B->rec, ev2),
+               "cudaGraphExecEventRecordNodeSetEvent");
     check_cuda(cudaGraphLaunch(x, s), "setters: cudaGraphLaunch");
     check_cuda(cudaStreamSynchronize(s), "setters: synchronize");
     check_ints(B->a, 4, "setters: memset a = 3 then k_inc");
@@ -254,8 +261,14 @@ static void test_exec_setters(cudaGraph_t g, struct buffers *B, cudaStream_t s)
               cudaMemcpy(&ends[1], B->b + N - 1, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess &&
               ends[0] == 8 && ends[1] == 4,
           "setters: the new child doubled the first half only", "b[0] %d, b[N-1] %d", ends[0], ends[1]);
+    check_cuda(cudaEventQuery(ev2), "setters: the new event recorded");
+    check_cuda(cudaGraphEventRecordNodeSetEvent(B->rec, ev2), "cudaGraphEventRecordNodeSetEvent");
+    check(cudaGraphEventRecordNodeGetEvent(B->rec, &got) == cudaSuccess && got == ev2,
+          "cudaGraphEventRecordNodeGetEvent names the new event", "%s", "another event");
+    check_cuda(cudaGraphEventRecordNodeSetEvent(B->rec, B->ev), "setters: the old event back");
     check_cuda(cudaGraphDestroy(child), "setters: cudaGraphDestroy child");
     check_cuda(cudaGraphExecDestroy(x), "setters: cudaGraphExecDestroy");
+    check_cuda(cudaEventDestroy(ev2), "setters: cudaEventDestroy");
 }
 
 static void test_hand_built(cudaStream_t s)
