@@ -138,6 +138,49 @@
 #define RGPU_H_CU_LINK_READ    "rgpu.cu_link_read"
 /* [link] -> [] */
 #define RGPU_H_CU_LINK_DESTROY "rgpu.cu_link_destroy"
+/* [op, owner, node, bin dependencies, kernel, gx, gy, gz, bx, by, bz, shmem,
+ *  bin params] -> [node]   a graph's kernel node, added (op ADD: owner the
+ * graph, dependencies u64 node handles) or given new parameters (op SET:
+ * node; op EXEC_SET: owner the executable graph, node); params packed by the
+ * kernel's layout as a launch's (daemon/hand_graphs.c) */
+#define RGPU_H_GRAPH_KERNEL_NODE    "rgpu.graph_kernel_node"
+/* the same for the driver: the kernel a CUfunction or CUkernel, and one
+ * more element before the params, packed (the caller's `extra` buffer) */
+#define RGPU_H_CU_GRAPH_KERNEL_NODE "rgpu.cu_graph_kernel_node"
+/* [graph, flags] -> [bin dot text]   cudaGraphDebugDotPrint: the library
+ * writes the file on the server (into memory), the client writes the
+ * caller's file */
+#define RGPU_H_GRAPH_DOT            "rgpu.graph_dot"
+/* the same for the driver's cuGraphDebugDotPrint */
+#define RGPU_H_CU_GRAPH_DOT         "rgpu.cu_graph_dot"
+/* [which, graph, capacity] -> [count, bin nodes]   a graph's nodes
+ * (which 0) or root nodes (1): the total count and at most capacity u64
+ * node handles (cudaGraphGetNodes, cudaGraphGetRootNodes) */
+#define RGPU_H_GRAPH_NODES          "rgpu.graph_nodes"
+/* the same for the driver's cuGraphGetNodes, cuGraphGetRootNodes */
+#define RGPU_H_CU_GRAPH_NODES       "rgpu.cu_graph_nodes"
+/* [graph, bin dependencies, bin poolProps, bin accessDescs, bytesize] ->
+ * [node, dptr]   a memory-allocation node (cudaGraphAddMemAllocNode): the
+ * pool properties as cudaMemPoolProps' bytes, the access descriptors as an
+ * array of cudaMemAccessDesc (daemon/hand_graphs.c rebuilds the record) */
+#define RGPU_H_GRAPH_MEM_ALLOC      "rgpu.graph_mem_alloc"
+/* the same for the driver's cuGraphAddMemAllocNode */
+#define RGPU_H_CU_GRAPH_MEM_ALLOC   "rgpu.cu_graph_mem_alloc"
+/* [graph, capacity, want edge data] -> [count, bin from, bin to, bin edge
+ * data]   a graph's edges (cudaGraphGetEdges): the total count and at
+ * most capacity of each, node handles as u64, edge data as the library's
+ * records */
+#define RGPU_H_GRAPH_EDGES          "rgpu.graph_edges"
+/* the same for the driver's cuGraphGetEdges_v2 */
+#define RGPU_H_CU_GRAPH_EDGES       "rgpu.cu_graph_edges"
+/* [node] -> [kernel, gx, gy, gz, bx, by, bz, shmem, [[offset, size]...], bin
+ * params]   a kernel node's parameters (cudaGraphKernelNodeGetParams): the
+ * kernel, its layout and its arguments packed by it */
+#define RGPU_H_GRAPH_KERNEL_PARAMS  "rgpu.graph_kernel_params"
+/* the same for the driver's cuGraphKernelNodeGetParams_v2: the function
+ * first, the kernel and the context after the params */
+#define RGPU_H_CU_GRAPH_KERNEL_PARAMS "rgpu.cu_graph_kernel_params"
+enum rgpu_graph_node_op { RGPU_GRAPH_NODE_ADD, RGPU_GRAPH_NODE_SET, RGPU_GRAPH_EXEC_SET };
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"
 /* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] -> []

@@ -149,8 +149,10 @@ void rgpu_event_note_flags(uint64_t event, unsigned flags)
 
 /* ---- stream capture ------------------------------------------------------------- */
 
-/* A capture starts only through cudaStreamBeginCapture here (the driver's
- * is refused), so while none is under way nothing is being captured. */
+/* A capture starts only through the begin-capture stubs (the runtime's,
+ * stubs/cudart_cache.c and cudart_graphs.c; the driver's, through which a
+ * statically linked runtime captures, stubs/cuda_graphs.c), so while none
+ * is under way nothing is being captured. */
 static int captures_active;
 
 void rgpu_capture_begin(void)

@@ -98,6 +98,8 @@ const struct guard *guard_for(const char *lib, const char *name)
         if (strcmp(guards[i].lib, lib) == 0 && strcmp(guards[i].name, name) == 0)
             return &guards[i];
     const struct guard *g = lt_guard_for(lib, name);
+    if (!g)
+        g = graph_guard_for(lib, name);
     return g ? g : memguard_for(lib, name);
 }
 

@@ -118,6 +118,32 @@ static void log_refused_launch(int rc, const CUlaunchConfig *cfg, size_t param_b
                cfg->sharedMemBytes, param_bytes, attrs);
 }
 
+/* A graph's kernel node as a launch (daemon/hand_graphs.c): 1 for a
+ * function the session was never handed or whose layout was never asked,
+ * -1 when the arguments do not fit it, else 0 with argv filled. */
+int hand_cuda_function_argv(uint64_t func, const void *params, size_t n, void **argv,
+                            unsigned max)
+{
+    struct layout *l = guard_function_known(func) ? find_layout(func) : NULL;
+    if (!l)
+        return 1;
+    return layout_argv(l->off, l->size, l->n, params, n, argv, max) ? -1 : 0;
+}
+
+/* The layout of a function the client asked one for (a graph's kernel
+ * node queried, daemon/hand_graphs.c): 0, or -1 when none was asked. */
+int hand_cuda_function_layout(uint64_t func, const uint32_t **offset, const uint32_t **size,
+                              unsigned *n)
+{
+    struct layout *l = guard_function_known(func) ? find_layout(func) : NULL;
+    if (!l)
+        return -1;
+    *offset = l->off;
+    *size = l->size;
+    *n = l->n;
+    return 0;
+}
+
 /* The launch both procedures describe: v holds [function, gx, gy, gz, bx,
  * by, bz, shmem, stream, packed], params the argument bytes; without
  * attributes it is cuLaunchKernel's, with them cuLaunchKernelEx's. */

@@ -366,6 +366,32 @@ static int h_global_get(struct hand_call *c)
     return rc;
 }
 
+/* A graph's kernel node names its kernel and arguments as a launch does
+ * (daemon/hand_graphs.c): 1 for a kernel the session never resolved, -1
+ * when the arguments do not fit its layout, else 0 with argv filled. */
+int hand_cudart_kernel_argv(uint64_t kern, const void *params, size_t n, void **argv,
+                            unsigned max)
+{
+    struct kernel_rec *k = find_kernel(kern);
+    if (!k)
+        return 1;
+    return layout_argv(k->offset, k->size, k->nparams, params, n, argv, max) ? -1 : 0;
+}
+
+/* The layout of a kernel the session resolved (a graph's kernel node
+ * queried, daemon/hand_graphs.c): 0, or -1 for an unknown kernel. */
+int hand_cudart_kernel_layout(uint64_t kern, const uint32_t **offset, const uint32_t **size,
+                              unsigned *n)
+{
+    struct kernel_rec *k = find_kernel(kern);
+    if (!k)
+        return -1;
+    *offset = k->offset;
+    *size = k->size;
+    *n = k->nparams;
+    return 0;
+}
+
 /* The launch both procedures describe: v holds [kernel, gx, gy, gz, bx,
  * by, bz, shmem, stream], params the argument bytes; without attributes
  * it is cudaLaunchKernel's, with them cudaLaunchKernelExC's. */

@@ -106,6 +106,25 @@ const struct guard *guard_for(const char *lib, const char *name);
 const struct guard *lt_guard_for(const char *lib, const char *name);
 /* memguards.c: the guards that keep the table of owned device memory. */
 const struct guard *memguard_for(const char *lib, const char *name);
+/* hand_graphs.c: the graph calls' guards (node handles a destroyed graph
+ * takes with it, memset nodes' extent). */
+const struct guard *graph_guard_for(const char *lib, const char *name);
+/* While a graph's dot description is printed, the memory file the library
+ * writes it to and its /proc/self/fd path (else -1): the one open for
+ * writing the sandbox grants a session (sandbox.c). */
+extern int graph_dot_fd;
+extern char graph_dot_path[64];
+/* A kernel's (hand_cudart.c) or function's (hand_cuda_launch.c) argument
+ * vector for a graph's kernel node: 1 unknown, -1 not its layout, 0 ok. */
+int hand_cudart_kernel_argv(uint64_t kern, const void *params, size_t n, void **argv,
+                            unsigned max);
+int hand_cuda_function_argv(uint64_t func, const void *params, size_t n, void **argv,
+                            unsigned max);
+/* Their layouts (offsets and sizes of n parameters): 0, or -1 unknown. */
+int hand_cudart_kernel_layout(uint64_t kern, const uint32_t **offset, const uint32_t **size,
+                              unsigned *n);
+int hand_cuda_function_layout(uint64_t func, const uint32_t **offset, const uint32_t **size,
+                              unsigned *n);
 /* Whether the driver handed out this CUfunction or CUkernel to the session. */
 int guard_function_known(uint64_t func);
 
@@ -181,6 +200,8 @@ extern const struct hand_proc hand_session_procs[];   /* session.c */
 extern const int hand_session_nprocs;
 extern const struct hand_proc hand_cuda_export_procs[]; /* hand_cuda_export.c */
 extern const int hand_cuda_export_nprocs;
+extern const struct hand_proc hand_graph_procs[];     /* hand_graphs.c */
+extern const int hand_graph_nprocs;
 extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
 extern const int hand_cublasLt_nprocs;
 extern const struct hand_proc hand_host_function_procs[]; /* host_functions.c */

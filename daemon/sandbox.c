@@ -299,7 +299,7 @@ static int rules(scmp_filter_ctx ctx, uint32_t action, const char *const *names,
 
 /* open and openat: allowed without any writing flag.  With one they fall to
  * the filter's default, the trap, where on_sigsys kills the session (but
- * for thread names). */
+ * for thread names and a graph's dot description into memory). */
 static int open_rules(scmp_filter_ctx ctx, const char *name, unsigned flags_arg)
 {
     unsigned long all = 0;
@@ -499,8 +499,14 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
     /* Trapped, these were forbidden outright: a clone that is no thread,
      * the ioctls of the second filter, an open for writing. */
     int kills = killing[slot] || nr == SYS_clone || nr == SYS_ioctl || is_open(nr);
+    int dot_fd = __atomic_load_n(&graph_dot_fd, __ATOMIC_SEQ_CST);
     if (is_open(nr) && path && is_thread_name(path)) {
         int fd = devnull_fd >= 0 ? fcntl(devnull_fd, F_DUPFD_CLOEXEC, 0) : -1;
+        trapped_result(ctx, fd >= 0 ? fd : -EPERM);
+    } else if (is_open(nr) && path && dot_fd >= 0 && strcmp(path, graph_dot_path) == 0) {
+        /* A graph's dot description, into the session's own memory file
+         * (daemon/hand_graphs.c): the file itself, already empty. */
+        int fd = fcntl(dot_fd, F_DUPFD_CLOEXEC, 0);
         trapped_result(ctx, fd >= 0 ? fd : -EPERM);
     } else if (kills && !audit_only) {
         log_trapped("sandbox: killing the session for a forbidden system call: ", nr, a, path,

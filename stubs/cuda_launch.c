@@ -77,8 +77,11 @@ static CUresult layout_of(CUfunction f, struct layout **out)
 }
 
 /* Kernel arguments as one buffer: either packed by the caller (`extra`) or
- * from kernelParams by the layout. */
-static CUresult pack_params(CUfunction f, void **kernelParams, void **extra,
+ * from kernelParams by the layout.  Graph kernel nodes pack theirs here
+ * too (stubs/cuda_graphs.c). */
+CUresult rgpu_cuda_pack_params(CUfunction f, void **kernelParams, void **extra,
+                               const void **buf, size_t *len, unsigned char **owned);
+CUresult rgpu_cuda_pack_params(CUfunction f, void **kernelParams, void **extra,
                             const void **buf, size_t *len, unsigned char **owned)
 {
     *owned = NULL;
@@ -199,7 +202,7 @@ static CUresult launch(const struct launch *L)
         return rgpu_sticky_error();
     CUresult rc = shape_valid(L);
     if (rc == CUDA_SUCCESS)
-        rc = pack_params(L->f, L->params, L->extra, &buf, &len, &owned);
+        rc = rgpu_cuda_pack_params(L->f, L->params, L->extra, &buf, &len, &owned);
     if (rc != CUDA_SUCCESS)
         return rc;
     /* Without attributes (IGNORE ones aside), the plain launch's procedure. */

@@ -226,8 +226,9 @@ RGPU_EXPORT cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, uns
 /* ---- stream capture: asked only while a capture is under way ----------------------- */
 
 /* PyTorch's allocator asks cudaStreamIsCapturing at every allocation.  A
- * capture can only start through cudaStreamBeginCapture here (the driver's
- * is refused), so while none is under way in this process the answer is
+ * capture can only start through the begin-capture stubs (here,
+ * stubs/cudart_graphs.c, and the driver's in stubs/cuda_graphs.c), so
+ * while none is under way in this process the answer is
  * known: not capturing.  The count lives in the core (rgpu_capture_*),
  * whose waiting policy needs it too. */
 static cudaError_t begin_capture(const struct rgpu_proc *proc, cudaStream_t stream,

@@ -623,6 +623,46 @@ RGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 
                               stream ? stream : cudaStreamPerThread);
 }
 
+/* A graph's kernel node (stubs/cudart_graphs.c): the kernel of a host stub
+ * (or of a handle cudaGetKernel gave), resolved, and its arguments packed
+ * by its layout into a malloc'd buffer, as a launch packs them. */
+int rgpu_cudart_kernel_pack(const void *func, void **args, uint64_t *handle,
+                            unsigned char **buf, size_t *len);
+int rgpu_cudart_kernel_pack(const void *func, void **args, uint64_t *handle,
+                            unsigned char **buf, size_t *len)
+{
+    struct kernel *k = kernel_by_host_fn(func);
+    if (!k)
+        return RESULT(cudaErrorInvalidDeviceFunction);
+    int rc = kernel_resolve(k);
+    if (rc != cudaSuccess)
+        return rc;
+    if (k->layout.nparams && !args)
+        return RESULT(cudaErrorInvalidValue);
+    *buf = malloc(k->layout.bytes ? k->layout.bytes : 1);
+    if (!*buf)
+        return RESULT(cudaErrorMemoryAllocation);
+    rgpu_layout_pack(&k->layout, args, *buf);
+    *handle = k->handle;
+    *len = k->layout.bytes;
+    return cudaSuccess;
+}
+
+/* The host stub nvcc registered for the kernel whose server handle is h,
+ * NULL when none (a graph's kernel node queried: the runtime answers the
+ * stub, as programs compare it with their kernels). */
+const void *rgpu_cudart_host_fn(uint64_t h);
+const void *rgpu_cudart_host_fn(uint64_t h)
+{
+    const void *fn = NULL;
+    pthread_rwlock_rdlock(&K.lock);
+    for (size_t i = 0; h && i < K.cap && !fn; i++)
+        if (K.key[i] && K.val[i] && __atomic_load_n(&K.val[i]->handle, __ATOMIC_ACQUIRE) == h)
+            fn = K.val[i]->host_fn;
+    pthread_rwlock_unlock(&K.lock);
+    return fn;
+}
+
 /* The server's kernel handle, the value CUDA documents as both a
  * cudaKernel_t and (cast) a CUkernel: from now on the runtime's calls
  * accept it as the kernel, and the driver stub knows it as a kernel this
@@ -1060,18 +1100,18 @@ RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(
 
 /* ---- graphs ---------------------------------------------------------------------- */
 
-/* Counting a graph's nodes is served; the node handles themselves would be
- * the server's, so asking for the list is refused. */
+/* Counting a graph's nodes is the generated call; the list comes through
+ * the graph procedures (stubs/cudart_graphs.c), which add its nodes to the
+ * session's handles. */
+int rgpu_cudart_graph_nodes(int which, cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *count);
+
 #undef cudaGraphGetNodes
 RGPU_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes,
                                           size_t *numNodes)
 {
     const void *argv[] = { &graph, &nodes, &numNodes };
-    if (nodes) {
-        static int logged;
-        return rgpu_refused(LIB, "cudaGraphGetNodes with a node array",
-                            "node lists live in the server: not remoted yet", &logged);
-    }
+    if (nodes)
+        return rgpu_cudart_graph_nodes(0, graph, nodes, numNodes);
     return rgpu_call(LIB, RGPU_CUDART_cudaGraphGetNodes, argv);
 }
 

@@ -102,7 +102,8 @@ void fg_wait(pthread_cond_t *cv);
 // Handles handed out are tagged indices into one table, never pointers, so a
 // stale or forged handle is detected instead of dereferenced.
 
-enum fg_kind { FG_CTX = 1, FG_STREAM, FG_EVENT, FG_MOD, FG_FUNC, FG_PHYS, FG_LINK };
+enum fg_kind { FG_CTX = 1, FG_STREAM, FG_EVENT, FG_MOD, FG_FUNC, FG_PHYS, FG_LINK,
+              FG_GRAPH, FG_GRAPH_EXEC, FG_GRAPH_NODE };   // graphs: graph.c
 
 uint64_t fg_handle_new(enum fg_kind kind, void *obj, struct fg_ctx *owner);
 void *fg_handle_get(uint64_t h, enum fg_kind kind);

@@ -105,6 +105,12 @@ static cudaError_t ctx(void)
     return rt(r);
 }
 
+// For runtime_graph.c, the graph calls: the same entry and return.
+__attribute__((visibility("hidden"))) cudaError_t fg_rt_enter(void);
+__attribute__((visibility("hidden"))) cudaError_t fg_rt_ret(cudaError_t e);
+cudaError_t fg_rt_enter(void) { return ctx(); }
+cudaError_t fg_rt_ret(cudaError_t e) { return ret(e); }
+
 // Runs a driver call in the thread's context and returns its result.
 #define CALL(expr)                                  \
     do {                                            \
