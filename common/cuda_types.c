@@ -87,9 +87,11 @@ uint32_t rgpu_tensor_rank_u32s(int rank)
     return rank_items(rank, 0, sizeof(cuuint32_t));
 }
 
+/* Rank 1 has no strides, but the driver wants a pointer: one element (of
+ * the client's own, stubs/cuda_tensor_map.c) travels. */
 uint32_t rgpu_tensor_strides_size(int rank)
 {
-    return rank_items(rank, 1, sizeof(cuuint64_t));
+    return rank == 1 ? sizeof(cuuint64_t) : rank_items(rank, 1, sizeof(cuuint64_t));
 }
 
 uint32_t rgpu_tensor_corners_size(int rank)

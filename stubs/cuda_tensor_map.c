@@ -2,8 +2,9 @@
  * codegen/cuda.ann), from arrays whose lengths the rank gives (1 to 5
  * dimensions; rank - 1 strides; rank - 2 im2col corners).  A rank outside
  * what cuda.h allows cannot say how many elements to send, so it is
- * answered here with the driver's status for it, and a 1-D map's strides
- * (none) go as NULL whatever the program passed. */
+ * answered here with the driver's status for it.  A 1-D map has no
+ * strides to send: a pointer the program passed becomes one to a zero of
+ * ours (the driver wants one, and reads none), NULL stays NULL. */
 #include "rgpu_client.h"
 #include "cuda_procs.h"
 
@@ -26,8 +27,9 @@ RGPU_EXPORT CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap,
 {
     if (tensorRank < 1 || tensorRank > 5)
         return CUDA_ERROR_INVALID_VALUE;
-    if (tensorRank == 1)
-        globalStrides = NULL;
+    static const cuuint64_t no_strides = 0;
+    if (tensorRank == 1 && globalStrides)
+        globalStrides = &no_strides;
     const void *argv[] = { &tensorMap, &tensorDataType, &tensorRank, &globalAddress, &globalDim,
                            &globalStrides, &boxDim, &elementStrides, &interleave, &swizzle,
                            &l2Promotion, &oobFill };

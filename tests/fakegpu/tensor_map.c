@@ -4,7 +4,8 @@
 // 5, a global address aligned to 16 bytes (32 for interleave 32B) inside
 // device memory, dimensions above 0 and below 2^32, strides multiples of
 // 16 below 2^40, box sizes of 1 to 256 elements, element strides of 1 to 8.
-// The map's 128 bytes hold the address and the arguments in the fake's own
+// A strides pointer is required even for rank 1, which has none to give
+// (NVIDIA's driver 580 refuses NULL there).  The map's 128 bytes hold the address and the arguments in the fake's own
 // layout; NVIDIA's layout is private, and nothing reads the fake's.
 #include "fakegpu.h"
 
@@ -33,7 +34,7 @@ CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType ty
 {
     size_t align = interleave == CU_TENSOR_MAP_INTERLEAVE_32B ? 32 : 16;
 
-    if (!map || rank < 1 || rank > 5 || !dims || !box || !elem_strides || (rank > 1 && !strides))
+    if (!map || rank < 1 || rank > 5 || !dims || !box || !elem_strides || !strides)
         return CUDA_ERROR_INVALID_VALUE;
     if ((unsigned)type > CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B ||
         (unsigned)interleave > CU_TENSOR_MAP_INTERLEAVE_32B ||
