@@ -199,41 +199,12 @@ RGPU_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgr
  * filled, each node known from now on. */
 static CUresult graph_nodes(int which, CUgraph graph, CUgraphNode *nodes, size_t *count)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    const char *what = which ? "cuGraphGetRootNodes" : "cuGraphGetNodes";
     if (!count)
         return CUDA_ERROR_INVALID_VALUE;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_NODES), 0);
-    msgpack_pack_array(&req.pk, 3);
-    msgpack_pack_uint32(&req.pk, (uint32_t)which);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)graph);
-    msgpack_pack_uint64(&req.pk, nodes ? *count : 0);
-    int rc = rgpu_req_exchange(LIB, what, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return (CUresult)rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    const msgpack_object *list = rgpu_reply_bin(&reply, 1);
-    size_t total = rgpu_reply_u64(&reply, 0);
-    size_t got = list ? list->via.bin.size / sizeof(uint64_t) : 0;
-    if (rc == CUDA_SUCCESS && (!list || list->via.bin.size % sizeof(uint64_t) ||
-                               got > (nodes ? *count : 0) || got > total))
-        rc = rgpu_transport_status(LIB, what, RGPU_EPROTO);
-    if (rc == CUDA_SUCCESS && !nodes) {
-        *count = total;
-    } else if (rc == CUDA_SUCCESS) {
-        for (size_t i = 0; i < *count; i++) {
-            uint64_t h = 0;
-            if (i < got) {
-                memcpy(&h, list->via.bin.ptr + i * sizeof h, sizeof h);
-                rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), h, 0);
-            }
-            nodes[i] = (CUgraphNode)(uintptr_t)h;
-        }
-        *count = got;
-    }
-    rgpu_reply_free(&reply);
-    return (CUresult)rc;
+    return (CUresult)rgpu_graph_nodes_ask(LIB, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_NODES),
+                                          which ? "cuGraphGetRootNodes" : "cuGraphGetNodes",
+                                          which, (uint64_t)(uintptr_t)graph, (void **)nodes,
+                                          count);
 }
 
 RGPU_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)

@@ -318,41 +318,11 @@ RGPU_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(
 int rgpu_cudart_graph_nodes(int which, cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *count);
 int rgpu_cudart_graph_nodes(int which, cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *count)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    const char *what = which ? "cudaGraphGetRootNodes" : "cudaGraphGetNodes";
     if (!count)
         return RESULT(cudaErrorInvalidValue);
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GRAPH_NODES), 0);
-    msgpack_pack_array(&req.pk, 3);
-    msgpack_pack_uint32(&req.pk, (uint32_t)which);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)graph);
-    msgpack_pack_uint64(&req.pk, nodes ? *count : 0);
-    int rc = rgpu_req_exchange(LIB, what, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    const msgpack_object *list = rgpu_reply_bin(&reply, 1);
-    size_t total = rgpu_reply_u64(&reply, 0);
-    size_t got = list ? list->via.bin.size / sizeof(uint64_t) : 0;
-    if (rc == cudaSuccess && (!list || list->via.bin.size % sizeof(uint64_t) ||
-                              got > (nodes ? *count : 0) || got > total))
-        rc = rgpu_transport_status(LIB, what, RGPU_EPROTO);
-    if (rc == cudaSuccess && !nodes) {
-        *count = total;
-    } else if (rc == cudaSuccess) {
-        for (size_t i = 0; i < *count; i++) {
-            uint64_t h = 0;
-            if (i < got) {
-                memcpy(&h, list->via.bin.ptr + i * sizeof h, sizeof h);
-                rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), h, 0);
-            }
-            nodes[i] = (cudaGraphNode_t)(uintptr_t)h;
-        }
-        *count = got;
-    }
-    rgpu_reply_free(&reply);
-    return rc;
+    return rgpu_graph_nodes_ask(LIB, rgpu_proc_id("cudart", RGPU_H_GRAPH_NODES),
+                                which ? "cudaGraphGetRootNodes" : "cudaGraphGetNodes", which,
+                                (uint64_t)(uintptr_t)graph, (void **)nodes, count);
 }
 
 RGPU_EXPORT cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes,

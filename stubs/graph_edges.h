@@ -1,6 +1,7 @@
-/* A graph's edges from the server's answer into the caller's arrays, for
- * the runtime's cudaGraphGetEdges and the driver's cuGraphGetEdges_v2
- * (their node and edge-data records are the same bytes). */
+/* A graph's node and edge lists from the server's answers into the
+ * caller's arrays, for the runtime (cudaGraphGetNodes, cudaGraphGetEdges...)
+ * and the driver (cuGraphGetNodes, cuGraphGetEdges_v2...): their node and
+ * edge-data records are the same bytes. */
 #ifndef RGPU_GRAPH_EDGES_H
 #define RGPU_GRAPH_EDGES_H
 
@@ -49,6 +50,49 @@ static inline int rgpu_graph_edges_take(const struct rgpu_reply *reply, void **f
     }
     *count = got;
     return 0;
+}
+
+/* A graph's nodes (which 0) or roots (1) through proc ([which, graph,
+ * cap] -> [count, bin nodes]), CUDA's way: with nodes NULL, *count becomes
+ * how many there are; else *count entries are filled (NULL past the
+ * graph's) and *count becomes the number filled, each node known to this
+ * process from now on.  The library's status, or the transport's. */
+static inline int rgpu_graph_nodes_ask(const struct rgpu_lib *lib, uint32_t proc,
+                                       const char *what, int which, uint64_t graph, void **nodes,
+                                       size_t *count)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    rgpu_req_begin(&req, proc, 0);
+    msgpack_pack_array(&req.pk, 3);
+    msgpack_pack_uint32(&req.pk, (uint32_t)which);
+    msgpack_pack_uint64(&req.pk, graph);
+    msgpack_pack_uint64(&req.pk, nodes ? *count : 0);
+    int rc = rgpu_req_exchange(lib, what, &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(lib, &reply);
+    const msgpack_object *list = rgpu_reply_bin(&reply, 1);
+    size_t total = rgpu_reply_u64(&reply, 0);
+    size_t got = list ? list->via.bin.size / sizeof(uint64_t) : 0;
+    if (rc == 0 && (!list || list->via.bin.size % sizeof(uint64_t) ||
+                    got > (nodes ? *count : 0) || got > total))
+        rc = rgpu_transport_status(lib, what, RGPU_EPROTO);
+    if (rc == 0 && !nodes) {
+        *count = total;
+    } else if (rc == 0) {
+        for (size_t i = 0; i < *count; i++) {
+            uint64_t h = 0;
+            if (i < got) {
+                memcpy(&h, list->via.bin.ptr + i * sizeof h, sizeof h);
+                rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), h, 0);
+            }
+            nodes[i] = (void *)(uintptr_t)h;
+        }
+        *count = got;
+    }
+    rgpu_reply_free(&reply);
+    return rc;
 }
 
 #endif
