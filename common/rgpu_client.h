@@ -364,6 +364,15 @@ void rgpu_mapped_unmap(uint64_t addr, size_t size);
  * with its client ranges, and unmap the program's copy where the client
  * mapped it.  1 with the GPU's address in *dev_out (when not NULL) when
  * p was such a range: the caller frees the GPU's copy. */
+/* Where the program's copy of dev's size bytes goes: at dev itself when
+ * the client has nothing there (one pointer for both), else anywhere (the
+ * address returned, logged with what); 0 when neither can be mapped. */
+uint64_t rgpu_mapped_place(uint64_t dev, size_t size, const char *what);
+/* Share [host, host+size) with the GPU's copy at dev (rgpu_mapped_add),
+ * and tell the client ranges what each address is: host_kind for a host
+ * copy apart from the GPU's.  0, or -1 when out of memory. */
+int rgpu_mapped_share(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,
+                      int flags, int host_kind);
 int rgpu_mapped_release(uint64_t p, int by_dev, uint64_t *dev_out);
 /* A device attribute as the program is told it (the runtime's and the
  * driver's numbers agree): the managed and pageable memory facts are the

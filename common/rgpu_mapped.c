@@ -487,3 +487,26 @@ int rgpu_mapped_translate_devptrs(const struct rgpu_lib *lib, const struct rgpu_
     }
     return changed;
 }
+
+/* ---- what the runtime and driver stubs share ------------------------------------------ */
+
+uint64_t rgpu_mapped_place(uint64_t dev, size_t size, const char *what)
+{
+    if (rgpu_mapped_map_at(dev, size) == 0)
+        return dev;
+    uint64_t host = (uint64_t)(uintptr_t)rgpu_mapped_map_anywhere(size);
+    rgpu_debug("%s: %#llx is taken on the client: the host copy is at %#llx", what,
+               (unsigned long long)dev, (unsigned long long)host);
+    return host;
+}
+
+int rgpu_mapped_share(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,
+                      int flags, int host_kind)
+{
+    if (rgpu_mapped_add(lib, host, dev, size, flags) < 0)
+        return -1;
+    if (host != dev)
+        rgpu_ranges_add(dev, size, RGPU_RANGE_MAPPED);
+    rgpu_ranges_add(host, size, host != dev ? host_kind : RGPU_RANGE_MAPPED);
+    return 0;
+}

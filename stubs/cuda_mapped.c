@@ -40,12 +40,8 @@ static CUresult zero_device(uint64_t dev, size_t size)
 
 static CUresult share(uint64_t host, uint64_t dev, size_t size, int flags)
 {
-    if (rgpu_mapped_add(LIB, host, dev, size, flags) < 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    if (host != dev)
-        rgpu_ranges_add(dev, size, RGPU_RANGE_MAPPED);
-    rgpu_ranges_add(host, size, host != dev ? RGPU_RANGE_PINNED : RGPU_RANGE_MAPPED);
-    return CUDA_SUCCESS;
+    return rgpu_mapped_share(LIB, host, dev, size, flags, RGPU_RANGE_PINNED) < 0
+               ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
 
 /* CU_MEMHOSTALLOC_DEVICEMAP: the program's copy at the GPU's address where
@@ -57,12 +53,7 @@ static CUresult host_alloc_mapped(void **pp, size_t size)
     CUresult rc = alloc_device(size, &dev);
     if (rc != CUDA_SUCCESS)
         return rc;
-    uint64_t host = dev;
-    if (rgpu_mapped_map_at(dev, size) < 0) {
-        host = (uint64_t)(uintptr_t)rgpu_mapped_map_anywhere(size);
-        rgpu_debug("cuMemHostAlloc: %#llx is taken on the client: the host copy is at %#llx",
-                   (unsigned long long)dev, (unsigned long long)host);
-    }
+    uint64_t host = rgpu_mapped_place(dev, size, "cuMemHostAlloc");
     if (!host) {
         free_device(dev);
         return CUDA_ERROR_OUT_OF_MEMORY;

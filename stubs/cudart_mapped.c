@@ -44,12 +44,8 @@ static cudaError_t zero_device(uint64_t dev, size_t size)
  * say what each address is. */
 static cudaError_t share(uint64_t host, uint64_t dev, size_t size, int flags, int host_kind)
 {
-    if (rgpu_mapped_add(LIB, host, dev, size, flags) < 0)
-        return RESULT(cudaErrorMemoryAllocation);
-    if (host != dev)
-        rgpu_ranges_add(dev, size, RGPU_RANGE_MAPPED);
-    rgpu_ranges_add(host, size, host != dev ? host_kind : RGPU_RANGE_MAPPED);
-    return cudaSuccess;
+    return rgpu_mapped_share(LIB, host, dev, size, flags, host_kind) < 0
+               ? RESULT(cudaErrorMemoryAllocation) : cudaSuccess;
 }
 
 /* cudaHostAlloc(cudaHostAllocMapped): the program's copy at the GPU's
@@ -63,12 +59,7 @@ static cudaError_t host_alloc_mapped(void **pHost, size_t size)
     int rc = alloc_device(size, &dev);
     if (rc != cudaSuccess)
         return rc;
-    uint64_t host = dev;
-    if (rgpu_mapped_map_at(dev, size) < 0) {
-        host = (uint64_t)(uintptr_t)rgpu_mapped_map_anywhere(size);
-        rgpu_debug("cudaHostAlloc: %#llx is taken on the client: the host copy is at %#llx",
-                   (unsigned long long)dev, (unsigned long long)host);
-    }
+    uint64_t host = rgpu_mapped_place(dev, size, "cudaHostAlloc");
     if (!host) {
         free_device(dev);
         return RESULT(cudaErrorMemoryAllocation);
