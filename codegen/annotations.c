@@ -69,7 +69,8 @@
  *                           alone without len=; NULL passes; a refused one
  *                           makes the call return INVALID of `status`, or
  *                           in-buf/out-buf [elem=P:FUNC]: element size is
- *                           FUNC(value of P) (FUNC in common/), or
+ *                           FUNC(value of P) (FUNC in common/); without
+ *                           len=, one element (of size=N bytes), or
  *                           scalar scalar-out scalar-inout [type=P] [ctype=P]
  *                           [size=N] (with type=: N elements of that type):
  *                           host value or device pointer by the handle's
@@ -162,9 +163,10 @@ static void parse_arg_rule(struct annotations *ann, char **p, int line)
         else
             die("%s:%d: unknown arg option '%s'", ann->path, line, opt);
     }
+    /* Without len=, a buffer is one element: of size=N bytes, or elem='s. */
     if ((r->kind == K_IN_BUF || r->kind == K_OUT_BUF || r->kind == K_INOUT_BUF) && !r->len_param &&
-        !r->elem_param)
-        die("%s:%d: %s needs len=PARAM", ann->path, line, kind);
+        !r->elem_param && !r->size)
+        die("%s:%d: %s needs len=PARAM, elem= or size=", ann->path, line, kind);
 }
 
 static void parse_invalid_handle(struct annotations *ann, char **p, int line)

@@ -65,3 +65,27 @@ int rgpu_cudnn_is_pack_attribute(int64_t name)
            name == CUDNN_ATTR_VARIANT_PACK_OVERRIDE_SHAPES ||
            name == CUDNN_ATTR_VARIANT_PACK_OVERRIDE_STRIDES;
 }
+
+/* The storage size of one element of a cudnnDataType_t, for host values
+ * whose type a call names (an RNN data descriptor's padding fill, which
+ * cuDNN reads as the descriptor's own data type).  0 for the unknown. */
+uint32_t rgpu_cudnn_data_type_size(int type);
+
+uint32_t rgpu_cudnn_data_type_size(int type)
+{
+    switch (type) {
+    case CUDNN_DATA_DOUBLE:
+        return 8;
+    case CUDNN_DATA_FLOAT:
+    case CUDNN_DATA_INT32:
+        return 4;
+    case CUDNN_DATA_HALF:
+    case CUDNN_DATA_BFLOAT16:
+        return 2;
+    case CUDNN_DATA_INT8:
+    case CUDNN_DATA_UINT8:
+        return 1;
+    default:
+        return 0;
+    }
+}

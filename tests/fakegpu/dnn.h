@@ -32,7 +32,7 @@ cudnnStatus_t dnn_init(void);
 // out (or already destroyed) is refused instead of dereferenced.
 enum dnn_kind {
     DNN_HANDLE = 1, DNN_TENSOR, DNN_FILTER, DNN_CONV, DNN_ACT, DNN_POOL,
-    DNN_BACKEND,
+    DNN_BACKEND, DNN_RNN, DNN_RNN_DATA, DNN_DROPOUT,
 };
 int dnn_reg_add(const void *p, enum dnn_kind kind);     // -1: out of memory
 int dnn_reg_has(const void *p, enum dnn_kind kind);
