@@ -633,6 +633,7 @@ struct batch {
     long long sa, sb, sc;
     int count;
     int arrays;
+    int host_scalars;           // alpha, beta on the host whatever the pointer mode
 };
 
 static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t transa,
@@ -663,9 +664,15 @@ static cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t transa,
     g.lda = lda;
     g.ldb = ldb;
     g.ldc = g.ldd = ldc;
-    r = scalar(h, alpha, t, &g.alpha);
-    if (r == CUBLAS_STATUS_SUCCESS)
-        r = scalar(h, beta, t, &g.beta);
+    if (bt->host_scalars) {
+        r = fgb_scalar(h->stream, 0, alpha, t, &g.alpha);
+        if (r == CUBLAS_STATUS_SUCCESS)
+            r = fgb_scalar(h->stream, 0, beta, t, &g.beta);
+    } else {
+        r = scalar(h, alpha, t, &g.alpha);
+        if (r == CUBLAS_STATUS_SUCCESS)
+            r = scalar(h, beta, t, &g.beta);
+    }
     if (r == CUBLAS_STATUS_SUCCESS && bt->arrays) {
         size_t size = (size_t)bt->count * sizeof *ptrs;
         ptrs = malloc(3 * size);
@@ -701,7 +708,7 @@ cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t h,
                                            const float *B, int ldb,
                                            const float *beta, float *C, int ldc)
 {
-    struct batch bt = { A, B, C, 0, 0, 0, 1, 0 };
+    struct batch bt = { A, B, C, 0, 0, 0, 1, 0, 0 };
 
     log_call("cublasSgemm_v2");
     return gemm(h, transa, transb, m, n, k, alpha, lda, ldb, beta, ldc,
@@ -717,7 +724,7 @@ cublasStatus_t CUBLASWINAPI cublasDgemm_v2(cublasHandle_t h,
                                            const double *beta, double *C,
                                            int ldc)
 {
-    struct batch bt = { A, B, C, 0, 0, 0, 1, 0 };
+    struct batch bt = { A, B, C, 0, 0, 0, 1, 0, 0 };
 
     return gemm(h, transa, transb, m, n, k, alpha, lda, ldb, beta, ldc,
                 CUDA_R_64F, &bt);
@@ -729,7 +736,7 @@ cublasStatus_t CUBLASWINAPI cublasSgemmStridedBatched(
     long long strideA, const float *B, int ldb, long long strideB,
     const float *beta, float *C, int ldc, long long strideC, int batchCount)
 {
-    struct batch bt = { A, B, C, strideA, strideB, strideC, batchCount, 0 };
+    struct batch bt = { A, B, C, strideA, strideB, strideC, batchCount, 0, 0 };
 
     return gemm(h, transa, transb, m, n, k, alpha, lda, ldb, beta, ldc,
                 CUDA_R_32F, &bt);
@@ -741,7 +748,7 @@ cublasStatus_t CUBLASWINAPI cublasSgemmBatched(
     int lda, const float *const Barray[], int ldb, const float *beta,
     float *const Carray[], int ldc, int batchCount)
 {
-    struct batch bt = { Aarray, Barray, (void *)Carray, 0, 0, 0, batchCount, 1 };
+    struct batch bt = { Aarray, Barray, (void *)Carray, 0, 0, 0, batchCount, 1, 0 };
 
     return gemm(h, transa, transb, m, n, k, alpha, lda, ldb, beta, ldc,
                 CUDA_R_32F, &bt);
@@ -780,7 +787,7 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx(
     void *C, cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
     cublasGemmAlgo_t algo)
 {
-    struct batch bt = { A, B, C, 0, 0, 0, 1, 0 };
+    struct batch bt = { A, B, C, 0, 0, 0, 1, 0, 0 };
     cudaDataType t;
     cublasStatus_t r;
 
@@ -801,7 +808,7 @@ cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(
     long long strideC, int batchCount, cublasComputeType_t computeType,
     cublasGemmAlgo_t algo)
 {
-    struct batch bt = { A, B, C, strideA, strideB, strideC, batchCount, 0 };
+    struct batch bt = { A, B, C, strideA, strideB, strideC, batchCount, 0, 0 };
     cudaDataType t;
     cublasStatus_t r;
 
@@ -812,4 +819,85 @@ cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(
     if (r != CUBLAS_STATUS_SUCCESS)
         return r;
     return gemm(h, transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, t, &bt);
+}
+
+// Grouped batched gemms: group g is a batched gemm of group_size[g]
+// problems with its own shapes, transposes and (host) alpha and beta, its
+// matrices the next group_size[g] entries of the device pointer arrays.
+static cublasStatus_t grouped(cublasHandle_t h, const cublasOperation_t *transa,
+                              const cublasOperation_t *transb, const int *m, const int *n,
+                              const int *k, const void *alpha, const void *A, const int *lda,
+                              const void *B, const int *ldb, const void *beta, const void *C,
+                              const int *ldc, int group_count, const int *group_size,
+                              cudaDataType t)
+{
+    cublasStatus_t r = enter(h);
+    size_t es = fgb_size(t);
+    long long done = 0;
+
+    if (r != CUBLAS_STATUS_SUCCESS)
+        return r;
+    if (group_count < 0)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (group_count > 0 && (!transa || !transb || !m || !n || !k || !alpha || !lda || !ldb ||
+                            !beta || !ldc || !group_size))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    for (int g = 0; g < group_count; g++)
+        if (group_size[g] < 0)
+            return CUBLAS_STATUS_INVALID_VALUE;
+    for (int g = 0; r == CUBLAS_STATUS_SUCCESS && g < group_count; g++) {
+        struct batch bt = { (const void *const *)A + done, (const void *const *)B + done,
+                            (void *)((void *const *)C + done), 0, 0, 0, group_size[g], 1, 1 };
+        r = gemm(h, transa[g], transb[g], m[g], n[g], k[g], (const char *)alpha + g * es,
+                 lda[g], ldb[g], (const char *)beta + g * es, ldc[g], t, &bt);
+        done += group_size[g];
+    }
+    return r;
+}
+
+cublasStatus_t CUBLASWINAPI cublasSgemmGroupedBatched(
+    cublasHandle_t h, const cublasOperation_t transa_array[],
+    const cublasOperation_t transb_array[], const int m_array[], const int n_array[],
+    const int k_array[], const float alpha_array[], const float *const Aarray[],
+    const int lda_array[], const float *const Barray[], const int ldb_array[],
+    const float beta_array[], float *const Carray[], const int ldc_array[], int group_count,
+    const int group_size[])
+{
+    return grouped(h, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray,
+                   lda_array, Barray, ldb_array, beta_array, Carray, ldc_array, group_count,
+                   group_size, CUDA_R_32F);
+}
+
+cublasStatus_t CUBLASWINAPI cublasDgemmGroupedBatched(
+    cublasHandle_t h, const cublasOperation_t transa_array[],
+    const cublasOperation_t transb_array[], const int m_array[], const int n_array[],
+    const int k_array[], const double alpha_array[], const double *const Aarray[],
+    const int lda_array[], const double *const Barray[], const int ldb_array[],
+    const double beta_array[], double *const Carray[], const int ldc_array[], int group_count,
+    const int group_size[])
+{
+    return grouped(h, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray,
+                   lda_array, Barray, ldb_array, beta_array, Carray, ldc_array, group_count,
+                   group_size, CUDA_R_64F);
+}
+
+cublasStatus_t CUBLASWINAPI cublasGemmGroupedBatchedEx(
+    cublasHandle_t h, const cublasOperation_t transa_array[],
+    const cublasOperation_t transb_array[], const int m_array[], const int n_array[],
+    const int k_array[], const void *alpha_array, const void *const Aarray[], cudaDataType Atype,
+    const int lda_array[], const void *const Barray[], cudaDataType Btype, const int ldb_array[],
+    const void *beta_array, void *const Carray[], cudaDataType Ctype, const int ldc_array[],
+    int group_count, const int group_size[], cublasComputeType_t computeType)
+{
+    cudaDataType t;
+    cublasStatus_t r;
+
+    if (!fgb_reg_has(h, FGB_CUBLAS))
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    r = ex_type(Atype, Btype, Ctype, computeType, &t);
+    if (r != CUBLAS_STATUS_SUCCESS)
+        return r;
+    return grouped(h, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray,
+                   lda_array, Barray, ldb_array, beta_array, Carray, ldc_array, group_count,
+                   group_size, t);
 }
