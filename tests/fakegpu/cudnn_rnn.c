@@ -1,20 +1,25 @@
 // Fake libcudnn.so.9, part three: RNN and dropout descriptors, RNN data
 // descriptors, the weight space and a single-layer RNN forward pass.
 //
-// What the fake computes: one layer, one direction, RNN_RELU or RNN_TANH
-// cells, linear input, float or double data (math in the data's own
-// precision), any bias mode:
-//     h_t = act(W x_t + bW + R h_(t-1) + bR)
-// over unpacked sequence-major or batch-major data, in double on the CPU.
-// Anything else (LSTM, GRU, several layers, bidirectional, projection,
-// packed layouts) is CUDNN_STATUS_NOT_SUPPORTED, never an approximation.
+// What the fake computes: one layer, one direction, RNN_RELU, RNN_TANH or
+// LSTM cells, linear input, float or double data (math in the data's own
+// precision), any bias mode, over unpacked sequence-major or batch-major
+// data, in double on the CPU.  With z_g = W_g x_t + bW_g + R_g h_(t-1) + bR_g
+// for each gate g:
+//     RNN:  h_t = act(z_0)
+//     LSTM: i, f, o = sigmoid(z_0, z_1, z_3), g = tanh(z_2),
+//           c_t = f c_(t-1) + i g, h_t = o tanh(c_t)
+// Anything else (GRU, several layers, bidirectional, projection, packed
+// layouts) is CUDNN_STATUS_NOT_SUPPORTED, never an approximation.
 // The backward passes are not exported: rgpud refuses them as it does any
 // function its library lacks.
 //
 // The weight space is the fake's own layout, which programs only learn
-// through cudnnGetRNNWeightParams (as with cuDNN): W (hidden x input),
-// then R (hidden x hidden), then the biases present (bW, bR), each
-// row-major and compact.
+// through cudnnGetRNNWeightParams (as with cuDNN): the gates' W (hidden x
+// input each), then their R (hidden x hidden), then the biases present
+// (the gates' bW, then their bR), each row-major and compact.  As in
+// cuDNN, linear layer ids 0..G-1 are the W of gates 0..G-1 and G..2G-1
+// their R (G = 1 for RNN cells, 4 for LSTM: input, forget, cell, output).
 #include "dnn.h"
 
 #include <math.h>
@@ -170,7 +175,7 @@ API cudnnStatus_t cudnnDestroyRNNDescriptor(cudnnRNNDescriptor_t d)
 static int computed(const struct rnn *r)
 {
     return r->algo == CUDNN_RNN_ALGO_STANDARD &&
-           (r->cell == CUDNN_RNN_RELU || r->cell == CUDNN_RNN_TANH) &&
+           (r->cell == CUDNN_RNN_RELU || r->cell == CUDNN_RNN_TANH || r->cell == CUDNN_LSTM) &&
            r->dir == CUDNN_UNIDIRECTIONAL && r->input == CUDNN_LINEAR_INPUT &&
            (r->type == CUDNN_DATA_FLOAT || r->type == CUDNN_DATA_DOUBLE) &&
            r->math_prec == r->type && r->layers == 1 && r->proj == r->hid;
@@ -296,10 +301,29 @@ static int64_t bias_count(const struct rnn *r)
     }
 }
 
-// Elements: W, R, then the biases.
+static int gates(const struct rnn *r)
+{
+    return r->cell == CUDNN_LSTM ? 4 : 1;
+}
+
+// Elements of the matrices: every W, then every R.
+static int64_t matrix_count(const struct rnn *r)
+{
+    return gates(r) * ((int64_t)r->hid * r->in + (int64_t)r->hid * r->hid);
+}
+
+// Elements: the matrices, then the biases.
 static int64_t weight_count(const struct rnn *r)
 {
-    return (int64_t)r->hid * r->in + (int64_t)r->hid * r->hid + bias_count(r) * r->hid;
+    return matrix_count(r) + bias_count(r) * gates(r) * r->hid;
+}
+
+// Where the matrix of linear layer `lin` starts, in elements.
+static int64_t matrix_offset(const struct rnn *r, int lin)
+{
+    int g = gates(r);
+    return lin < g ? (int64_t)lin * r->hid * r->in
+                   : (int64_t)g * r->hid * r->in + (int64_t)(lin - g) * r->hid * r->hid;
 }
 
 API cudnnStatus_t cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnnRNNDescriptor_t d,
@@ -312,15 +336,16 @@ API cudnnStatus_t cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnnRNNDescr
     return CUDNN_STATUS_SUCCESS;
 }
 
-// Where bias `which` (0: bW, 1: bR) lives, in elements; -1 when absent.
-static int64_t bias_offset(const struct rnn *r, int which)
+// Where gate's bias `which` (0: bW, 1: bR) lives, in elements; -1 when
+// absent.
+static int64_t bias_offset(const struct rnn *r, int which, int gate)
 {
-    int64_t base = (int64_t)r->hid * r->in + (int64_t)r->hid * r->hid;
+    int64_t base = matrix_count(r), g = gates(r);
     if (r->bias == CUDNN_RNN_DOUBLE_BIAS)
-        return base + which * r->hid;
+        return base + (which * g + gate) * r->hid;
     if ((r->bias == CUDNN_RNN_SINGLE_INP_BIAS && which == 0) ||
         (r->bias == CUDNN_RNN_SINGLE_REC_BIAS && which == 1))
-        return base;
+        return base + gate * r->hid;
     return -1;
 }
 
@@ -330,8 +355,8 @@ static cudnnStatus_t describe(cudnnTensorDescriptor_t t, cudnnDataType_t type, i
     return cudnnSetTensorNdDescriptor(t, type, 3, dim, stride);
 }
 
-// linLayerID 0 is the input matrix W and its bias, 1 the recurrent R and
-// its bias; an absent bias gives a NULL address.
+// linLayerID lin < G is gate lin's input matrix W and its bias, G + g gate
+// g's recurrent R and its bias; an absent bias gives a NULL address.
 API cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNNDescriptor_t d,
                                           int32_t layer, size_t size, const void *space,
                                           int32_t lin, cudnnTensorDescriptor_t m_desc,
@@ -340,18 +365,17 @@ API cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNNDescript
 {
     struct rnn *r = RD(d);
     cudnnStatus_t st;
-    if (!dnn_handle(handle) || !r || !r->set || layer != 0 || lin < 0 || lin > 1 ||
+    if (!dnn_handle(handle) || !r || !r->set || layer != 0 || lin < 0 || lin >= 2 * gates(r) ||
         size < (size_t)weight_count(r) * dnn_esize(r->type))
         return CUDNN_STATUS_BAD_PARAM;
     size_t es = dnn_esize(r->type);
     const char *base = space;
-    int cols = lin == 0 ? r->in : r->hid;
-    int64_t boff = bias_offset(r, lin);
+    int cols = lin < gates(r) ? r->in : r->hid;
+    int64_t boff = bias_offset(r, lin >= gates(r), lin % gates(r));
     if (m_desc && (st = describe(m_desc, r->type, r->hid, cols)) != CUDNN_STATUS_SUCCESS)
         return st;
     if (m_addr)
-        *m_addr = space ? (void *)(base + (lin == 0 ? 0 : (int64_t)r->hid * r->in * (int64_t)es))
-                        : NULL;
+        *m_addr = space ? (void *)(base + matrix_offset(r, lin) * (int64_t)es) : NULL;
     if (boff >= 0 && b_desc && (st = describe(b_desc, r->type, r->hid, 1)) != CUDNN_STATUS_SUCCESS)
         return st;
     if (b_addr)
@@ -405,42 +429,66 @@ static int hidden_ok(const struct rnn *r, int batch, cudnnTensorDescriptor_t h)
            stride[2] == 1 && stride[1] == r->hid && stride[0] == batch * r->hid;
 }
 
-static double cell(const struct rnn *r, double v)
+static double sigmoid(double v)
 {
-    return r->cell == CUDNN_RNN_RELU ? (v > 0 ? v : 0) : tanh(v);
+    return 1 / (1 + exp(-v));
 }
 
-// One sequence b: y rows and the last hidden state into h (holding hx).
-static void run_sequence(const struct rnn *r, const struct rnn_data *xd, const struct rnn_data *yd,
-                         int b, const double *x, const double *w, double *h, double *y)
+// z[g * hid + i]: gate g's pre-activation of unit i at step t of sequence b.
+static void preactivate(const struct rnn *r, const struct rnn_data *xd, int t, int b,
+                        const double *x, const double *w, const double *h, double *z)
 {
-    const double *W = w, *R = w + (int64_t)r->hid * r->in;
-    int64_t bw = bias_offset(r, 0), br = bias_offset(r, 1);
-    double *next = malloc((size_t)r->hid * sizeof *next);
-    if (!next)
-        return;
-    for (int t = 0; t < xd->seq[b]; t++) {
+    for (int g = 0; g < gates(r); g++) {
+        const double *W = w + matrix_offset(r, g), *R = w + matrix_offset(r, gates(r) + g);
+        int64_t bw = bias_offset(r, 0, g), br = bias_offset(r, 1, g);
         for (int i = 0; i < r->hid; i++) {
             double s = (bw >= 0 ? w[bw + i] : 0) + (br >= 0 ? w[br + i] : 0);
             for (int k = 0; k < r->in; k++)
                 s += W[(int64_t)i * r->in + k] * x[at(xd, t, b, k)];
             for (int k = 0; k < r->hid; k++)
                 s += R[(int64_t)i * r->hid + k] * h[k];
-            next[i] = cell(r, s);
+            z[(int64_t)g * r->hid + i] = s;
         }
-        memcpy(h, next, (size_t)r->hid * sizeof *h);
+    }
+}
+
+// One step from the pre-activations: h (and c for LSTM) updated.
+static void step(const struct rnn *r, const double *z, double *h, double *c)
+{
+    int64_t n = r->hid;
+    for (int64_t i = 0; i < n; i++) {
+        if (r->cell == CUDNN_LSTM) {
+            double in = sigmoid(z[i]), f = sigmoid(z[n + i]), g = tanh(z[2 * n + i]);
+            c[i] = f * c[i] + in * g;
+            h[i] = sigmoid(z[3 * n + i]) * tanh(c[i]);
+        } else {
+            h[i] = r->cell == CUDNN_RNN_RELU ? (z[i] > 0 ? z[i] : 0) : tanh(z[i]);
+        }
+    }
+}
+
+// One sequence b: y rows and the last states into h and c (holding hx, cx).
+static void run_sequence(const struct rnn *r, const struct rnn_data *xd, const struct rnn_data *yd,
+                         int b, const double *x, const double *w, double *h, double *c, double *y)
+{
+    double *z = malloc((size_t)gates(r) * r->hid * sizeof *z);
+    if (!z)
+        return;
+    for (int t = 0; t < xd->seq[b]; t++) {
+        preactivate(r, xd, t, b, x, w, h, z);
+        step(r, z, h, c);
         for (int i = 0; i < r->hid; i++)
             y[at(yd, t, b, i)] = h[i];
     }
     for (int t = xd->seq[b]; t < yd->max_seq && yd->has_fill; t++)
         for (int i = 0; i < r->hid; i++)
             y[at(yd, t, b, i)] = yd->fill;
-    free(next);
+    free(z);
 }
 
 static cudnnStatus_t forward_checks(const struct rnn *r, const struct rnn_data *xd,
                                     const struct rnn_data *yd, cudnnTensorDescriptor_t h_desc,
-                                    size_t wsize, size_t work, size_t reserve,
+                                    cudnnTensorDescriptor_t c_desc, size_t wsize, size_t work, size_t reserve,
                                     cudnnForwardMode_t mode)
 {
     if (!r || !r->set || !xd || !xd->set || !yd || !yd->set)
@@ -451,13 +499,26 @@ static cudnnStatus_t forward_checks(const struct rnn *r, const struct rnn_data *
         xd->batch != yd->batch || xd->max_seq != yd->max_seq || xd->layout != yd->layout ||
         memcmp(xd->seq, yd->seq, (size_t)xd->batch * sizeof *xd->seq) != 0)
         return CUDNN_STATUS_BAD_PARAM;
-    if (!hidden_ok(r, xd->batch, h_desc))
+    if (!hidden_ok(r, xd->batch, h_desc) ||
+        (r->cell == CUDNN_LSTM && !hidden_ok(r, xd->batch, c_desc)))
         return CUDNN_STATUS_BAD_PARAM;
     if (wsize < (size_t)weight_count(r) * dnn_esize(r->type) || work < 256 ||
         (mode == CUDNN_FWD_MODE_TRAINING &&
          reserve < (size_t)xd->max_seq * xd->batch * r->hid * dnn_esize(r->type)))
         return CUDNN_STATUS_BAD_PARAM;
     return CUDNN_STATUS_SUCCESS;
+}
+
+// The sequence lengths are taken from xDesc, whose host copy cuDNN requires
+// devSeqLengths to match; the fake does not read the device copy.
+// A batch of hidden or cell states: loaded from dev, or zeros without it.
+static cudnnStatus_t load_states(CUstream st, const struct dnn_view *v, const void *dev,
+                                 double **out)
+{
+    if (dev)
+        return dnn_load(st, v, dev, out);
+    *out = calloc((size_t)dnn_count(v), sizeof **out);
+    return *out ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
 }
 
 // The sequence lengths are taken from xDesc, whose host copy cuDNN requires
@@ -474,37 +535,37 @@ API cudnnStatus_t cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescriptor_t d,
     struct dnn_handle *hd = dnn_handle(handle);
     struct rnn *r = RD(d);
     struct rnn_data *xd = DD(x_desc), *yd = DD(y_desc);
-    double *xv = NULL, *wv = NULL, *yv = NULL, *hv = NULL;
+    double *xv = NULL, *wv = NULL, *yv = NULL, *hv = NULL, *cv = NULL;
     cudnnStatus_t st;
-    (void)c_desc; (void)cx; (void)cy; (void)wkspace; (void)rspace;
+    (void)wkspace; (void)rspace;
     if (!hd || !dev_seq || !x || !y || !wspace)
         return CUDNN_STATUS_BAD_PARAM;
-    st = forward_checks(r, xd, yd, h_desc, wsize, work, reserve, mode);
+    st = forward_checks(r, xd, yd, h_desc, c_desc, wsize, work, reserve, mode);
     if (st != CUDNN_STATUS_SUCCESS)
         return st;
+    int lstm = r->cell == CUDNN_LSTM;
     int64_t nx = (int64_t)xd->max_seq * xd->batch * r->in;
     int64_t ny = (int64_t)yd->max_seq * yd->batch * r->hid, nh = (int64_t)xd->batch * r->hid;
     struct dnn_view xvw = flat(r->type, nx), yvw = flat(r->type, ny), hvw = flat(r->type, nh),
                     wvw = flat(r->type, weight_count(r));
     if ((st = dnn_load(hd->stream, &xvw, x, &xv)) != CUDNN_STATUS_SUCCESS ||
         (st = dnn_load(hd->stream, &wvw, wspace, &wv)) != CUDNN_STATUS_SUCCESS ||
-        (st = dnn_load(hd->stream, &yvw, y, &yv)) != CUDNN_STATUS_SUCCESS)
-        goto out;
-    if (hx)
-        st = dnn_load(hd->stream, &hvw, hx, &hv);
-    else if (!(hv = calloc((size_t)nh, sizeof *hv)))
-        st = CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
-    if (st != CUDNN_STATUS_SUCCESS)
+        (st = dnn_load(hd->stream, &yvw, y, &yv)) != CUDNN_STATUS_SUCCESS ||
+        (st = load_states(hd->stream, &hvw, hx, &hv)) != CUDNN_STATUS_SUCCESS ||
+        (st = load_states(hd->stream, &hvw, lstm ? cx : NULL, &cv)) != CUDNN_STATUS_SUCCESS)
         goto out;
     for (int b = 0; b < xd->batch; b++)
-        run_sequence(r, xd, yd, b, xv, wv, hv + (int64_t)b * r->hid, yv);
+        run_sequence(r, xd, yd, b, xv, wv, hv + (int64_t)b * r->hid, cv + (int64_t)b * r->hid, yv);
     st = dnn_store(hd->stream, &yvw, y, yv, 1.0, 0.0);
     if (st == CUDNN_STATUS_SUCCESS && hy)
         st = dnn_store(hd->stream, &hvw, hy, hv, 1.0, 0.0);
+    if (st == CUDNN_STATUS_SUCCESS && lstm && cy)
+        st = dnn_store(hd->stream, &hvw, cy, cv, 1.0, 0.0);
 out:
     free(xv);
     free(wv);
     free(yv);
     free(hv);
+    free(cv);
     return st;
 }

@@ -2,16 +2,18 @@
 // and read back), the weight space (its size, and the matrices and biases
 // cudnnGetRNNWeightParams describes and points into), the temporary space
 // sizes, and cudnnRNNForward of a single-layer unidirectional RNN (tanh in
-// float, relu in double; inference and training) over sequences of unequal
-// length, checked against a CPU reference: outputs, padding fill and the
-// final hidden state.  Bad input: a NULL RNN descriptor and a linear layer
+// float, relu in double, LSTM in float; inference and training) over
+// sequences of unequal length, checked against a CPU reference: outputs,
+// padding fill and the final hidden (and LSTM cell) state.  Bad input: a NULL RNN descriptor and a linear layer
 // id out of range must come back as CUDNN_STATUS_BAD_PARAM.
 //
 //   cudnn_rnn bad-handles  also: a destroyed RNN descriptor and RNN data
 //                          descriptor (undefined natively: rgpu's answer is
 //                          CUDNN_STATUS_BAD_PARAM, so not in the GPU diff)
 //
-// Weights are filled through the addresses cudnnGetRNNWeightParams gives,
+// Weights are filled through the addresses cudnnGetRNNWeightParams gives
+// (linear layers 0..G-1 the gates' input matrices, G..2G-1 their recurrent
+// ones; LSTM gates in cuDNN's order: input, forget, cell, output),
 // matrices row-major (hidden x input, hidden x hidden) as cuDNN keeps them
 // (and PyTorch copies them); the layout of the weight space itself is the
 // library's and is never assumed.  Tolerance per element: 1e-4 * (1 + |ref|
@@ -62,39 +64,60 @@ struct case_def {
     cudnnForwardMode_t mode;
 };
 
-// Host copies of everything the reference needs, as doubles.
+static int gates(const case_def &c)
+{
+    return c.cell == CUDNN_LSTM ? 4 : 1;
+}
+
+// Host copies of everything the reference needs, as doubles; W, R, bW, bR
+// one per gate.
 struct host_rnn {
-    std::vector<double> W, R, bW, bR, x, hx;
+    std::vector<std::vector<double>> W, R, bW, bR;
+    std::vector<double> x, hx, cx;
 };
 
-static void reference(const case_def &c, const host_rnn &m, double fill, std::vector<double> &y,
-                      std::vector<double> &hy, std::vector<double> &scale)
+static double sigmoid(double v)
 {
+    return 1 / (1 + exp(-v));
+}
+
+static void reference(const case_def &c, const host_rnn &m, double fill, std::vector<double> &y,
+                      std::vector<double> &hy, std::vector<double> &cy,
+                      std::vector<double> &scale)
+{
+    int G = gates(c);
     y.assign((size_t)MAXSEQ * BATCH * HID, fill);
     scale.assign(y.size(), 0.0);
     hy = m.hx;
+    cy = m.cx;
     for (int b = 0; b < BATCH; b++) {
-        double *h = &hy[(size_t)b * HID];
+        double *h = &hy[(size_t)b * HID], *cs = &cy[(size_t)b * HID];
         for (int t = 0; t < SEQ[b]; t++) {
-            double next[HID], sc[HID];
-            for (int i = 0; i < HID; i++) {
-                double s = m.bW[i] + m.bR[i];
-                sc[i] = fabs(m.bW[i]) + fabs(m.bR[i]);
-                for (int k = 0; k < IN; k++) {
-                    double p = m.W[(size_t)i * IN + k] * m.x[((size_t)t * BATCH + b) * IN + k];
-                    s += p;
-                    sc[i] += fabs(p);
+            double z[4][HID], sc[HID] = { 0 };
+            for (int g = 0; g < G; g++)
+                for (int i = 0; i < HID; i++) {
+                    double s = m.bW[g][i] + m.bR[g][i];
+                    sc[i] += fabs(m.bW[g][i]) + fabs(m.bR[g][i]);
+                    for (int k = 0; k < IN; k++) {
+                        double p = m.W[g][(size_t)i * IN + k] * m.x[((size_t)t * BATCH + b) * IN + k];
+                        s += p;
+                        sc[i] += fabs(p);
+                    }
+                    for (int k = 0; k < HID; k++) {
+                        double p = m.R[g][(size_t)i * HID + k] * h[k];
+                        s += p;
+                        sc[i] += fabs(p);
+                    }
+                    z[g][i] = s;
                 }
-                for (int k = 0; k < HID; k++) {
-                    double p = m.R[(size_t)i * HID + k] * h[k];
-                    s += p;
-                    sc[i] += fabs(p);
-                }
-                next[i] = c.cell == CUDNN_RNN_RELU ? (s > 0 ? s : 0) : tanh(s);
-            }
             for (int i = 0; i < HID; i++) {
-                h[i] = next[i];
-                y[((size_t)t * BATCH + b) * HID + i] = next[i];
+                if (c.cell == CUDNN_LSTM) {
+                    cs[i] = sigmoid(z[1][i]) * cs[i] + sigmoid(z[0][i]) * tanh(z[2][i]);
+                    h[i] = sigmoid(z[3][i]) * tanh(cs[i]);
+                } else {
+                    h[i] = c.cell == CUDNN_RNN_RELU ? (z[0][i] > 0 ? z[0][i] : 0) : tanh(z[0][i]);
+                }
+                y[((size_t)t * BATCH + b) * HID + i] = h[i];
                 scale[((size_t)t * BATCH + b) * HID + i] = sc[i];
             }
         }
@@ -177,9 +200,14 @@ static void weights(cudnnHandle_t h, cudnnRNNDescriptor_t rnn, const case_def &c
     cudnnTensorDescriptor_t md, bd;
     must(cudnnCreateTensorDescriptor(&md) == CUDNN_STATUS_SUCCESS, "create mDesc");
     must(cudnnCreateTensorDescriptor(&bd) == CUDNN_STATUS_SUCCESS, "create bDesc");
-    for (int lin = 0; lin < 2; lin++) {
+    int G = gates(c);
+    m.W.resize(G);
+    m.R.resize(G);
+    m.bW.resize(G);
+    m.bR.resize(G);
+    for (int lin = 0; lin < 2 * G; lin++) {
         void *ma = NULL, *ba = NULL;
-        int cols = lin == 0 ? IN : HID;
+        int cols = lin < G ? IN : HID;
         check_dnn(cudnnGetRNNWeightParams(h, rnn, 0, wsize, wspace, lin, md, &ma, bd, &ba),
                   fmt_name(name, sizeof name, "%s weight params %d", c.name, lin));
         check(elements(md) == (int64_t)HID * cols,
@@ -200,8 +228,8 @@ static void weights(cudnnHandle_t h, cudnnRNNDescriptor_t rnn, const case_def &c
             put(c, ma, mat);
             put(c, ba, bias);
         }
-        (lin == 0 ? m.W : m.R) = mat;
-        (lin == 0 ? m.bW : m.bR) = bias;
+        (lin < G ? m.W : m.R)[lin % G] = mat;
+        (lin < G ? m.bW : m.bR)[lin % G] = bias;
     }
     check_dnn_err(cudnnGetRNNWeightParams(h, rnn, 0, wsize, wspace, 9, md, NULL, bd, NULL),
                   CUDNN_STATUS_BAD_PARAM, fmt_name(name, sizeof name, "%s linLayerID 9", c.name));
@@ -310,10 +338,16 @@ static void run_case(cudnnHandle_t h, cudnnDropoutDescriptor_t drop, const case_
     weights(h, rnn, c, wsize, wspace, m, &seed);
     m.x.resize((size_t)MAXSEQ * BATCH * IN);
     m.hx.resize((size_t)BATCH * HID);
+    m.cx.assign((size_t)BATCH * HID, 0.0);
     for (double &v : m.x)
         v = value(&seed);
     for (double &v : m.hx)
         v = value(&seed) / 2;
+    if (c.cell == CUDNN_LSTM)
+        for (double &v : m.cx)
+            v = value(&seed);
+    void *cx = upload(c, m.cx);
+    void *cy = upload(c, std::vector<double>((size_t)BATCH * HID, 7.0));
     void *x = upload(c, m.x), *hx = upload(c, m.hx);
     void *y = upload(c, std::vector<double>((size_t)MAXSEQ * BATCH * HID, 7.0));
     void *hy = upload(c, std::vector<double>((size_t)BATCH * HID, 7.0));
@@ -321,21 +355,27 @@ static void run_case(cudnnHandle_t h, cudnnDropoutDescriptor_t drop, const case_
     must(cudaMalloc(&dev_seq, sizeof SEQ) == cudaSuccess, "alloc seq");
     must(cudaMemcpy(dev_seq, SEQ, sizeof SEQ, cudaMemcpyHostToDevice) == cudaSuccess, "seq up");
 
+    bool lstm = c.cell == CUDNN_LSTM;
     check_dnn(cudnnRNNForward(h, rnn, c.mode, (const int32_t *)dev_seq, xd, x, yd, y, hd, hx, hy,
-                              hd, NULL, NULL, wsize, wspace, work, workspace, reserve, rspace),
+                              hd, lstm ? cx : NULL, lstm ? cy : NULL, wsize, wspace, work,
+                              workspace, reserve, rspace),
               fmt_name(name, sizeof name, "%s forward", c.name));
-    std::vector<double> yref, hyref, scale;
-    reference(c, m, fill, yref, hyref, scale);
+    std::vector<double> yref, hyref, cyref, scale;
+    reference(c, m, fill, yref, hyref, cyref, scale);
+    if (lstm)
+        compare(fmt_name(name, sizeof name, "%s final cell state", c.name),
+                download(c, cy, cyref.size()), cyref, std::vector<double>(cyref.size(), 16.0));
     compare(fmt_name(name, sizeof name, "%s y and padding", c.name),
             download(c, y, yref.size()), yref, scale);
     compare(fmt_name(name, sizeof name, "%s final hidden state", c.name),
-            download(c, hy, hyref.size()), hyref, std::vector<double>(hyref.size(), 4.0));
+            download(c, hy, hyref.size()), hyref, std::vector<double>(hyref.size(), 16.0));
 
     check_dnn_err(cudnnRNNForward(h, NULL, c.mode, (const int32_t *)dev_seq, xd, x, yd, y, hd, hx,
                                   hy, hd, NULL, NULL, wsize, wspace, work, workspace, reserve,
                                   rspace),
                   CUDNN_STATUS_BAD_PARAM, fmt_name(name, sizeof name, "%s forward without rnn", c.name));
 
+    cudaFree(cx); cudaFree(cy);
     cudaFree(x); cudaFree(hx); cudaFree(y); cudaFree(hy); cudaFree(dev_seq);
     cudaFree(wspace); cudaFree(workspace); cudaFree(rspace);
     cudnnDestroyTensorDescriptor(hd);
@@ -390,6 +430,7 @@ int main(int argc, char **argv)
     static const case_def cases[] = {
         { "tanh float inference", CUDNN_DATA_FLOAT, CUDNN_RNN_TANH, CUDNN_FWD_MODE_INFERENCE },
         { "relu double training", CUDNN_DATA_DOUBLE, CUDNN_RNN_RELU, CUDNN_FWD_MODE_TRAINING },
+        { "lstm float inference", CUDNN_DATA_FLOAT, CUDNN_LSTM, CUDNN_FWD_MODE_INFERENCE },
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(h, drop, cases[i], 17 + i);
