@@ -10,9 +10,8 @@
 //     LSTM: i, f, o = sigmoid(z_0, z_1, z_3), g = tanh(z_2),
 //           c_t = f c_(t-1) + i g, h_t = o tanh(c_t)
 // Anything else (GRU, several layers, bidirectional, projection, packed
-// layouts) is CUDNN_STATUS_NOT_SUPPORTED, never an approximation.
-// The backward passes are not exported: rgpud refuses them as it does any
-// function its library lacks.
+// layouts, LSTM gradients) is CUDNN_STATUS_NOT_SUPPORTED, never an
+// approximation.
 //
 // The weight space is the fake's own layout, which programs only learn
 // through cudnnGetRNNWeightParams (as with cuDNN): the gates' W (hidden x
@@ -567,5 +566,184 @@ out:
     free(yv);
     free(hv);
     free(cv);
+    return st;
+}
+
+// ---- Backward passes: RNN cells only --------------------------------------------------------
+//
+// The data pass walks each sequence backwards from dy and dhy: with h_t
+// the forward's output (y holds it), dz_t = (dh_t) act'(h_t), dx_t = W^T
+// dz_t, dh_(t-1) = dy_(t-1) + R^T dz_t.  It leaves dz in the reserve space
+// (what cuDNN keeps there is its own business too), from which the weights
+// pass sums dW = dz x^T, dR = dz h_(t-1)^T and the biases' dz.  LSTM
+// gradients are CUDNN_STATUS_NOT_SUPPORTED.
+
+static double derivative(const struct rnn *r, double h)
+{
+    return r->cell == CUDNN_RNN_RELU ? (h > 0 ? 1 : 0) : 1 - h * h;
+}
+
+// dz of one sequence into dz (compact like y), dx rows, and dh: dhy in,
+// dhx out.
+static void back_sequence(const struct rnn *r, const struct rnn_data *xd,
+                          const struct rnn_data *yd, int b, const double *w, const double *y,
+                          const double *dy, double *dh, double *dz, double *dx)
+{
+    const double *W = w + matrix_offset(r, 0), *R = w + matrix_offset(r, 1);
+    double *prev = malloc((size_t)r->hid * sizeof *prev);
+    if (!prev)
+        return;
+    for (int t = xd->seq[b] - 1; t >= 0; t--) {
+        for (int i = 0; i < r->hid; i++) {
+            int64_t at_y = at(yd, t, b, i);
+            dz[at_y] = (dh[i] + dy[at_y]) * derivative(r, y[at_y]);
+        }
+        for (int k = 0; k < r->in; k++) {
+            double s = 0;
+            for (int i = 0; i < r->hid; i++)
+                s += W[(int64_t)i * r->in + k] * dz[at(yd, t, b, i)];
+            dx[at(xd, t, b, k)] = s;
+        }
+        for (int k = 0; k < r->hid; k++) {
+            double s = 0;
+            for (int i = 0; i < r->hid; i++)
+                s += R[(int64_t)i * r->hid + k] * dz[at(yd, t, b, i)];
+            prev[k] = s;
+        }
+        memcpy(dh, prev, (size_t)r->hid * sizeof *dh);
+    }
+    free(prev);
+}
+
+static cudnnStatus_t backward_checks(const struct rnn *r, const struct rnn_data *xd,
+                                     const struct rnn_data *yd, cudnnTensorDescriptor_t h_desc,
+                                     size_t wsize, size_t work, size_t reserve)
+{
+    // LSTM is refused below whatever its cell state descriptor.
+    cudnnStatus_t st = forward_checks(r, xd, yd, h_desc, h_desc, wsize, work, reserve,
+                                      CUDNN_FWD_MODE_TRAINING);
+    if (st == CUDNN_STATUS_SUCCESS && r->cell == CUDNN_LSTM)
+        st = CUDNN_STATUS_NOT_SUPPORTED;
+    return st;
+}
+
+API cudnnStatus_t cudnnRNNBackwardData_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t d,
+                                          const int32_t dev_seq[], cudnnRNNDataDescriptor_t y_desc,
+                                          const void *y, const void *dy,
+                                          cudnnRNNDataDescriptor_t x_desc, void *dx,
+                                          cudnnTensorDescriptor_t h_desc, const void *hx,
+                                          const void *dhy, void *dhx,
+                                          cudnnTensorDescriptor_t c_desc, const void *cx,
+                                          const void *dcy, void *dcx, size_t wsize,
+                                          const void *wspace, size_t work, void *wkspace,
+                                          size_t reserve, void *rspace)
+{
+    struct dnn_handle *hd = dnn_handle(handle);
+    struct rnn *r = RD(d);
+    struct rnn_data *xd = DD(x_desc), *yd = DD(y_desc);
+    double *yv = NULL, *dyv = NULL, *wv = NULL, *dh = NULL, *dz = NULL, *dxv = NULL;
+    cudnnStatus_t st;
+    (void)hx; (void)c_desc; (void)cx; (void)dcy; (void)dcx; (void)wkspace;
+    if (!hd || !dev_seq || !y || !dy || !dx || !wspace || !rspace)
+        return CUDNN_STATUS_BAD_PARAM;
+    if ((st = backward_checks(r, xd, yd, h_desc, wsize, work, reserve)) != CUDNN_STATUS_SUCCESS)
+        return st;
+    int64_t nx = (int64_t)xd->max_seq * xd->batch * r->in;
+    int64_t ny = (int64_t)yd->max_seq * yd->batch * r->hid, nh = (int64_t)xd->batch * r->hid;
+    struct dnn_view xvw = flat(r->type, nx), yvw = flat(r->type, ny), hvw = flat(r->type, nh),
+                    wvw = flat(r->type, weight_count(r));
+    if ((st = dnn_load(hd->stream, &yvw, y, &yv)) != CUDNN_STATUS_SUCCESS ||
+        (st = dnn_load(hd->stream, &yvw, dy, &dyv)) != CUDNN_STATUS_SUCCESS ||
+        (st = dnn_load(hd->stream, &wvw, wspace, &wv)) != CUDNN_STATUS_SUCCESS ||
+        (st = load_states(hd->stream, &hvw, dhy, &dh)) != CUDNN_STATUS_SUCCESS)
+        goto out;
+    dz = calloc((size_t)ny, sizeof *dz);
+    dxv = calloc((size_t)nx, sizeof *dxv);
+    if (!dz || !dxv) {
+        st = CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+        goto out;
+    }
+    for (int b = 0; b < xd->batch; b++)
+        back_sequence(r, xd, yd, b, wv, yv, dyv, dh + (int64_t)b * r->hid, dz, dxv);
+    st = dnn_store(hd->stream, &xvw, dx, dxv, 1.0, 0.0);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = dnn_store(hd->stream, &yvw, rspace, dz, 1.0, 0.0);
+    if (st == CUDNN_STATUS_SUCCESS && dhx)
+        st = dnn_store(hd->stream, &hvw, dhx, dh, 1.0, 0.0);
+out:
+    free(yv);
+    free(dyv);
+    free(wv);
+    free(dh);
+    free(dz);
+    free(dxv);
+    return st;
+}
+
+// Gradients of one sequence's steps added into dw (the weight layout).
+static void weight_grads(const struct rnn *r, const struct rnn_data *xd,
+                         const struct rnn_data *yd, int b, const double *x, const double *hx,
+                         const double *y, const double *dz, double *dw)
+{
+    double *dW = dw + matrix_offset(r, 0), *dR = dw + matrix_offset(r, 1);
+    int64_t bw = bias_offset(r, 0, 0), br = bias_offset(r, 1, 0);
+    for (int t = 0; t < xd->seq[b]; t++)
+        for (int i = 0; i < r->hid; i++) {
+            double g = dz[at(yd, t, b, i)];
+            for (int k = 0; k < r->in; k++)
+                dW[(int64_t)i * r->in + k] += g * x[at(xd, t, b, k)];
+            for (int k = 0; k < r->hid; k++)
+                dR[(int64_t)i * r->hid + k] +=
+                    g * (t == 0 ? hx[(int64_t)b * r->hid + k] : y[at(yd, t - 1, b, k)]);
+            if (bw >= 0)
+                dw[bw + i] += g;
+            if (br >= 0)
+                dw[br + i] += g;
+        }
+}
+
+API cudnnStatus_t cudnnRNNBackwardWeights_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t d,
+                                             cudnnWgradMode_t add, const int32_t dev_seq[],
+                                             cudnnRNNDataDescriptor_t x_desc, const void *x,
+                                             cudnnTensorDescriptor_t h_desc, const void *hx,
+                                             cudnnRNNDataDescriptor_t y_desc, const void *y,
+                                             size_t wsize, void *dwspace, size_t work,
+                                             void *wkspace, size_t reserve, void *rspace)
+{
+    struct dnn_handle *hd = dnn_handle(handle);
+    struct rnn *r = RD(d);
+    struct rnn_data *xd = DD(x_desc), *yd = DD(y_desc);
+    double *xv = NULL, *hv = NULL, *yv = NULL, *dz = NULL, *dw = NULL;
+    cudnnStatus_t st;
+    (void)wkspace;
+    if (!hd || !dev_seq || !x || !y || !dwspace || !rspace ||
+        (add != CUDNN_WGRAD_MODE_ADD && add != CUDNN_WGRAD_MODE_SET))
+        return CUDNN_STATUS_BAD_PARAM;
+    if ((st = backward_checks(r, xd, yd, h_desc, wsize, work, reserve)) != CUDNN_STATUS_SUCCESS)
+        return st;
+    int64_t nx = (int64_t)xd->max_seq * xd->batch * r->in;
+    int64_t ny = (int64_t)yd->max_seq * yd->batch * r->hid, nh = (int64_t)xd->batch * r->hid;
+    struct dnn_view xvw = flat(r->type, nx), yvw = flat(r->type, ny), hvw = flat(r->type, nh),
+                    wvw = flat(r->type, weight_count(r));
+    if ((st = dnn_load(hd->stream, &xvw, x, &xv)) != CUDNN_STATUS_SUCCESS ||
+        (st = dnn_load(hd->stream, &yvw, y, &yv)) != CUDNN_STATUS_SUCCESS ||
+        (st = dnn_load(hd->stream, &yvw, rspace, &dz)) != CUDNN_STATUS_SUCCESS ||
+        (st = load_states(hd->stream, &hvw, hx, &hv)) != CUDNN_STATUS_SUCCESS)
+        goto out;
+    if (add == CUDNN_WGRAD_MODE_ADD)
+        st = dnn_load(hd->stream, &wvw, dwspace, &dw);
+    else if (!(dw = calloc((size_t)weight_count(r), sizeof *dw)))
+        st = CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+    if (st != CUDNN_STATUS_SUCCESS)
+        goto out;
+    for (int b = 0; b < xd->batch; b++)
+        weight_grads(r, xd, yd, b, xv, hv, yv, dz, dw);
+    st = dnn_store(hd->stream, &wvw, dwspace, dw, 1.0, 0.0);
+out:
+    free(xv);
+    free(hv);
+    free(yv);
+    free(dz);
+    free(dw);
     return st;
 }

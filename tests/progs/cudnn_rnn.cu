@@ -4,7 +4,11 @@
 // sizes, and cudnnRNNForward of a single-layer unidirectional RNN (tanh in
 // float, relu in double, LSTM in float; inference and training) over
 // sequences of unequal length, checked against a CPU reference: outputs,
-// padding fill and the final hidden (and LSTM cell) state.  Bad input: a NULL RNN descriptor and a linear layer
+// padding fill and the final hidden (and LSTM cell) state; for the tanh
+// cells trained in double, cudnnRNNBackwardData_v8 (dx at the sequences'
+// steps, dhx) and cudnnRNNBackwardWeights_v8 (every weight and bias
+// gradient, added into a zeroed space) against backpropagation through
+// time on the CPU.  Bad input: a NULL RNN descriptor and a linear layer
 // id out of range must come back as CUDNN_STATUS_BAD_PARAM.
 //
 //   cudnn_rnn bad-handles  also: a destroyed RNN descriptor and RNN data
@@ -248,6 +252,118 @@ static void compare(const char *name, const std::vector<double> &got,
           bad ? got[first] : 0.0, bad ? ref[first] : 0.0);
 }
 
+// Device buffers and descriptors of one case, for the backward passes.
+struct rnn_call {
+    cudnnHandle_t h;
+    cudnnRNNDescriptor_t rnn;
+    cudnnRNNDataDescriptor_t xd, yd;
+    cudnnTensorDescriptor_t hd;
+    void *dev_seq, *x, *hx, *y, *wspace, *workspace, *rspace;
+    size_t wsize, work, reserve;
+};
+
+// Backpropagation through time on the CPU: dz per step (laid out as y),
+// dx, dhx, and the weight gradients (one per gate, as host_rnn).
+static void bptt(const host_rnn &m, const std::vector<double> &y, const std::vector<double> &dy,
+                 const std::vector<double> &dhy, std::vector<double> &dx,
+                 std::vector<double> &dhx, host_rnn &g)
+{
+    std::vector<double> dz(y.size(), 0.0);
+    dx.assign((size_t)MAXSEQ * BATCH * IN, 0.0);
+    dhx = dhy;
+    for (int b = 0; b < BATCH; b++) {
+        double *dh = &dhx[(size_t)b * HID];
+        for (int t = SEQ[b] - 1; t >= 0; t--) {
+            size_t row = ((size_t)t * BATCH + b) * HID;
+            for (int i = 0; i < HID; i++)
+                dz[row + i] = (dh[i] + dy[row + i]) * (1 - y[row + i] * y[row + i]);
+            for (int k = 0; k < IN; k++) {
+                double s = 0;
+                for (int i = 0; i < HID; i++)
+                    s += m.W[0][(size_t)i * IN + k] * dz[row + i];
+                dx[((size_t)t * BATCH + b) * IN + k] = s;
+            }
+            for (int k = 0; k < HID; k++) {
+                double s = 0;
+                for (int i = 0; i < HID; i++)
+                    s += m.R[0][(size_t)i * HID + k] * dz[row + i];
+                dh[k] = s;
+            }
+        }
+    }
+    g.W.assign(1, std::vector<double>((size_t)HID * IN, 0.0));
+    g.R.assign(1, std::vector<double>((size_t)HID * HID, 0.0));
+    g.bW.assign(1, std::vector<double>(HID, 0.0));
+    g.bR.assign(1, std::vector<double>(HID, 0.0));
+    for (int b = 0; b < BATCH; b++)
+        for (int t = 0; t < SEQ[b]; t++)
+            for (int i = 0; i < HID; i++) {
+                double d = dz[((size_t)t * BATCH + b) * HID + i];
+                for (int k = 0; k < IN; k++)
+                    g.W[0][(size_t)i * IN + k] += d * m.x[((size_t)t * BATCH + b) * IN + k];
+                for (int k = 0; k < HID; k++)
+                    g.R[0][(size_t)i * HID + k] +=
+                        d * (t == 0 ? m.hx[(size_t)b * HID + k] : y[((size_t)(t - 1) * BATCH + b) * HID + k]);
+                g.bW[0][i] += d;
+                g.bR[0][i] += d;
+            }
+}
+
+static void backward(const case_def &c, const rnn_call &k, const host_rnn &m,
+                     const std::vector<double> &yref, unsigned *seed)
+{
+    char name[128];
+    std::vector<double> dy(yref.size()), dhy((size_t)BATCH * HID);
+    for (double &v : dy)
+        v = value(seed);
+    for (double &v : dhy)
+        v = value(seed) / 2;
+    void *ddy = upload(c, dy), *ddhy = upload(c, dhy);
+    void *ddx = upload(c, std::vector<double>((size_t)MAXSEQ * BATCH * IN, 0.0));
+    void *ddhx = upload(c, std::vector<double>((size_t)BATCH * HID, 7.0));
+    void *dw = NULL;
+    must(cudaMalloc(&dw, k.wsize) == cudaSuccess && cudaMemset(dw, 0, k.wsize) == cudaSuccess,
+         "dweight space");
+    check_dnn(cudnnRNNBackwardData_v8(k.h, k.rnn, (const int32_t *)k.dev_seq, k.yd, k.y, ddy, k.xd,
+                                      ddx, k.hd, k.hx, ddhy, ddhx, k.hd, NULL, NULL, NULL,
+                                      k.wsize, k.wspace, k.work, k.workspace, k.reserve, k.rspace),
+              fmt_name(name, sizeof name, "%s backward data", c.name));
+    check_dnn(cudnnRNNBackwardWeights_v8(k.h, k.rnn, CUDNN_WGRAD_MODE_ADD,
+                                         (const int32_t *)k.dev_seq, k.xd, k.x, k.hd, k.hx, k.yd,
+                                         k.y, k.wsize, dw, k.work, k.workspace, k.reserve,
+                                         k.rspace),
+              fmt_name(name, sizeof name, "%s backward weights", c.name));
+    std::vector<double> dx, dhx;
+    host_rnn g;
+    bptt(m, yref, dy, dhy, dx, dhx, g);
+    std::vector<double> got = download(c, ddx, dx.size());
+    for (int b = 0; b < BATCH; b++)      // past a sequence's end dx is not compared
+        for (int t = SEQ[b]; t < MAXSEQ; t++)
+            for (int i = 0; i < IN; i++)
+                got[((size_t)t * BATCH + b) * IN + i] = dx[((size_t)t * BATCH + b) * IN + i];
+    std::vector<double> loose(dx.size(), 16.0);
+    compare(fmt_name(name, sizeof name, "%s dx", c.name), got, dx, loose);
+    compare(fmt_name(name, sizeof name, "%s dhx", c.name), download(c, ddhx, dhx.size()), dhx,
+            std::vector<double>(dhx.size(), 16.0));
+    cudnnTensorDescriptor_t md, bd;
+    must(cudnnCreateTensorDescriptor(&md) == CUDNN_STATUS_SUCCESS, "create mDesc");
+    must(cudnnCreateTensorDescriptor(&bd) == CUDNN_STATUS_SUCCESS, "create bDesc");
+    for (int lin = 0; lin < 2; lin++) {
+        void *ma = NULL, *ba = NULL;
+        must(cudnnGetRNNWeightParams(k.h, k.rnn, 0, k.wsize, dw, lin, md, &ma, bd, &ba) ==
+                 CUDNN_STATUS_SUCCESS && ma && ba, "gradient params");
+        const std::vector<double> &mat = lin == 0 ? g.W[0] : g.R[0];
+        const std::vector<double> &bias = lin == 0 ? g.bW[0] : g.bR[0];
+        compare(fmt_name(name, sizeof name, "%s matrix %d gradient", c.name, lin),
+                download(c, ma, mat.size()), mat, std::vector<double>(mat.size(), 16.0));
+        compare(fmt_name(name, sizeof name, "%s bias %d gradient", c.name, lin),
+                download(c, ba, bias.size()), bias, std::vector<double>(bias.size(), 16.0));
+    }
+    cudnnDestroyTensorDescriptor(md);
+    cudnnDestroyTensorDescriptor(bd);
+    cudaFree(ddy); cudaFree(ddhy); cudaFree(ddx); cudaFree(ddhx); cudaFree(dw);
+}
+
 static void descriptors_round_trip(const case_def &c, cudnnRNNDescriptor_t rnn,
                                    cudnnDropoutDescriptor_t drop, cudnnRNNDataDescriptor_t yd,
                                    double fill)
@@ -371,6 +487,11 @@ static void run_case(cudnnHandle_t h, cudnnDropoutDescriptor_t drop, const case_
     compare(fmt_name(name, sizeof name, "%s final hidden state", c.name),
             download(c, hy, hyref.size()), hyref, std::vector<double>(hyref.size(), 16.0));
 
+    if (c.mode == CUDNN_FWD_MODE_TRAINING && c.cell == CUDNN_RNN_TANH) {
+        rnn_call k = { h, rnn, xd, yd, hd, dev_seq, x, hx, y, wspace, workspace, rspace,
+                       wsize, work, reserve };
+        backward(c, k, m, yref, &seed);
+    }
     check_dnn_err(cudnnRNNForward(h, NULL, c.mode, (const int32_t *)dev_seq, xd, x, yd, y, hd, hx,
                                   hy, hd, NULL, NULL, wsize, wspace, work, workspace, reserve,
                                   rspace),
@@ -430,7 +551,8 @@ int main(int argc, char **argv)
     cudnnDropoutDescriptor_t drop = dropout(h, &states);
     static const case_def cases[] = {
         { "tanh float inference", CUDNN_DATA_FLOAT, CUDNN_RNN_TANH, CUDNN_FWD_MODE_INFERENCE },
-        { "relu double training", CUDNN_DATA_DOUBLE, CUDNN_RNN_RELU, CUDNN_FWD_MODE_TRAINING },
+        { "relu double inference", CUDNN_DATA_DOUBLE, CUDNN_RNN_RELU, CUDNN_FWD_MODE_INFERENCE },
+        { "tanh double training", CUDNN_DATA_DOUBLE, CUDNN_RNN_TANH, CUDNN_FWD_MODE_TRAINING },
         { "lstm float inference", CUDNN_DATA_FLOAT, CUDNN_LSTM, CUDNN_FWD_MODE_INFERENCE },
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++)
