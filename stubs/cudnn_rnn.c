@@ -13,6 +13,8 @@
 
 #define LIB (&rgpu_cudnn_lib)
 
+uint32_t rgpu_cudnn_data_type_size(int type);   /* common/cudnn_types.c */
+
 /* The padding fill is one value of the descriptor's data type, which the
  * call itself returns: the server's answer arrives in an eight-byte
  * buffer and only as many bytes as that type holds reach the program. */
@@ -24,15 +26,14 @@ RGPU_EXPORT cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnn
                                                     int *vectorSize, int arrayLengthRequested,
                                                     int seqLengthArray[], void *paddingFill)
 {
-    uint32_t rgpu_cudnn_data_type_size(int type);
     unsigned char fill[8] = { 0 };
     void *fill_out = paddingFill ? fill : NULL;
-    cudnnDataType_t type = CUDNN_DATA_FLOAT, *type_out = dataType ? dataType : &type;
-    const void *argv[] = { &rnnDataDesc, &type_out, &layout, &maxSeqLength, &batchSize,
+    const void *argv[] = { &rnnDataDesc, &dataType, &layout, &maxSeqLength, &batchSize,
                            &vectorSize, &arrayLengthRequested, &seqLengthArray, &fill_out };
     int rc = rgpu_call(LIB, RGPU_CUDNN_cudnnGetRNNDataDescriptor, argv);
-    if (rc == CUDNN_STATUS_SUCCESS && paddingFill) {
-        uint32_t n = rgpu_cudnn_data_type_size((int)*type_out);
+    /* cuDNN answers BAD_PARAM for a NULL dataType: success means it is set. */
+    if (rc == CUDNN_STATUS_SUCCESS && paddingFill && dataType) {
+        uint32_t n = rgpu_cudnn_data_type_size((int)*dataType);
         memcpy(paddingFill, fill, n <= sizeof fill ? n : sizeof fill);
     }
     return (cudnnStatus_t)rc;
