@@ -78,6 +78,20 @@ static void buf_dims(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                  ? 1 : count_from_value(vals[prm->len_arg], proc->params[prm->len_arg].size);
 }
 
+/* Whether a buffer's element type, where an argument names it, is one the
+ * size function knows: the server refuses an unknown one as a protocol
+ * error and closes the session, so the client does not send it. */
+static int buf_type_known(const struct rgpu_proc *proc, const struct rgpu_param *prm,
+                          const void *const *argv)
+{
+    uint64_t count;
+    uint32_t elem;
+    if (!prm->elem)
+        return 1;
+    buf_dims(proc, prm, argv, &count, &elem);
+    return elem != 0;
+}
+
 static size_t buf_len_client(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                              const void *const *argv)
 {
@@ -178,9 +192,13 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
             break;
         case RGPU_IN_BUF:
         case RGPU_INOUT_BUF:
+            if (ptr && !buf_type_known(proc, prm, argv))
+                return RGPU_EPROTO;
             pack_bytes_or_nil(pk, ptr, buf_len_client(proc, prm, argv));
             break;
         case RGPU_OUT_BUF:
+            if (ptr && !buf_type_known(proc, prm, argv))
+                return RGPU_EPROTO;
             msgpack_pack_uint64(pk, ptr ? buf_len_client(proc, prm, argv) : 0);
             break;
         case RGPU_SCALAR_IN:

@@ -13,7 +13,9 @@
 //
 //   cudnn_rnn bad-handles  also: a destroyed RNN descriptor and RNN data
 //                          descriptor (undefined natively: rgpu's answer is
-//                          CUDNN_STATUS_BAD_PARAM, so not in the GPU diff)
+//                          CUDNN_STATUS_BAD_PARAM, so not in the GPU diff),
+//                          and a padding fill of a type whose size rgpu
+//                          does not know (refused, the session goes on)
 //
 // Weights are filled through the addresses cudnnGetRNNWeightParams gives
 // (linear layers 0..G-1 the gates' input matrices, G..2G-1 their recurrent
@@ -541,6 +543,15 @@ static void bad_handles(cudnnHandle_t h)
     check_dnn_err(cudnnGetRNNDataDescriptor(data, &type, &layout, &maxseq, &batch, &vec, 0, NULL,
                                             NULL),
                   CUDNN_STATUS_BAD_PARAM, "bad: get a destroyed rnn data descriptor");
+    // A fill of a type whose size rgpu does not know: refused, and the
+    // session goes on.
+    long long fill = 0;
+    must(cudnnCreateRNNDataDescriptor(&data) == CUDNN_STATUS_SUCCESS, "bad: create data 2");
+    cudnnStatus_t st = cudnnSetRNNDataDescriptor(data, CUDNN_DATA_INT64,
+                                                 CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, MAXSEQ,
+                                                 BATCH, IN, SEQ, &fill);
+    check_dnn_err(st, CUDNN_STATUS_NOT_SUPPORTED, "bad: a fill of a type of unknown size");
+    check_dnn(cudnnDestroyRNNDataDescriptor(data), "bad: session goes on after an unknown fill type");
 }
 
 int main(int argc, char **argv)
