@@ -78,18 +78,21 @@ static void buf_dims(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                  ? 1 : count_from_value(vals[prm->len_arg], proc->params[prm->len_arg].size);
 }
 
-/* Whether a buffer's element type, where an argument names it, is one the
- * size function knows: the server refuses an unknown one as a protocol
- * error and closes the session, so the client does not send it. */
-static int buf_type_known(const struct rgpu_proc *proc, const struct rgpu_param *prm,
-                          const void *const *argv)
+/* Whether a buffer can be sent: its element type, where an argument names
+ * it, one the size function knows (the server takes an unknown one for a
+ * protocol error and closes the session), and its length one a frame can
+ * hold (a negative count, read as a huge one, must not make the client
+ * read far past the program's array). */
+static int buf_sendable(const struct rgpu_proc *proc, const struct rgpu_param *prm,
+                        const void *const *argv)
 {
     uint64_t count;
     uint32_t elem;
-    if (!prm->elem)
-        return 1;
+    size_t bytes;
     buf_dims(proc, prm, argv, &count, &elem);
-    return elem != 0;
+    if (prm->elem && elem == 0)
+        return 0;
+    return buf_bytes(count, elem, &bytes) == RGPU_OK;
 }
 
 static size_t buf_len_client(const struct rgpu_proc *proc, const struct rgpu_param *prm,
@@ -192,12 +195,12 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
             break;
         case RGPU_IN_BUF:
         case RGPU_INOUT_BUF:
-            if (ptr && !buf_type_known(proc, prm, argv))
+            if (ptr && !buf_sendable(proc, prm, argv))
                 return RGPU_EPROTO;
             pack_bytes_or_nil(pk, ptr, buf_len_client(proc, prm, argv));
             break;
         case RGPU_OUT_BUF:
-            if (ptr && !buf_type_known(proc, prm, argv))
+            if (ptr && !buf_sendable(proc, prm, argv))
                 return RGPU_EPROTO;
             msgpack_pack_uint64(pk, ptr ? buf_len_client(proc, prm, argv) : 0);
             break;

@@ -551,6 +551,12 @@ static void bad_handles(cudnnHandle_t h)
                                                  CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, MAXSEQ,
                                                  BATCH, IN, SEQ, &fill);
     check_dnn_err(st, CUDNN_STATUS_NOT_SUPPORTED, "bad: a fill of a type of unknown size");
+    // A negative batch size: natively BAD_PARAM; rgpu cannot send an array
+    // of that many lengths and refuses the call without reading it.
+    st = cudnnSetRNNDataDescriptor(data, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
+                                   MAXSEQ, -1, IN, SEQ, NULL);
+    check(st != CUDNN_STATUS_SUCCESS, "bad: a negative batch size is refused", "%s",
+          cudnnGetErrorString(st));
     check_dnn(cudnnDestroyRNNDataDescriptor(data), "bad: session goes on after an unknown fill type");
 }
 
