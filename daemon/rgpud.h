@@ -109,6 +109,8 @@ const struct guard *memguard_for(const char *lib, const char *name);
 /* hand_graphs.c: the graph calls' guards (node handles a destroyed graph
  * takes with it, memset nodes' extent). */
 const struct guard *graph_guard_for(const char *lib, const char *name);
+/* ipc.c: memory opened by CUDA IPC joins and leaves the owned table. */
+const struct guard *ipc_guard_for(const char *lib, const char *name);
 /* While a graph's dot description is printed, the memory file the library
  * writes it to and its /proc/self/fd path (else -1): the one open for
  * writing the sandbox grants a session (sandbox.c). */
