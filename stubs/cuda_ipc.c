@@ -42,6 +42,13 @@ RGPU_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle ha
     return rc;
 }
 
+/* The CUDA 4.1 export, for programs built before cuda.h renamed it. */
+RGPU_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                        unsigned int Flags)
+{
+    return cuIpcOpenMemHandle_v2(pdptr, handle, Flags);
+}
+
 RGPU_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
     const void *argv[] = { &dptr };
