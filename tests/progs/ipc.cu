@@ -120,6 +120,54 @@ static int driver_child(const cudaIpcMemHandle_t &mh, const cudaIpcEventHandle_t
     return check_exit_status();
 }
 
+// tests/ipc-identity.sh: "export" prints the handles of filled memory and
+// keeps them alive until stdin closes; "try HEX HEX" says whether this
+// process may open them (not part of the output compared on a GPU).
+static int export_and_wait(void)
+{
+    static int h[N];
+    int *d = NULL;
+    cudaEvent_t ev;
+    cudaIpcMemHandle_t mh;
+    cudaIpcEventHandle_t eh;
+    char mhex[2 * sizeof mh + 1], ehex[2 * sizeof eh + 1];
+    for (int i = 0; i < N; i++)
+        h[i] = i * 3;
+    if (cudaMalloc(&d, sizeof h) != cudaSuccess ||
+        cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaEventCreateWithFlags(&ev, cudaEventInterprocess | cudaEventDisableTiming) !=
+            cudaSuccess ||
+        cudaIpcGetMemHandle(&mh, d) != cudaSuccess || cudaIpcGetEventHandle(&eh, ev) != cudaSuccess)
+        return 1;
+    to_hex(&mh, sizeof mh, mhex);
+    to_hex(&eh, sizeof eh, ehex);
+    printf("handles %s %s\n", mhex, ehex);
+    fflush(stdout);
+    while (getchar() != EOF)
+        ;
+    return 0;
+}
+
+static int try_open(const cudaIpcMemHandle_t &mh, const cudaIpcEventHandle_t &eh)
+{
+    static int h[N];
+    void *p = NULL;
+    cudaEvent_t ev;
+    cudaError_t m = cudaIpcOpenMemHandle(&p, mh, cudaIpcMemLazyEnablePeerAccess);
+    cudaGetLastError();
+    cudaError_t e = cudaIpcOpenEventHandle(&ev, eh);
+    cudaGetLastError();
+    printf("memory %s\n", m == cudaSuccess ? "opened" : "refused");
+    printf("event %s\n", e == cudaSuccess ? "opened" : "refused");
+    if (m == cudaSuccess) {
+        bool same = cudaMemcpy(h, p, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess &&
+                    all_equal_plus(h, 0);
+        printf("contents %s\n", same ? "match" : "differ");
+        cudaIpcCloseMemHandle(p);
+    }
+    return 0;
+}
+
 static bool run_child(const char *self, const char *kind, const char *mh, const char *eh)
 {
     fflush(stdout);
@@ -140,8 +188,12 @@ int main(int argc, char **argv)
         cudaIpcEventHandle_t eh;
         if (!from_hex(argv[2], &mh, sizeof mh) || !from_hex(argv[3], &eh, sizeof eh))
             return 2;
+        if (strcmp(argv[1], "try") == 0)
+            return try_open(mh, eh);
         return strcmp(argv[1], "driver") == 0 ? driver_child(mh, eh) : runtime_child(mh, eh);
     }
+    if (argc == 2 && strcmp(argv[1], "export") == 0)
+        return export_and_wait();
 
     static int h[N];
     int *d = NULL;
