@@ -142,7 +142,8 @@ static void record_opened(const char *fn, void **argv, int status)
     uint64_t ptr = out_value(argv, 0), size;
     if (status != 0) {
         rgpu_warn("%s: the driver refused the handle (error %d): IPC handle not made by "
-                  "this GPU host's rgpud (another host's, garbage, or its memory is freed)",
+                  "this GPU host's rgpud for this identity (another host's or user's, garbage, "
+                  "or its memory is freed)",
                   fn, status);
         return;
     }
@@ -178,7 +179,8 @@ static void post_open_event(void **argv, int status)
     (void)argv;
     if (status != 0)
         rgpu_warn("cuIpcOpenEventHandle: the driver refused the handle (error %d): IPC handle "
-                  "not made by this GPU host's rgpud (another host's, or garbage)", status);
+                  "not made by this GPU host's rgpud for this identity (another host's or "
+                  "user's, or garbage)", status);
 }
 
 /* ---- enciphering what leaves, deciphering what comes ------------------------------ */
