@@ -289,6 +289,9 @@ static void check_peer(int fd, const struct rgpud_options *opt, struct rgpu_welc
                  (long)cr.uid);
         rgpu_info("client pid %ld uid %ld let in (peer credentials)", (long)cr.pid,
                   (long)cr.uid);
+        char who[32];
+        snprintf(who, sizeof who, "uid %ld", (long)cr.uid);
+        ipc_identity(who);
         return;
     }
     if (opt->have_gid)
@@ -342,6 +345,9 @@ static void check_key(int fd, const struct rgpud_options *opt, const struct rgpu
     w->has_proof = 1;
     snprintf(w->message, sizeof w->message, "key '%s' (HMAC-SHA256)", a->key_id);
     rgpu_info("client let in with key '%s'", a->key_id);
+    char who[sizeof a->key_id + 8];
+    snprintf(who, sizeof who, "key %s", a->key_id);
+    ipc_identity(who);
 }
 
 void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w)
@@ -370,9 +376,11 @@ void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *
         check_peer(fd, opt, w);
     else if (!opt->insecure_tcp)
         check_key(fd, opt, h, w);
-    else
+    else {
         snprintf(w->message, sizeof w->message,
                  "no authentication (rgpud --insecure-tcp-no-auth)");
+        ipc_identity("unauthenticated");    /* every such client is one identity */
+    }
     rgpu_wipe(&m, sizeof m);
 }
 

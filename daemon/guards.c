@@ -100,6 +100,8 @@ const struct guard *guard_for(const char *lib, const char *name)
     const struct guard *g = lt_guard_for(lib, name);
     if (!g)
         g = graph_guard_for(lib, name);
+    if (!g)
+        g = ipc_guard_for(lib, name);
     return g ? g : memguard_for(lib, name);
 }
 

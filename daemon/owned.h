@@ -12,6 +12,7 @@ enum owned_kind {
     OWNED_POOL,         /* stream-ordered: cudaMallocAsync, cuMemAllocFromPoolAsync */
     OWNED_VMM,          /* cuMemAddressReserve; cuMemMap lands inside it */
     OWNED_GLOBAL,       /* a module's or library's __device__ variable */
+    OWNED_IPC,          /* another client process's memory, opened (daemon/ipc.c) */
 };
 
 /* Record [base, base+size) as owned; owner is the module or library of a

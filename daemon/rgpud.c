@@ -364,6 +364,8 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (ipc_daemon_secret() < 0)         /* before any fork: sessions inherit it */
+        rgpu_warn("no random bytes for the IPC handles' key: CUDA IPC is refused");
     int lfd = auth_prepare(&opt) < 0 ? -1 : auth_listen(&opt);
     if (lfd < 0)
         return 1;

@@ -109,6 +109,13 @@ const struct guard *memguard_for(const char *lib, const char *name);
 /* hand_graphs.c: the graph calls' guards (node handles a destroyed graph
  * takes with it, memset nodes' extent). */
 const struct guard *graph_guard_for(const char *lib, const char *name);
+/* ipc.c: memory opened by CUDA IPC joins and leaves the owned table. */
+const struct guard *ipc_guard_for(const char *lib, const char *name);
+/* The daemon's key for IPC handles, made once by the listener (0, or -1);
+ * then, in a session, the identity its client was let in as ("uid 1000",
+ * "key lab"): handles are enciphered for it (docs/security.md). */
+int ipc_daemon_secret(void);
+void ipc_identity(const char *who);
 /* While a graph's dot description is printed, the memory file the library
  * writes it to and its /proc/self/fd path (else -1): the one open for
  * writing the sandbox grants a session (sandbox.c). */

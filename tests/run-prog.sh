@@ -8,7 +8,8 @@
 # libraries from <build-dir>/stubs first on LD_LIBRARY_PATH, stops the
 # daemon, and exits with the program's status.  The daemon log is printed
 # when something fails.  Environment: RGPU_PROG_TIMEOUT (seconds, default
-# 100), RGPU_LOG (default info; the check below needs at least info).
+# 100), RGPU_LOG (default info; the check below needs at least info),
+# RGPU_PROG_DAEMON_ARGS (more rgpud options, split at spaces).
 set -u
 
 if [ $# -lt 2 ]; then
@@ -64,6 +65,7 @@ daemon_log() {
 # GPU host); otherwise the fake backend.
 libargs=(--lib-dir "$build/tests/fakegpu")
 [ -n "${RGPU_REAL_GPU:-}" ] && libargs=()
+read -ra daemon_args <<<"${RGPU_PROG_DAEMON_ARGS:-}"
 
 # Meson puts the directory of every library a test depends on into
 # LD_LIBRARY_PATH: our stubs and the fake backend.  rgpud must find neither
@@ -81,7 +83,7 @@ done
 # The socket's directory is this script's own (mode 0700): nobody else
 # reaches the daemon, and rgpud lets its own user in by peer credentials.
 sock=$tmp/rgpud.sock
-LD_LIBRARY_PATH=$daemon_ldpath setsid "$rgpud" --foreground --listen "unix:$sock" "${libargs[@]}" \
+LD_LIBRARY_PATH=$daemon_ldpath setsid "$rgpud" --foreground --listen "unix:$sock" "${libargs[@]}" "${daemon_args[@]}" \
     >"$tmp/rgpud.log" 2>&1 </dev/null &
 daemon_pid=$!
 for _ in $(seq 50); do              # up to about 5 s

@@ -1185,6 +1185,16 @@ CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
     return r;
 }
 
+int fg_event_flags(CUevent h, unsigned *flags)
+{
+    struct fg_event *ev = event_get(h);
+
+    if (!ev)
+        return -1;
+    *flags = ev->flags;
+    return 0;
+}
+
 CUresult CUDAAPI cuEventDestroy_v2(CUevent h)
 {
     struct fg_event *ev;

@@ -138,6 +138,19 @@ size_t fg_mem_span(CUdeviceptr p, unsigned char **host);
 // Whether all of [p, p+n) is accessible device memory.
 int fg_mem_valid(CUdeviceptr p, size_t n);
 
+// IPC (ipc.c): the allocation starting at p moved into a POSIX shared-memory
+// object, named in name; another process maps it as an R_IMPORT region owned
+// by its context, forgotten by fg_mem_close_import.  Lock held.
+#define FG_IPC_NAME 40
+CUresult fg_mem_export(CUdeviceptr p, char name[FG_IPC_NAME], uint64_t *size);
+CUresult fg_mem_import(struct fg_ctx *owner, const char *name, uint64_t size,
+                       CUdeviceptr *out);
+CUresult fg_mem_close_import(CUdeviceptr p);
+// The allocation holding p (not a VMM reservation): 0, or -1 when none.
+int fg_mem_range(CUdeviceptr p, CUdeviceptr *base, size_t *size);
+// An event's creation flags (driver_exec.c): 0, or -1 for no such event.  Lock held.
+int fg_event_flags(CUevent h, unsigned *flags);
+
 // Copies n bytes; *_dev says whether each side is a device address (which
 // must then be valid) or a host address of this process.  With run == 0 it
 // only validates (work dropped after a fault still reports bad arguments).

@@ -13,15 +13,20 @@
 // under compute-sanitizer.
 #include "fakegpu.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define ARENA_MAX    (1ull << 40)   // device address space: 1 TiB...
 #define ARENA_MIN    (2 * FG_TOTAL_MEM) // ...or less where that is refused
 #define ALLOC_ALIGN  512ull         // cuMemAlloc alignment (CUDA promises 256)
 
-enum region_kind { R_ALLOC, R_GLOBAL, R_RESERVE };
+// R_IMPORT: another process's allocation opened by cuIpcOpenMemHandle (ipc.c).
+enum region_kind { R_ALLOC, R_GLOBAL, R_RESERVE, R_IMPORT };
 
 struct phys {                       // a cuMemCreate handle
     CUmemGenericAllocationHandle handle;
@@ -42,8 +47,9 @@ struct region {
     CUdeviceptr va;
     size_t size;
     enum region_kind kind;
-    unsigned char *host;            // R_ALLOC, R_GLOBAL
-    struct fg_ctx *owner;           // R_ALLOC
+    unsigned char *host;            // R_ALLOC, R_GLOBAL, R_IMPORT
+    struct fg_ctx *owner;           // R_ALLOC, R_IMPORT
+    char ipc_name[FG_IPC_NAME];     // R_ALLOC once exported: its shared object
     struct vmap *maps;              // R_RESERVE
     size_t nmaps;
 };
@@ -201,7 +207,10 @@ static CUresult alloc_region(enum region_kind kind, struct fg_ctx *owner,
 static void free_region(struct region *r)
 {
     host_unmap(r->host, r->size);
-    used -= round_up(r->size, ALLOC_ALIGN);
+    if (r->ipc_name[0])             // the exporter's free ends the object's name
+        shm_unlink(r->ipc_name);
+    if (r->kind != R_IMPORT)        // an import is charged to its exporter
+        used -= round_up(r->size, ALLOC_ALIGN);
     region_remove(r);
 }
 
@@ -248,7 +257,7 @@ void fg_mem_free_global(CUdeviceptr p)
 void fg_mem_release_owned(struct fg_ctx *owner)
 {
     for (size_t i = nregs; i-- > 0;)
-        if (regs[i].kind == R_ALLOC && regs[i].owner == owner)
+        if ((regs[i].kind == R_ALLOC || regs[i].kind == R_IMPORT) && regs[i].owner == owner)
             free_region(&regs[i]);
 }
 
@@ -261,6 +270,96 @@ void fg_mem_info(size_t *free_bytes, size_t *total)
 }
 
 // ---- Translation ----------------------------------------------------------------------
+
+// ---- IPC: allocations backed by POSIX shared memory (ipc.c) ------------------------
+
+// The host memory of an allocation moves into a shared-memory object the
+// first time it is exported, so that another process can map the same
+// bytes, as two processes on one GPU see one allocation.
+CUresult fg_mem_export(CUdeviceptr p, char name[FG_IPC_NAME], uint64_t *size)
+{
+    static unsigned serial;
+    struct region *r = region_at(p);
+    void *shared;
+    int fd;
+
+    if (!r || r->va != p || r->kind != R_ALLOC)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!r->ipc_name[0]) {
+        char nm[FG_IPC_NAME];
+        snprintf(nm, sizeof nm, "/fakegpu-ipc-%ld-%u", (long)getpid(), ++serial);
+        fd = shm_open(nm, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0)
+            return CUDA_ERROR_OPERATING_SYSTEM;
+        shared = ftruncate(fd, (off_t)round_up(r->size, 4096)) == 0
+                     ? mmap(NULL, round_up(r->size, 4096), PROT_READ | PROT_WRITE,
+                            MAP_SHARED, fd, 0)
+                     : MAP_FAILED;
+        close(fd);
+        if (shared == MAP_FAILED) {
+            shm_unlink(nm);
+            return CUDA_ERROR_OPERATING_SYSTEM;
+        }
+        memcpy(shared, r->host, r->size);
+        host_unmap(r->host, r->size);
+        r->host = shared;
+        memcpy(r->ipc_name, nm, sizeof nm);
+    }
+    memcpy(name, r->ipc_name, FG_IPC_NAME);
+    *size = r->size;
+    return CUDA_SUCCESS;
+}
+
+CUresult fg_mem_import(struct fg_ctx *owner, const char *name, uint64_t size,
+                       CUdeviceptr *out)
+{
+    struct region r = { .kind = R_IMPORT, .owner = owner, .size = size };
+    struct stat st;
+    int fd;
+
+    if (size == 0 || size > FG_TOTAL_MEM)
+        return CUDA_ERROR_INVALID_VALUE;
+    fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0)                     // gone (freed by its exporter) or never made
+        return CUDA_ERROR_INVALID_VALUE;
+    if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < size) {
+        close(fd);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    r.host = mmap(NULL, round_up(size, 4096), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (r.host == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    r.va = va_find(round_up(size, ALLOC_ALIGN),
+                   size >= FG_GRANULARITY ? FG_GRANULARITY : ALLOC_ALIGN, 0);
+    if (!r.va || region_insert(&r) < 0) {
+        host_unmap(r.host, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *out = r.va;
+    return CUDA_SUCCESS;
+}
+
+CUresult fg_mem_close_import(CUdeviceptr p)
+{
+    struct region *r = region_at(p);
+
+    if (!r || r->va != p || r->kind != R_IMPORT)
+        return CUDA_ERROR_INVALID_VALUE;
+    free_region(r);
+    return CUDA_SUCCESS;
+}
+
+int fg_mem_range(CUdeviceptr p, CUdeviceptr *base, size_t *size)
+{
+    struct region *r = region_at(p);
+
+    if (!r || r->kind == R_RESERVE)
+        return -1;
+    *base = r->va;
+    *size = r->size;
+    return 0;
+}
 
 size_t fg_mem_span(CUdeviceptr p, unsigned char **host)
 {

@@ -1,0 +1,268 @@
+/* CUDA IPC between client processes of this rgpud: the server side.
+ *
+ * Each client process has its own session, a process of the GPU host, so
+ * a handle one client gets (cuIpcGetMemHandle, generated) is the driver's
+ * own 64 bytes, and another client's session opens it with the real driver,
+ * which validates its handles: garbage, a handle of another host, or one
+ * whose memory is freed fails there.  That failure is logged here with what
+ * it most likely means, and the library's error goes back unchanged.
+ *
+ * Memory a session opens joins its table of owned memory (daemon/owned.c)
+ * with the allocation's size from cuMemGetAddressRange, so that copies,
+ * memsets and kernel arguments may use it; a close forgets it.  Sessions
+ * share nothing: the table is this session's.  Who may open whose memory:
+ * docs/security.md, "CUDA IPC".
+ *
+ * Users: every session runs as rgpud's user, so the driver would let any
+ * session open any handle whose bytes it is shown.  The client therefore
+ * never sees the driver's bytes: a handle leaves the server enciphered
+ * with a key of this daemon and the client's identity (the uid it
+ * connected as, or the name of its key), and is deciphered with the
+ * opening session's key.  The cipher is a 64-byte-wide permutation (a
+ * four-round Feistel network over two 32-byte halves, HMAC-SHA256 as round
+ * function), so a handle shown to a session of another identity, or of
+ * another rgpud, deciphers to unpredictable bytes that the driver refuses,
+ * and nobody can make the enciphered form of a handle he has not been
+ * given. */
+#include "rgpud.h"
+#include "owned.h"
+#include "rgpu_log.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+/* ---- the handles' cipher ------------------------------------------------------------ */
+
+#define IPC_HANDLE_LEN 64
+#define HALF (IPC_HANDLE_LEN / 2)
+#define ROUNDS 4
+
+_Static_assert(sizeof(CUipcMemHandle) == IPC_HANDLE_LEN, "memory handle size");
+_Static_assert(sizeof(CUipcEventHandle) == IPC_HANDLE_LEN, "event handle size");
+
+/* Made by the listener at start, inherited by every session it forks. */
+static unsigned char daemon_secret[32];
+static int have_secret;
+/* This session's: HMAC(daemon_secret, identity); unset until let in. */
+static unsigned char identity_key[32];
+static int have_identity;
+
+int ipc_daemon_secret(void)
+{
+    size_t got = 0;
+    while (got < sizeof daemon_secret) {
+        ssize_t n = getrandom(daemon_secret + got, sizeof daemon_secret - got, 0);
+        if (n <= 0)
+            return -1;
+        got += (size_t)n;
+    }
+    have_secret = 1;
+    return 0;
+}
+
+void ipc_identity(const char *who)
+{
+    unsigned int len = sizeof identity_key;
+    char label[160];
+    int n = snprintf(label, sizeof label, "rgpu-ipc-identity %s", who);
+    if (!have_secret || n < 0 || (size_t)n >= sizeof label ||
+        !HMAC(EVP_sha256(), daemon_secret, sizeof daemon_secret, (const unsigned char *)label,
+              (size_t)n, identity_key, &len))
+        return;
+    have_identity = 1;
+}
+
+/* Round function: HMAC(identity key, kind | round | half). */
+static int round_mix(char kind, int round, const unsigned char in[HALF], unsigned char out[HALF])
+{
+    unsigned char msg[2 + HALF];
+    unsigned int len = HALF;
+    msg[0] = (unsigned char)kind;
+    msg[1] = (unsigned char)round;
+    memcpy(msg + 2, in, HALF);
+    return HMAC(EVP_sha256(), identity_key, sizeof identity_key, msg, sizeof msg, out, &len)
+               ? 0 : -1;
+}
+
+/* Enciphers (decipher 0) or deciphers the 64 bytes in place; -1 when this
+ * session has no key.  Enciphering is A ^= F0(B), B ^= F1(A), A ^= F2(B),
+ * B ^= F3(A) over the halves A, B; deciphering the same backwards. */
+static int ipc_cipher(char kind, unsigned char h[IPC_HANDLE_LEN], int decipher)
+{
+    unsigned char *a = h, *b = h + HALF, f[HALF];
+    if (!have_identity)
+        return -1;
+    for (int i = 0; i < ROUNDS; i++) {
+        int round = decipher ? ROUNDS - 1 - i : i;
+        /* Even rounds change A from B, odd rounds B from A. */
+        unsigned char *src = round % 2 ? a : b, *dst = round % 2 ? b : a;
+        if (round_mix(kind, round, src, f) < 0)
+            return -1;
+        for (int j = 0; j < HALF; j++)
+            dst[j] ^= f[j];
+    }
+    OPENSSL_cleanse(f, sizeof f);
+    return 0;
+}
+
+static uint64_t val(void *const *argv, int i)
+{
+    return *(const uint64_t *)argv[i];
+}
+
+static uint64_t out_value(void *const *argv, int i)
+{
+    const uint64_t *p = *(uint64_t *const *)argv[i];
+    return p ? *p : 0;
+}
+
+/* The opened allocation's size, from the session's driver: 0 when it
+ * does not know the address (then nothing is recorded and every use of the
+ * pointer is refused, which is safe). */
+static uint64_t opened_size(uint64_t ptr)
+{
+    CUresult (*range)(CUdeviceptr *, size_t *, CUdeviceptr) =
+        (CUresult (*)(CUdeviceptr *, size_t *, CUdeviceptr))backend_sym(
+            "cuda", "cuMemGetAddressRange_v2");
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (!range || range(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS || base != ptr)
+        return 0;
+    return size;
+}
+
+static void record_opened(const char *fn, void **argv, int status)
+{
+    uint64_t ptr = out_value(argv, 0), size;
+    if (status != 0) {
+        rgpu_warn("%s: the driver refused the handle (error %d): IPC handle not made by "
+                  "this GPU host's rgpud for this identity (another host's or user's, garbage, "
+                  "or its memory is freed)",
+                  fn, status);
+        return;
+    }
+    size = ptr ? opened_size(ptr) : 0;
+    if (!size || owned_add(ptr, size, OWNED_IPC, 0) < 0)
+        rgpu_error("%s: opened memory at 0x%llx of unknown size: it cannot be used", fn,
+                   (unsigned long long)ptr);
+    else
+        rgpu_info("%s: opened %llu bytes at 0x%llx", fn, (unsigned long long)size,
+                  (unsigned long long)ptr);
+}
+
+static void post_open_driver(void **argv, int status)
+{
+    record_opened("cuIpcOpenMemHandle", argv, status);
+}
+
+static void post_open_runtime(void **argv, int status)
+{
+    record_opened("cudaIpcOpenMemHandle", argv, status);
+}
+
+/* The driver refuses to close what it did not open by IPC, so only an
+ * opened range is forgotten here. */
+static void post_close(void **argv, int status)
+{
+    if (status == 0)
+        (void)owned_remove(val(argv, 0));
+}
+
+static void post_open_event(void **argv, int status)
+{
+    (void)argv;
+    if (status != 0)
+        rgpu_warn("cuIpcOpenEventHandle: the driver refused the handle (error %d): IPC handle "
+                  "not made by this GPU host's rgpud for this identity (another host's or "
+                  "user's, or garbage)", status);
+}
+
+/* ---- enciphering what leaves, deciphering what comes ------------------------------ */
+
+static int no_identity(const char *fn, int notsup)
+{
+    rgpu_warn("%s: this session has no identity to key IPC handles with: refused", fn);
+    return notsup;
+}
+
+/* (handle *, ...): the handle the driver wrote, enciphered before it goes. */
+static void encipher_out(char kind, void **argv, int status)
+{
+    unsigned char *h = *(unsigned char **)argv[0];
+    if (status != 0 || !h)
+        return;
+    if (ipc_cipher(kind, h, 0) < 0) {
+        memset(h, 0, IPC_HANDLE_LEN);   /* never the driver's own bytes */
+        rgpu_error("IPC handle could not be enciphered: zeroed");
+    }
+}
+
+static void post_get_mem(void **argv, int status) { encipher_out('m', argv, status); }
+static void post_get_event(void **argv, int status) { encipher_out('e', argv, status); }
+
+static int pre_get_driver(void **argv)
+{
+    (void)argv;
+    return have_identity ? 0 : no_identity("cuIpcGet*Handle", CUDA_ERROR_NOT_SUPPORTED);
+}
+
+static int pre_get_runtime(void **argv)
+{
+    (void)argv;
+    return have_identity ? 0 : no_identity("cudaIpcGet*Handle", cudaErrorNotSupported);
+}
+
+/* (out *, handle by value, ...): deciphered in place before the driver sees it. */
+static int decipher_in(char kind, void **argv, int notsup)
+{
+    if (ipc_cipher(kind, (unsigned char *)argv[1], 1) < 0)
+        return no_identity(kind == 'm' ? "IpcOpenMemHandle" : "IpcOpenEventHandle", notsup);
+    return 0;
+}
+
+static int pre_open_mem_driver(void **argv)
+{
+    return decipher_in('m', argv, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+static int pre_open_event_driver(void **argv)
+{
+    return decipher_in('e', argv, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+static int pre_open_mem_runtime(void **argv)
+{
+    return decipher_in('m', argv, cudaErrorNotSupported);
+}
+
+static int pre_open_event_runtime(void **argv)
+{
+    return decipher_in('e', argv, cudaErrorNotSupported);
+}
+
+static const struct guard ipc_guards[] = {
+    { "cuda", "cuIpcGetMemHandle", pre_get_driver, post_get_mem },
+    { "cuda", "cuIpcGetEventHandle", pre_get_driver, post_get_event },
+    { "cuda", "cuIpcOpenMemHandle_v2", pre_open_mem_driver, post_open_driver },
+    { "cuda", "cuIpcCloseMemHandle", NULL, post_close },
+    { "cuda", "cuIpcOpenEventHandle", pre_open_event_driver, post_open_event },
+    { "cudart", "cudaIpcGetMemHandle", pre_get_runtime, post_get_mem },
+    { "cudart", "cudaIpcGetEventHandle", pre_get_runtime, post_get_event },
+    { "cudart", "cudaIpcOpenMemHandle", pre_open_mem_runtime, post_open_runtime },
+    { "cudart", "cudaIpcCloseMemHandle", NULL, post_close },
+    { "cudart", "cudaIpcOpenEventHandle", pre_open_event_runtime, post_open_event },
+};
+
+const struct guard *ipc_guard_for(const char *lib, const char *name)
+{
+    for (size_t i = 0; i < sizeof ipc_guards / sizeof ipc_guards[0]; i++)
+        if (strcmp(ipc_guards[i].lib, lib) == 0 && strcmp(ipc_guards[i].name, name) == 0)
+            return &ipc_guards[i];
+    return NULL;
+}
