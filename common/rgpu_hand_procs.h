@@ -24,6 +24,24 @@
 #define RGPU_H_DTOH_2D       "rgpu.dtoh2d"
 /* [dst, dpitch, src, spitch, width, height, stream] -> []  2D device to device */
 #define RGPU_H_DTOD_2D       "rgpu.dtod2d"
+/* CUDA arrays and texture objects (daemon/hand_arrays.c); x in bytes, y in rows:
+ * [array, x, y, width, height, stream, bin rows] -> []     host rows into an array */
+#define RGPU_H_HTOA_2D       "rgpu.htoa2d"
+/* [array, x, y, width, height, stream] -> [bin rows]       an array's rows to the host */
+#define RGPU_H_ATOH_2D       "rgpu.atoh2d"
+/* [array, x, y, src, spitch, width, height, stream] -> []  device rows into an array */
+#define RGPU_H_DTOA_2D       "rgpu.dtoa2d"
+/* [dst, dpitch, array, x, y, width, height, stream] -> []  an array's rows to the device */
+#define RGPU_H_ATOD_2D       "rgpu.atod2d"
+/* [[type, array or device address, bin channel format, width, height, pitch, size],
+ *  bin cudaTextureDesc, bin cudaResourceViewDesc or nil] -> [texture object] */
+#define RGPU_H_TEX_CREATE    "rgpu.tex_create"
+/* [texture object] -> [] */
+#define RGPU_H_TEX_DESTROY   "rgpu.tex_destroy"
+/* [texture object, which] -> [descriptor]: the resource descriptor as
+ * RGPU_H_TEX_CREATE takes it, or the texture or view descriptor's bytes */
+#define RGPU_H_TEX_QUERY     "rgpu.tex_query"
+enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
 /* [image]  -> [library handle]   load a fatbin/cubin/PTX (runtime; image: below) */
 #define RGPU_H_LIB_LOAD      "rgpu.lib_load"
 /* [library, name] -> [kernel, [[offset, size]...]]  kernel and its layout */

@@ -219,11 +219,24 @@ static CUresult side_2d(CUmemorytype type, const void *host, CUdeviceptr dev,
         *base = dev;
         *is_dev = uva_dev(dev);
         return CUDA_SUCCESS;
-    case CU_MEMORYTYPE_ARRAY:
-        return CUDA_ERROR_NOT_SUPPORTED;    // no CUDA arrays in the fake
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
+}
+
+// side_2d, or a CUDA array (arrays.c): its storage is host memory of the
+// fake, and its own row pitch replaces the descriptor's (ignored for arrays).
+static CUresult side_2d_any(CUmemorytype type, const void *host, CUdeviceptr dev,
+                            CUarray array, size_t x, size_t y, size_t pitch, size_t width,
+                            size_t height, uintptr_t *base, int *is_dev, size_t *pitch_out)
+{
+    size_t slice;
+
+    *pitch_out = pitch;
+    if (type != CU_MEMORYTYPE_ARRAY)
+        return side_2d(type, host, dev, base, is_dev);
+    *is_dev = 0;
+    return fg_array_side(array, x, y, 0, width, height, 1, base, pitch_out, &slice);
 }
 
 // Validates every row before copying any, so a bad range copies nothing.
@@ -233,20 +246,24 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *p, int run)
     int sd, dd;
     CUresult r;
 
+    size_t spitch, dpitch;
+
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
-    r = side_2d(p->srcMemoryType, p->srcHost, p->srcDevice, &sb, &sd);
+    r = side_2d_any(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes,
+                    p->srcY, p->srcPitch, p->WidthInBytes, p->Height, &sb, &sd, &spitch);
     if (r == CUDA_SUCCESS)
-        r = side_2d(p->dstMemoryType, p->dstHost, p->dstDevice, &db, &dd);
+        r = side_2d_any(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray,
+                        p->dstXInBytes, p->dstY, p->dstPitch, p->WidthInBytes, p->Height,
+                        &db, &dd, &dpitch);
     if (r != CUDA_SUCCESS)
         return r;
-    if (p->Height > 1 &&
-        (p->srcPitch < p->WidthInBytes || p->dstPitch < p->WidthInBytes))
+    if (p->Height > 1 && (spitch < p->WidthInBytes || dpitch < p->WidthInBytes))
         return CUDA_ERROR_INVALID_VALUE;
     for (int pass = 0; pass < 2; pass++)
         for (size_t y = 0; y < p->Height; y++) {
-            uintptr_t s = sb + (p->srcY + y) * p->srcPitch + p->srcXInBytes;
-            uintptr_t d = db + (p->dstY + y) * p->dstPitch + p->dstXInBytes;
+            uintptr_t s = sb + (p->srcY + y) * spitch + p->srcXInBytes;
+            uintptr_t d = db + (p->dstY + y) * dpitch + p->dstXInBytes;
             r = fg_copy(d, dd, s, sd, p->WidthInBytes, pass && run);
             if (r != CUDA_SUCCESS)
                 return r;

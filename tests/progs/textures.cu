@@ -1,0 +1,145 @@
+// CUDA arrays and texture objects: a 2D float array filled row by row from
+// padded host rows, a texture object on it fetched by a kernel (point
+// sampling, unnormalized coordinates, clamp addressing), copies back out of
+// the array to host and device memory, descriptors queried back, and the
+// errors for a freed array and a destroyed texture object.
+#include "check.h"
+#include "textures.cuh"
+
+#include <string.h>
+
+enum { W = 8, H = 4, PAD = 3 };    // PAD floats after each host row
+
+static float value_at(int x, int y) { return (float)(y * 10 + x) + 0.25f; }
+
+// The host rows, padded: a pitch wider than a row.
+static void fill_rows(float rows[H][W + PAD])
+{
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W + PAD; x++)
+            rows[y][x] = x < W ? value_at(x, y) : -1.0f;
+}
+
+static bool fetch_matches(const float *out, int dx)
+{
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) {
+            int sx = x + dx < W ? x + dx : W - 1;     // clamp addressing
+            if (out[y * W + x] != 2.0f * value_at(sx, y))
+                return false;
+        }
+    return true;
+}
+
+static cudaTextureObject_t make_texture(cudaArray_t arr)
+{
+    struct cudaResourceDesc res;
+    struct cudaTextureDesc tex;
+    cudaTextureObject_t t = 0;
+
+    memset(&res, 0, sizeof res);
+    res.resType = cudaResourceTypeArray;
+    res.res.array.array = arr;
+    memset(&tex, 0, sizeof tex);
+    tex.addressMode[0] = cudaAddressModeClamp;
+    tex.addressMode[1] = cudaAddressModeClamp;
+    tex.filterMode = cudaFilterModePoint;
+    tex.readMode = cudaReadModeElementType;
+    tex.normalizedCoords = 0;
+    check_cuda(cudaCreateTextureObject(&t, &res, &tex, NULL), "create texture object");
+    return t;
+}
+
+static void fetch(cudaTextureObject_t t, float *dev_out, int dx, const char *name)
+{
+    float out[H][W];
+    k_tex_fetch<<<dim3(1, 2), dim3(W, 2)>>>(t, dev_out, W, H, dx);
+    check_cuda(cudaGetLastError(), "launch k_tex_fetch");
+    check_cuda(cudaMemcpy(out, dev_out, sizeof out, cudaMemcpyDeviceToHost), "fetch results");
+    check(fetch_matches(&out[0][0], dx), name, "out[0][0]=%g out[%d][%d]=%g", out[0][0], H - 1,
+          W - 1, out[H - 1][W - 1]);
+}
+
+static void check_info(cudaArray_t arr)
+{
+    struct cudaChannelFormatDesc d;
+    struct cudaExtent e;
+    unsigned flags = 99;
+    check_cuda(cudaArrayGetInfo(&d, &e, &flags, arr), "cudaArrayGetInfo");
+    check(d.x == 32 && d.y == 0 && d.f == cudaChannelFormatKindFloat, "array channel format",
+          "x=%d y=%d f=%d", d.x, d.y, (int)d.f);
+    check(e.width == W && e.height == H && e.depth == 0 && flags == 0, "array extent",
+          "%zux%zux%zu flags %u", e.width, e.height, e.depth, flags);
+    memset(&d, 0, sizeof d);
+    check_cuda(cudaGetChannelDesc(&d, arr), "cudaGetChannelDesc");
+    check(d.x == 32 && d.f == cudaChannelFormatKindFloat, "channel desc", "x=%d f=%d", d.x,
+          (int)d.f);
+}
+
+static void round_trip(cudaArray_t arr)
+{
+    float back[H][W + PAD];
+    memset(back, 0, sizeof back);
+    check_cuda(cudaMemcpy2DFromArray(back, sizeof back[0], arr, 0, 0, W * sizeof(float), H,
+                                     cudaMemcpyDeviceToHost),
+               "cudaMemcpy2DFromArray to host");
+    bool same = true;
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            same = same && back[y][x] == value_at(x, y);
+    check(same && back[0][W] == 0.0f, "array to host round trip", "back[1][2]=%g", back[1][2]);
+
+    // A block of the array (columns 2..4 of rows 1..2) to device memory.
+    float *dev = NULL, block[2][3];
+    check_cuda(cudaMalloc(&dev, sizeof block), "cudaMalloc block");
+    check_cuda(cudaMemcpy2DFromArray(dev, sizeof block[0], arr, 2 * sizeof(float), 1,
+                                     sizeof block[0], 2, cudaMemcpyDeviceToDevice),
+               "cudaMemcpy2DFromArray to device");
+    check_cuda(cudaMemcpy(block, dev, sizeof block, cudaMemcpyDeviceToHost), "block to host");
+    check(block[0][0] == value_at(2, 1) && block[1][2] == value_at(4, 2), "array block to device",
+          "%g %g", block[0][0], block[1][2]);
+    cudaFree(dev);
+}
+
+int main(void)
+{
+    float rows[H][W + PAD];
+    fill_rows(rows);
+
+    cudaChannelFormatDesc fmt = cudaCreateChannelDesc<float>();
+    cudaArray_t arr = NULL;
+    check_cuda(cudaMallocArray(&arr, &fmt, W, H, 0), "cudaMallocArray");
+    check_cuda(cudaMemcpy2DToArray(arr, 0, 0, rows, sizeof rows[0], W * sizeof(float), H,
+                                   cudaMemcpyHostToDevice),
+               "cudaMemcpy2DToArray from host");
+    check_info(arr);
+    round_trip(arr);
+
+    // A copy that runs past the array's last row is refused.
+    check(cudaMemcpy2DToArray(arr, 0, 1, rows, sizeof rows[0], W * sizeof(float), H,
+                              cudaMemcpyHostToDevice) != cudaSuccess,
+          "copy past the array refused", "succeeded");
+    cudaGetLastError();
+
+    cudaTextureObject_t t = make_texture(arr);
+    struct cudaResourceDesc res;
+    memset(&res, 0, sizeof res);
+    check_cuda(cudaGetTextureObjectResourceDesc(&res, t), "cudaGetTextureObjectResourceDesc");
+    check(res.resType == cudaResourceTypeArray && res.res.array.array == arr,
+          "texture resource is the array", "type %d", (int)res.resType);
+
+    float *dev_out = NULL;
+    check_cuda(cudaMalloc(&dev_out, W * H * sizeof(float)), "cudaMalloc out");
+    fetch(t, dev_out, 0, "tex2D fetches the texels");
+    fetch(t, dev_out, 3, "tex2D clamps past the edge");
+
+    check_cuda(cudaDestroyTextureObject(t), "cudaDestroyTextureObject");
+    check_cuda(cudaFreeArray(arr), "cudaFreeArray");
+    struct cudaExtent e;
+    check(cudaArrayGetInfo(NULL, &e, NULL, arr) != cudaSuccess, "freed array refused",
+          "succeeded");
+    cudaGetLastError();
+    cudaFree(dev_out);
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    return check_failures ? 1 : 0;
+}
