@@ -42,6 +42,22 @@
  * RGPU_H_TEX_CREATE takes it, or the texture or view descriptor's bytes */
 #define RGPU_H_TEX_QUERY     "rgpu.tex_query"
 enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
+/* The driver's (stubs/cuda_arrays.c), one layer z of an array at a time:
+ * [array, x, y, z, width, height, stream, bin rows] -> []      host rows into an array */
+#define RGPU_H_CU_HTOA       "rgpu.cu_htoa"
+/* [array, x, y, z, width, height, stream] -> [bin rows]         an array's rows to the host */
+#define RGPU_H_CU_ATOH       "rgpu.cu_atoh"
+/* [src, spitch, array, x, y, z, width, height, stream] -> []    device rows into an array */
+#define RGPU_H_CU_DTOA       "rgpu.cu_dtoa"
+/* [dst, dpitch, array, x, y, z, width, height, stream] -> []    an array's rows to the device */
+#define RGPU_H_CU_ATOD       "rgpu.cu_atod"
+/* [[type, array or device address, format, channels, width, height, pitch, size, flags],
+ *  bin CUDA_TEXTURE_DESC, bin CUDA_RESOURCE_VIEW_DESC or nil] -> [texture object] */
+#define RGPU_H_CU_TEX_CREATE "rgpu.cu_tex_create"
+/* [texture object] -> [] */
+#define RGPU_H_CU_TEX_DESTROY "rgpu.cu_tex_destroy"
+/* [texture object, which] -> [descriptor]: as RGPU_H_TEX_QUERY */
+#define RGPU_H_CU_TEX_QUERY  "rgpu.cu_tex_query"
 /* [image]  -> [library handle]   load a fatbin/cubin/PTX (runtime; image: below) */
 #define RGPU_H_LIB_LOAD      "rgpu.lib_load"
 /* [library, name] -> [kernel, [[offset, size]...]]  kernel and its layout */

@@ -15,6 +15,7 @@
 #include "rgpu_hand_procs.h"
 #include "rgpu_proto.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,10 @@
 #define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
 
 /* The runtime's array handles (cudaArray_t is struct cudaArray *), and the
- * session's own class for texture objects. */
+ * session's own class for texture objects (the runtime's are the
+ * driver's: one class for both). */
 static uint32_t array_class(void) { return rgpu_handle_class("cudaArray"); }
-static uint32_t texture_class(void) { return rgpu_handle_class("rgpu.cudaTextureObject"); }
+static uint32_t texture_class(void) { return rgpu_handle_class("rgpu.texture object"); }
 
 /* Refuses, before the runtime sees them, an array or a stream the session
  * never handed out: nouts empty outputs and the runtime's bad-handle status. */
@@ -307,6 +309,278 @@ static int h_tex_query(struct hand_call *c)
     return which == RGPU_TEX_QUERY_RESOURCE ? query_resource(c, obj) : query_bytes(c, obj, which);
 }
 
+/* ---- the driver's: copies layer by layer, texture objects -------------------- */
+
+#define REAL_CU(name) ((__typeof__(&name))backend_sym("cuda", #name))
+
+static uint32_t cu_array_class(void) { return rgpu_handle_class("CUarray_st"); }
+
+static int cu_refuse_unknown(struct hand_call *c, uint64_t array, uint64_t stream, unsigned nouts)
+{
+    if (!handles_contains(cu_array_class(), array))
+        return hand_refuse_handle(c, nouts, "CUDA array", CUDA_ERROR_INVALID_HANDLE);
+    if (!handles_valid(H_STREAM, stream))
+        return hand_refuse_handle(c, nouts, "stream", CUDA_ERROR_INVALID_HANDLE);
+    return 0;
+}
+
+/* One layer between linear memory (host or device) and an array, on
+ * stream; to_array picks the direction. */
+static int cu_copy_layer(const void *host, uint64_t dev, uint64_t pitch, uint64_t array,
+                         uint64_t x, uint64_t y, uint64_t z, uint64_t w, uint64_t h,
+                         int to_array, uint64_t stream)
+{
+    CUDA_MEMCPY3D p;
+    memset(&p, 0, sizeof p);
+    CUmemorytype lin = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    if (to_array) {
+        p.srcMemoryType = lin;
+        p.srcHost = host;
+        p.srcDevice = dev;
+        p.srcPitch = pitch;
+        p.srcHeight = h;
+        p.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+        p.dstArray = (CUarray)array;
+        p.dstXInBytes = x;
+        p.dstY = y;
+        p.dstZ = z;
+    } else {
+        p.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+        p.srcArray = (CUarray)array;
+        p.srcXInBytes = x;
+        p.srcY = y;
+        p.srcZ = z;
+        p.dstMemoryType = lin;
+        p.dstHost = (void *)host;
+        p.dstDevice = dev;
+        p.dstPitch = pitch;
+        p.dstHeight = h;
+    }
+    p.WidthInBytes = w;
+    p.Height = h;
+    p.Depth = 1;
+    int rc = REAL_CU(cuMemcpy3DAsync_v2)(&p, (CUstream)stream);
+    if (rc == CUDA_SUCCESS && host)     /* the host bytes are the request's or the reply's */
+        rc = REAL_CU(cuStreamSynchronize)((CUstream)stream);
+    return rc;
+}
+
+#define NEED_CU_COPY() NEED(REAL_CU(cuMemcpy3DAsync_v2) && REAL_CU(cuStreamSynchronize))
+
+/* [array, x, y, z, width, height, stream, bin rows] -> [] */
+static int h_cu_htoa(struct hand_call *c)
+{
+    uint64_t v[7];
+    const void *rows;
+    size_t n;
+    PROTO_IF(args_count(c, 8) || arg_u64s(c, 7, v) || arg_bin(c, 7, &rows, &n));
+    PROTO_IF((v[4] && v[5] > n / v[4]) || v[4] * v[5] != n);
+    int refused = cu_refuse_unknown(c, v[0], v[6], 0);
+    if (refused)
+        return refused;
+    NEED_CU_COPY();
+    msgpack_pack_array(c->out, 0);
+    if (!n)
+        return CUDA_SUCCESS;
+    return cu_copy_layer(rows, 0, v[4], v[0], v[1], v[2], v[3], v[4], v[5], 1, v[6]);
+}
+
+/* [array, x, y, z, width, height, stream] -> [bin rows] */
+static int h_cu_atoh(struct hand_call *c)
+{
+    uint64_t v[7];
+    PROTO_IF(args_count(c, 7) || arg_u64s(c, 7, v));
+    if (v[4] && v[5] > (RGPU_FRAME_MAX - 4096) / v[4])
+        return -RGPU_ETOOBIG;
+    int refused = cu_refuse_unknown(c, v[0], v[6], 1);
+    if (refused)
+        return refused;
+    NEED_CU_COPY();
+    size_t n = v[4] * v[5];
+    void *buf = malloc(n ? n : 1);
+    if (!buf)
+        return -RGPU_ENOMEM;
+    int rc = n ? cu_copy_layer(buf, 0, v[4], v[0], v[1], v[2], v[3], v[4], v[5], 0, v[6])
+               : CUDA_SUCCESS;
+    msgpack_pack_array(c->out, 1);
+    hand_payload(c, buf, rc == CUDA_SUCCESS ? n : 0);
+    return rc;
+}
+
+/* [dev, pitch, array, x, y, z, width, height, stream] -> []: to_array picks
+ * the direction. */
+static int cu_device_array(struct hand_call *c, int to_array)
+{
+    uint64_t v[9];
+    PROTO_IF(args_count(c, 9) || arg_u64s(c, 9, v));
+    int refused = cu_refuse_unknown(c, v[2], v[8], 0);
+    if (refused)
+        return refused;
+    NEED_CU_COPY();
+    msgpack_pack_array(c->out, 0);
+    if (!v[6] || !v[7])
+        return CUDA_SUCCESS;
+    if (!v[0] || !owned_2d(v[0], v[1], v[6], v[7]))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cu_copy_layer(NULL, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], to_array, v[8]);
+}
+
+static int h_cu_dtoa(struct hand_call *c) { return cu_device_array(c, 1); }
+static int h_cu_atod(struct hand_call *c) { return cu_device_array(c, 0); }
+
+static uint64_t cu_format_bytes(uint64_t f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8:
+        return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF:
+        return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT:
+        return 4;
+    default:
+        return 0;       /* other formats: refused for linear memory */
+    }
+}
+
+/* The driver's resource descriptor from its wire form, checked: 0 or -1. */
+static int cu_resource_from_wire(const msgpack_object *o, CUDA_RESOURCE_DESC *r)
+{
+    uint64_t v[9];
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 9)
+        return -1;
+    for (unsigned i = 0; i < 9; i++) {
+        if (o->via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return -1;
+        v[i] = o->via.array.ptr[i].via.u64;
+    }
+    memset(r, 0, sizeof *r);
+    r->resType = (CUresourcetype)v[0];
+    r->flags = (unsigned)v[8];
+    uint64_t elem = cu_format_bytes(v[2]) * (v[3] <= 4 ? v[3] : 0);
+    switch (v[0]) {
+    case CU_RESOURCE_TYPE_ARRAY:
+        r->res.array.hArray = (CUarray)v[1];
+        return handles_contains(cu_array_class(), v[1]) ? 0 : -1;
+    case CU_RESOURCE_TYPE_LINEAR:
+        r->res.linear.devPtr = v[1];
+        r->res.linear.format = (CUarray_format)v[2];
+        r->res.linear.numChannels = (unsigned)v[3];
+        r->res.linear.sizeInBytes = v[7];
+        return v[1] && owned_range(v[1], v[7]) ? 0 : -1;
+    case CU_RESOURCE_TYPE_PITCH2D:
+        r->res.pitch2D.devPtr = v[1];
+        r->res.pitch2D.format = (CUarray_format)v[2];
+        r->res.pitch2D.numChannels = (unsigned)v[3];
+        r->res.pitch2D.width = v[4];
+        r->res.pitch2D.height = v[5];
+        r->res.pitch2D.pitchInBytes = v[6];
+        return v[1] && elem && v[4] <= UINT64_MAX / elem && owned_2d(v[1], v[6], v[4] * elem, v[5])
+                   ? 0 : -1;
+    default:
+        return -1;
+    }
+}
+
+static void cu_pack_resource(msgpack_packer *pk, const CUDA_RESOURCE_DESC *r)
+{
+    uint64_t v[9] = { (uint64_t)r->resType, 0, 0, 0, 0, 0, 0, 0, r->flags };
+    if (r->resType == CU_RESOURCE_TYPE_ARRAY) {
+        v[1] = (uint64_t)(uintptr_t)r->res.array.hArray;
+    } else if (r->resType == CU_RESOURCE_TYPE_LINEAR) {
+        v[1] = r->res.linear.devPtr;
+        v[2] = (uint64_t)r->res.linear.format;
+        v[3] = r->res.linear.numChannels;
+        v[7] = r->res.linear.sizeInBytes;
+    } else if (r->resType == CU_RESOURCE_TYPE_PITCH2D) {
+        v[1] = r->res.pitch2D.devPtr;
+        v[2] = (uint64_t)r->res.pitch2D.format;
+        v[3] = r->res.pitch2D.numChannels;
+        v[4] = r->res.pitch2D.width;
+        v[5] = r->res.pitch2D.height;
+        v[6] = r->res.pitch2D.pitchInBytes;
+    }
+    msgpack_pack_array(pk, 9);
+    for (int i = 0; i < 9; i++)
+        msgpack_pack_uint64(pk, v[i]);
+}
+
+/* [resource, bin texture descriptor, bin view descriptor or nil] -> [object] */
+static int h_cu_tex_create(struct hand_call *c)
+{
+    CUDA_RESOURCE_DESC res;
+    CUDA_TEXTURE_DESC tex;
+    CUDA_RESOURCE_VIEW_DESC view;
+    const void *p;
+    size_t n;
+    PROTO_IF(args_count(c, 3) || arg_bin(c, 1, &p, &n) || n != sizeof tex);
+    memcpy(&tex, p, sizeof tex);
+    int has_view = c->args->via.array.ptr[2].type != MSGPACK_OBJECT_NIL;
+    if (has_view) {
+        PROTO_IF(arg_bin(c, 2, &p, &n) || n != sizeof view);
+        memcpy(&view, p, sizeof view);
+    }
+    NEED(REAL_CU(cuTexObjectCreate));
+    msgpack_pack_array(c->out, 1);
+    if (cu_resource_from_wire(&c->args->via.array.ptr[0], &res) != 0) {
+        msgpack_pack_nil(c->out);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUtexObject obj = 0;
+    int rc = REAL_CU(cuTexObjectCreate)(&obj, &res, &tex, has_view ? &view : NULL);
+    if (rc == CUDA_SUCCESS && obj)
+        handles_add(texture_class(), obj);
+    msgpack_pack_uint64(c->out, rc == CUDA_SUCCESS ? obj : 0);
+    return rc;
+}
+
+/* [object] -> [] */
+static int h_cu_tex_destroy(struct hand_call *c)
+{
+    uint64_t obj;
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &obj));
+    if (!handles_contains(texture_class(), obj))
+        return hand_refuse_handle(c, 0, "texture object", CUDA_ERROR_INVALID_VALUE);
+    NEED(REAL_CU(cuTexObjectDestroy));
+    int rc = REAL_CU(cuTexObjectDestroy)(obj);
+    if (rc == CUDA_SUCCESS)
+        handles_remove(texture_class(), obj);
+    msgpack_pack_array(c->out, 0);
+    return rc;
+}
+
+/* [object, which] -> [descriptor] */
+static int h_cu_tex_query(struct hand_call *c)
+{
+    uint64_t obj, which;
+    PROTO_IF(args_count(c, 2) || arg_u64(c, 0, &obj) || arg_u64(c, 1, &which) ||
+             which > RGPU_TEX_QUERY_VIEW);
+    if (!handles_contains(texture_class(), obj))
+        return hand_refuse_handle(c, 1, "texture object", CUDA_ERROR_INVALID_VALUE);
+    if (which == RGPU_TEX_QUERY_RESOURCE) {
+        CUDA_RESOURCE_DESC res;
+        NEED(REAL_CU(cuTexObjectGetResourceDesc));
+        int rc = REAL_CU(cuTexObjectGetResourceDesc)(&res, obj);
+        msgpack_pack_array(c->out, 1);
+        if (rc == CUDA_SUCCESS)
+            cu_pack_resource(c->out, &res);
+        else
+            msgpack_pack_nil(c->out);
+        return rc;
+    }
+    __typeof__(&cuTexObjectGetTextureDesc) tex_fn = REAL_CU(cuTexObjectGetTextureDesc);
+    __typeof__(&cuTexObjectGetResourceViewDesc) view_fn = REAL_CU(cuTexObjectGetResourceViewDesc);
+    int is_tex = which == RGPU_TEX_QUERY_TEXTURE;
+    size_t n = is_tex ? sizeof(CUDA_TEXTURE_DESC) : sizeof(CUDA_RESOURCE_VIEW_DESC);
+    NEED(is_tex ? (void *)tex_fn : (void *)view_fn);
+    void *buf = calloc(1, n);
+    if (!buf)
+        return -RGPU_ENOMEM;
+    int rc = is_tex ? tex_fn(buf, obj) : view_fn(buf, obj);
+    msgpack_pack_array(c->out, 1);
+    hand_payload(c, buf, rc == CUDA_SUCCESS ? n : 0);
+    return rc;
+}
+
 const struct hand_proc hand_array_procs[] = {
     { "cudart", RGPU_H_HTOA_2D, h_htoa_2d },
     { "cudart", RGPU_H_ATOH_2D, h_atoh_2d },
@@ -315,5 +589,12 @@ const struct hand_proc hand_array_procs[] = {
     { "cudart", RGPU_H_TEX_CREATE, h_tex_create },
     { "cudart", RGPU_H_TEX_DESTROY, h_tex_destroy },
     { "cudart", RGPU_H_TEX_QUERY, h_tex_query },
+    { "cuda", RGPU_H_CU_HTOA, h_cu_htoa },
+    { "cuda", RGPU_H_CU_ATOH, h_cu_atoh },
+    { "cuda", RGPU_H_CU_DTOA, h_cu_dtoa },
+    { "cuda", RGPU_H_CU_ATOD, h_cu_atod },
+    { "cuda", RGPU_H_CU_TEX_CREATE, h_cu_tex_create },
+    { "cuda", RGPU_H_CU_TEX_DESTROY, h_cu_tex_destroy },
+    { "cuda", RGPU_H_CU_TEX_QUERY, h_cu_tex_query },
 };
 const int hand_array_nprocs = sizeof hand_array_procs / sizeof hand_array_procs[0];
