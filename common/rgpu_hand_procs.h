@@ -33,6 +33,11 @@
 #define RGPU_H_DTOA_2D       "rgpu.dtoa2d"
 /* [dst, dpitch, array, x, y, width, height, stream] -> []  an array's rows to the device */
 #define RGPU_H_ATOD_2D       "rgpu.atod2d"
+/* cudaMemcpy3D, one layer z at a time (x and width in bytes):
+ * [array, x, y, z, width, height, stream, bin rows] -> [] */
+#define RGPU_H_HTOA_3D       "rgpu.htoa3d"
+/* [array, x, y, z, width, height, stream] -> [bin rows] */
+#define RGPU_H_ATOH_3D       "rgpu.atoh3d"
 /* [[type, array or device address, bin channel format, width, height, pitch, size],
  *  bin cudaTextureDesc, bin cudaResourceViewDesc or nil] -> [texture object] */
 #define RGPU_H_TEX_CREATE    "rgpu.tex_create"

@@ -133,6 +133,86 @@ static int h_atod_2d(struct hand_call *c)
                                             (cudaStream_t)v[7]);
 }
 
+static uint64_t format_bytes(const struct cudaChannelFormatDesc *f);
+
+/* One layer of a cudaMemcpy3D between host bytes and an array: x and
+ * width in bytes, which the array's element size turns into the elements
+ * cudaMemcpy3D counts in. */
+static int layer_3d(void *host, uint64_t array, uint64_t x, uint64_t y, uint64_t z,
+                    uint64_t w, uint64_t h, int to_array, uint64_t stream)
+{
+    struct cudaChannelFormatDesc desc;
+    struct cudaExtent ext;
+    unsigned flags;
+    int rc = REAL(cudaArrayGetInfo)(&desc, &ext, &flags, (cudaArray_t)array);
+    if (rc != cudaSuccess)
+        return rc;
+    uint64_t elem = format_bytes(&desc);
+    if (!elem || x % elem || w % elem)
+        return cudaErrorInvalidValue;
+    struct cudaMemcpy3DParms p;
+    memset(&p, 0, sizeof p);
+    struct cudaPitchedPtr lin = { host, w, w / elem, h };
+    struct cudaPos pos = { x / elem, y, z };
+    if (to_array) {
+        p.srcPtr = lin;
+        p.dstArray = (cudaArray_t)array;
+        p.dstPos = pos;
+        p.kind = cudaMemcpyHostToDevice;
+    } else {
+        p.dstPtr = lin;
+        p.srcArray = (cudaArray_t)array;
+        p.srcPos = pos;
+        p.kind = cudaMemcpyDeviceToHost;
+    }
+    p.extent.width = w / elem;
+    p.extent.height = h;
+    p.extent.depth = 1;
+    return sync_after(stream, REAL(cudaMemcpy3DAsync)(&p, (cudaStream_t)stream));
+}
+
+#define NEED_3D() \
+    NEED(REAL(cudaArrayGetInfo) && REAL(cudaMemcpy3DAsync) && REAL(cudaStreamSynchronize))
+
+/* [array, x, y, z, width, height, stream, bin rows] -> [] */
+static int h_htoa_3d(struct hand_call *c)
+{
+    uint64_t v[7];
+    const void *rows;
+    size_t n;
+    PROTO_IF(args_count(c, 8) || arg_u64s(c, 7, v) || arg_bin(c, 7, &rows, &n));
+    PROTO_IF((v[4] && v[5] > n / v[4]) || v[4] * v[5] != n);
+    int refused = refuse_unknown(c, v[0], v[6], 0);
+    if (refused)
+        return refused;
+    NEED_3D();
+    msgpack_pack_array(c->out, 0);
+    if (!n)
+        return cudaSuccess;
+    return layer_3d((void *)rows, v[0], v[1], v[2], v[3], v[4], v[5], 1, v[6]);
+}
+
+/* [array, x, y, z, width, height, stream] -> [bin rows] */
+static int h_atoh_3d(struct hand_call *c)
+{
+    uint64_t v[7];
+    PROTO_IF(args_count(c, 7) || arg_u64s(c, 7, v));
+    if (v[4] && v[5] > (RGPU_FRAME_MAX - 4096) / v[4])
+        return -RGPU_ETOOBIG;
+    int refused = refuse_unknown(c, v[0], v[6], 1);
+    if (refused)
+        return refused;
+    NEED_3D();
+    size_t n = v[4] * v[5];
+    void *buf = malloc(n ? n : 1);
+    if (!buf)
+        return -RGPU_ENOMEM;
+    int rc = n ? layer_3d(buf, v[0], v[1], v[2], v[3], v[4], v[5], 0, v[6]) : cudaSuccess;
+    msgpack_pack_array(c->out, 1);
+    hand_payload(c, buf, rc == cudaSuccess ? n : 0);
+    return rc;
+}
+
 /* ---- texture objects ------------------------------------------------------------ */
 
 /* Bytes per element of a channel format: 0 when a channel's size is not a
@@ -586,6 +666,8 @@ const struct hand_proc hand_array_procs[] = {
     { "cudart", RGPU_H_ATOH_2D, h_atoh_2d },
     { "cudart", RGPU_H_DTOA_2D, h_dtoa_2d },
     { "cudart", RGPU_H_ATOD_2D, h_atod_2d },
+    { "cudart", RGPU_H_HTOA_3D, h_htoa_3d },
+    { "cudart", RGPU_H_ATOH_3D, h_atoh_3d },
     { "cudart", RGPU_H_TEX_CREATE, h_tex_create },
     { "cudart", RGPU_H_TEX_DESTROY, h_tex_destroy },
     { "cudart", RGPU_H_TEX_QUERY, h_tex_query },

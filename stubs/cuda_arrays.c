@@ -133,6 +133,8 @@ CUresult rgpu_cuda_array_copy(const CUDA_MEMCPY2D *c, size_t src_z, size_t dst_z
     uint64_t addr;
     int device;
 
+    if ((uint64_t)c->WidthInBytes * c->Height > RGPU_FRAME_MAX - 4096)
+        return CUDA_ERROR_INVALID_VALUE;        /* TODO: split tall copies */
     if (src_array && dst_array) {
         static int logged;
         return (CUresult)rgpu_refused(LIB, "cuMemcpy between two CUDA arrays",

@@ -216,6 +216,109 @@ RGPU_EXPORT cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void *dst, size_t dpitch
                       stream ? stream : cudaStreamPerThread);
 }
 
+/* ---- 3D copies between host memory and an array, layer by layer -------------- */
+
+/* Bytes per element of an array: 0 when it cannot be asked. */
+static size_t array_element(cudaArray_const_t a)
+{
+    struct cudaChannelFormatDesc d;
+    struct cudaExtent e;
+    unsigned flags;
+    if (cudaArrayGetInfo(&d, &e, &flags, (cudaArray_t)(uintptr_t)a) != cudaSuccess)
+        return 0;
+    int bits = d.x + d.y + d.z + d.w;
+    return bits > 0 && bits % 8 == 0 ? (size_t)bits / 8 : 0;
+}
+
+/* One layer: rows of the host side at their pitch, packed on the wire. */
+static cudaError_t layer_3d(cudaArray_const_t array, size_t x, size_t y, size_t z, char *host,
+                            size_t pitch, size_t width, size_t height, int to_array,
+                            cudaStream_t stream)
+{
+    static const char what[] = "cudaMemcpy3D";
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    char *rows = NULL;
+    if (to_array) {
+        rows = malloc(width * height + 1);
+        if (!rows)
+            return RESULT(cudaErrorMemoryAllocation);
+        for (size_t r = 0; r < height; r++)
+            memcpy(rows + r * width, host + r * pitch, width);
+    }
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", to_array ? RGPU_H_HTOA_3D : RGPU_H_ATOH_3D), 0);
+    msgpack_pack_array(&req.pk, to_array ? 8 : 7);
+    msgpack_pack_uint64(&req.pk, u64(array));
+    msgpack_pack_uint64(&req.pk, x);
+    msgpack_pack_uint64(&req.pk, y);
+    msgpack_pack_uint64(&req.pk, z);
+    msgpack_pack_uint64(&req.pk, width);
+    msgpack_pack_uint64(&req.pk, height);
+    msgpack_pack_uint64(&req.pk, u64(stream));
+    if (to_array) {
+        rgpu_req_payload(&req, rows, width * height);
+        int rc = rgpu_req_status(LIB, what, &req);
+        free(rows);
+        return rc;
+    }
+    int rc = rgpu_req_exchange(LIB, what, &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    return land_rows(&reply, what, host, pitch, width, height);
+}
+
+static cudaError_t memcpy_3d(const struct cudaMemcpy3DParms *p, cudaStream_t stream)
+{
+    static int logged;
+    if (!p)
+        return RESULT(cudaErrorInvalidValue);
+    int to_array = p->dstArray != NULL;
+    cudaArray_const_t array = to_array ? p->dstArray : p->srcArray;
+    const struct cudaPitchedPtr *lin = to_array ? &p->srcPtr : &p->dstPtr;
+    const struct cudaPos *apos = to_array ? &p->dstPos : &p->srcPos;
+    const struct cudaPos *lpos = to_array ? &p->srcPos : &p->dstPos;
+    if (!array || (p->srcArray && p->dstArray) ||
+        other_side_on_device(lin->ptr, p->kind, to_array))
+        return rgpu_refused(LIB, "cudaMemcpy3D",
+                            "3D copies other than between host memory and an array: not "
+                            "remoted yet", &logged);
+    size_t elem = array_element(array);
+    if (!elem)
+        return RESULT(cudaErrorInvalidValue);
+    size_t width = p->extent.width * elem, height = p->extent.height;
+    if (width > lin->pitch || (uint64_t)width * height > RGPU_FRAME_MAX - 4096)
+        return RESULT(cudaErrorInvalidValue);
+    cudaError_t rc = cudaSuccess;
+    for (size_t z = 0; rc == cudaSuccess && z < p->extent.depth; z++) {
+        char *host = (char *)lin->ptr +
+                     ((lpos->z + z) * lin->ysize + lpos->y) * lin->pitch + lpos->x;
+        rc = layer_3d(array, apos->x * elem, apos->y, apos->z + z, host, lin->pitch, width,
+                      height, to_array, stream);
+    }
+    return rc;
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p)
+{
+    return memcpy_3d(p, NULL);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p)
+{
+    return memcpy_3d(p, cudaStreamPerThread);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream)
+{
+    return memcpy_3d(p, stream);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p,
+                                               cudaStream_t stream)
+{
+    return memcpy_3d(p, stream ? stream : cudaStreamPerThread);
+}
+
 /* ---- texture objects ------------------------------------------------------------ */
 
 /* The resource descriptor as [type, handle or device address, channel

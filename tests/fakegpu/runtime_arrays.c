@@ -290,3 +290,73 @@ cudaError_t CUDARTAPI cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *
 {
     CALL(texture_resource(res, t));
 }
+
+// ---- 3D copies ------------------------------------------------------------------------
+
+// cudaMemcpy3D between an array and linear memory (host or device), as the
+// driver's cuMemcpy3D: the array side's position and the extent count
+// elements, which become bytes here.
+static cudaError_t memcpy_3d(const struct cudaMemcpy3DParms *p, int async, cudaStream_t s)
+{
+    CUDA_ARRAY3D_DESCRIPTOR ad;
+    CUDA_MEMCPY3D c;
+
+    if (!p || (p->srcArray && p->dstArray) || (!p->srcArray && !p->dstArray))
+        return cudaErrorNotSupported;   // linear-to-linear and array-to-array: not modelled
+    if ((unsigned)p->kind > cudaMemcpyDefault)
+        return cudaErrorInvalidMemcpyDirection;
+    int to_array = p->dstArray != NULL;
+    CUresult r = cuArray3DGetDescriptor_v2(&ad, arr(to_array ? p->dstArray : p->srcArray));
+    if (r != CUDA_SUCCESS)
+        return (cudaError_t)r;
+    struct cudaChannelFormatDesc cd = channel_desc(ad.Format, ad.NumChannels);
+    size_t elem = (size_t)(cd.x + cd.y + cd.z + cd.w) / 8;
+    const struct cudaPitchedPtr *lin = to_array ? &p->srcPtr : &p->dstPtr;
+    const struct cudaPos *apos = to_array ? &p->dstPos : &p->srcPos;
+    const struct cudaPos *lpos = to_array ? &p->srcPos : &p->dstPos;
+    CUmemorytype lt = other_side(p->kind, to_array);
+    memset(&c, 0, sizeof c);
+    if (to_array) {
+        c.srcMemoryType = lt;
+        c.srcHost = lin->ptr;
+        c.srcDevice = (CUdeviceptr)(uintptr_t)lin->ptr;
+        c.srcPitch = lin->pitch;
+        c.srcHeight = lin->ysize;
+        c.srcXInBytes = lpos->x;
+        c.srcY = lpos->y;
+        c.srcZ = lpos->z;
+        c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+        c.dstArray = arr(p->dstArray);
+        c.dstXInBytes = apos->x * elem;
+        c.dstY = apos->y;
+        c.dstZ = apos->z;
+    } else {
+        c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+        c.srcArray = arr(p->srcArray);
+        c.srcXInBytes = apos->x * elem;
+        c.srcY = apos->y;
+        c.srcZ = apos->z;
+        c.dstMemoryType = lt;
+        c.dstHost = lin->ptr;
+        c.dstDevice = (CUdeviceptr)(uintptr_t)lin->ptr;
+        c.dstPitch = lin->pitch;
+        c.dstHeight = lin->ysize;
+        c.dstXInBytes = lpos->x;
+        c.dstY = lpos->y;
+        c.dstZ = lpos->z;
+    }
+    c.WidthInBytes = p->extent.width * elem;
+    c.Height = p->extent.height;
+    c.Depth = p->extent.depth;
+    return (cudaError_t)(async ? cuMemcpy3DAsync_v2(&c, s) : cuMemcpy3D_v2(&c));
+}
+
+cudaError_t CUDARTAPI cudaMemcpy3D(const struct cudaMemcpy3DParms *p)
+{
+    CALL(memcpy_3d(p, 0, NULL));
+}
+
+cudaError_t CUDARTAPI cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t s)
+{
+    CALL(memcpy_3d(p, 1, s));
+}

@@ -1,8 +1,9 @@
 // CUDA arrays and texture objects: a 2D float array filled row by row from
 // padded host rows, a texture object on it fetched by a kernel (point
 // sampling, unnormalized coordinates, clamp addressing), copies back out of
-// the array to host and device memory, descriptors queried back, and the
-// errors for a freed array and a destroyed texture object.
+// the array to host and device memory, descriptors queried back, a 3D
+// array through cudaMemcpy3D, and the errors for a freed array and a
+// destroyed texture object.
 #include "check.h"
 #include "textures.cuh"
 
@@ -101,6 +102,44 @@ static void round_trip(cudaArray_t arr)
     cudaFree(dev);
 }
 
+// A 3D array filled and read back with cudaMemcpy3D, layer by layer on
+// the wire; its extent queried back.
+static void array_3d(void)
+{
+    enum { X = 4, Y = 3, Z = 2 };
+    float in[Z][Y][X], out[Z][Y][X];
+    for (int z = 0; z < Z; z++)
+        for (int y = 0; y < Y; y++)
+            for (int x = 0; x < X; x++) {
+                in[z][y][x] = (float)(1000 * z + 10 * y + x);
+                out[z][y][x] = -1.0f;
+            }
+    cudaChannelFormatDesc fmt = cudaCreateChannelDesc<float>();
+    cudaArray_t arr = NULL;
+    if (!check_cuda(cudaMalloc3DArray(&arr, &fmt, make_cudaExtent(X, Y, Z)), "cudaMalloc3DArray"))
+        return;
+    struct cudaMemcpy3DParms p;
+    memset(&p, 0, sizeof p);
+    p.srcPtr = make_cudaPitchedPtr(in, X * sizeof(float), X, Y);
+    p.dstArray = arr;
+    p.extent = make_cudaExtent(X, Y, Z);
+    p.kind = cudaMemcpyHostToDevice;
+    check_cuda(cudaMemcpy3D(&p), "cudaMemcpy3D to a 3D array");
+    memset(&p, 0, sizeof p);
+    p.srcArray = arr;
+    p.dstPtr = make_cudaPitchedPtr(out, X * sizeof(float), X, Y);
+    p.extent = make_cudaExtent(X, Y, Z);
+    p.kind = cudaMemcpyDeviceToHost;
+    check_cuda(cudaMemcpy3D(&p), "cudaMemcpy3D from a 3D array");
+    check(memcmp(in, out, sizeof in) == 0, "3D array round trip", "out[1][2][3]=%g",
+          out[1][2][3]);
+    struct cudaExtent e;
+    check_cuda(cudaArrayGetInfo(NULL, &e, NULL, arr), "cudaArrayGetInfo 3D");
+    check(e.width == X && e.height == Y && e.depth == Z, "3D array extent", "%zux%zux%zu",
+          e.width, e.height, e.depth);
+    check_cuda(cudaFreeArray(arr), "cudaFreeArray 3D");
+}
+
 int main(void)
 {
     float rows[H][W + PAD];
@@ -134,12 +173,16 @@ int main(void)
     fetch(t, dev_out, 3, "tex2D clamps past the edge");
 
     check_cuda(cudaDestroyTextureObject(t), "cudaDestroyTextureObject");
+    check(cudaGetTextureObjectResourceDesc(&res, t) != cudaSuccess,
+          "destroyed texture object refused", "succeeded");
+    cudaGetLastError();
     check_cuda(cudaFreeArray(arr), "cudaFreeArray");
     struct cudaExtent e;
     check(cudaArrayGetInfo(NULL, &e, NULL, arr) != cudaSuccess, "freed array refused",
           "succeeded");
     cudaGetLastError();
     cudaFree(dev_out);
+    array_3d();
     check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     return check_failures ? 1 : 0;
 }
