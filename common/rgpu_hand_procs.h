@@ -47,6 +47,12 @@
  * RGPU_H_TEX_CREATE takes it, or the texture or view descriptor's bytes */
 #define RGPU_H_TEX_QUERY     "rgpu.tex_query"
 enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
+/* Surface objects: [resource as RGPU_H_TEX_CREATE's] -> [surface object] */
+#define RGPU_H_SURF_CREATE   "rgpu.surf_create"
+/* [surface object] -> [] */
+#define RGPU_H_SURF_DESTROY  "rgpu.surf_destroy"
+/* [surface object] -> [resource] */
+#define RGPU_H_SURF_QUERY    "rgpu.surf_query"
 /* The driver's (stubs/cuda_arrays.c), one layer z of an array at a time:
  * [array, x, y, z, width, height, stream, bin rows] -> []      host rows into an array */
 #define RGPU_H_CU_HTOA       "rgpu.cu_htoa"
@@ -63,6 +69,11 @@ enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
 #define RGPU_H_CU_TEX_DESTROY "rgpu.cu_tex_destroy"
 /* [texture object, which] -> [descriptor]: as RGPU_H_TEX_QUERY */
 #define RGPU_H_CU_TEX_QUERY  "rgpu.cu_tex_query"
+/* The driver's surface objects, as the runtime's (resources as
+ * RGPU_H_CU_TEX_CREATE's) */
+#define RGPU_H_CU_SURF_CREATE  "rgpu.cu_surf_create"
+#define RGPU_H_CU_SURF_DESTROY "rgpu.cu_surf_destroy"
+#define RGPU_H_CU_SURF_QUERY   "rgpu.cu_surf_query"
 /* [image]  -> [library handle]   load a fatbin/cubin/PTX (runtime; image: below) */
 #define RGPU_H_LIB_LOAD      "rgpu.lib_load"
 /* [library, name] -> [kernel, [[offset, size]...]]  kernel and its layout */

@@ -661,6 +661,111 @@ static int h_cu_tex_query(struct hand_call *c)
     return rc;
 }
 
+/* ---- surface objects (runtime and driver) ------------------------------------- */
+
+static uint32_t surface_class(void) { return rgpu_handle_class("rgpu.surface object"); }
+
+/* [resource] -> [object] */
+static int h_surf_create(struct hand_call *c)
+{
+    struct cudaResourceDesc res;
+    PROTO_IF(args_count(c, 1));
+    NEED(REAL(cudaCreateSurfaceObject));
+    msgpack_pack_array(c->out, 1);
+    if (resource_from_wire(&c->args->via.array.ptr[0], &res) != 0) {
+        msgpack_pack_nil(c->out);
+        return cudaErrorInvalidValue;
+    }
+    cudaSurfaceObject_t obj = 0;
+    int rc = REAL(cudaCreateSurfaceObject)(&obj, &res);
+    if (rc == cudaSuccess && obj)
+        handles_add(surface_class(), obj);
+    msgpack_pack_uint64(c->out, rc == cudaSuccess ? obj : 0);
+    return rc;
+}
+
+static int h_cu_surf_create(struct hand_call *c)
+{
+    CUDA_RESOURCE_DESC res;
+    PROTO_IF(args_count(c, 1));
+    NEED(REAL_CU(cuSurfObjectCreate));
+    msgpack_pack_array(c->out, 1);
+    if (cu_resource_from_wire(&c->args->via.array.ptr[0], &res) != 0) {
+        msgpack_pack_nil(c->out);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUsurfObject obj = 0;
+    int rc = REAL_CU(cuSurfObjectCreate)(&obj, &res);
+    if (rc == CUDA_SUCCESS && obj)
+        handles_add(surface_class(), obj);
+    msgpack_pack_uint64(c->out, rc == CUDA_SUCCESS ? obj : 0);
+    return rc;
+}
+
+/* [object] -> []; the status codes of both APIs are the same numbers. */
+static int surf_destroy(struct hand_call *c, int (*destroy)(uint64_t))
+{
+    uint64_t obj;
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &obj));
+    if (!handles_contains(surface_class(), obj))
+        return hand_refuse_handle(c, 0, "surface object", cudaErrorInvalidValue);
+    int rc = destroy(obj);
+    if (rc == cudaSuccess)
+        handles_remove(surface_class(), obj);
+    msgpack_pack_array(c->out, 0);
+    return rc;
+}
+
+static int rt_surf_destroy(uint64_t obj) { return REAL(cudaDestroySurfaceObject)(obj); }
+static int cu_surf_destroy(uint64_t obj) { return REAL_CU(cuSurfObjectDestroy)(obj); }
+
+static int h_surf_destroy(struct hand_call *c)
+{
+    NEED(REAL(cudaDestroySurfaceObject));
+    return surf_destroy(c, rt_surf_destroy);
+}
+
+static int h_cu_surf_destroy(struct hand_call *c)
+{
+    NEED(REAL_CU(cuSurfObjectDestroy));
+    return surf_destroy(c, cu_surf_destroy);
+}
+
+/* [object] -> [resource] */
+static int h_surf_query(struct hand_call *c)
+{
+    uint64_t obj;
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &obj));
+    if (!handles_contains(surface_class(), obj))
+        return hand_refuse_handle(c, 1, "surface object", cudaErrorInvalidValue);
+    NEED(REAL(cudaGetSurfaceObjectResourceDesc));
+    struct cudaResourceDesc res;
+    int rc = REAL(cudaGetSurfaceObjectResourceDesc)(&res, obj);
+    msgpack_pack_array(c->out, 1);
+    if (rc == cudaSuccess)
+        pack_resource(c->out, &res);
+    else
+        msgpack_pack_nil(c->out);
+    return rc;
+}
+
+static int h_cu_surf_query(struct hand_call *c)
+{
+    uint64_t obj;
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &obj));
+    if (!handles_contains(surface_class(), obj))
+        return hand_refuse_handle(c, 1, "surface object", CUDA_ERROR_INVALID_VALUE);
+    NEED(REAL_CU(cuSurfObjectGetResourceDesc));
+    CUDA_RESOURCE_DESC res;
+    int rc = REAL_CU(cuSurfObjectGetResourceDesc)(&res, obj);
+    msgpack_pack_array(c->out, 1);
+    if (rc == CUDA_SUCCESS)
+        cu_pack_resource(c->out, &res);
+    else
+        msgpack_pack_nil(c->out);
+    return rc;
+}
+
 const struct hand_proc hand_array_procs[] = {
     { "cudart", RGPU_H_HTOA_2D, h_htoa_2d },
     { "cudart", RGPU_H_ATOH_2D, h_atoh_2d },
@@ -671,6 +776,12 @@ const struct hand_proc hand_array_procs[] = {
     { "cudart", RGPU_H_TEX_CREATE, h_tex_create },
     { "cudart", RGPU_H_TEX_DESTROY, h_tex_destroy },
     { "cudart", RGPU_H_TEX_QUERY, h_tex_query },
+    { "cudart", RGPU_H_SURF_CREATE, h_surf_create },
+    { "cudart", RGPU_H_SURF_DESTROY, h_surf_destroy },
+    { "cudart", RGPU_H_SURF_QUERY, h_surf_query },
+    { "cuda", RGPU_H_CU_SURF_CREATE, h_cu_surf_create },
+    { "cuda", RGPU_H_CU_SURF_DESTROY, h_cu_surf_destroy },
+    { "cuda", RGPU_H_CU_SURF_QUERY, h_cu_surf_query },
     { "cuda", RGPU_H_CU_HTOA, h_cu_htoa },
     { "cuda", RGPU_H_CU_ATOH, h_cu_atoh },
     { "cuda", RGPU_H_CU_DTOA, h_cu_dtoa },

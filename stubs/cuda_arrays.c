@@ -379,3 +379,57 @@ RGPU_EXPORT CUresult cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_DESC *pRe
     return texture_bytes(texObject, RGPU_TEX_QUERY_VIEW, "cuTexObjectGetResourceViewDesc",
                          pResViewDesc, sizeof *pResViewDesc);
 }
+
+/* ---- surface objects: an array resource, as texture objects' ------------------- */
+
+RGPU_EXPORT CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject,
+                                        const CUDA_RESOURCE_DESC *pResDesc)
+{
+    static const char what[] = "cuSurfObjectCreate";
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+
+    if (!pSurfObject || !pResDesc || pResDesc->resType != CU_RESOURCE_TYPE_ARRAY)
+        return CUDA_ERROR_INVALID_VALUE;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_SURF_CREATE), 0);
+    msgpack_pack_array(&req.pk, 1);
+    pack_resource(&req.pk, pResDesc);
+    int rc = rgpu_req_exchange(LIB, what, &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return (CUresult)rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == CUDA_SUCCESS)
+        *pSurfObject = rgpu_reply_u64(&reply, 0);
+    rgpu_reply_free(&reply);
+    return (CUresult)rc;
+}
+
+RGPU_EXPORT CUresult cuSurfObjectDestroy(CUsurfObject surfObject)
+{
+    struct rgpu_req req;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_SURF_DESTROY), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, surfObject);
+    return (CUresult)rgpu_req_status(LIB, "cuSurfObjectDestroy", &req);
+}
+
+RGPU_EXPORT CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc,
+                                                 CUsurfObject surfObject)
+{
+    static const char what[] = "cuSurfObjectGetResourceDesc";
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!pResDesc)
+        return CUDA_ERROR_INVALID_VALUE;
+    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_SURF_QUERY), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, surfObject);
+    int rc = rgpu_req_exchange(LIB, what, &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return (CUresult)rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == CUDA_SUCCESS && unpack_resource(rgpu_reply_out(&reply, 0), pResDesc) != 0)
+        rc = rgpu_transport_status(LIB, what, RGPU_EPROTO);
+    rgpu_reply_free(&reply);
+    return (CUresult)rc;
+}

@@ -515,3 +515,57 @@ RGPU_EXPORT cudaError_t cudaGetTextureObjectResourceViewDesc(
     return texture_bytes(texObject, RGPU_TEX_QUERY_VIEW, "cudaGetTextureObjectResourceViewDesc",
                          pResViewDesc, sizeof *pResViewDesc);
 }
+
+/* ---- surface objects: an array resource, as texture objects' ------------------- */
+
+RGPU_EXPORT cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t *pSurfObject,
+                                                const struct cudaResourceDesc *pResDesc)
+{
+    static const char what[] = "cudaCreateSurfaceObject";
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+
+    if (!pSurfObject || !pResDesc || pResDesc->resType != cudaResourceTypeArray)
+        return RESULT(cudaErrorInvalidValue);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_SURF_CREATE), 0);
+    msgpack_pack_array(&req.pk, 1);
+    pack_resource(&req.pk, pResDesc);
+    int rc = rgpu_req_exchange(LIB, what, &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == cudaSuccess)
+        *pSurfObject = rgpu_reply_u64(&reply, 0);
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
+RGPU_EXPORT cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject)
+{
+    struct rgpu_req req;
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_SURF_DESTROY), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, surfObject);
+    return rgpu_req_status(LIB, "cudaDestroySurfaceObject", &req);
+}
+
+RGPU_EXPORT cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *pResDesc,
+                                                         cudaSurfaceObject_t surfObject)
+{
+    static const char what[] = "cudaGetSurfaceObjectResourceDesc";
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    if (!pResDesc)
+        return RESULT(cudaErrorInvalidValue);
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_SURF_QUERY), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, surfObject);
+    int rc = rgpu_req_exchange(LIB, what, &req, &reply);
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(LIB, &reply);
+    if (rc == cudaSuccess && unpack_resource(rgpu_reply_out(&reply, 0), pResDesc) != 0)
+        rc = rgpu_transport_status(LIB, what, RGPU_EPROTO);
+    rgpu_reply_free(&reply);
+    return rc;
+}

@@ -260,3 +260,69 @@ float fg_tex2d_float(struct fg_thread *th, CUtexObject h, float x, float y)
     memcpy(&v, a->data + ((size_t)j * a->d.Width + (size_t)i) * a->elem, sizeof v);
     return v;
 }
+
+// ---- surface objects ------------------------------------------------------------------
+
+// A surface object is a handle to its array (surf2Dwrite stores into it).
+CUresult CUDAAPI cuSurfObjectCreate(CUsurfObject *out, const CUDA_RESOURCE_DESC *res)
+{
+    struct fg_ctx *c;
+
+    if (!out || !res || res->resType != CU_RESOURCE_TYPE_ARRAY)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_RESOURCE_DESC *copy = malloc(sizeof *copy);
+    if (!copy)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *copy = *res;
+    fg_lock();
+    CUresult r = fg_enter(0, &c, NULL);
+    struct fg_array *a = r == CUDA_SUCCESS ? array_get(res->res.array.hArray) : NULL;
+    // Only arrays made for surface load/store, as a GPU requires.
+    if (r == CUDA_SUCCESS && (!a || !(a->d.Flags & CUDA_ARRAY3D_SURFACE_LDST)))
+        r = CUDA_ERROR_INVALID_VALUE;
+    uint64_t h = r == CUDA_SUCCESS ? fg_handle_new(FG_SURFACE, copy, NULL) : 0;
+    fg_unlock();
+    if (!h) {
+        free(copy);
+        return r != CUDA_SUCCESS ? r : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *out = h;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuSurfObjectDestroy(CUsurfObject h)
+{
+    fg_lock();
+    CUDA_RESOURCE_DESC *res = fg_handle_get(h, FG_SURFACE);
+    if (res)
+        fg_handle_drop(h);
+    fg_unlock();
+    free(res);
+    return res ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC *out, CUsurfObject h)
+{
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    CUDA_RESOURCE_DESC *res = fg_handle_get(h, FG_SURFACE);
+    if (res)
+        *out = *res;
+    fg_unlock();
+    return res ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+void fg_surf2d_write_float(struct fg_thread *th, CUsurfObject h, float v, int x_bytes, int y)
+{
+    CUDA_RESOURCE_DESC *res = fg_handle_get(h, FG_SURFACE);
+    struct fg_array *a = res ? array_get(res->res.array.hArray) : NULL;
+
+    // The default boundary mode traps: an access outside the array faults.
+    if (!a || a->elem != sizeof v || x_bytes < 0 || y < 0 || x_bytes % (int)sizeof v ||
+        (size_t)x_bytes / sizeof v >= a->d.Width || (size_t)y >= dim(a->d.Height)) {
+        th->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+        return;
+    }
+    memcpy(a->data + (size_t)y * a->d.Width * a->elem + (size_t)x_bytes, &v, sizeof v);
+}

@@ -104,7 +104,7 @@ void fg_wait(pthread_cond_t *cv);
 
 enum fg_kind { FG_CTX = 1, FG_STREAM, FG_EVENT, FG_MOD, FG_FUNC, FG_PHYS, FG_LINK,
               FG_GRAPH, FG_GRAPH_EXEC, FG_GRAPH_NODE,     // graphs: graph.c
-              FG_ARRAY, FG_TEXTURE };                     // arrays.c
+              FG_ARRAY, FG_TEXTURE, FG_SURFACE };         // arrays.c
 
 uint64_t fg_handle_new(enum fg_kind kind, void *obj, struct fg_ctx *owner);
 void *fg_handle_get(uint64_t h, enum fg_kind kind);
@@ -305,6 +305,9 @@ CUresult fg_array_side(CUarray h, size_t x_bytes, size_t y, size_t z,
 // tex2D<float> of a texture object (arrays.c): point sampling; a stale
 // object records a fault.
 float fg_tex2d_float(struct fg_thread *t, CUtexObject h, float x, float y);
+// surf2Dwrite<float> (arrays.c): x in bytes; outside the array (the trap
+// boundary mode) or a stale object records a fault.
+void fg_surf2d_write_float(struct fg_thread *t, CUsurfObject h, float v, int x_bytes, int y);
 
 #define FG_ARG(t, i, T)  (*(const T *)fg_arg((t), (i), sizeof(T)))
 #define FG_LD(t, a, T)   (*(const T *)fg_ld((t), (a), sizeof(T)))

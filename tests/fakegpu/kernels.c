@@ -348,6 +348,18 @@ static void k_tex_fetch(struct fg_thread *t)
     }
 }
 
+// tests/progs/textures.cuh: surf2Dwrite(100 * y + x + 0.5, surf, 4 * x, y).
+static void k_surf_write(struct fg_thread *t)
+{
+    CUsurfObject surf = FG_ARG(t, 0, unsigned long long);
+    int w = FG_ARG(t, 1, int), h = FG_ARG(t, 2, int);
+    int x = (int)(t->blockIdx.x * t->blockDim.x + t->threadIdx.x);
+    int y = (int)(t->blockIdx.y * t->blockDim.y + t->threadIdx.y);
+
+    if (x < w && y < h)
+        fg_surf2d_write_float(t, surf, (float)(100 * y + x) + 0.5f, x * 4, y);
+}
+
 // Mangled names as nvcc 13 emits them for kernels.cuh; sizes by ordinal;
 // the grid-wide barriers each passes.
 static const struct fg_twin twins[] = {
@@ -370,6 +382,7 @@ static const struct fg_twin twins[] = {
     { "_Z8k_asserti", 1, { 4 }, k_assert, 0 },
     // tests/progs/textures.cuh
     { "_Z11k_tex_fetchyPfiii", 5, { 8, 8, 4, 4, 4 }, k_tex_fetch, 0 },
+    { "_Z12k_surf_writeyii", 3, { 8, 4, 4 }, k_surf_write, 0 },
 };
 
 const struct fg_twin *fg_twin_find(const struct fg_func *f)

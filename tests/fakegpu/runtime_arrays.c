@@ -360,3 +360,47 @@ cudaError_t CUDARTAPI cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaS
 {
     CALL(memcpy_3d(p, 1, s));
 }
+
+// ---- surface objects ------------------------------------------------------------------
+
+static cudaError_t create_surface(cudaSurfaceObject_t *out, const struct cudaResourceDesc *res)
+{
+    CUDA_RESOURCE_DESC r;
+
+    if (!out || !res || res->resType != cudaResourceTypeArray)
+        return cudaErrorInvalidValue;
+    memset(&r, 0, sizeof r);
+    r.resType = CU_RESOURCE_TYPE_ARRAY;
+    r.res.array.hArray = arr(res->res.array.array);
+    return (cudaError_t)cuSurfObjectCreate(out, &r);
+}
+
+cudaError_t CUDARTAPI cudaCreateSurfaceObject(cudaSurfaceObject_t *out,
+                                              const struct cudaResourceDesc *res)
+{
+    CALL(create_surface(out, res));
+}
+
+cudaError_t CUDARTAPI cudaDestroySurfaceObject(cudaSurfaceObject_t s)
+{
+    CALL(cuSurfObjectDestroy(s));
+}
+
+static cudaError_t surface_resource(struct cudaResourceDesc *res, cudaSurfaceObject_t s)
+{
+    CUDA_RESOURCE_DESC r;
+    CUresult e = res ? cuSurfObjectGetResourceDesc(&r, s) : CUDA_ERROR_INVALID_VALUE;
+
+    if (e != CUDA_SUCCESS)
+        return (cudaError_t)e;
+    memset(res, 0, sizeof *res);
+    res->resType = cudaResourceTypeArray;
+    res->res.array.array = (cudaArray_t)(void *)r.res.array.hArray;
+    return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *res,
+                                                       cudaSurfaceObject_t s)
+{
+    CALL(surface_resource(res, s));
+}

@@ -2,7 +2,8 @@
 // padded host rows, a texture object on it fetched by a kernel (point
 // sampling, unnormalized coordinates, clamp addressing), copies back out of
 // the array to host and device memory, descriptors queried back, a 3D
-// array through cudaMemcpy3D, and the errors for a freed array and a
+// array through cudaMemcpy3D, a kernel writing an array through a surface
+// object, and the errors for a freed array and a
 // destroyed texture object.
 #include "check.h"
 #include "textures.cuh"
@@ -140,6 +141,41 @@ static void array_3d(void)
     check_cuda(cudaFreeArray(arr), "cudaFreeArray 3D");
 }
 
+// A kernel writes a surface-capable array through a surface object; the
+// array read back.
+static void surface_write(void)
+{
+    enum { SW = 5, SH = 3 };
+    cudaChannelFormatDesc fmt = cudaCreateChannelDesc<float>();
+    cudaArray_t arr = NULL;
+    if (!check_cuda(cudaMallocArray(&arr, &fmt, SW, SH, cudaArraySurfaceLoadStore),
+                    "cudaMallocArray for surfaces"))
+        return;
+    struct cudaResourceDesc res;
+    memset(&res, 0, sizeof res);
+    res.resType = cudaResourceTypeArray;
+    res.res.array.array = arr;
+    cudaSurfaceObject_t surf = 0;
+    check_cuda(cudaCreateSurfaceObject(&surf, &res), "cudaCreateSurfaceObject");
+    memset(&res, 0, sizeof res);
+    check_cuda(cudaGetSurfaceObjectResourceDesc(&res, surf), "cudaGetSurfaceObjectResourceDesc");
+    check(res.resType == cudaResourceTypeArray && res.res.array.array == arr,
+          "surface resource is the array", "type %d", (int)res.resType);
+    k_surf_write<<<dim3(1, 1), dim3(8, 4)>>>(surf, SW, SH);
+    check_cuda(cudaGetLastError(), "launch k_surf_write");
+    float back[SH][SW];
+    check_cuda(cudaMemcpy2DFromArray(back, sizeof back[0], arr, 0, 0, sizeof back[0], SH,
+                                     cudaMemcpyDeviceToHost),
+               "surface array to host");
+    bool same = true;
+    for (int y = 0; y < SH; y++)
+        for (int x = 0; x < SW; x++)
+            same = same && back[y][x] == 100 * y + x + 0.5f;
+    check(same, "surf2Dwrite wrote the array", "back[2][4]=%g", back[2][4]);
+    check_cuda(cudaDestroySurfaceObject(surf), "cudaDestroySurfaceObject");
+    check_cuda(cudaFreeArray(arr), "cudaFreeArray surfaces");
+}
+
 int main(void)
 {
     float rows[H][W + PAD];
@@ -183,6 +219,7 @@ int main(void)
     cudaGetLastError();
     cudaFree(dev_out);
     array_3d();
+    surface_write();
     check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     return check_failures ? 1 : 0;
 }

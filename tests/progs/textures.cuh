@@ -15,3 +15,13 @@ __global__ void k_tex_fetch(cudaTextureObject_t tex, float *out, int w, int h, i
     if (x < w && y < h)
         out[y * w + x] = 2.0f * tex2D<float>(tex, x + dx + 0.5f, y + 0.5f);
 }
+
+// surf2Dwrite(100 * y + x + 0.5, surf, x * 4, y) over a w x h float array
+// made for surface load/store.
+__global__ void k_surf_write(cudaSurfaceObject_t surf, int w, int h)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < w && y < h)
+        surf2Dwrite(100 * y + x + 0.5f, surf, x * (int)sizeof(float), y);
+}
