@@ -134,8 +134,10 @@ static void array_3d(void)
     check_cuda(cudaMemcpy3D(&p), "cudaMemcpy3D from a 3D array");
     check(memcmp(in, out, sizeof in) == 0, "3D array round trip", "out[1][2][3]=%g",
           out[1][2][3]);
+    struct cudaChannelFormatDesc d;
     struct cudaExtent e;
-    check_cuda(cudaArrayGetInfo(NULL, &e, NULL, arr), "cudaArrayGetInfo 3D");
+    unsigned flags;
+    check_cuda(cudaArrayGetInfo(&d, &e, &flags, arr), "cudaArrayGetInfo 3D");
     check(e.width == X && e.height == Y && e.depth == Z, "3D array extent", "%zux%zux%zu",
           e.width, e.height, e.depth);
     check_cuda(cudaFreeArray(arr), "cudaFreeArray 3D");
@@ -213,8 +215,10 @@ int main(void)
           "destroyed texture object refused", "succeeded");
     cudaGetLastError();
     check_cuda(cudaFreeArray(arr), "cudaFreeArray");
+    struct cudaChannelFormatDesc d;
     struct cudaExtent e;
-    check(cudaArrayGetInfo(NULL, &e, NULL, arr) != cudaSuccess, "freed array refused",
+    unsigned flags;
+    check(cudaArrayGetInfo(&d, &e, &flags, arr) != cudaSuccess, "freed array refused",
           "succeeded");
     cudaGetLastError();
     cudaFree(dev_out);
