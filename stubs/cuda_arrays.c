@@ -100,6 +100,8 @@ static CUresult array_to_host(const CUDA_MEMCPY2D *c, size_t z, char *dst, CUstr
         rc = rgpu_transport_status(LIB, what, RGPU_EPROTO);
     }
     rgpu_reply_free(&reply);
+    if (rc == 0 && rgpu_mapped_active())
+        rgpu_mapped_after_sync();       /* a copy to the host waits, as a synchronize */
     return (CUresult)rc;
 }
 

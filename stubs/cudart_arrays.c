@@ -102,6 +102,8 @@ static int land_rows(struct rgpu_reply *reply, const char *what, char *dst, size
         rc = rgpu_transport_status(LIB, what, RGPU_EPROTO);
     }
     rgpu_reply_free(reply);
+    if (rc == 0 && rgpu_mapped_active())
+        rgpu_mapped_after_sync();       /* a copy to the host waits, as a synchronize */
     return rc;
 }
 
