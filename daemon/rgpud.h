@@ -209,6 +209,8 @@ extern const struct hand_proc hand_cuda_export_procs[]; /* hand_cuda_export.c */
 extern const int hand_cuda_export_nprocs;
 extern const struct hand_proc hand_graph_procs[];     /* hand_graphs.c */
 extern const int hand_graph_nprocs;
+extern const struct hand_proc hand_array_procs[];     /* hand_arrays.c */
+extern const int hand_array_nprocs;
 extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
 extern const int hand_cublasLt_nprocs;
 extern const struct hand_proc hand_host_function_procs[]; /* host_functions.c */

@@ -4,12 +4,13 @@
  * memory.  A copy whose rows are contiguous on both sides is one 1D copy;
  * otherwise device-to-host reads the whole span once and scatters the rows
  * here, and host-to-device or device-to-device copies go row by row (each
- * row goes without waiting, like any copy to the device).  CUDA arrays are
- * not remoted.  No server code of its own: the 1D copies' is
- * daemon/hand_cuda.c and daemon/copy.c. */
+ * row goes without waiting, like any copy to the device).  A copy with a
+ * CUDA array side goes to stubs/cuda_arrays.c.  No server code of its own:
+ * the 1D copies' is daemon/hand_cuda.c and daemon/copy.c. */
 #include "rgpu_client.h"
 #include "client_ranges.h"
 #include "cuda_procs.h"
+#include "cuda_arrays.h"
 
 #include <cuda.h>
 #include <stdlib.h>
@@ -41,11 +42,6 @@ static CUresult side_of(CUmemorytype type, const void *host, CUdeviceptr dev, si
         s->addr = (uintptr_t)dev;
         s->device = rgpu_ranges_find(dev, NULL, NULL) == RGPU_RANGE_DEVICE;
         break;
-    case CU_MEMORYTYPE_ARRAY: {
-        static int logged;
-        return rgpu_refused(LIB, "cuMemcpy2D with a CUDA array",
-                            "CUDA arrays and textures: not remoted yet", &logged);
-    }
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -95,11 +91,13 @@ static CUresult gather_from_device(const struct side *d, const struct side *s, s
     return rc;
 }
 
-static CUresult copy_2d(const CUDA_MEMCPY2D *c, CUstream stream, int async)
+CUresult rgpu_cuda_copy_2d(const CUDA_MEMCPY2D *c, CUstream stream, int async)
 {
     struct side d, s;
     if (!c)
         return CUDA_ERROR_INVALID_VALUE;
+    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+        return rgpu_cuda_array_copy(c, 0, 0, stream);
     CUresult rc = side_of(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY,
                           c->srcPitch, &s);
     if (rc == CUDA_SUCCESS)
@@ -128,17 +126,17 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *c, CUstream stream, int async)
 #undef cuMemcpy2D
 RGPU_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
 {
-    return copy_2d(pCopy, NULL, 0);
+    return rgpu_cuda_copy_2d(pCopy, NULL, 0);
 }
 
 #undef cuMemcpy2DUnaligned
 RGPU_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
 {
-    return copy_2d(pCopy, NULL, 0);
+    return rgpu_cuda_copy_2d(pCopy, NULL, 0);
 }
 
 #undef cuMemcpy2DAsync
 RGPU_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 {
-    return copy_2d(pCopy, hStream, 1);
+    return rgpu_cuda_copy_2d(pCopy, hStream, 1);
 }

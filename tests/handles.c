@@ -418,6 +418,31 @@ int main(int argc, char **argv)
     } else {
         printf("ok forged-backend-descriptor-in-array (cudnnBackendSetAttribute)\n");
     }
+    /* CUDA arrays and texture objects (daemon/hand_arrays.c): a forged
+     * array to the runtime's and the driver's array copies, a forged
+     * texture object to its destroy. */
+    static const char rows[16];
+    uint64_t api_rt = 0, api_cu = 0, api_tex = 0;
+    before = refusals();
+    if (callf(a, "cudart", RGPU_H_HTOA_2D, &api_rt, NULL, "uuuuuub", FORGED, (uint64_t)0,
+              (uint64_t)0, (uint64_t)16, (uint64_t)1, (uint64_t)0, rows, sizeof rows) < 0 ||
+        callf(a, "cuda", RGPU_H_CU_ATOH, &api_cu, NULL, "uuuuuuu", FORGED, (uint64_t)0,
+              (uint64_t)0, (uint64_t)0, (uint64_t)16, (uint64_t)1, (uint64_t)0) < 0 ||
+        callf(a, "cudart", RGPU_H_TEX_DESTROY, &api_tex, NULL, "u", FORGED) < 0 ||
+        (api_rt != cudaErrorInvalidResourceHandle && fail("array copy: status %llu",
+                                                          (unsigned long long)api_rt)) ||
+        (api_cu != CUDA_ERROR_INVALID_HANDLE && fail("driver array copy: status %llu",
+                                                     (unsigned long long)api_cu)) ||
+        (api_tex != cudaErrorInvalidValue && fail("texture destroy: status %llu",
+                                                  (unsigned long long)api_tex)) ||
+        (refusals() < before + 3 && fail("rgpud logged %d refusals for 3 forged handles",
+                                         refusals() - before)) ||
+        good_call(a, ++serial_no) < 0) {
+        printf("FAIL forged-array-and-texture: %s\n", why);
+        failures++;
+    } else {
+        printf("ok forged-array-and-texture (rgpu.htoa2d, rgpu.cu_atoh, rgpu.tex_destroy)\n");
+    }
     /* The handles made earlier still work after all the refusals. */
     if (must(a, "cublas", "cublasSetStream_v2", NULL, "uu", H.blas, H.stream) < 0 ||
         must(a, "cudart", "cudaStreamDestroy", NULL, "u", H.stream, 0) < 0) {

@@ -219,39 +219,128 @@ static CUresult side_2d(CUmemorytype type, const void *host, CUdeviceptr dev,
         *base = dev;
         *is_dev = uva_dev(dev);
         return CUDA_SUCCESS;
-    case CU_MEMORYTYPE_ARRAY:
-        return CUDA_ERROR_NOT_SUPPORTED;    // no CUDA arrays in the fake
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
 }
 
+// side_2d, or a CUDA array (arrays.c): its storage is host memory of the
+// fake, and its own row pitch replaces the descriptor's (ignored for arrays).
+// z: the layer of a 3D array (cuMemcpy3D copies layer by layer).
+static CUresult side_2d_any(CUmemorytype type, const void *host, CUdeviceptr dev,
+                            CUarray array, size_t x, size_t y, size_t z, size_t pitch,
+                            size_t width, size_t height, uintptr_t *base, int *is_dev,
+                            size_t *pitch_out)
+{
+    size_t slice;
+
+    *pitch_out = pitch;
+    if (type != CU_MEMORYTYPE_ARRAY)
+        return side_2d(type, host, dev, base, is_dev);
+    *is_dev = 0;
+    CUresult r = fg_array_side(array, x, y, z, width, height, 1, base, pitch_out, &slice);
+    *base += z * slice;
+    return r;
+}
+
 // Validates every row before copying any, so a bad range copies nothing.
-static CUresult copy_2d(const CUDA_MEMCPY2D *p, int run)
+static CUresult copy_2d_layer(const CUDA_MEMCPY2D *p, size_t src_z, size_t dst_z, int run)
 {
     uintptr_t sb, db;
     int sd, dd;
     CUresult r;
 
+    size_t spitch, dpitch;
+
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
-    r = side_2d(p->srcMemoryType, p->srcHost, p->srcDevice, &sb, &sd);
+    r = side_2d_any(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes,
+                    p->srcY, src_z, p->srcPitch, p->WidthInBytes, p->Height, &sb, &sd,
+                    &spitch);
     if (r == CUDA_SUCCESS)
-        r = side_2d(p->dstMemoryType, p->dstHost, p->dstDevice, &db, &dd);
+        r = side_2d_any(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray,
+                        p->dstXInBytes, p->dstY, dst_z, p->dstPitch, p->WidthInBytes, p->Height,
+                        &db, &dd, &dpitch);
     if (r != CUDA_SUCCESS)
         return r;
-    if (p->Height > 1 &&
-        (p->srcPitch < p->WidthInBytes || p->dstPitch < p->WidthInBytes))
+    if (p->Height > 1 && (spitch < p->WidthInBytes || dpitch < p->WidthInBytes))
         return CUDA_ERROR_INVALID_VALUE;
     for (int pass = 0; pass < 2; pass++)
         for (size_t y = 0; y < p->Height; y++) {
-            uintptr_t s = sb + (p->srcY + y) * p->srcPitch + p->srcXInBytes;
-            uintptr_t d = db + (p->dstY + y) * p->dstPitch + p->dstXInBytes;
+            uintptr_t s = sb + (p->srcY + y) * spitch + p->srcXInBytes;
+            uintptr_t d = db + (p->dstY + y) * dpitch + p->dstXInBytes;
             r = fg_copy(d, dd, s, sd, p->WidthInBytes, pass && run);
             if (r != CUDA_SUCCESS)
                 return r;
         }
     return CUDA_SUCCESS;
+}
+
+static CUresult copy_2d(const CUDA_MEMCPY2D *p, int run)
+{
+    return copy_2d_layer(p, 0, 0, run);
+}
+
+// A 3D copy as its layers: linear sides step by height * pitch, array
+// sides by layer.  Validated whole before any layer is copied.
+static CUresult copy_3d(const CUDA_MEMCPY3D *p, int run)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p->srcLOD || p->dstLOD)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t z = 0; z < p->Depth; z++) {
+            size_t sz = p->srcZ + z, dz = p->dstZ + z;
+            size_t sstep = sz * p->srcHeight * p->srcPitch, dstep = dz * p->dstHeight * p->dstPitch;
+            CUDA_MEMCPY2D c = {
+                .srcXInBytes = p->srcXInBytes, .srcY = p->srcY,
+                .srcMemoryType = p->srcMemoryType,
+                .srcHost = p->srcHost ? (const char *)p->srcHost + sstep : NULL,
+                .srcDevice = p->srcDevice ? p->srcDevice + sstep : 0,
+                .srcArray = p->srcArray, .srcPitch = p->srcPitch,
+                .dstXInBytes = p->dstXInBytes, .dstY = p->dstY,
+                .dstMemoryType = p->dstMemoryType,
+                .dstHost = p->dstHost ? (char *)p->dstHost + dstep : NULL,
+                .dstDevice = p->dstDevice ? p->dstDevice + dstep : 0,
+                .dstArray = p->dstArray, .dstPitch = p->dstPitch,
+                .WidthInBytes = p->WidthInBytes, .Height = p->Height,
+            };
+            CUresult r = copy_2d_layer(&c, p->srcMemoryType == CU_MEMORYTYPE_ARRAY ? sz : 0,
+                                       p->dstMemoryType == CU_MEMORYTYPE_ARRAY ? dz : 0,
+                                       pass && run);
+            if (r != CUDA_SUCCESS)
+                return r;
+        }
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy_3d_entry(const CUDA_MEMCPY3D *p, int async, CUstream s)
+{
+    struct fg_ctx *c;
+    int skip = 0;
+    CUresult r;
+
+    fg_lock();
+    if (!async)
+        fg_output_flush_current();
+    r = fg_enter(async ? FG_ENQUEUE : 0, &c, &skip);
+    if (r == CUDA_SUCCESS && async)
+        r = fg_check_stream(s);
+    if (r == CUDA_SUCCESS)
+        r = copy_3d(p, !skip);
+    fg_unlock();
+    return r;
+}
+
+CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
+{
+    return copy_3d_entry(p, 0, NULL);
+}
+
+CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream s)
+{
+    return copy_3d_entry(p, 1, s);
 }
 
 static CUresult copy_2d_entry(const CUDA_MEMCPY2D *p, int async, CUstream s)

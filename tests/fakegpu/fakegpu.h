@@ -103,7 +103,8 @@ void fg_wait(pthread_cond_t *cv);
 // stale or forged handle is detected instead of dereferenced.
 
 enum fg_kind { FG_CTX = 1, FG_STREAM, FG_EVENT, FG_MOD, FG_FUNC, FG_PHYS, FG_LINK,
-              FG_GRAPH, FG_GRAPH_EXEC, FG_GRAPH_NODE };   // graphs: graph.c
+              FG_GRAPH, FG_GRAPH_EXEC, FG_GRAPH_NODE,     // graphs: graph.c
+              FG_ARRAY, FG_TEXTURE, FG_SURFACE };         // arrays.c
 
 uint64_t fg_handle_new(enum fg_kind kind, void *obj, struct fg_ctx *owner);
 void *fg_handle_get(uint64_t h, enum fg_kind kind);
@@ -307,6 +308,19 @@ CUresult fg_exec(const struct fg_func *f, struct fg_dim grid,
 const void *fg_arg(struct fg_thread *t, unsigned i, size_t size);
 const void *fg_ld(struct fg_thread *t, CUdeviceptr a, size_t n);
 void *fg_st(struct fg_thread *t, CUdeviceptr a, size_t n);
+
+// A CUDA array side of a copy (arrays.c), lock held: the element block
+// [x_bytes, +width_bytes) x [y, +height) x [z, +depth) must lie inside the
+// array; gives its host storage and row and slice pitches.
+CUresult fg_array_side(CUarray h, size_t x_bytes, size_t y, size_t z,
+                       size_t width_bytes, size_t height, size_t depth,
+                       uintptr_t *base, size_t *pitch, size_t *slice);
+// tex2D<float> of a texture object (arrays.c): point sampling; a stale
+// object records a fault.
+float fg_tex2d_float(struct fg_thread *t, CUtexObject h, float x, float y);
+// surf2Dwrite<float> (arrays.c): x in bytes; outside the array (the trap
+// boundary mode) or a stale object records a fault.
+void fg_surf2d_write_float(struct fg_thread *t, CUsurfObject h, float v, int x_bytes, int y);
 
 #define FG_ARG(t, i, T)  (*(const T *)fg_arg((t), (i), sizeof(T)))
 #define FG_LD(t, a, T)   (*(const T *)fg_ld((t), (a), sizeof(T)))

@@ -1,5 +1,6 @@
 // CPU twins of the test kernels in tests/progs/kernels.cuh and
-// tests/progs/device_output.cuh, and the loop that runs one over a grid.
+// tests/progs/device_output.cuh and tests/progs/textures.cuh, and the loop
+// that runs one over a grid.
 //
 // A twin is written per thread, like the CUDA kernel: it reads its
 // parameters with FG_ARG (by ordinal, at the offset the cubin gives) and
@@ -332,6 +333,33 @@ static void k_grid_info(struct fg_thread *t)
     FG_ST(t, out + 4, int32_t) = (int32_t)(t->gridDim.x * t->gridDim.y * t->gridDim.z);
 }
 
+// tests/progs/textures.cuh: out[y][x] = 2 * tex2D(tex, x + dx + 0.5, y + 0.5).
+static void k_tex_fetch(struct fg_thread *t)
+{
+    CUtexObject tex = FG_ARG(t, 0, unsigned long long);
+    CUdeviceptr out = FG_ARG(t, 1, CUdeviceptr);
+    int w = FG_ARG(t, 2, int), h = FG_ARG(t, 3, int), dx = FG_ARG(t, 4, int);
+    int x = (int)(t->blockIdx.x * t->blockDim.x + t->threadIdx.x);
+    int y = (int)(t->blockIdx.y * t->blockDim.y + t->threadIdx.y);
+
+    if (x < w && y < h) {
+        float v = fg_tex2d_float(t, tex, (float)(x + dx) + 0.5f, (float)y + 0.5f);
+        FG_ST(t, out + ((int64_t)y * w + x) * 4, float) = 2.0f * v;
+    }
+}
+
+// tests/progs/textures.cuh: surf2Dwrite(100 * y + x + 0.5, surf, 4 * x, y).
+static void k_surf_write(struct fg_thread *t)
+{
+    CUsurfObject surf = FG_ARG(t, 0, unsigned long long);
+    int w = FG_ARG(t, 1, int), h = FG_ARG(t, 2, int);
+    int x = (int)(t->blockIdx.x * t->blockDim.x + t->threadIdx.x);
+    int y = (int)(t->blockIdx.y * t->blockDim.y + t->threadIdx.y);
+
+    if (x < w && y < h)
+        fg_surf2d_write_float(t, surf, (float)(100 * y + x) + 0.5f, x * 4, y);
+}
+
 // Mangled names as nvcc 13 emits them for kernels.cuh; sizes by ordinal;
 // the grid-wide barriers each passes.
 static const struct fg_twin twins[] = {
@@ -352,6 +380,9 @@ static const struct fg_twin twins[] = {
     { "_Z7k_linesi", 1, { 4 }, k_lines, 0 },
     { "_Z9k_formatsijxdfc", 6, { 4, 4, 8, 8, 4, 1 }, k_formats, 0 },
     { "_Z8k_asserti", 1, { 4 }, k_assert, 0 },
+    // tests/progs/textures.cuh
+    { "_Z11k_tex_fetchyPfiii", 5, { 8, 8, 4, 4, 4 }, k_tex_fetch, 0 },
+    { "_Z12k_surf_writeyii", 3, { 8, 4, 4 }, k_surf_write, 0 },
 };
 
 const struct fg_twin *fg_twin_find(const struct fg_func *f)
