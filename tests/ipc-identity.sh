@@ -35,10 +35,14 @@ start_rgpud() {
         sleep 0.1
     done
 }
+# A sanitized build (-Db_sanitize=address): the stubs need the ASan runtime
+# loaded first, which an nvcc-built program does not do (as run-prog.sh).
+asan_rt=$(ldd "$stubs/libcuda.so.1" 2>/dev/null | awk '/libasan\.so/ { print $3; exit }')
 # client KEY PORT ARGS...: the program through rgpu, with that key.
 client() {
     local key=$1 port=$2
     shift 2
+    LD_PRELOAD=${asan_rt:-${LD_PRELOAD:-}} \
     LD_LIBRARY_PATH="$stubs" RGPU_SERVER="127.0.0.1:$port" RGPU_KEY_FILE="$tmp/$key.key" \
         RGPU_LOG=warn timeout 60 "$prog" "$@"
 }
