@@ -243,6 +243,11 @@ int rgpu_handles_known_in(const struct rgpu_proc *proc, const void *const *argv)
  * succeeded), forget the one it destroyed. */
 void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *argv,
                              int status, int waited);
+/* A count that grows whenever code may have been unloaded (a module,
+ * library or context destroyed, a device reset): facts kept by function
+ * handle (parameter layouts) hold only within one generation, since the
+ * driver reuses the handle values of unloaded functions. */
+unsigned rgpu_code_generation(void);
 /* An event's creation flags (whether it may be timed). */
 void rgpu_event_note_flags(uint64_t event, unsigned flags);
 

@@ -53,12 +53,15 @@ int rgpu_sync_mode(void)
 
 /* ---- handles this process holds ------------------------------------------------ */
 
-static uint32_t C_STREAM, C_EVENT;
+static uint32_t C_STREAM, C_EVENT, C_MODULE, C_LIBRARY, C_CONTEXT;
 
 __attribute__((constructor)) static void classes_init(void)
 {
     C_STREAM = rgpu_handle_class("CUstream_st");
     C_EVENT = rgpu_handle_class("CUevent_st");
+    C_MODULE = rgpu_handle_class("CUmod_st");
+    C_LIBRARY = rgpu_handle_class("CUlib_st");
+    C_CONTEXT = rgpu_handle_class("CUctx_st");
 }
 
 static struct rgpu_handle_table held = RGPU_HANDLE_TABLE_INIT(rgpu_handle_shared);
@@ -110,9 +113,38 @@ int rgpu_handles_known_in(const struct rgpu_proc *proc, const void *const *argv)
     return 1;
 }
 
+/* ---- loaded code ----------------------------------------------------------------- */
+
+static unsigned code_generation;
+
+unsigned rgpu_code_generation(void)
+{
+    return __atomic_load_n(&code_generation, __ATOMIC_ACQUIRE);
+}
+
+static void code_unloaded(void)
+{
+    __atomic_add_fetch(&code_generation, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Destroying one of these unloads code: its functions' handle values may
+ * name other functions afterwards. */
+static int holds_code(uint32_t cls)
+{
+    return cls == C_MODULE || cls == C_LIBRARY || cls == C_CONTEXT;
+}
+
+static int resets_device(const char *name)
+{
+    return strcmp(name, "cudaDeviceReset") == 0 ||
+           strncmp(name, "cuDevicePrimaryCtxReset", strlen("cuDevicePrimaryCtxReset")) == 0;
+}
+
 void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *argv,
                              int status, int waited)
 {
+    if (status == 0 && resets_device(proc->name))
+        code_unloaded();
     for (unsigned i = 0; i < proc->nparams; i++) {
         const struct rgpu_param *prm = &proc->params[i];
         if (!prm->handle_class)
@@ -123,6 +155,8 @@ void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *ar
             (status == 0 || !waited)) {
             rgpu_handle_forget(prm->handle_class, value_of(prm, argv[i]));
             rgpu_answers_forget();  /* the value may name something else next */
+            if (holds_code(prm->handle_class))
+                code_unloaded();
         }
         if ((prm->kind == RGPU_OUT || prm->kind == RGPU_OUT_BUF) && waited && status == 0) {
             const unsigned char *out = *(const void *const *)argv[i];

@@ -78,8 +78,10 @@ static int pre_null_args45(void **argv)
 static void post_ctx_destroyed(void **argv, int status)
 {
     (void)argv;
-    if (status == CUDA_SUCCESS)
+    if (status == CUDA_SUCCESS) {
         owned_clear();
+        hand_cuda_layouts_retire();     /* its modules went with it */
+    }
 }
 
 static const struct guard guards[] = {

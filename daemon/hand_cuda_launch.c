@@ -23,7 +23,12 @@ static int bad_handle(struct hand_call *c, unsigned nouts, const char *what)
     return hand_refuse_handle(c, nouts, what, CUDA_ERROR_INVALID_HANDLE);
 }
 
-/* Layouts asked for, by function: a launch must name one of these. */
+/* Parameter layouts, by function, asked of the driver once.  Unloading
+ * a module or library (or resetting a context) may free functions whose
+ * handle values the driver then hands out for others: every layout is
+ * retired then (daemon/memguards.c), and asked again at the next use.
+ * Retired layouts are kept, not freed: a launch on another worker thread
+ * may still be reading one. */
 struct layout {
     uint64_t func;
     unsigned n;
@@ -31,7 +36,7 @@ struct layout {
     struct layout *next;
 };
 static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct layout *layouts;
+static struct layout *layouts, *retired;
 
 static struct layout *find_layout(uint64_t func)
 {
@@ -43,56 +48,83 @@ static struct layout *find_layout(uint64_t func)
     return l;
 }
 
+void hand_cuda_layouts_retire(void)
+{
+    pthread_mutex_lock(&layout_lock);
+    while (layouts) {
+        struct layout *l = layouts;
+        layouts = l->next;
+        l->next = retired;
+        retired = l;
+    }
+    pthread_mutex_unlock(&layout_lock);
+}
+
+/* Ask the driver for func's layout into l: CUDA_SUCCESS or its error.  A
+ * CUkernel cast to CUfunction is a valid launch handle too; its layout
+ * comes from cuKernelGetParamInfo. */
+static int ask_layout(uint64_t func, struct layout *l)
+{
+    size_t off, size;
+    int rc;
+    if (!REAL(cuFuncGetParamInfo))
+        return -RGPU_ENOSYM;
+    int as_kernel = REAL(cuFuncGetParamInfo)((CUfunction)func, 0, &off, &size) ==
+                        CUDA_ERROR_INVALID_HANDLE && REAL(cuKernelGetParamInfo);
+    for (;;) {
+        rc = as_kernel ? REAL(cuKernelGetParamInfo)((CUkernel)func, l->n, &off, &size)
+                       : REAL(cuFuncGetParamInfo)((CUfunction)func, l->n, &off, &size);
+        if (rc != CUDA_SUCCESS || l->n == 512)
+            break;
+        l->off[l->n] = (uint32_t)off;
+        l->size[l->n] = (uint32_t)size;
+        l->n++;
+    }
+    /* Asking past the last parameter is how the end is found. */
+    return rc == CUDA_ERROR_INVALID_VALUE || l->n == 512 ? CUDA_SUCCESS : rc;
+}
+
+/* The layout of a function the driver handed out (checked by the caller),
+ * asked of the driver the first time: CUDA_SUCCESS with *out, or the
+ * driver's error. */
+static int layout_for(uint64_t func, struct layout **out)
+{
+    struct layout *l = find_layout(func);
+    if (l) {
+        *out = l;
+        return CUDA_SUCCESS;
+    }
+    l = calloc(1, sizeof *l);
+    if (!l)
+        return -RGPU_ENOMEM;
+    l->func = func;
+    int rc = ask_layout(func, l);
+    if (rc != CUDA_SUCCESS) {
+        free(l);
+        return rc;
+    }
+    pthread_mutex_lock(&layout_lock);
+    l->next = layouts;
+    layouts = l;
+    pthread_mutex_unlock(&layout_lock);
+    *out = l;
+    return CUDA_SUCCESS;
+}
+
 /* [function] -> [[[offset, size]...]] */
 static int h_param_layout(struct hand_call *c)
 {
     uint64_t func;
+    struct layout *l = NULL;
     PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &func));
     NEED(REAL(cuFuncGetParamInfo));
     /* An invented handle would reach the driver's lookup: refuse it. */
-    if (!guard_function_known(func)) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_array(c->out, 0);
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    struct layout *l = find_layout(func);
-    int rc = CUDA_SUCCESS;
-    if (!l) {
-        l = calloc(1, sizeof *l);
-        if (!l)
-            return -RGPU_ENOMEM;
-        l->func = func;
-        size_t off, size;
-        /* A CUkernel cast to CUfunction is a valid launch handle too; its
-         * layout comes from cuKernelGetParamInfo. */
-        int as_kernel = REAL(cuFuncGetParamInfo)((CUfunction)func, 0, &off, &size) ==
-                            CUDA_ERROR_INVALID_HANDLE && REAL(cuKernelGetParamInfo);
-        while (l->n < 512) {
-            rc = as_kernel ? REAL(cuKernelGetParamInfo)((CUkernel)func, l->n, &off, &size)
-                           : REAL(cuFuncGetParamInfo)((CUfunction)func, l->n, &off, &size);
-            if (rc != CUDA_SUCCESS)
-                break;
-            l->off[l->n] = (uint32_t)off;
-            l->size[l->n] = (uint32_t)size;
-            l->n++;
-        }
-        /* Asking past the last parameter is how the end is found. */
-        if (rc == CUDA_ERROR_INVALID_VALUE || l->n == 512)
-            rc = CUDA_SUCCESS;
-        if (rc != CUDA_SUCCESS) {
-            free(l);
-            msgpack_pack_array(c->out, 1);
-            msgpack_pack_array(c->out, 0);
-            return rc;
-        }
-        pthread_mutex_lock(&layout_lock);
-        l->next = layouts;
-        layouts = l;
-        pthread_mutex_unlock(&layout_lock);
-    }
+    int rc = guard_function_known(func) ? layout_for(func, &l) : CUDA_ERROR_INVALID_HANDLE;
+    if (rc < 0)
+        return rc;
     msgpack_pack_array(c->out, 1);
-    msgpack_pack_array(c->out, l->n);
-    for (unsigned i = 0; i < l->n; i++) {
+    msgpack_pack_array(c->out, l ? l->n : 0);
+    for (unsigned i = 0; l && i < l->n; i++) {
         msgpack_pack_array(c->out, 2);
         msgpack_pack_uint32(c->out, l->off[i]);
         msgpack_pack_uint32(c->out, l->size[i]);
@@ -119,24 +151,24 @@ static void log_refused_launch(int rc, const CUlaunchConfig *cfg, size_t param_b
 }
 
 /* A graph's kernel node as a launch (daemon/hand_graphs.c): 1 for a
- * function the session was never handed or whose layout was never asked,
- * -1 when the arguments do not fit it, else 0 with argv filled. */
+ * function the session was never handed or whose layout the driver does
+ * not give, -1 when the arguments do not fit it, else 0 with argv filled. */
 int hand_cuda_function_argv(uint64_t func, const void *params, size_t n, void **argv,
                             unsigned max)
 {
-    struct layout *l = guard_function_known(func) ? find_layout(func) : NULL;
-    if (!l)
+    struct layout *l = NULL;
+    if (!guard_function_known(func) || layout_for(func, &l) != CUDA_SUCCESS)
         return 1;
     return layout_argv(l->off, l->size, l->n, params, n, argv, max) ? -1 : 0;
 }
 
-/* The layout of a function the client asked one for (a graph's kernel
- * node queried, daemon/hand_graphs.c): 0, or -1 when none was asked. */
+/* The layout of a function the session was handed (a graph's kernel
+ * node queried, daemon/hand_graphs.c): 0, or -1 when there is none. */
 int hand_cuda_function_layout(uint64_t func, const uint32_t **offset, const uint32_t **size,
                               unsigned *n)
 {
-    struct layout *l = guard_function_known(func) ? find_layout(func) : NULL;
-    if (!l)
+    struct layout *l = NULL;
+    if (!guard_function_known(func) || layout_for(func, &l) != CUDA_SUCCESS)
         return -1;
     *offset = l->off;
     *size = l->size;
@@ -162,11 +194,13 @@ static int launch(struct hand_call *c, const uint64_t *v, const void *params, si
     if (!guard_function_known(v[0]))
         return bad_handle(c, 0, "function");
     if (!v[9]) {        /* else the caller packed the buffer itself (`extra`) */
-        /* The client asks a function's layout before its first launch. */
-        struct layout *l = find_layout(v[0]);
-        if (!l) {
+        struct layout *l = NULL;
+        int rc = layout_for(v[0], &l);
+        if (rc != CUDA_SUCCESS) {
+            if (rc < 0)
+                return rc;
             msgpack_pack_array(c->out, 0);
-            return CUDA_ERROR_INVALID_HANDLE;
+            return rc;
         }
         PROTO_IF(layout_argv(l->off, l->size, l->n, params, n, argv, 512));
     }

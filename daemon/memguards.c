@@ -75,6 +75,7 @@ static void post_clear(void **argv, int status)
     if (status == 0) {
         owned_clear();
         copy_forget_pinning();      /* the reset unpinned the copy staging */
+        hand_cuda_layouts_retire(); /* and unloaded every module */
     }
 }
 
@@ -110,8 +111,10 @@ static void post_library_global(void **argv, int status)
 
 static void post_unload(void **argv, int status)
 {
-    if (status == 0)
+    if (status == 0) {
         owned_remove_owner(val(argv, 0));
+        hand_cuda_layouts_retire();     /* its functions' handles may come back */
+    }
 }
 
 /* ---- 2D memsets: the whole extent ---------------------------------------------- */

@@ -130,6 +130,9 @@ int hand_cuda_function_argv(uint64_t func, const void *params, size_t n, void **
 /* Their layouts (offsets and sizes of n parameters): 0, or -1 unknown. */
 int hand_cudart_kernel_layout(uint64_t kern, const uint32_t **offset, const uint32_t **size,
                               unsigned *n);
+/* A module or library went, or a context was reset: the driver may hand
+ * out the same function handles for other functions from now on. */
+void hand_cuda_layouts_retire(void);
 int hand_cuda_function_layout(uint64_t func, const uint32_t **offset, const uint32_t **size,
                               unsigned *n);
 /* Whether the driver handed out this CUfunction or CUkernel to the session. */

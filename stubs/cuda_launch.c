@@ -25,6 +25,7 @@ static int transport(const char *what, int rc)
 
 struct layout {
     uint64_t func;
+    unsigned generation;        /* rgpu_code_generation() when asked */
     struct rgpu_layout l;
     struct layout *next;
 };
@@ -32,16 +33,21 @@ struct layout {
 static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct layout *layouts;
 
-/* A function's parameter layout, asked from the server once and cached. */
+/* A function's parameter layout, asked from the server once per code
+ * generation and cached: after a module is unloaded the driver may give
+ * its functions' handles to other functions (XLA loads and unloads a
+ * module per autotuning candidate).  Layouts of earlier generations stay
+ * in the list unused: a launch on another thread may be reading one. */
 static CUresult layout_of(CUfunction f, struct layout **out)
 {
     struct rgpu_req req;
     struct rgpu_reply reply;
     uint64_t func = (uint64_t)(uintptr_t)f;
+    unsigned generation = rgpu_code_generation();
     struct layout *l;
 
     pthread_mutex_lock(&layout_lock);
-    for (l = layouts; l && l->func != func; l = l->next)
+    for (l = layouts; l && (l->func != func || l->generation != generation); l = l->next)
         ;
     pthread_mutex_unlock(&layout_lock);
     if (l) {
@@ -65,6 +71,7 @@ static CUresult layout_of(CUfunction f, struct layout **out)
             rc = transport("cuLaunchKernel", RGPU_EPROTO);
         } else {
             l->func = func;
+            l->generation = generation;
             pthread_mutex_lock(&layout_lock);
             l->next = layouts;
             layouts = l;

@@ -34,11 +34,32 @@ struct slot {
 static struct slot *slots;
 static uint32_t nslots, capslots, free_head = NO_SLOT;
 
+// FAKEGPU_REUSE_HANDLES=1: a freed handle's value comes back, unchanged,
+// for the next object of its kind (the most recently freed first), as
+// NVIDIA's driver hands out the addresses of freed objects again.  By
+// default every new handle differs from all earlier ones, so that a stale
+// handle is always caught.
+#define KINDS 16
+static uint32_t reuse_top[KINDS];       // slot index + 1 of the last freed; 0: none
+
+static int reuse_handles(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *e = getenv("FAKEGPU_REUSE_HANDLES");
+        mode = e && *e == '1';
+    }
+    return mode;
+}
+
 uint64_t fg_handle_new(enum fg_kind kind, void *obj, struct fg_ctx *owner)
 {
     uint32_t i;
 
-    if (free_head != NO_SLOT) {
+    if (reuse_handles() && (unsigned)kind < KINDS && reuse_top[kind]) {
+        i = reuse_top[kind] - 1;
+        reuse_top[kind] = slots[i].next_free;
+    } else if (free_head != NO_SLOT) {
         i = free_head;
         free_head = slots[i].next_free;
     } else {
@@ -85,6 +106,11 @@ void fg_handle_drop(uint64_t h)
     if (!s)
         return;
     s->obj = NULL;
+    if (reuse_handles() && s->kind < KINDS) {
+        s->next_free = reuse_top[s->kind];
+        reuse_top[s->kind] = (uint32_t)(s - slots) + 1;
+        return;
+    }
     s->gen++;
     s->next_free = free_head;
     free_head = (uint32_t)(s - slots);
