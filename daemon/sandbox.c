@@ -297,6 +297,9 @@ static int rules(scmp_filter_ctx ctx, uint32_t action, const char *const *names,
 
 #define RULES(ctx, action, list) rules(ctx, action, list, sizeof list / sizeof list[0])
 
+/* /dev/shm, opened before the filter (cuda_shm_call), or -1. */
+static int shm_dir_fd = -1;
+
 /* open and openat: allowed without any writing flag.  With one they fall to
  * the filter's default, the trap, where on_sigsys kills the session (but
  * for thread names and a graph's dot description into memory). */
@@ -331,6 +334,12 @@ static int conditional_rules(scmp_filter_ctx ctx)
     if (!rc) rc = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, NULL);
     if (!rc) rc = open_rules(ctx, "open", 1);
     if (!rc) rc = open_rules(ctx, "openat", 2);
+    if (!rc && shm_dir_fd >= 0) {
+        struct scmp_arg_cmp on_shm = SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu,
+                                             (uint64_t)shm_dir_fd);
+        rc = rule(ctx, SCMP_ACT_ALLOW, "openat", 1, &on_shm);
+        if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "unlinkat", 1, &on_shm);
+    }
     if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "kill", 1, &to_self);
     if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "tgkill", 1, &to_self);
     if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "rt_sigqueueinfo", 1, &to_self);
@@ -367,17 +376,17 @@ static int devnull_fd = -1;
  * log instead of killing the workload. */
 /* The trapped call's arguments and its result, in the interrupted
  * thread's registers. */
-static void trapped_args(const void *ctx, long a[3])
+static void trapped_args(const void *ctx, long a[4])
 {
 #if defined(__x86_64__)
     const greg_t *r = ((const ucontext_t *)ctx)->uc_mcontext.gregs;
-    a[0] = r[REG_RDI], a[1] = r[REG_RSI], a[2] = r[REG_RDX];
+    a[0] = r[REG_RDI], a[1] = r[REG_RSI], a[2] = r[REG_RDX], a[3] = r[REG_R10];
 #elif defined(__aarch64__)
     const unsigned long long *r = ((const ucontext_t *)ctx)->uc_mcontext.regs;
-    a[0] = (long)r[0], a[1] = (long)r[1], a[2] = (long)r[2];
+    a[0] = (long)r[0], a[1] = (long)r[1], a[2] = (long)r[2], a[3] = (long)r[3];
 #else
     (void)ctx;
-    a[0] = a[1] = a[2] = 0;
+    a[0] = a[1] = a[2] = a[3] = 0;
 #endif
 }
 
@@ -397,7 +406,7 @@ static void trapped_result(void *ctx, long v)
  * exception: an open's, a connect's or bind's socket (an abstract name
  * starts with a NUL: shown from the next byte), an unlink's, a symlink's
  * new name.  NULL for other calls. */
-static const char *trapped_path(int nr, const long a[3])
+static const char *trapped_path(int nr, const long a[4])
 {
     if (nr == SYS_connect || nr == SYS_bind) {
         const struct sockaddr_un *sun = (const struct sockaddr_un *)a[1];
@@ -454,7 +463,7 @@ static int is_thread_name(const char *path)
     return strcmp(p, "/comm") == 0;
 }
 
-static void log_trapped(const char *what, int nr, const long a[3], const char *path,
+static void log_trapped(const char *what, int nr, const long a[4], const char *path,
                         const char *after)
 {
     struct line l;
@@ -477,6 +486,54 @@ static void log_trapped(const char *what, int nr, const long a[3], const char *p
     line_write(&l);
 }
 
+/* ---- the driver's IPC files -------------------------------------------------------- */
+
+/* CUDA IPC (interprocess events and memory handles) keeps its state in
+ * files the driver creates in /dev/shm, named cuda.shm.*, which the
+ * exporting and the importing sessions open and the last one unlinks.
+ * The session opens /dev/shm before its filter; these opens and unlinks
+ * are trapped, and the handler makes them through that descriptor, the
+ * only one on which the filter lets openat and unlinkat through (Landlock
+ * keeps its reach to /dev/shm).  Every other name is refused as before. */
+#define CUDA_SHM_DIR "/dev/shm/"
+#define CUDA_SHM_PREFIX "cuda.shm."
+
+/* The name within /dev/shm of a CUDA IPC file, or NULL. */
+static const char *cuda_shm_name(const char *path)
+{
+    static const char full[] = CUDA_SHM_DIR CUDA_SHM_PREFIX;
+    if (!path || strncmp(path, full, sizeof full - 1) != 0)
+        return NULL;
+    const char *name = path + sizeof CUDA_SHM_DIR - 1;
+    return strchr(name, '/') ? NULL : name;
+}
+
+/* 1 when the trapped call is an open or unlink of a CUDA IPC file, made
+ * here with its result (a descriptor, 0, or minus errno) in *result. */
+static int cuda_shm_call(int nr, const long a[4], const char *path, long *result)
+{
+    const char *name = shm_dir_fd >= 0 ? cuda_shm_name(path) : NULL;
+    long rc;
+    if (!name)
+        return 0;
+    if (nr == SYS_openat)
+        rc = syscall(SYS_openat, shm_dir_fd, name, (int)a[2] | O_NOFOLLOW | O_CLOEXEC,
+                     (mode_t)a[3]);
+#ifdef SYS_open
+    else if (nr == SYS_open)
+        rc = syscall(SYS_openat, shm_dir_fd, name, (int)a[1] | O_NOFOLLOW | O_CLOEXEC,
+                     (mode_t)a[2]);
+    else if (nr == SYS_unlink)
+        rc = syscall(SYS_unlinkat, shm_dir_fd, name, 0);
+#endif
+    else if (nr == SYS_unlinkat && a[2] == 0)
+        rc = syscall(SYS_unlinkat, shm_dir_fd, name, 0);
+    else
+        return 0;
+    *result = rc < 0 ? -errno : rc;
+    return 1;
+}
+
 /* A trapped call.  An open for writing: a thread naming itself gets
  * /dev/null (the name is lost, nothing is written), anything else kills
  * the session -- SIGSYS with its default action once this handler returns;
@@ -489,7 +546,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 {
     int saved = errno, nr = si->si_syscall;
     unsigned slot = nr >= 0 && nr < TRAP_SLOTS ? (unsigned)nr : TRAP_SLOTS - 1;
-    long a[3];
+    long a[4], shm_result;
     (void)sig;
     if (si->si_code != SYS_SECCOMP)
         return;         /* sent by someone: nothing to answer */
@@ -503,6 +560,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
     if (is_open(nr) && path && is_thread_name(path)) {
         int fd = devnull_fd >= 0 ? fcntl(devnull_fd, F_DUPFD_CLOEXEC, 0) : -1;
         trapped_result(ctx, fd >= 0 ? fd : -EPERM);
+    } else if (cuda_shm_call(nr, a, path, &shm_result)) {
+        trapped_result(ctx, shm_result);
     } else if (is_open(nr) && path && dot_fd >= 0 && strcmp(path, graph_dot_path) == 0) {
         /* A graph's dot description, into the session's own memory file
          * (daemon/hand_graphs.c): the file itself, already empty. */
@@ -750,6 +809,10 @@ static void ll_rules(const struct ll *ll, const struct rgpud_options *opt)
     allow_prefixed(ll, "/dev", "nvidia", LL_DEVICE);
     for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
         ll_allow(ll, devices[i], LANDLOCK_ACCESS_FS_READ_FILE);
+    /* The driver's IPC files (cuda_shm_call). */
+    ll_allow(ll, "/dev/shm", LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE |
+                                 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+                                 LANDLOCK_ACCESS_FS_TRUNCATE);
     /* cuBLASLt's log file is /dev/null, opened for writing (liblog.c). */
     ll_allow(ll, "/dev/null", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE);
 }
@@ -850,6 +913,7 @@ void sandbox_session(const struct rgpud_options *opt)
     audit_only = opt->sandbox_audit;
     if (!layer_off("nodump") && no_privs_no_dumps() < 0)
         _exit(3);
+    shm_dir_fd = open("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (!layer_off("landlock"))
         session_landlock(opt);
     if (!layer_off("seccomp") && session_seccomp() < 0) {

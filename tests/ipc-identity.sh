@@ -3,8 +3,9 @@
 # (daemon/ipc.c, docs/security.md "CUDA IPC"): over TCP, a process with key
 # 'lab' exports memory; another process with key 'lab' opens it and reads
 # the contents, one with key 'other' is refused, and so is a process of
-# another rgpud with key 'lab'.  The daemons run --no-sandbox: the fake
-# backend's IPC memory is in /dev/shm (tests/fakegpu/ipc.c).
+# another rgpud with key 'lab'.  The daemons run sandboxed, as in
+# production: the fake backend's IPC memory is in /dev/shm under the
+# driver's names (tests/fakegpu/ipc.c), which the sandbox lets through.
 #
 #   ipc-identity.sh RGPUD IPC-PROGRAM FAKEGPU-DIR STUBS-DIR
 set -u
@@ -27,7 +28,7 @@ free_port() {
 # start_rgpud LOG PORT: a daemon on 127.0.0.1:PORT with the keys of $tmp/keys.
 start_rgpud() {
     # Meson puts the stubs on LD_LIBRARY_PATH: rgpud must not load them.
-    LD_LIBRARY_PATH= setsid "$rgpud" --foreground --no-sandbox --lib-dir "$libdir" --listen "127.0.0.1:$2" \
+    LD_LIBRARY_PATH= setsid "$rgpud" --foreground --lib-dir "$libdir" --listen "127.0.0.1:$2" \
         --key-dir "$tmp/keys" >"$1" 2>&1 </dev/null &
     pids+=($!)
     for _ in $(seq 50); do

@@ -13,9 +13,9 @@
 // event is always complete by the time another process could wait on it;
 // the opened event is a new interprocess event of the opening process.
 //
-// Shared-memory objects live in /dev/shm, which rgpud's session sandbox
-// does not open: tests that share memory run their daemon unsandboxed
-// (tests/progs/meson.build, 'ipc').
+// Shared-memory objects live in /dev/shm under the names NVIDIA's driver
+// gives its IPC files (cuda.shm.*), which rgpud's session sandbox lets the
+// driver create, open and unlink there (daemon/sandbox.c, cuda_shm_call).
 #include "fakegpu.h"
 
 #include <string.h>
@@ -72,7 +72,7 @@ CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle
     memcpy(&h, &handle, sizeof h);
     if (!pdptr || (Flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ||
         memcmp(h.magic, mem_magic, sizeof h.magic) != 0 ||
-        memchr(h.name, 0, sizeof h.name) == NULL || strncmp(h.name, "/fakegpu-ipc-", 13) != 0)
+        memchr(h.name, 0, sizeof h.name) == NULL || strncmp(h.name, "/cuda.shm.fakegpu-", 18) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (h.pid == (uint32_t)getpid())
         return CUDA_ERROR_INVALID_CONTEXT;

@@ -287,7 +287,7 @@ CUresult fg_mem_export(CUdeviceptr p, char name[FG_IPC_NAME], uint64_t *size)
         return CUDA_ERROR_INVALID_VALUE;
     if (!r->ipc_name[0]) {
         char nm[FG_IPC_NAME];
-        snprintf(nm, sizeof nm, "/fakegpu-ipc-%ld-%u", (long)getpid(), ++serial);
+        snprintf(nm, sizeof nm, "/cuda.shm.fakegpu-%ld-%u", (long)getpid(), ++serial);
         fd = shm_open(nm, O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd < 0)
             return CUDA_ERROR_OPERATING_SYSTEM;

@@ -113,6 +113,33 @@ static void do_thread_name(void)
         close(fd);
 }
 
+/* A file in /dev/shm named prefix + pid: made, written, unlinked. */
+static long make_shm_file(const char *prefix)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/dev/shm/%s%ld", prefix, (long)getpid());
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    long rc = fd < 0 ? -1 : write(fd, "cuda\n", 5);
+    if (fd >= 0) {
+        close(fd);
+        if (unlink(path) < 0)
+            rc = -1;
+    }
+    return rc;
+}
+
+static void do_cuda_shm(void)
+{
+    long rc = make_shm_file(PROBE_CUDA_SHM_NAME);
+    report("cuda-shm", rc, rc < 0 ? errno : 0);
+}
+
+static void do_other_shm(void)
+{
+    long rc = make_shm_file(PROBE_OTHER_SHM_NAME);
+    report("other-shm", rc, rc < 0 ? errno : 0);
+}
+
 static void on_signal(int sig)
 {
     int saved = errno;
@@ -125,6 +152,8 @@ static void on_signal(int sig)
     case PROBE_UNLISTED: do_unlisted(); break;
     case PROBE_TIOCSTI: do_tiocsti(); break;
     case PROBE_THREAD_NAME: do_thread_name(); break;
+    case PROBE_CUDA_SHM: do_cuda_shm(); break;
+    case PROBE_OTHER_SHM: do_other_shm(); break;
     default: break;
     }
     errno = saved;

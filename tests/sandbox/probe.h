@@ -13,11 +13,17 @@ enum {
     PROBE_TIOCSTI,          /* type into the terminal on stderr */
     PROBE_THREAD_NAME,      /* name a thread as the CUDA driver does: write
                                /proc/self/task/TID/comm (answered with /dev/null) */
+    PROBE_CUDA_SHM,         /* make, write and unlink a CUDA IPC file
+                               (/dev/shm/cuda.shm.*), as the driver does */
+    PROBE_OTHER_SHM,        /* make another file in /dev/shm */
     PROBE_COUNT
 };
 
 #define PROBE_EXEC_MARKER "exec-marker"
 #define PROBE_WRITTEN "written"
 #define PROBE_SECRET "secret"
+/* Under /dev/shm, with the probe's pid after them. */
+#define PROBE_CUDA_SHM_NAME "cuda.shm.rgpu-probe-"
+#define PROBE_OTHER_SHM_NAME "rgpu-probe-other-"
 
 #endif

@@ -332,6 +332,19 @@ static int no_file(void)
     return exists(PROBE_WRITTEN) ? fail("the file %s was written", PROBE_WRITTEN) : 0;
 }
 
+/* No file of the probe's other name is left in /dev/shm (any pid). */
+static int no_other_shm(void)
+{
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    int found = 0;
+    while (d && (e = readdir(d)))
+        found |= strncmp(e->d_name, PROBE_OTHER_SHM_NAME, strlen(PROBE_OTHER_SHM_NAME)) == 0;
+    if (d)
+        closedir(d);
+    return found ? fail("a file /dev/shm/%s* was made", PROBE_OTHER_SHM_NAME) : 0;
+}
+
 static int confined(pid_t pid)
 {
     char path[64], status[4096];
@@ -368,6 +381,10 @@ static const struct sb_case cases[] = {
     /* The driver names its threads through /proc: that write alone is let
      * through, to /dev/null. */
     { "thread-name", PROBE_THREAD_NAME, 0, NULL, "probe: thread-name rc=5 errno=0\n", NULL },
+    /* The driver's IPC files in /dev/shm are made through the sandbox;
+     * any other file there is a write like any other. */
+    { "cuda-ipc-file", PROBE_CUDA_SHM, 0, NULL, "probe: cuda-shm rc=5 errno=0\n", NULL },
+    { "other-shm-file", PROBE_OTHER_SHM, 1, no_other_shm, NULL, NULL },
     /* EACCES from Landlock; the line is only checked where the kernel has it. */
     { "read-outside", PROBE_READ_OUTSIDE, 0, NULL, "probe: read-outside rc=-1 errno=13\n",
       NULL },
