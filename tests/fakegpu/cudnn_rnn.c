@@ -498,6 +498,10 @@ static cudnnStatus_t forward_checks(const struct rnn *r, const struct rnn_data *
         xd->batch != yd->batch || xd->max_seq != yd->max_seq || xd->layout != yd->layout ||
         memcmp(xd->seq, yd->seq, (size_t)xd->batch * sizeof *xd->seq) != 0)
         return CUDNN_STATUS_BAD_PARAM;
+    // cuDNN takes the unpacked layouts (the only ones the fake has) only
+    // from an RNN whose descriptor enabled padded input and output.
+    if (!(r->aux & CUDNN_RNN_PADDED_IO_ENABLED))
+        return CUDNN_STATUS_BAD_PARAM;
     if (!hidden_ok(r, xd->batch, h_desc) ||
         (r->cell == CUDNN_LSTM && !hidden_ok(r, xd->batch, c_desc)))
         return CUDNN_STATUS_BAD_PARAM;

@@ -386,7 +386,8 @@ static void descriptors_round_trip(const case_def &c, cudnnRNNDescriptor_t rnn,
               fmt_name(name, sizeof name, "%s get rnn descriptor", c.name));
     check(algo == CUDNN_RNN_ALGO_STANDARD && cell == c.cell && bias == CUDNN_RNN_DOUBLE_BIAS &&
               dir == CUDNN_UNIDIRECTIONAL && input == CUDNN_LINEAR_INPUT && type == c.type &&
-              prec == c.type && in == IN && hid == HID && proj == HID && layers == 1 && d == drop,
+              prec == c.type && in == IN && hid == HID && proj == HID && layers == 1 && d == drop &&
+              aux == CUDNN_RNN_PADDED_IO_ENABLED,
           fmt_name(name, sizeof name, "%s rnn descriptor round trip", c.name),
           "cell %d type %d in %d hid %d proj %d layers %d", (int)cell, (int)type, in, hid, proj,
           layers);
@@ -418,7 +419,8 @@ static void run_case(cudnnHandle_t h, cudnnDropoutDescriptor_t drop, const case_
     if (!check_dnn(cudnnSetRNNDescriptor_v8(rnn, CUDNN_RNN_ALGO_STANDARD, c.cell,
                                             CUDNN_RNN_DOUBLE_BIAS, CUDNN_UNIDIRECTIONAL,
                                             CUDNN_LINEAR_INPUT, c.type, c.type, CUDNN_FMA_MATH,
-                                            IN, HID, HID, 1, drop, 0),
+                                            IN, HID, HID, 1, drop,
+                                            CUDNN_RNN_PADDED_IO_ENABLED),
                    fmt_name(name, sizeof name, "%s set rnn descriptor", c.name))) {
         cudnnDestroyRNNDescriptor(rnn);
         return;
