@@ -47,7 +47,7 @@
 # here with plain nvcc (static cudart; RGPU_NVCC_BUILD_TIMEOUT, 240 s) and
 # run with RGPU_PROG_TIMEOUT; RGPU_FRAMEWORKS (1): the scripts
 # tests/gpu/frameworks/NAME_check.py for NAME in RGPU_FRAMEWORK_LIST (cupy
-# triton jax torch_linalg), natively and through the launcher, each run at
+# triton jax torch_linalg torch_model), natively and through the launcher, each run at
 # most RGPU_FRAMEWORK_TIMEOUT (150 s), all of them RGPU_FRAMEWORK_BUDGET
 # (480 s); RGPU_PYTHON (python3); RGPU_ITEM_LOG (debug), the client's log
 # level in these rgpu runs.  One line per item: "NAME: native OK|FAIL, rgpu
@@ -58,11 +58,13 @@ set -u
 BUILD_ARG=${1:-build}
 OUTDIR=${OUT:-/tmp/rgpu-gpu}
 CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
-# cuDNN (and a newer cuBLAS) may live only in the Python wheels' folders on
-# the GPU host: add them after the toolkit's, for the native runs and rgpud.
+# cuDNN and cuBLAS also come in the Python wheels PyTorch uses, often newer
+# than the toolkit's: put them first, for the native runs and rgpud, so
+# that both serve what PyTorch was built against (it refuses an older
+# cuDNN than its own).
 for pkg in cudnn cublas; do
     d=$(python3 -c "import nvidia.$pkg, os; print(os.path.dirname(nvidia.$pkg.__file__) + '/lib')" 2>/dev/null)
-    [ -n "$d" ] && [ -d "$d" ] && CUDA_LIB=$CUDA_LIB:$d
+    [ -n "$d" ] && [ -d "$d" ] && CUDA_LIB=$d:$CUDA_LIB
 done
 PROG_TIMEOUT=${RGPU_PROG_TIMEOUT:-60}
 GPU_DIR=$(cd "$(dirname "$0")" && pwd)
@@ -453,7 +455,7 @@ run_frameworks() {
     else
         say "(no launcher in the build: through LD_PRELOAD of the stubs)"
     fi
-    for name in ${RGPU_FRAMEWORK_LIST:-cupy triton jax torch_linalg}; do
+    for name in ${RGPU_FRAMEWORK_LIST:-cupy triton jax torch_linalg torch_model}; do
         script=$GPU_DIR/frameworks/${name}_check.py
         if [ ! -f "$script" ]; then
             say "$name: no $script"
