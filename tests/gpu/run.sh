@@ -62,10 +62,26 @@ CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
 # than the toolkit's: put them first, for the native runs and rgpud, so
 # that both serve what PyTorch was built against (it refuses an older
 # cuDNN than its own).
-for pkg in cudnn cublas; do
-    d=$(python3 -c "import nvidia.$pkg, os; print(os.path.dirname(nvidia.$pkg.__file__) + '/lib')" 2>/dev/null)
-    [ -n "$d" ] && [ -d "$d" ] && CUDA_LIB=$d:$CUDA_LIB
-done
+# The wheels' layout differs between CUDA majors (nvidia/cudnn/lib,
+# nvidia/cu13/lib): look for the libraries themselves under the nvidia
+# namespace of the Python that runs the checks.
+wheel_lib_dirs() {
+    "${RGPU_PYTHON:-python3}" - <<'PY' 2>/dev/null
+import os
+try:
+    import nvidia
+except ImportError:
+    raise SystemExit
+found = []
+for root in nvidia.__path__:
+    for d, _, files in os.walk(root):
+        if any(f.startswith(("libcudnn.so.", "libcublas.so.")) for f in files) and d not in found:
+            found.append(d)
+print(":".join(found))
+PY
+}
+d=$(wheel_lib_dirs)
+[ -n "$d" ] && CUDA_LIB=$d:$CUDA_LIB
 PROG_TIMEOUT=${RGPU_PROG_TIMEOUT:-60}
 GPU_DIR=$(cd "$(dirname "$0")" && pwd)
 NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
