@@ -231,6 +231,17 @@ enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
  * first, the kernel and the context after the params */
 #define RGPU_H_CU_GRAPH_KERNEL_PARAMS "rgpu.cu_graph_kernel_params"
 enum rgpu_graph_node_op { RGPU_GRAPH_NODE_ADD, RGPU_GRAPH_NODE_SET, RGPU_GRAPH_EXEC_SET };
+/* [graph, ctx, default value, flags] -> [handle]   a conditional handle
+ * for graph (cudaGraphConditionalHandleCreate: ctx 0) */
+#define RGPU_H_GRAPH_COND_HANDLE    "rgpu.graph_cond_handle"
+/* the same for the driver's cuGraphConditionalHandleCreate */
+#define RGPU_H_CU_GRAPH_COND_HANDLE "rgpu.cu_graph_cond_handle"
+/* [graph, bin dependencies, handle, type, size, ctx] -> [node, bin bodies]
+ * a conditional node (a node record of type conditional): its size body
+ * graphs come back as u64 graph handles (daemon/hand_graph_conditionals.c) */
+#define RGPU_H_GRAPH_COND_NODE      "rgpu.graph_cond_node"
+/* the same for the driver (ctx the node's context) */
+#define RGPU_H_CU_GRAPH_COND_NODE   "rgpu.cu_graph_cond_node"
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"
 /* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] -> []

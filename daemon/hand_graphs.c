@@ -90,17 +90,23 @@ static int parse_node_call(struct hand_call *c, int with_packed, struct node_cal
     return n->shmem > UINT32_MAX ? -1 : 0;
 }
 
-/* The dependencies as node handles, each one of the session's. */
-static int deps_valid(const struct node_call *n, CUgraphNode *out)
+/* n dependencies (u64 node handles in a frame's bytes) as node handles,
+ * each one of the session's: 1, else 0. */
+int graph_deps_take(const void *bytes, size_t n, struct CUgraphNode_st **out)
 {
-    for (size_t i = 0; i < n->ndeps; i++) {
+    for (size_t i = 0; i < n; i++) {
         uint64_t h;
-        memcpy(&h, (const unsigned char *)n->deps + i * sizeof h, sizeof h);
+        memcpy(&h, (const unsigned char *)bytes + i * sizeof h, sizeof h);
         if (!handles_contains(H_GRAPH_NODE, h))
             return 0;
         out[i] = (CUgraphNode)(uintptr_t)h;
     }
     return 1;
+}
+
+static int deps_valid(const struct node_call *n, CUgraphNode *out)
+{
+    return graph_deps_take(n->deps, n->ndeps, out);
 }
 
 /* The handles the operation names: a graph and dependencies to add to, a
@@ -698,7 +704,7 @@ static uint64_t val(void *const *argv, int i)
 /* A graph's nodes go with it: forgotten before the destroy, asked from the
  * library (the handle itself was checked already).  A graph holds at most
  * what the client added, so the list is bounded by what it sent. */
-static void forget_nodes(uint64_t graph, int runtime)
+void graph_forget_nodes(uint64_t graph, int runtime)
 {
     size_t count = 0;
     if (runtime ? !RT(cudaGraphGetNodes) ||
@@ -716,15 +722,38 @@ static void forget_nodes(uint64_t graph, int runtime)
     free(nodes);
 }
 
+/* A conditional node's body is the node's (hand_graph_conditionals.c). */
+static int graph_destroy(uint64_t graph, int runtime)
+{
+    if (graph_cond_is_body(graph)) {
+        rgpu_warn("refused to destroy a conditional node's body graph: it is its node's");
+        return runtime ? cudaErrorInvalidValue : CUDA_ERROR_INVALID_VALUE;
+    }
+    graph_cond_forget_graph(graph, runtime);
+    graph_forget_nodes(graph, runtime);
+    return 0;
+}
+
 static int pre_rt_graph_destroy(void **argv)
 {
-    forget_nodes(val(argv, 0), 1);
-    return 0;
+    return graph_destroy(val(argv, 0), 1);
 }
 
 static int pre_cu_graph_destroy(void **argv)
 {
-    forget_nodes(val(argv, 0), 0);
+    return graph_destroy(val(argv, 0), 0);
+}
+
+/* A node's bodies go with it (a conditional node's). */
+static int pre_rt_node_destroy(void **argv)
+{
+    graph_cond_forget_node(val(argv, 0), 1);
+    return 0;
+}
+
+static int pre_cu_node_destroy(void **argv)
+{
+    graph_cond_forget_node(val(argv, 0), 0);
     return 0;
 }
 
@@ -921,6 +950,8 @@ static int pre_cu_instantiate_params(void **argv)
 static const struct guard graph_guards[] = {
     { "cudart", "cudaGraphDestroy", pre_rt_graph_destroy, NULL },
     { "cuda", "cuGraphDestroy", pre_cu_graph_destroy, NULL },
+    { "cudart", "cudaGraphDestroyNode", pre_rt_node_destroy, NULL },
+    { "cuda", "cuGraphDestroyNode", pre_cu_node_destroy, NULL },
     { "cudart", "cudaGraphAddMemsetNode", pre_memset_node, NULL },
     { "cuda", "cuGraphAddMemsetNode", pre_cu_memset_node, NULL },
     { "cuda", "cuGraphAddMemcpyNode", pre_cu_memcpy_node, NULL },

@@ -109,6 +109,16 @@ const struct guard *memguard_for(const char *lib, const char *name);
 /* hand_graphs.c: the graph calls' guards (node handles a destroyed graph
  * takes with it, memset nodes' extent). */
 const struct guard *graph_guard_for(const char *lib, const char *name);
+/* hand_graphs.c: n dependencies (u64 node handles in a frame's bytes) as
+ * node handles, each the session's (1, else 0); a graph's nodes forgotten. */
+struct CUgraphNode_st;
+int graph_deps_take(const void *bytes, size_t n, struct CUgraphNode_st **out);
+void graph_forget_nodes(uint64_t graph, int runtime);
+/* hand_graph_conditionals.c: whether graph is a conditional node's body;
+ * the bodies and conditional handles that go with a graph or a node. */
+int graph_cond_is_body(uint64_t graph);
+void graph_cond_forget_graph(uint64_t graph, int runtime);
+void graph_cond_forget_node(uint64_t node, int runtime);
 /* ipc.c: memory opened by CUDA IPC joins and leaves the owned table. */
 const struct guard *ipc_guard_for(const char *lib, const char *name);
 /* The daemon's key for IPC handles, made once by the listener (0, or -1);
@@ -212,6 +222,8 @@ extern const struct hand_proc hand_cuda_export_procs[]; /* hand_cuda_export.c */
 extern const int hand_cuda_export_nprocs;
 extern const struct hand_proc hand_graph_procs[];     /* hand_graphs.c */
 extern const int hand_graph_nprocs;
+extern const struct hand_proc hand_graph_conditional_procs[]; /* hand_graph_conditionals.c */
+extern const int hand_graph_conditional_nprocs;
 extern const struct hand_proc hand_array_procs[];     /* hand_arrays.c */
 extern const int hand_array_nprocs;
 extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */

@@ -333,6 +333,9 @@ void fg_surf2d_write_float(struct fg_thread *t, CUsurfObject h, float v, int x_b
 // launch with CUDA_ERROR_ASSERT.  The calls where the driver prints the
 // buffer flush it (lock held): a launch's start, the synchronises, blocking
 // copies, module loads and unloads, a context's end.
+// A conditional handle's value, as cudaGraphSetConditional sets it in a
+// kernel (graph.c): 0, or -1 for a handle no graph has.
+int fg_cond_set(unsigned long long handle, unsigned value);
 void fg_device_printf(struct fg_thread *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void fg_device_assert(struct fg_thread *t, const char *cond, const char *file,

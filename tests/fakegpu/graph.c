@@ -8,8 +8,9 @@
 // nodes keep their arguments packed by the function's layout, as the
 // driver copies them when a node is made or set.  Node kinds: kernel,
 // memcpy (linear memory, 1D to 3D), memset, empty, child graph, event
-// record and event wait, memory alloc and free; the others are
-// CUDA_ERROR_NOT_SUPPORTED.
+// record and event wait, memory alloc and free, conditional (if, while,
+// switch: body graphs owned by the node, run by the value a kernel set
+// through fg_cond_set); the others are CUDA_ERROR_NOT_SUPPORTED.
 // cuGraphDebugDotPrint writes the nodes and edges as a dot digraph.
 //
 // cuGraphExecUpdate takes a graph's parameters into an executable graph
@@ -51,11 +52,17 @@ struct gnode {
     struct fg_graph *child;     // a copy, owned by the node
     CUdeviceptr mem;            // memory nodes: the allocation
     int owns_mem;               // the alloc node it was made by (not a copy)
+    // Conditional: the handle's record and the body graphs (owned).
+    struct fg_cond *cond;
+    CUgraphConditionalNodeType cond_type;
+    unsigned nbodies;
+    struct fg_graph **bodies;
     int visit;                  // launch bookkeeping
 };
 
 struct fg_graph {
     CUgraph handle;
+    CUgraph origin;             // a copy's original (conditional handles are its)
     unsigned n;
     struct gnode **nodes;
 };
@@ -66,6 +73,10 @@ struct fg_exec {
 };
 
 static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
+
+// Conditional handles (the end of this file).
+static unsigned fg_cond_value(struct fg_cond *c);
+static void fg_cond_launching(CUgraph origin);
 
 static uint64_t h64(const void *h) { return (uint64_t)(uintptr_t)h; }
 
@@ -125,6 +136,10 @@ static void node_free(struct gnode *n)
     handle_drop(n->handle);
     if (n->child)
         graph_free(n->child);
+    for (unsigned i = 0; i < n->nbodies; i++)
+        if (n->bodies[i])
+            graph_free(n->bodies[i]);
+    free(n->bodies);
     free(n->deps);
     free(n->args);
     free(n->argv);
@@ -359,9 +374,31 @@ static CUresult run_memset(const CUDA_MEMSET_NODE_PARAMS *p, CUstream s)
     }
 }
 
+static CUresult run_conditional(const struct gnode *n, CUstream s)
+{
+    CUresult r = CUDA_SUCCESS;
+    unsigned v = fg_cond_value(n->cond);
+    switch (n->cond_type) {
+    case CU_GRAPH_COND_TYPE_IF:
+        if (v || n->nbodies == 2)
+            r = run_graph(n->bodies[v ? 0 : 1], s);
+        break;
+    case CU_GRAPH_COND_TYPE_WHILE:
+        for (; v && r == CUDA_SUCCESS; v = fg_cond_value(n->cond))
+            r = run_graph(n->bodies[0], s);
+        break;
+    default:    // switch
+        if (v < n->nbodies)
+            r = run_graph(n->bodies[v], s);
+        break;
+    }
+    return r;
+}
+
 static CUresult run_node(struct gnode *n, CUstream s)
 {
     switch (n->type) {
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL: return run_conditional(n, s);
     case CU_GRAPH_NODE_TYPE_KERNEL: return run_kernel(n, s);
     case CU_GRAPH_NODE_TYPE_MEMCPY: return run_memcpy(&n->copy, s);
     case CU_GRAPH_NODE_TYPE_MEMSET: return run_memset(&n->set, s);
@@ -407,11 +444,24 @@ static CUresult run_graph(struct fg_graph *g, CUstream s)
 
 // ---- copies: clones, executable graphs, child graphs --------------------------------
 
+static struct fg_graph *graph_copy(const struct fg_graph *src);
+
+static CUresult copy_bodies(struct gnode *n, const struct gnode *o)
+{
+    if (!(n->bodies = calloc(o->nbodies, sizeof *n->bodies)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (; n->nbodies < o->nbodies; n->nbodies++)
+        if (!(n->bodies[n->nbodies] = graph_copy(o->bodies[n->nbodies])))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    return CUDA_SUCCESS;
+}
+
 static struct fg_graph *graph_copy(const struct fg_graph *src)
 {
     struct fg_graph *g = graph_new();
     if (!g)
         return NULL;
+    g->origin = src->origin ? src->origin : src->handle;
     g->nodes = calloc(src->n ? src->n : 1, sizeof *g->nodes);
     if (!g->nodes)
         goto fail;
@@ -428,6 +478,8 @@ static struct fg_graph *graph_copy(const struct fg_graph *src)
         n->args = NULL;
         n->argv = NULL;
         n->child = NULL;
+        n->bodies = NULL;
+        n->nbodies = 0;
         n->owns_mem = 0;            // the original's allocation
         n->handle = (CUgraphNode)(uintptr_t)handle_new(FG_GRAPH_NODE, n);
         g->nodes[g->n++] = n;
@@ -437,6 +489,8 @@ static struct fg_graph *graph_copy(const struct fg_graph *src)
             goto fail;
         if (o->args_len)
             memcpy(n->args, o->args, o->args_len);
+        if (o->nbodies && copy_bodies(n, o) != CUDA_SUCCESS)
+            goto fail;
     }
     // Edges once every node exists: a node may depend on a later one.
     for (unsigned i = 0; i < src->n; i++) {
@@ -893,8 +947,10 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec h, CUstream s)
     fg_lock();
     r = e ? fg_check_stream(s) : CUDA_ERROR_INVALID_VALUE;
     fg_unlock();
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+        fg_cond_launching(e->g->origin);
         r = run_graph(e->g, s);
+    }
     pthread_mutex_unlock(&graph_lock);
     return r;
 }
@@ -1164,4 +1220,148 @@ CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hg, const char *path, unsigned int
     int ok = f && fclose(f) == 0;
     pthread_mutex_unlock(&graph_lock);
     return !g ? CUDA_ERROR_INVALID_VALUE : ok ? CUDA_SUCCESS : CUDA_ERROR_OPERATING_SYSTEM;
+}
+
+// ---- conditional nodes -------------------------------------------------------------
+
+// A conditional handle: its value, which kernels of the graph set
+// (fg_cond_set) and a launch resets when asked to.  Handles are numbers
+// of our own, never freed (CUDA frees them with their graph; a test makes
+// a few).  Their own lock: kernels set them while a launch holds graph_lock.
+struct fg_cond {
+    CUgraphConditionalHandle handle;
+    CUgraph graph;
+    unsigned value, initial;
+    int assign_default;
+};
+
+static pthread_mutex_t cond_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fg_cond *conds[1024];
+static unsigned nconds;
+
+static struct fg_cond *cond_find(CUgraphConditionalHandle h)
+{
+    for (unsigned i = 0; i < nconds; i++)
+        if (conds[i]->handle == h)
+            return conds[i];
+    return NULL;
+}
+
+static unsigned fg_cond_value(struct fg_cond *c)
+{
+    pthread_mutex_lock(&cond_lock);
+    unsigned v = c->value;
+    pthread_mutex_unlock(&cond_lock);
+    return v;
+}
+
+static void fg_cond_launching(CUgraph origin)
+{
+    pthread_mutex_lock(&cond_lock);
+    for (unsigned i = 0; i < nconds; i++)
+        if (conds[i]->graph == origin && conds[i]->assign_default)
+            conds[i]->value = conds[i]->initial;
+    pthread_mutex_unlock(&cond_lock);
+}
+
+int fg_cond_set(unsigned long long handle, unsigned value)
+{
+    pthread_mutex_lock(&cond_lock);
+    struct fg_cond *c = cond_find(handle);
+    if (c)
+        c->value = value;
+    pthread_mutex_unlock(&cond_lock);
+    return c ? 0 : -1;
+}
+
+CUresult CUDAAPI cuGraphConditionalHandleCreate(CUgraphConditionalHandle *out, CUgraph hg,
+                                                CUcontext ctx, unsigned int value,
+                                                unsigned int flags)
+{
+    CUresult r = enter();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!out || !handle_get(hg, FG_GRAPH) || flags & ~CU_GRAPH_COND_ASSIGN_DEFAULT)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    int ctx_ok = ctx && fg_handle_get(h64(ctx), FG_CTX);
+    fg_unlock();
+    if (!ctx_ok)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct fg_cond *c = calloc(1, sizeof *c);
+    pthread_mutex_lock(&cond_lock);
+    if (c && nconds < sizeof conds / sizeof conds[0]) {
+        *c = (struct fg_cond){ 0xc0d0000u + nconds, hg, value, value,
+                               (flags & CU_GRAPH_COND_ASSIGN_DEFAULT) != 0 };
+        conds[nconds++] = c;
+        *out = c->handle;
+        c = NULL;
+        r = CUDA_SUCCESS;
+    } else {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_unlock(&cond_lock);
+    free(c);
+    return r;
+}
+
+// The node's bodies, as CUDA makes them: empty graphs the node owns.
+static CUresult fill_conditional(struct gnode *n, const void *arg)
+{
+    CUDA_CONDITIONAL_NODE_PARAMS *p = (CUDA_CONDITIONAL_NODE_PARAMS *)arg;
+    unsigned most = p->type == CU_GRAPH_COND_TYPE_WHILE ? 1
+                    : p->type == CU_GRAPH_COND_TYPE_IF  ? 2
+                                                        : 1024;
+    pthread_mutex_lock(&cond_lock);
+    struct fg_cond *c = cond_find(p->handle);
+    int mine = c && c->graph == n->graph->handle;
+    pthread_mutex_unlock(&cond_lock);
+    if (!mine || p->type > CU_GRAPH_COND_TYPE_SWITCH || !p->size || p->size > most)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!(n->bodies = calloc(p->size, sizeof *n->bodies)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    n->cond = c;
+    n->cond_type = p->type;
+    for (; n->nbodies < p->size; n->nbodies++)
+        if (!(n->bodies[n->nbodies] = graph_new()))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    for (unsigned i = 0; i < p->size; i++) {
+        n->bodies[i]->origin = n->graph->origin ? n->graph->origin : n->graph->handle;
+        p->phGraph_out[i] = n->bodies[i]->handle;
+    }
+    return CUDA_SUCCESS;
+}
+
+// Node records: conditional nodes, and kernel and empty nodes by their
+// own calls (what rgpud asks of this fake); edge data must be the default.
+CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode *ph, CUgraph g, const CUgraphNode *deps,
+                                   const CUgraphEdgeData *data, size_t ndeps,
+                                   CUgraphNodeParams *p)
+{
+    static const CUgraphEdgeData plain;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; data && i < ndeps; i++)
+        if (memcmp(&data[i], &plain, sizeof plain) != 0)
+            return CUDA_ERROR_NOT_SUPPORTED;
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
+        static _Thread_local CUgraph out[1024];     // the driver's array: the node's, here the fake's
+        CUDA_CONDITIONAL_NODE_PARAMS c = p->conditional;
+        c.phGraph_out = out;
+        CUresult r = add_node(ph, g, deps, ndeps, CU_GRAPH_NODE_TYPE_CONDITIONAL,
+                              fill_conditional, &c);
+        p->conditional.phGraph_out = out;
+        return r;
+    }
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+        CUDA_KERNEL_NODE_PARAMS k;
+        memcpy(&k, &p->kernel, sizeof k);
+        return cuGraphAddKernelNode_v2(ph, g, deps, ndeps, &k);
+    }
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+        return cuGraphAddEmptyNode(ph, g, deps, ndeps);
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
 }

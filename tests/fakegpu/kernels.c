@@ -333,6 +333,33 @@ static void k_grid_info(struct fg_thread *t)
     FG_ST(t, out + 4, int32_t) = (int32_t)(t->gridDim.x * t->gridDim.y * t->gridDim.z);
 }
 
+// Conditional graph nodes: cudaGraphSetConditional is fg_cond_set.  A
+// handle no graph has is a fault, as the device's would be.
+static void set_cond(struct fg_thread *t, unsigned long long h, unsigned value)
+{
+    if (fg_cond_set(h, value) != 0)
+        t->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+}
+
+static void k_count_down(struct fg_thread *t)
+{
+    CUdeviceptr left = FG_ARG(t, 0, CUdeviceptr), x = FG_ARG(t, 1, CUdeviceptr);
+
+    if (!first_thread(t))
+        return;
+    FG_ST(t, x, int32_t) = FG_LD(t, x, int32_t) + 1;
+    int32_t l = FG_LD(t, left, int32_t) - 1;
+    FG_ST(t, left, int32_t) = l;
+    set_cond(t, FG_ARG(t, 2, unsigned long long), l > 0 ? 1u : 0u);
+}
+
+static void k_set_cond(struct fg_thread *t)
+{
+    if (first_thread(t))
+        set_cond(t, FG_ARG(t, 1, unsigned long long),
+                 (unsigned)FG_LD(t, FG_ARG(t, 0, CUdeviceptr), int32_t));
+}
+
 // tests/progs/textures.cuh: out[y][x] = 2 * tex2D(tex, x + dx + 0.5, y + 0.5).
 static void k_tex_fetch(struct fg_thread *t)
 {
@@ -374,6 +401,8 @@ static const struct fg_twin twins[] = {
     { "_Z6k_pokePi", 1, { 8 }, k_poke, 0 },
     { "_Z14k_coop_reversePiS_i", 3, { 8, 8, 4 }, k_coop_reverse, 1 },
     { "_Z11k_grid_infoPi", 1, { 8 }, k_grid_info, 0 },
+    { "_Z12k_count_downPiS_y", 3, { 8, 8, 8 }, k_count_down, 0 },
+    { "_Z10k_set_condPKiy", 2, { 8, 8 }, k_set_cond, 0 },
     { "k_jit_scale", 3, { 8, 8, 4 }, k_jit_scale, 0 },
     // device_output.cuh
     { "_Z7k_printii", 2, { 4, 4 }, k_print, 0 },

@@ -422,3 +422,42 @@ cudaError_t CUDARTAPI cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t x, cuda
 {
     CALL(cuGraphExecEventWaitNodeSetEvent(x, n, ev));
 }
+
+// Conditional nodes and their handles, in the thread's current context.
+cudaError_t CUDARTAPI cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *out,
+                                                       cudaGraph_t g, unsigned int value,
+                                                       unsigned int flags)
+{
+    CUcontext ctx = NULL;
+    CALL(cuCtxGetCurrent(&ctx) == CUDA_SUCCESS
+             ? cuGraphConditionalHandleCreate((CUgraphConditionalHandle *)out, g, ctx, value, flags)
+             : CUDA_ERROR_INVALID_CONTEXT);
+}
+
+SAME(cudaGraphNodeTypeConditional, CU_GRAPH_NODE_TYPE_CONDITIONAL);
+SAME(cudaGraphCondTypeWhile, CU_GRAPH_COND_TYPE_WHILE);
+
+// Node records of the types the driver's record takes here (graph.c).
+cudaError_t CUDARTAPI cudaGraphAddNode(cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *d,
+                                       const cudaGraphEdgeData *data, size_t nd,
+                                       struct cudaGraphNodeParams *p)
+{
+    CUgraphNodeParams q;
+    cudaError_t e = fg_rt_enter();
+    if (e != cudaSuccess)
+        return fg_rt_ret(e);
+    if (!p || p->type != cudaGraphNodeTypeConditional)
+        return fg_rt_ret(p ? cudaErrorNotSupported : cudaErrorInvalidValue);
+    memset(&q, 0, sizeof q);
+    q.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    q.conditional.handle = p->conditional.handle;
+    q.conditional.type = (CUgraphConditionalNodeType)p->conditional.type;
+    q.conditional.size = p->conditional.size;
+    if (cuCtxGetCurrent(&q.conditional.ctx) != CUDA_SUCCESS)
+        return fg_rt_ret(cudaErrorInvalidValue);
+    e = (cudaError_t)cuGraphAddNode_v2((CUgraphNode *)n, g, deps(d),
+                                       (const CUgraphEdgeData *)data, nd, &q);
+    if (e == cudaSuccess)
+        p->conditional.phGraph_out = (cudaGraph_t *)q.conditional.phGraph_out;
+    return fg_rt_ret(e);
+}

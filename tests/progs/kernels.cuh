@@ -118,3 +118,21 @@ __global__ void k_grid_info(int *out)
         out[1] = (int)(gridDim.x * gridDim.y * gridDim.z);
     }
 }
+
+// A while loop's body in a conditional graph node: one thread adds 1 to *x
+// and counts *left down; the loop goes on while something is left.
+__global__ void k_count_down(int *left, int *x, cudaGraphConditionalHandle h)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        *x += 1;
+        int l = --*left;
+        cudaGraphSetConditional(h, l > 0 ? 1u : 0u);
+    }
+}
+
+// Sets a conditional node's value to *v (an if's or a switch's choice).
+__global__ void k_set_cond(const int *v, cudaGraphConditionalHandle h)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        cudaGraphSetConditional(h, (unsigned)*v);
+}
