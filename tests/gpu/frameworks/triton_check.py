@@ -5,7 +5,9 @@ Triton loads its compiled kernels with the driver API and launches them
 with its own launcher (cuLaunchKernelEx), on PyTorch's current stream.  The
 kernel cache goes to a fresh folder (TRITON_CACHE_DIR) so that the rgpu run
 compiles and loads every kernel again.  Kernels: vector add (also on a side
-stream), row softmax, a blockwise sum, and a matmul with tl.dot; each
+stream), row softmax, a blockwise sum, a matmul with tl.dot, and a tile
+copy through TMA tensor descriptors made on the host (the launcher encodes
+them with cuTensorMapEncodeTiled and passes them by value); each
 checked against PyTorch on the CPU.  See checks.py for the output
 convention.
 """
@@ -64,6 +66,13 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
         acc += tl.dot(a, b)
     tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def tma_scale_kernel(in_desc, out_desc, BM: tl.constexpr, BN: tl.constexpr):
+    m = tl.program_id(0) * BM
+    n = tl.program_id(1) * BN
+    out_desc.store([m, n], in_desc.load([m, n]) * 2.0)
 
 
 def host(t):
@@ -138,8 +147,27 @@ def matmul():
             host(a.double() @ b.double()), 1e-3)
 
 
+def tma_descriptors():
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        c.say("triton TMA descriptors: not in this Triton")
+        return
+    if torch.cuda.get_device_capability() < (9, 0):
+        c.say("triton TMA descriptors: the GPU has no TMA")
+        return
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(256, 192, generator=g)
+    gx = x.cuda()
+    out = torch.zeros_like(gx)
+    block = [64, 64]
+    tma_scale_kernel[(4, 3)](TensorDescriptor.from_tensor(gx, block),
+                             TensorDescriptor.from_tensor(out, block), BM=64, BN=64)
+    c.equal("triton TMA descriptor tile copy x2 256x192", host(out), host(x * 2.0))
+
+
 c.section("device", header)
-for part in (vector_add, softmax, block_sum, matmul):
+for part in (vector_add, softmax, block_sum, matmul, tma_descriptors):
     c.section(part.__name__, part)
 torch.cuda.synchronize()
 c.finish()
