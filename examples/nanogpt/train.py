@@ -3,13 +3,17 @@ unmodified PyTorch training script.
 
     python3 train.py [--steps 200] [--log-every 20] [--layers 4] [--heads 4]
                      [--embed 128] [--block 64] [--batch 32] [--seed 1337]
-                     [--data FILE] [--device cuda]
+                     [--data FILE] [--device cuda|rgpu|cpu]
 
 The text is data.txt beside this file (written on first use from a fixed
 seed, so it needs no download).  Every --log-every steps it prints
 `step N loss L time_ms T`; the last line gives the mean step time.  With a
 fixed seed and deterministic settings, runs on the same GPU print the same
 losses, natively or through rgpu.
+
+--device rgpu runs it on rgpu's PyTorch device (the rgpu Python package and
+an op server named by RGPU_OP_SERVER, which `rgpu run` sets): tensors live
+on the op server's GPU, the script itself runs here on any PyTorch.
 """
 import argparse
 import math
@@ -90,6 +94,8 @@ def main():
     ap.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "data.txt"))
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args()
+    if args.device.startswith("rgpu"):
+        import rgpu  # noqa: F401  (registers the device)
 
     # Deterministic kernels, so that two runs on one GPU agree step by step.
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
