@@ -322,6 +322,7 @@ class Executor:
         self.device = torch.device(device)
         self.table = {}            # storage id -> UntypedStorage on self.device
         self.error = None          # the first error since the last answer
+        self.failed = set()        # ids promised by operations that failed
         self.next_server_sid = -1
         torch.set_grad_enabled(False)
         self.dtypes = {str(d).split(".")[1]: d for d in (
@@ -336,6 +337,7 @@ class Executor:
                 result = self.run_op(op)
             except Exception as e:          # every failure is the client's to hear about
                 result = None
+                self.failed.update(_promised_ids(op))
                 if self.error is None:
                     self.error = [_op_label(op), f"{type(e).__name__}: {e}"[:2000]]
         return result
@@ -355,6 +357,8 @@ class Executor:
             raise BadInput("a tensor handle must be an integer")
         s = self.table.get(sid)
         if s is None:
+            if sid in self.failed:
+                raise BadInput(f"tensor handle {sid} is the result of an operation that failed")
             raise BadInput(f"unknown tensor handle {sid} (never made, or freed)")
         return s
 
@@ -391,6 +395,9 @@ class Executor:
         return ctypes.string_at(view.data_ptr(), n) if n else b""
 
     def op_free(self, sid):
+        if isinstance(sid, int) and sid in self.failed:
+            self.failed.discard(sid)
+            return
         self.storage(sid)
         del self.table[sid]
 
@@ -602,6 +609,18 @@ def _flatten(x):
 
 def _flatten_result(r, torch):
     return list(_flatten(r)) if isinstance(r, (list, tuple)) else [r]
+
+
+def _promised_ids(op):
+    """The new ids an operation would have made (nothing else may claim them)."""
+    if not isinstance(op, list) or len(op) < 2:
+        return []
+    if op[0] == "new" and isinstance(op[1], int) and 0 < op[1] < MAX_SID:
+        return [op[1]]
+    if op[0] == "call" and len(op) == 5 and isinstance(op[4], list):
+        return [spec[0] for spec in op[4] if isinstance(spec, list) and spec
+                and isinstance(spec[0], int) and 0 < spec[0] < MAX_SID]
+    return []
 
 
 def _op_label(op):

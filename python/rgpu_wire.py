@@ -145,7 +145,11 @@ def connect(addr, timeout=30.0):
     if kind == "unix":
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(timeout)
-        sock.connect(where)
+        try:
+            sock.connect(where)
+        except OSError:
+            sock.close()
+            raise
     else:
         sock = socket.create_connection(where, timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

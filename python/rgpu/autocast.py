@@ -2,8 +2,11 @@
 client.
 
 PyTorch ships autocast kernels for CUDA but none for a Python backend, so
-this module registers one handler for the AutocastPrivateUse1 key.  It
-follows CUDA's policy (the same operator lists): matrix products and
+this module registers a handler for the AutocastPrivateUse1 key on each
+operator CUDA's autocast handles, and lets every other operator fall
+through.  (A Python fallback cannot serve this key: PyTorch routes calls
+with Python tensor subclasses among their arguments to per-operator
+registrations only.)  It follows CUDA's policy (the same operator lists): matrix products and
 convolutions run in the autocast dtype, reductions, losses and
 normalisations in float32, multi-input operations in their widest type.
 Autocast is only ever casts in front of an operator, so the server, running
@@ -66,8 +69,7 @@ def _widest(values):
     return widest
 
 
-def _autocast(op, *args, **kwargs):
-    name = op.name().split("::")[-1].split(".")[0]
+def _autocast(op, name, args, kwargs):
     with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(_KEY)):
         if name in BANNED:
             raise RuntimeError(f"{op.name()} is unsafe to autocast (as on CUDA): use "
@@ -89,5 +91,20 @@ def _autocast(op, *args, **kwargs):
         return op(*args, **kwargs)
 
 
-_lib = torch.library.Library("_", "IMPL")
-_lib.fallback(_autocast, "AutocastPrivateUse1")
+def _handler(op, name):
+    return lambda *args, **kwargs: _autocast(op, name, args, kwargs)
+
+
+_lib = torch.library.Library("aten", "IMPL")
+for _name in sorted(LOWER | FP32 | FP32_SET_DTYPE | PROMOTE | BANNED):
+    _packet = getattr(torch.ops.aten, _name, None)
+    if _packet is None:
+        continue                        # not in this PyTorch
+    for _overload in _packet.overloads():
+        _op = getattr(_packet, _overload)
+        if any(a.is_out for a in _op._schema.arguments):
+            continue                    # out= forms are not autocast on CUDA either
+        _lib.impl(_name if _overload == "default" else f"{_name}.{_overload}",
+                  _handler(_op, _name), "AutocastPrivateUse1")
+_fallthrough = torch.library.Library("_", "IMPL")
+_fallthrough.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")

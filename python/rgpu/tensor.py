@@ -33,7 +33,10 @@ aten = torch.ops.aten
 # Operations the meta device cannot compute but whose results the server can:
 # they wait for the server's answer.  (Any operation whose meta kernel raises
 # NotImplementedError takes the same road.)
-_NEEDS_DATA = {aten._local_scalar_dense.default, aten.equal.default, aten.is_nonzero.default}
+# _linalg_check_errors reads a result, as on CUDA, so that a failed
+# factorisation raises at its call.
+_NEEDS_DATA = {aten._local_scalar_dense.default, aten.equal.default, aten.is_nonzero.default,
+               aten._linalg_check_errors.default}
 
 # Operations that change a tensor's own sizes or storage: a wrapper's sizes
 # are fixed, so these are refused by name rather than computed wrongly.
@@ -315,12 +318,13 @@ def dispatch(func, args, kwargs):
             outs.append(None)
         results.append(RgpuTensor(rs, o))
 
-    if fresh or func._schema.is_mutable:
+    tensors = [o for o in flat if isinstance(o, torch.Tensor)]
+    if fresh or func._schema.is_mutable or not tensors:
         enc = _Encoder()
         wargs, wkwargs = enc(list(args)), {k: enc(v) for k, v in kwargs.items()}
         session.enqueue(["call", name, wargs, wkwargs, outs])
         del enc
-    # else: a view or a metadata query, which the server never needs to see
+    # else: a view, which the server never needs to see
     return tree_unflatten(results, spec)
 
 
@@ -370,9 +374,7 @@ def _to_copy(func, args, kwargs):
     if torch.device(device).type != "cpu":
         raise RgpuError(f"rgpu: cannot copy an rgpu tensor to {device} directly; go through "
                         "the CPU")
-    dense = x.is_contiguous() or x.is_contiguous(memory_format=torch.channels_last)
-    like = x._meta_view() if dense else None
-    out = _copy_to_cpu(x, like=like, dtype=kwargs.get("dtype"))
+    out = _copy_to_cpu(x, like=x._meta_view(), dtype=kwargs.get("dtype"))
     if kwargs.get("pin_memory"):
         out = out.pin_memory()
     return out
