@@ -11,6 +11,7 @@ raised there, naming the operation.
 import atexit
 import os
 import threading
+import time
 
 import rgpu_wire as wire
 
@@ -34,7 +35,7 @@ class Session:
         self.waits = 0                  # requests that waited for an answer
         self.frames = 0                 # frames sent
         self.flags = None
-        kind, self.sock = wire.connect(addr)
+        kind, self.sock = _connect_waiting(addr)
         try:
             self.info = wire.client_handshake(self.sock, kind == "tcp",
                                               f"rgpu-python pid {os.getpid()}")
@@ -137,6 +138,24 @@ class Session:
                 pass
             self.dead = "closed by the client"
             self.sock.close()
+
+
+def _connect_waiting(addr):
+    """Connects; while the socket is not there yet, waits up to
+    RGPU_OP_SERVER_WAIT seconds (rgpu run sets it when it starts an op
+    server in the background)."""
+    try:
+        wait = float(os.environ.get("RGPU_OP_SERVER_WAIT", "0"))
+    except ValueError:
+        wait = 0.0
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return wire.connect(addr)
+        except (FileNotFoundError, ConnectionRefusedError):
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 _session = None
