@@ -115,7 +115,10 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     gen = torch.Generator().manual_seed(args.seed)
     times = []
+    wall_from, waits_from = None, None
     for step in range(1, args.steps + 1):
+        if step == min(11, args.steps):     # after warm-up: whole steps, batches included
+            wall_from, waits_from = time.perf_counter(), _rgpu_waits(args.device)
         ix = torch.randint(len(data) - args.block - 1, (args.batch,), generator=gen)
         x = torch.stack([data[i:i + args.block] for i in ix]).to(args.device)
         y = torch.stack([data[i + 1:i + args.block + 1] for i in ix]).to(args.device)
@@ -129,6 +132,19 @@ def main():
             times.append(time.perf_counter() - t0)
             print(f"step {step} loss {value:.6f} time_ms {times[-1] * 1e3:.2f}", flush=True)
     print(f"mean_step_ms {sum(times) / len(times) * 1e3:.2f}")
+    counted = args.steps - min(11, args.steps) + 1
+    print(f"wall_ms_per_step {(time.perf_counter() - wall_from) / counted * 1e3:.2f} "
+          f"(steps {min(11, args.steps)}..{args.steps})")
+    if waits_from is not None:
+        print(f"rgpu_waits_per_step {(_rgpu_waits(args.device) - waits_from) / counted:.2f}")
+
+
+def _rgpu_waits(device):
+    """Requests that waited for the op server so far (device rgpu), else None."""
+    if not device.startswith("rgpu"):
+        return None
+    import rgpu
+    return rgpu.stats()["waits"]
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ _MIN_TORCH = (2, 6)
 
 
 def _check_torch():
+    import torch.utils.backend_registration as registration
     version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
-    if version < _MIN_TORCH or not hasattr(torch._C, "_acc"):
+    if version < _MIN_TORCH or not hasattr(registration, "_setup_privateuseone_for_python_backend"):
         raise ImportError(f"rgpu needs PyTorch {_MIN_TORCH[0]}.{_MIN_TORCH[1]} or newer "
                           f"(this is {torch.__version__})")
 
