@@ -524,12 +524,8 @@ class Executor:
             raise BadInput("malformed call")
         a = self.decode(args)
         k = {str(key): self.decode(val) for key, val in kwargs.items()}
-        inputs = {}
-        for x in _flatten([a, list(k.values())]):
-            if isinstance(x, self.torch.Tensor) and x.device == self.device:
-                inputs.setdefault(x.untyped_storage().data_ptr(), x)
         result = func(*a, **k)
-        flat = _flatten_result(result, self.torch)
+        flat = list(_flatten(result)) if isinstance(result, (list, tuple)) else [result]
         if outs == "wait":
             return self.describe(result, args, kwargs)
         if not isinstance(outs, list) or len(outs) != len(flat):
@@ -605,10 +601,6 @@ def _flatten(x):
             yield from _flatten(v)
     else:
         yield x
-
-
-def _flatten_result(r, torch):
-    return list(_flatten(r)) if isinstance(r, (list, tuple)) else [r]
 
 
 def _promised_ids(op):

@@ -18,6 +18,7 @@ a new RgpuTensor on the same Storage, so in-place operations on views change
 their bases exactly as on any device.  A Storage tells the server to free
 its memory when the last tensor using it goes.
 """
+import copy
 import ctypes
 
 import torch
@@ -56,7 +57,7 @@ class Storage:
         self.meta = meta
 
     def __del__(self):
-        s = self.session
+        s = getattr(self, "session", None)
         if s is not None:
             s.enqueue_free(self.sid)
 
@@ -102,6 +103,21 @@ class RgpuTensor(torch.Tensor):
         return text + extra + ")"
 
     __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        # A copy of the data on the server; the Python attributes (the
+        # parameter flag among them) copied, the storage record not.
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch.no_grad():
+            new = self.clone()
+        if self.requires_grad:
+            new.requires_grad_(True)
+        for key, value in self.__dict__.items():
+            if key != "_rs":
+                setattr(new, key, copy.deepcopy(value, memo))
+        memo[id(self)] = new
+        return new
 
     def tolist(self):
         return self.detach().to("cpu").tolist()

@@ -1,6 +1,7 @@
 """The rgpu device against PyTorch's CPU device: every test runs the same code
 on both and compares (common.assert_same).  The op server runs on PyTorch's
 CPU device, so results are expected equal, not merely close."""
+import copy
 import io
 import os
 import signal
@@ -283,6 +284,15 @@ class Autograd(Case):
         self.assertEqual(s.dtype, torch.float32)          # CUDA's rule: softmax in fp32
         want = F.linear(x.bfloat16(), lin.weight.bfloat16(), lin.bias.bfloat16())
         assert_same(self, want, y, exact=True)
+
+    def test_deepcopy(self):
+        m = nn.Linear(3, 2).to("rgpu")
+        c = copy.deepcopy(m)
+        self.assertIsInstance(c.weight, nn.Parameter)
+        self.assertTrue(torch.equal(c.weight, m.weight))
+        with torch.no_grad():
+            c.weight.add_(1)
+        self.assertFalse(torch.equal(c.weight, m.weight))     # its own storage
 
     def test_save_load(self):
         t = torch.randn(3, 4).to("rgpu")
