@@ -76,6 +76,13 @@ class RgpuTensor(torch.Tensor):
     def __init__(self, storage, like, requires_grad=False):
         pass
 
+    @classmethod
+    def _wrap(cls, storage, size, stride, offset, dtype):
+        r = torch.Tensor._make_wrapper_subclass(cls, size, strides=stride, storage_offset=offset,
+                                                dtype=dtype, device=DEVICE)
+        r._rs = storage
+        return r
+
     def _meta_view(self):
         return torch.empty(0, dtype=self.dtype, device=META).set_(
             self._rs.meta, self.storage_offset(), self.size(), self.stride())
@@ -269,6 +276,63 @@ def _session_of(args, kwargs):
     return _session.get()
 
 
+class _Uncacheable(Exception):
+    pass
+
+
+_SCALARS = (bool, int, float, complex, str, type(None), torch.dtype, torch.device,
+            torch.memory_format, torch.layout)
+
+
+def _collect(args, kwargs):
+    """The RgpuTensors among the arguments, their distinct Storages, and a
+    key that identifies everything the meta kernels look at (None when an
+    argument cannot be part of a key)."""
+    tensors, storages, where = [], [], {}
+
+    def walk(x):
+        if isinstance(x, RgpuTensor):
+            rs = x._rs
+            si = where.get(id(rs))
+            if si is None:
+                si = where[id(rs)] = len(storages)
+                storages.append(rs)
+            tensors.append(x)
+            return (x.dtype, tuple(x.size()), x.stride(), x.storage_offset(), si,
+                    rs.meta.nbytes())
+        if isinstance(x, (list, tuple)):
+            return (type(x), tuple(walk(v) for v in x))
+        if isinstance(x, torch.Tensor):
+            return ("cpu", x.dtype, tuple(x.size()), x.stride(), x.device)
+        if isinstance(x, _SCALARS):
+            return (type(x), x)             # the type too: 1, 1.0 and True are equal keys
+        raise _Uncacheable
+
+    try:
+        key = (tuple(walk(a) for a in args),
+               tuple((k, walk(v)) for k, v in kwargs.items()), torch.get_default_dtype())
+    except _Uncacheable:
+        key = None
+        tensors.clear()
+        storages.clear()
+        where.clear()
+        for x in tree_flatten((args, kwargs))[0]:
+            if isinstance(x, RgpuTensor):
+                if id(x._rs) not in where:
+                    where[id(x._rs)] = len(storages)
+                    storages.append(x._rs)
+                tensors.append(x)
+    return key, tensors, storages
+
+
+# Plans: what an operator's results are, from the meta device, by the key of
+# its arguments.  A training loop repeats the same operators on tensors
+# laid out the same way, so the meta kernels run once per distinct call.
+_plans = {}
+_PLANS_MAX = 1 << 16
+_WAIT = object()
+
+
 def dispatch(func, args, kwargs):
     special = _SPECIAL.get(func)
     if special is not None:
@@ -282,15 +346,34 @@ def dispatch(func, args, kwargs):
     session = _session_of(args, kwargs)
     if func in _NEEDS_DATA:
         return _call_waiting(session, func, args, kwargs)
+    key, tensors, storages = _collect(args, kwargs)
+    plan = _plans.get((func, key)) if key is not None else None
+    if plan is None:
+        plan = _plan(func, name, args, kwargs, tensors, storages)
+        if plan is _WAIT:
+            return _call_waiting(session, func, args, kwargs)
+        if key is not None and not any(d[0] == "value" and isinstance(d[1], torch.Tensor)
+                                       for d in plan[1]):
+            if len(_plans) >= _PLANS_MAX:
+                _plans.clear()
+            _plans[(func, key)] = plan
+    return _execute(plan, session, name, args, kwargs, tensors, storages)
 
-    wrappers = {}               # id(meta argument) -> the RgpuTensor it stands for
-    storages = {}               # meta storage -> Storage, for the arguments' storages
+
+def _plan(func, name, args, kwargs, tensors, storages):
+    """Runs func on the meta device; describes each result as a value, an
+    argument itself (in place, out=), a view of an argument's storage, or
+    new memory."""
+    by_meta_arg = {}            # id(meta argument) -> index in tensors
+    by_meta_storage = {}        # meta storage -> index in storages
+    index_of = {id(t): i for i, t in reversed(list(enumerate(tensors)))}
+    storage_index = {id(rs): i for i, rs in enumerate(storages)}
 
     def to_meta(x):
         if isinstance(x, RgpuTensor):
             m = x._meta_view()
-            wrappers[id(m)] = x
-            storages[m.untyped_storage()._cdata] = x._rs
+            by_meta_arg[id(m)] = index_of[id(x)]
+            by_meta_storage[m.untyped_storage()._cdata] = storage_index[id(x._rs)]
             return m
         if isinstance(x, torch.device) and x.type == "rgpu":
             return META
@@ -300,47 +383,71 @@ def dispatch(func, args, kwargs):
     try:
         mout = func(*margs, **mkwargs)
     except NotImplementedError:
-        return _call_waiting(session, func, args, kwargs)
+        return _WAIT
     except RuntimeError as e:
         if "data-dependent" in str(e) or "DynamicOutputShape" in type(e).__name__ \
                 or "DataDependent" in type(e).__name__:
-            return _call_waiting(session, func, args, kwargs)
+            return _WAIT
         raise
 
     flat, spec = tree_flatten(mout)
-    results, outs, fresh = [], [], {}
+    results, fresh = [], {}
     for o in flat:
         if not isinstance(o, torch.Tensor) or o.device.type != "meta":
-            results.append(o)
-            outs.append(None)
+            results.append(("value", o))
             continue
-        same = wrappers.get(id(o))
+        layout = (tuple(o.size()), o.stride(), o.storage_offset(), o.dtype)
+        same = by_meta_arg.get(id(o))
         if same is not None:          # an in-place or out= result: the argument itself
-            if (o.size(), o.stride(), o.storage_offset()) != \
-                    (same.size(), same.stride(), same.storage_offset()):
+            t = tensors[same]
+            if layout[:3] != (tuple(t.size()), t.stride(), t.storage_offset()):
                 raise NotImplementedError(f"rgpu: {name} would resize an rgpu tensor in place, "
                                           "which rgpu tensors do not support")
-            results.append(same)
-            outs.append(None)
+            results.append(("same", same))
             continue
         key = o.untyped_storage()._cdata
-        rs = storages.get(key) or fresh.get(key)
-        if rs is None:                # new memory: the server allocates it under this id
-            rs = Storage(session, session.new_sid(), o.untyped_storage())
-            fresh[key] = rs
-            outs.append([rs.sid, _dtype_name(o.dtype), list(o.size()), list(o.stride()),
-                         o.storage_offset(), rs.meta.nbytes()])
-        else:
-            outs.append(None)
-        results.append(RgpuTensor(rs, o))
+        if key in by_meta_storage:    # a view of an argument's storage
+            results.append(("view", by_meta_storage[key]) + layout)
+        else:                         # new memory: the server allocates it
+            group = fresh.setdefault(key, len(fresh))
+            results.append(("new", group) + layout + (o.untyped_storage().nbytes(),))
+    # A view needs nothing from the server; anything else goes there (a
+    # call without tensor results may be a check that raises).
+    send = bool(fresh) or func._schema.is_mutable or \
+        not any(r[0] != "value" for r in results)
+    return spec, results, send
 
-    tensors = [o for o in flat if isinstance(o, torch.Tensor)]
-    if fresh or func._schema.is_mutable or not tensors:
+
+def _execute(plan, session, name, args, kwargs, tensors, storages):
+    spec, descriptions, send = plan
+    results, outs, fresh = [], [], {}
+    for d in descriptions:
+        kind = d[0]
+        if kind == "value":
+            results.append(d[1])
+            outs.append(None)
+        elif kind == "same":
+            results.append(tensors[d[1]])
+            outs.append(None)
+        elif kind == "view":
+            results.append(RgpuTensor._wrap(storages[d[1]], *d[2:]))
+            outs.append(None)
+        else:
+            _, group, size, stride, offset, dtype, nbytes = d
+            rs = fresh.get(group)
+            if rs is None:
+                rs = fresh[group] = Storage(session, session.new_sid(),
+                                            torch.UntypedStorage(nbytes, device=META))
+                outs.append([rs.sid, _dtype_name(dtype), list(size), list(stride), offset,
+                             nbytes])
+            else:
+                outs.append(None)
+            results.append(RgpuTensor._wrap(rs, size, stride, offset, dtype))
+    if send:
         enc = _Encoder()
         wargs, wkwargs = enc(list(args)), {k: enc(v) for k, v in kwargs.items()}
         session.enqueue(["call", name, wargs, wkwargs, outs])
         del enc
-    # else: a view, which the server never needs to see
     return tree_unflatten(results, spec)
 
 

@@ -116,6 +116,21 @@ class ViewsAndInPlace(Case):
             return x, v, y, x.detach()
         self.both(f, exact=True)
 
+    def test_repeated_calls_keep_aliasing(self):
+        # The same operators on tensors laid out alike reuse the meta
+        # device's answer; each call must still alias its own arguments.
+        def f(d):
+            outs = []
+            for i in range(3):
+                base = torch.zeros(4, 4, device=d)
+                other = torch.ones(4, 4, device=d)
+                base[1].add_(i + 1)
+                base.t()[0].mul_(2)
+                torch.add(base, other, out=other)
+                outs += [base, other, base[2:].sum(0)]
+            return outs
+        self.both(f, exact=True)
+
     def test_in_place_and_out(self):
         def f(d):
             a = torch.arange(6., device=d)
