@@ -3,6 +3,7 @@ every handle, range and name a client sends is checked, a bad request gets
 an error and the session goes on, a frame the protocol does not allow ends
 that session only, and TCP needs rgpud's key scheme."""
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -155,14 +156,19 @@ class UnixSocket(unittest.TestCase):
                 # real root, not fakeroot, which package builds run under).
                 os.chmod(server.dir, 0o755)
                 os.chmod(path, 0o666)
+                # The client's module where that user can read it (the
+                # source tree may sit in a private directory).
+                shutil.copy(os.path.join(PYDIR, "rgpu_wire.py"), server.dir)
+                os.chmod(os.path.join(server.dir, "rgpu_wire.py"), 0o644)
                 code = ("import sys; sys.path.insert(0, %r); import rgpu_wire as w\n"
                         "k, s = w.connect(%r)\n"
                         "try:\n    w.client_handshake(s, False, 'nobody')\n"
-                        "except w.WireError as e:\n    print(e)\n") % (PYDIR, server.addr)
+                        "except w.WireError as e:\n    print(e)\n") % (server.dir, server.addr)
                 out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534",
                                       "--clear-groups", sys.executable, "-c", code],
                                      capture_output=True, text=True, timeout=60)
-                self.assertIn("uid 65534 is not this op server's user", out.stdout + out.stderr)
+                self.assertIn("uid 65534 is not this op server's user", out.stdout + out.stderr,
+                              out.stdout + out.stderr)
         finally:
             server.stop()
 
