@@ -329,6 +329,8 @@ class Executor:
             torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.uint8,
             torch.int8, torch.int16, torch.int32, torch.int64, torch.bool, torch.complex64,
             torch.complex128)}
+        self.itemsize = {d: torch.empty(0, dtype=d).element_size() for d in self.dtypes.values()}
+        self.operators = {}        # name -> resolved operator, for names already checked
 
     def run_batch(self, ops):
         result = None
@@ -429,6 +431,12 @@ class Executor:
 
     # -- operators
     def resolve(self, name):
+        func = self.operators.get(name) if isinstance(name, str) else None
+        if func is None:
+            func = self.operators[name] = self._resolve(name)
+        return func
+
+    def _resolve(self, name):
         m = _OP_NAME.match(name) if isinstance(name, str) else None
         if not m:
             raise BadInput(f"not an ATen operator name: {str(name)[:80]}")
@@ -511,7 +519,7 @@ class Executor:
                       for n in size + stride))
         if not ok:
             raise BadInput(f"malformed sizes or strides for {what}")
-        itemsize = self.torch.empty(0, dtype=d).element_size()
+        itemsize = self.itemsize[d]
         if all(size):
             last = offset + sum((n - 1) * st for n, st in zip(size, stride))
             if (last + 1) * itemsize > s.nbytes():

@@ -90,15 +90,20 @@ def key_id_valid(key_id):
 def load_key(path):
     """(key_id, secret) from a key file that is this user's own and private;
     raises OSError/ValueError saying why not (rgpud's rules)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NOCTTY)
+    flags = os.O_RDONLY
+    for name in ("O_CLOEXEC", "O_NOFOLLOW", "O_NOCTTY"):     # not on Windows
+        flags |= getattr(os, name, 0)
+    fd = os.open(path, flags)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ValueError(f"key file {path} is not a regular file")
-        if st.st_uid != os.geteuid():
+        if not hasattr(os, "geteuid"):
+            pass        # Windows: no owner or mode bits to check; the ACLs decide
+        elif st.st_uid != os.geteuid():
             raise ValueError(f"key file {path} belongs to uid {st.st_uid}, not to this user "
                              f"(uid {os.geteuid()})")
-        if st.st_mode & 0o077:
+        elif st.st_mode & 0o077:
             raise ValueError(f"key file {path} is readable by others (mode "
                              f"{st.st_mode & 0o7777:04o}): chmod 600 it")
         text = os.read(fd, 255).decode("ascii", "replace")

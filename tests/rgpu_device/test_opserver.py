@@ -206,6 +206,10 @@ class Tcp(unittest.TestCase):
             os.environ["RGPU_KEY_FILE"] = os.path.join(self.tmp, "missing")
             with self.assertRaisesRegex(wire.WireError, "requires a key"):
                 Raw(self.addr, tcp=True)
+            os.chmod(self.client_key, 0o644)              # a key others can read is not used
+            os.environ["RGPU_KEY_FILE"] = self.client_key
+            with self.assertRaisesRegex(wire.WireError, "readable by others"):
+                Raw(self.addr, tcp=True)
         finally:
             os.environ.pop("RGPU_KEY_FILE", None)
             server.stop()
