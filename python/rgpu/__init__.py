@@ -76,7 +76,9 @@ class _DeviceModule:
 
     @staticmethod
     def manual_seed(seed):
-        _session.get().enqueue(["seed", int(seed)])
+        # torch.manual_seed calls this too: without a session yet, the seed
+        # waits for the connection instead of making one.
+        _session.seed(int(seed))
 
     manual_seed_all = manual_seed
 

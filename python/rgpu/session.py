@@ -172,18 +172,34 @@ def server_addr():
 
 def get():
     """The process's session, connected on first use."""
-    global _session
+    global _session, _pending_seed
     s = _session
     if s is not None and not s.dead:
         return s
     with _session_lock:
-        if _session is None:
+        if _session is None or _session.dead:
             try:
                 _session = Session(server_addr())
             except (OSError, wire.WireError) as e:
                 raise RgpuError(f"rgpu: cannot reach the op server at {server_addr()}: {e}") \
                     from None
+            if _pending_seed is not None:
+                _session.enqueue(["seed", _pending_seed])
+                _pending_seed = None
         return _session
+
+
+_pending_seed = None
+
+
+def seed(value):
+    """Seeds the server's generators: now if connected, else on connecting."""
+    global _pending_seed
+    s = _session
+    if s is not None and not s.dead:
+        s.enqueue(["seed", value])
+    else:
+        _pending_seed = value
 
 
 def current():

@@ -276,6 +276,13 @@ class Autograd(Case):
             return w.detach(), y
         self.both(f)
 
+    def test_seed_before_connecting(self):
+        rgpu.reset()
+        torch.manual_seed(12)           # no session yet: applied when one is made
+        a = torch.randn(8, device="rgpu")
+        torch.manual_seed(12)
+        self.assertTrue(torch.equal(a.cpu(), torch.randn(8)))
+
     def test_rng_reproducible(self):
         self.both(lambda d: torch.randn(50, device=d), exact=True, seed=7)
         self.both(lambda d: torch.rand(3, 4, device=d), exact=True, seed=8)
@@ -373,6 +380,7 @@ class Errors(Case):
         try:
             rgpu.reset()
             os.environ["RGPU_OP_SERVER"] = "unix:/nonexistent/ops.sock"
+            torch.manual_seed(5)        # seeds rgpu when it connects, needs no server now
             with self.assertRaisesRegex(rgpu.RgpuError, "cannot reach the op server"):
                 torch.ones(1, device="rgpu")
             self.assertFalse(torch.rgpu.is_available())
