@@ -28,8 +28,9 @@
 # Needs, in RGPU_PYTHON (python3): PyTorch with CUDA and msgpack.  Where
 # msgpack is missing and the machine has no network, carry a wheel from a
 # machine with PyPI and name its folder with RGPU_WHEELS:
-#     pip download --only-binary=:all: --python-version 3.X -d .whl msgpack==1.1.2
-#     RGPU_WHEELS=.whl bash tests/gpu/rgpu_device_check.sh build
+#     pip download --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+#         --python-version 3.X -d .whl msgpack==1.1.2      (3.X: that Python's version)
+#     RGPU_WHEELS=.whl bash tests/gpu/rgpu_device_check.sh build     (carry .whl too)
 # (it is installed into $OUT/pydeps for this run only).
 set -u
 BUILD=${1:-build}
@@ -65,9 +66,12 @@ if ! "$PY" -c 'import msgpack' 2>/dev/null; then
             --target "$OUTDIR/pydeps" msgpack >>"$LOG" 2>&1; then
         export PYTHONPATH=$OUTDIR/pydeps${PYTHONPATH:+:$PYTHONPATH}
     else
-        die "$PY has no msgpack, which the rgpu client and op server need: install it \
-(pip install msgpack), or carry a wheel and name its folder with RGPU_WHEELS (see the \
-top of this script)"
+        pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+        die "$PY (Python $pyver) has no msgpack, which the rgpu client and op server need: \
+install it (pip install msgpack), or on a machine with PyPI run 'pip download --no-deps \
+--only-binary=:all: --platform manylinux2014_x86_64 --python-version $pyver -d .whl \
+msgpack==1.1.2', carry .whl here and set RGPU_WHEELS=.whl${RGPU_WHEELS:+ (RGPU_WHEELS=$RGPU_WHEELS \
+did not install it: see $LOG)}"
     fi
 fi
 export PYTHONPATH=$SRC/python${PYTHONPATH:+:$PYTHONPATH}
