@@ -66,14 +66,11 @@ class RgpuTensor(torch.Tensor):
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @staticmethod
-    def __new__(cls, storage, like, requires_grad=False):
-        r = torch.Tensor._make_wrapper_subclass(
-            cls, like.size(), strides=like.stride(), storage_offset=like.storage_offset(),
-            dtype=like.dtype, device=DEVICE, requires_grad=requires_grad)
-        r._rs = storage
-        return r
+    def __new__(cls, storage, like):
+        """A tensor on storage laid out like `like` (a meta tensor)."""
+        return cls._wrap(storage, like.size(), like.stride(), like.storage_offset(), like.dtype)
 
-    def __init__(self, storage, like, requires_grad=False):
+    def __init__(self, storage, like):
         pass
 
     @classmethod
@@ -97,17 +94,14 @@ class RgpuTensor(torch.Tensor):
                       self.storage_offset()]}
 
     def __repr__(self, *, tensor_contents=None):
+        # The values as the CPU prints them (one read), then what is rgpu's.
         text = repr(self.detach().to("cpu"))
         extra = f", device='{DEVICE}'"
         if self.grad_fn is not None:
             extra += f", grad_fn=<{type(self.grad_fn).__name__}>"
         elif self.requires_grad:
             extra += ", requires_grad=True"
-        text = text.rsplit(")", 1)[0]
-        for tail in (", requires_grad=True",):
-            text = text.replace(tail, "")
-        text = text.split(", grad_fn=")[0]
-        return text + extra + ")"
+        return text[:-1] + extra + ")"
 
     __str__ = __repr__
 
