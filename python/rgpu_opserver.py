@@ -34,9 +34,10 @@ MAX_DEPTH = 16
 MAX_SIZE = 1 << 50
 MAX_SID = 1 << 53
 _OP_NAME = re.compile(r"^aten::([a-z_][a-z0-9_]*)(?:\.([A-Za-z0-9_]+))?$")
-# Operators a client may not call: files, raw storage, and changes to a
-# tensor's own metadata (which the storage table could not follow).
-_REFUSED = {"from_file", "set_", "resize_", "resize_as_", "as_strided_", "_resize_output_",
+# Operators a client may not call: files, the server's output, raw storage,
+# and changes to a tensor's own metadata (which the storage table could not
+# follow).
+_REFUSED = {"from_file", "_print", "set_", "resize_", "resize_as_", "as_strided_", "_resize_output_",
             "swap_", "_pin_memory", "pin_memory", "share_memory_", "_share_memory_",
             "record_stream", "_nested_tensor_from_mask"}
 

@@ -102,6 +102,7 @@ class HostileClient(unittest.TestCase):
 
     def test_names(self):
         self.assertRefused(["call", "aten::from_file", ["/etc/passwd"], {}, [None]], "not allowed")
+        self.assertRefused(["call", "aten::_print", ["spam"], {}, [None]], "not allowed")
         self.assertRefused(["call", "os::system", ["true"], {}, [None]], "not an ATen operator")
         self.assertRefused(["call", "aten::no_such_op", [], {}, [None]], "has no operator")
         self.assertRefused(["call", "aten::set_.source_Storage", [], {}, [None]], "not allowed")
