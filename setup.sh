@@ -18,4 +18,8 @@ if [ ! -e /usr/local/cuda/include/cuda.h ]; then
 fi
 
 # The rgpu PyTorch device's tests: pinned PyTorch in its own environment.
-$SUDO "$(dirname "$0")/tests/rgpu_device/install-torch.sh"
+# Only those tests need it, and they skip, saying why, without it.
+if ! $SUDO "$(dirname "$0")/tests/rgpu_device/install-torch.sh"; then
+    echo "setup.sh: WARNING: PyTorch for the rgpu device tests could not be installed" \
+         "(tests/rgpu_device/install-torch.sh); those tests will be skipped" >&2
+fi

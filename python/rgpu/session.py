@@ -82,6 +82,9 @@ class Session:
             self.frames += 1
         except (OSError, wire.WireError) as e:
             self._die(f"sending to {self.addr}: {e}")
+        except (TypeError, ValueError, OverflowError) as e:
+            # The batch is gone with it: going on would compute without it.
+            self._die(f"a request could not be encoded ({e})")
 
     def _sync_flags(self, ops):
         """The settings that change what the server's kernels compute travel

@@ -228,7 +228,7 @@ class _Encoder:
         if isinstance(x, torch.Tensor):
             if x.device.type != "cpu":
                 raise RgpuError(f"rgpu: cannot mix a {x.device.type} tensor with rgpu tensors")
-            if x.dim() == 0:
+            if x.dim() == 0 and not x.is_complex():
                 return {"C": [_dtype_name(x.dtype), x.item()]}
             tmp = upload(x)
             self.temps.append(tmp)

@@ -215,6 +215,11 @@ class Math(Case):
         self.both(lambda d: F.max_pool2d(x.to(d), 2))
         self.both(lambda d: F.batch_norm(x.to(d), None, None, training=True))
 
+    def test_complex(self):
+        z = torch.tensor([1 + 2j, -3j])
+        self.both(lambda d: z.to(d) * torch.tensor(2 - 1j), exact=True)
+        self.both(lambda d: (z.to(d) * 1j).abs(), exact=True)
+
     def test_dtype_promotion(self):
         i = torch.arange(5)
         self.both(lambda d: i.to(d) + 1.5)
