@@ -16,9 +16,15 @@
 #    wall ms per step (steps 11..N, batches included) and requests that
 #    waited for the server per step; native cuda the same way.
 #
+# With RGPU_STUB_SERVER=ADDR (an rgpud already running; tests/gpu/run.sh
+# passes its own), the table also has the stub path's rows: the same
+# script on --device cuda through BUILD_DIR/launcher/rgpu run --server, over
+# the same links in front of that rgpud (wall ms per step; its waits per
+# step are in run.sh's RGPU_TRAIN table, model gpt-small).
+#
 # Prints one table and "rgpu device check: PASS" or "... FAIL" last; exit
 # status 0 on PASS, 1 on FAIL, 2 when something it needs is missing.
-# The stub path's numbers for the same model (bench/train_bench.py's
+# The stub path's waits per step for the same model (bench/train_bench.py's
 # gpt-small: 4 layers, d=128, 4 heads, batch 32 x block 64) come from
 # `RGPU_PROGS=0 RGPU_BENCH=0 RGPU_FRAMEWORKS=0 RGPU_TRAIN=1 bash tests/gpu/run.sh`.
 #
@@ -149,19 +155,48 @@ row() {   # row LABEL SOCKET
         fail=1
     fi
 }
+# stub_row LABEL ADDR: the same script on --device cuda through the stubs.
+stub_row() {
+    [ -n "${RGPU_STUB_SERVER:-}" ] || return 0
+    if timeout 1200 "$BUILD/launcher/rgpu" run --server "$2" -- "$PY" "$TRAIN" --device cuda \
+            --steps "$TSTEPS" --log-every 20 --data "$DATA" >"$WORK/s.out" 2>&1; then
+        say "| stubs (rgpu run) | $1 | $(field wall_ms_per_step "$WORK/s.out") | (RGPU_TRAIN table) |"
+    else
+        say "| stubs (rgpu run) | $1 | failed (see $LOG) | |"
+    fi
+    { echo "== stubs over $1 ($2)"; cat "$WORK/s.out"; } >>"$LOG"
+}
+
+# link RTT TARGET NAME: rgpu-delay in front of TARGET at RTT ms round trip;
+# sets LINK to its socket, or to "" when it does not start.
+link() {
+    local one_way
+    one_way=$(awk "BEGIN { print $1 / 2 }")
+    LINK=
+    setsid "$DELAY" --listen "unix:$WORK/$3$1.sock" --to "$2" --delay-ms "$one_way" \
+        >"$WORK/$3$1.log" 2>&1 &
+    PIDS+=($!)
+    disown
+    if wait_for "$WORK/$3$1.sock" "${PIDS[-1]}"; then
+        LINK=$WORK/$3$1.sock
+    else
+        cat "$WORK/$3$1.log" >>"$LOG"
+    fi
+}
+
 row "direct" "$WORK/ops.sock"
+stub_row "direct" "${RGPU_STUB_SERVER:-}"
 if [ -x "$DELAY" ]; then
     for rtt in 0 1 10; do
-        one_way=$(awk "BEGIN { print $rtt / 2 }")
-        setsid "$DELAY" --listen "unix:$WORK/link$rtt.sock" --to "unix:$WORK/ops.sock" \
-            --delay-ms "$one_way" >"$WORK/delay$rtt.log" 2>&1 &
-        PIDS+=($!)
-        disown
-        if wait_for "$WORK/link$rtt.sock" "${PIDS[-1]}"; then
-            row "$rtt ms" "$WORK/link$rtt.sock"
+        link "$rtt" "unix:$WORK/ops.sock" oplink
+        if [ -n "$LINK" ]; then
+            row "$rtt ms" "$LINK"
         else
             say "| device rgpu | $rtt ms | rgpu-delay did not start | |"
-            cat "$WORK/delay$rtt.log" >>"$LOG"
+        fi
+        if [ -n "${RGPU_STUB_SERVER:-}" ]; then
+            link "$rtt" "$RGPU_STUB_SERVER" stublink
+            [ -n "$LINK" ] && stub_row "$rtt ms" "unix:$LINK"
         fi
     done
 fi

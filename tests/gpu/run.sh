@@ -789,7 +789,8 @@ main() {
     if [ "${RGPU_DEVICE:-0}" != 0 ]; then
         say ""
         say "== device rgpu: tests/gpu/rgpu_device_check.sh"
-        bash "$GPU_DIR/rgpu_device_check.sh" "$BUILD_ARG" 2>&1 | tee -a "$LOGS"
+        RGPU_STUB_SERVER=$SERVER bash "$GPU_DIR/rgpu_device_check.sh" "$BUILD_ARG" 2>&1 |
+            tee -a "$LOGS"
     fi
 
     kill -0 "$DAEMON_PID" 2>/dev/null || say "warning: rgpud died during the run"
