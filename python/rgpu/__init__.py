@@ -84,7 +84,7 @@ class _DeviceModule:
 
     @staticmethod
     def _is_in_bad_fork():
-        return False
+        return _session.in_bad_fork()
 
     @staticmethod
     def get_amp_supported_dtype():

@@ -35,6 +35,7 @@ class Session:
         self.waits = 0                  # requests that waited for an answer
         self.frames = 0                 # frames sent
         self.flags = None
+        self.pid = os.getpid()          # a forked child must not write to our socket
         kind, self.sock = _connect_waiting(addr)
         try:
             self.info = wire.client_handshake(self.sock, kind == "tcp",
@@ -51,11 +52,19 @@ class Session:
             self.next_sid += 1
             return sid
 
+    def forked(self):
+        return os.getpid() != self.pid
+
     def check_alive(self):
+        if self.forked():
+            raise RgpuError("rgpu: this process was forked from the one that connected to the "
+                            "op server; rgpu tensors cannot be used in a forked child (use "
+                            "CPU tensors there, or the spawn start method)")
         if self.dead:
             raise RgpuError(f"rgpu: the op server session has ended ({self.dead})")
 
     def enqueue(self, op, nbytes=0):
+        self.check_alive()              # before the lock, which a fork may have left held
         with self.lock:
             self.check_alive()
             self.queue.append(op)
@@ -65,7 +74,7 @@ class Session:
 
     def enqueue_free(self, sid):
         """From a finaliser, possibly in another thread or at exit: never raises."""
-        if self.dead:
+        if self.dead or self.forked():
             return
         self.queue.append(["free", sid])     # list.append is atomic
 
@@ -104,6 +113,7 @@ class Session:
         raise RgpuError(f"rgpu: lost the op server at {self.addr}: {why}")
 
     def flush(self):
+        self.check_alive()              # before the lock, which a fork may have left held
         with self.lock:
             self.check_alive()
             if self.queue:
@@ -131,7 +141,7 @@ class Session:
 
     def close(self):
         with self.lock:
-            if self.dead:
+            if self.dead or self.forked():
                 return
             try:
                 if self.queue:
@@ -218,6 +228,10 @@ def reset():
         if _session is not None:
             _session.close()
         _session = None
+
+
+def in_bad_fork():
+    return _session is not None and _session.forked()
 
 
 @atexit.register

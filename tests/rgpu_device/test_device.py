@@ -380,6 +380,25 @@ class Errors(Case):
             rgpu.reset()
             os.environ["RGPU_OP_SERVER"] = old
 
+    def test_forked_child(self):
+        x = torch.ones(3, device="rgpu")
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                (x + 1).sum().item()
+                msg = b"used the parent's connection"
+            except rgpu.RgpuError as e:
+                msg = str(e).encode()
+            os.write(w, msg)
+            os._exit(0)
+        os.close(w)
+        os.waitpid(pid, 0)
+        said = os.read(r, 1000).decode()
+        os.close(r)
+        self.assertIn("forked child", said)
+        self.assertEqual((x + 1).sum().item(), 6.0)     # the parent's session is intact
+
     def test_no_server(self):
         old = os.environ["RGPU_OP_SERVER"]
         try:
