@@ -122,6 +122,7 @@ class Session:
     def request(self, op):
         """Sends the queue and op, waits for op's answer; raises the first error
         of anything queued before it or of op itself."""
+        self.check_alive()
         with self.lock:
             self.check_alive()
             self._send(want_reply=True, last=op)
