@@ -2,6 +2,7 @@
 
     rgpu-opserver [--listen ADDR] [--device cuda|cpu] [--group NAME]
                   [--key-dir DIR] [--insecure-tcp-no-auth] [--max-frame BYTES]
+                  [--hello-timeout S]
     rgpu-opserver --check [--device cuda|cpu]
 
 ADDR is unix:PATH (the default, /run/rgpu/opserver.sock) or HOST:PORT.  One
@@ -270,6 +271,8 @@ def _check_peer(conn, gid):
 
 def serve_client(conn, kind, opts, info):
     import rgpu_wire as wire
+    # A client that connects and says nothing does not keep a process.
+    conn.settimeout(opts.hello_timeout)
     try:
         who, proof = authenticate(conn, kind, opts, wire)
     except Refused as e:
@@ -284,6 +287,7 @@ def serve_client(conn, kind, opts, info):
         log(f"client gone during its hello: {e}")
         return 0
     wire.send_frame(conn, ["welcome", wire.PROTO, wire.STATUS_OK, info, f"let in: {who}", proof])
+    conn.settimeout(None)
     log(f"client let in ({who})")
     import torch
     session = Executor(torch, opts.device)
@@ -640,6 +644,8 @@ def parse_args(argv):
     ap.add_argument("--key-dir", default=DEFAULT_KEY_DIR)
     ap.add_argument("--insecure-tcp-no-auth", action="store_true")
     ap.add_argument("--max-frame", type=int, default=None)
+    ap.add_argument("--hello-timeout", type=float, default=10.0,
+                    help="seconds a client has for its hello (default 10)")
     ap.add_argument("--check", action="store_true",
                     help="check the Python environment and the device, then exit")
     ap.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)

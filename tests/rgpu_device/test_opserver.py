@@ -135,6 +135,17 @@ class HostileClient(unittest.TestCase):
             other.close()
         self.assertIn("ending the session", self.server.output())
 
+    def test_silent_client_is_dropped(self):
+        server = OpServer(extra=["--hello-timeout", "0.5"])
+        try:
+            _, sock = wire.connect(server.addr)
+            sock.settimeout(10)
+            self.assertEqual(sock.recv(1), b"")        # closed by the server, not left waiting
+            sock.close()
+        finally:
+            server.stop()
+        self.assertIn("client gone during its hello", server.output())
+
     def test_version_mismatch(self):
         _, sock = wire.connect(self.server.addr)
         wire.send_frame(sock, ["hello", wire.PROTO + 1, "future client", os.urandom(32)])
