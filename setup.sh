@@ -10,9 +10,16 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     libmsgpack-dev libseccomp-dev libclang-14-dev libssl-dev liblz4-dev libzstd-dev \
     binutils iproute2 clang-14 libclang-rt-14-dev \
     debhelper dpkg-dev fakeroot lintian stunnel4 openssl \
-    openssh-server openssh-client >/dev/null
+    openssh-server openssh-client python3-venv python3-msgpack >/dev/null
 if [ ! -e /usr/local/cuda/include/cuda.h ]; then
     echo "setup.sh: no CUDA toolkit at /usr/local/cuda: install it, or pass" >&2
     echo "          -Dtoolkit=PREFIX to meson setup" >&2
     exit 1
+fi
+
+# The rgpu PyTorch device's tests: pinned PyTorch in its own environment.
+# Only those tests need it, and they skip, saying why, without it.
+if ! $SUDO "$(dirname "$0")/tests/rgpu_device/install-torch.sh"; then
+    echo "setup.sh: WARNING: PyTorch for the rgpu device tests could not be installed" \
+         "(tests/rgpu_device/install-torch.sh); those tests will be skipped" >&2
 fi

@@ -130,7 +130,9 @@ static void exec_command(char **argv, const struct stubs *st, const struct serve
     int err;
     signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, mask, NULL);
-    if (stubs_setenv(st, s->addr) < 0) {
+    if (stubs_setenv(st, s->addr) < 0 ||
+        (s->op_addr[0] && setenv("RGPU_OP_SERVER", s->op_addr, 1) < 0) ||
+        (s->op_pid > 0 && setenv("RGPU_OP_SERVER_WAIT", "60", 1) < 0)) {
         err = errno;
     } else {
         execvp(argv[0], argv);

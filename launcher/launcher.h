@@ -126,6 +126,11 @@ struct server {
     int log_fd;             /* its stderr, -1 when inherited */
     struct welcome w;
     double hello_s;         /* connect + hello + welcome, once */
+    /* The op server of rgpu's PyTorch device (docs/rgpu-device.md): what
+     * RGPU_OP_SERVER gets ("" for none), and the private one we started. */
+    char op_addr[300];
+    pid_t op_pid;
+    int op_log_fd;
 };
 
 /* Reach the server the options name (or start one) and check that it

@@ -85,12 +85,12 @@ static int helper_exited(struct server *s, char *how, size_t howlen)
     return 1;
 }
 
-static void stop_helper(struct server *s)
+static void stop_group(pid_t *helper)
 {
-    pid_t pid = s->pid;
+    pid_t pid = *helper, leader = *helper;
     if (pid <= 0)
         return;
-    /* The whole group: rgpud's sessions are its children and share it. */
+    /* The whole group: a server's sessions are its children and share it. */
     kill(-pid, SIGTERM);
     for (double end = now_s() + STOP_GRACE_S; now_s() < end;) {
         if (waitpid(pid, NULL, WNOHANG) == pid) {
@@ -99,10 +99,15 @@ static void stop_helper(struct server *s)
         }
         sleep_s(0.02);
     }
-    kill(-s->pid, SIGKILL);         /* what ignored SIGTERM, and stragglers */
+    kill(-leader, SIGKILL);         /* what ignored SIGTERM, and stragglers */
     if (pid)
         waitpid(pid, NULL, 0);
-    s->pid = 0;
+    *helper = 0;
+}
+
+static void stop_helper(struct server *s)
+{
+    stop_group(&s->pid);
 }
 
 /* ---- waiting for a welcome ------------------------------------------------------ */
@@ -182,6 +187,60 @@ static int open_given(struct server *s, const struct options *o, const char *spe
         say("%s", reach_hint);
         return -1;
     }
+}
+
+/* ---- the op server of the rgpu PyTorch device --------------------------------------------- */
+
+#define OP_SOCK         "opserver.sock"
+#define REMOTE_OP_SOCK  "/run/rgpu/opserver.sock"
+
+static int find_opserver(char *path, size_t size)
+{
+    const char *env = getenv("RGPU_OPSERVER");
+    char here[PATH_MAX] = "";
+
+    if (env && *env) {
+        snprintf(path, size, "%s", env);
+        return is_executable(path) ? 0 : -1;
+    }
+    self_dir(here, sizeof here);
+    const char *fmt[] = { "%s/../python/rgpu-opserver", "%s/rgpu-opserver",
+                          "%s/../sbin/rgpu-opserver" };
+    for (size_t i = in_build_tree(here) ? 0 : 1; here[0] && i < 3; i++) {
+        snprintf(path, size, fmt[i], here);
+        if (is_executable(path))
+            return 0;
+    }
+    snprintf(path, size, "%s", RGPU_SBINDIR "/rgpu-opserver");
+    return is_executable(path) ? 0 : -1;
+}
+
+/* Beside a private rgpud, a private op server for programs that use the
+ * rgpu device, in the same private directory.  It is optional and starts
+ * in the background: importing PyTorch takes seconds, which a CUDA program
+ * should not wait for, so the command gets RGPU_OP_SERVER at once and
+ * RGPU_OP_SERVER_WAIT, the seconds the rgpu client may wait for the socket
+ * to appear.  Without PyTorch for it, the op server exits saying so; `rgpu
+ * run -v` shows that. */
+static void open_private_opserver(struct server *s, const struct stubs *st)
+{
+    char opserver[PATH_MAX], listen[100];
+
+    if (find_opserver(opserver, sizeof opserver) < 0) {
+        note("no rgpu-opserver here: programs cannot use device \"rgpu\" in this run");
+        return;
+    }
+    snprintf(listen, sizeof listen, "unix:%s/" OP_SOCK, s->dir);
+    char *argv[] = { opserver, "--listen", listen, "--group", "none", "--device", "cuda", NULL };
+    s->op_log_fd = log_open();
+    s->op_pid = spawn(argv, s->op_log_fd, st->dir);
+    if (s->op_pid < 0) {
+        s->op_pid = 0;
+        note("cannot start rgpu-opserver: %s", strerror(errno));
+        return;
+    }
+    snprintf(s->op_addr, sizeof s->op_addr, "%s", listen);
+    note("started rgpu-opserver (pid %d) on %s: %s", (int)s->op_pid, listen, opserver);
 }
 
 /* ---- a private rgpud ------------------------------------------------------------------ */
@@ -267,6 +326,8 @@ static int open_private(struct server *s, const struct options *o, const struct 
     snprintf(s->desc, sizeof s->desc, "%s (private rgpud, pid %d)", listen, (int)s->pid);
     note("started rgpud (pid %d) on %s: %s", (int)s->pid, listen, rgpud);
     r = wait_ready(s, o->wait_s, why, sizeof why);
+    if (r == READY)
+        open_private_opserver(s, st);
     if (r == READY || r == READY_INTERRUPTED)
         return r == READY ? 0 : -1;
     private_failed(s, r, rgpud, why, o->wait_s);
@@ -292,21 +353,25 @@ static int parse_ssh(const char *spec, char *dest, size_t dlen, char *port, size
     return 0;
 }
 
-/* ssh [RGPU_SSH_OPTS] -N -o ... -L DIR/rgpud.sock:REMOTE [-p PORT] -- DEST.
+/* ssh [RGPU_SSH_OPTS] -N -o ... -L DIR/rgpud.sock:REMOTE -L DIR/opserver.sock:OPSERVER
+ * [-p PORT] -- DEST.  The second forward reaches the op server of the rgpu
+ * PyTorch device; ssh connects it only when a program uses it, so a host
+ * without one costs nothing.
  * The user's options come first because ssh keeps the first value it is
  * given for an option. */
-static int ssh_argv(char **argv, char *opts, char *forward, char *port, char *dest)
+static int ssh_argv(char **argv, char *opts, char *forward, char *op_forward, char *port,
+                    char *dest)
 {
     int n = 0;
     argv[n++] = "ssh";
-    for (char *t = strtok(opts, " \t"); t && n < MAX_ARGS - 16; t = strtok(NULL, " \t"))
+    for (char *t = strtok(opts, " \t"); t && n < MAX_ARGS - 28; t = strtok(NULL, " \t"))
         argv[n++] = t;
     /* A connection of our own, not a multiplexed one: a mux client may hand
      * the forward to a master that outlives us, and exit at once. */
     char *fixed[] = { "-N", "-o", "ExitOnForwardFailure=yes", "-o", "BatchMode=yes",
                       "-o", "ConnectTimeout=10", "-o", "ControlMaster=no",
                       "-o", "ControlPath=none", "-o", "StreamLocalBindUnlink=yes",
-                      "-o", "StreamLocalBindMask=0177", "-L", forward };
+                      "-o", "StreamLocalBindMask=0177", "-L", forward, "-L", op_forward };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         argv[n++] = fixed[i];
     if (port[0]) {
@@ -390,8 +455,9 @@ static int remote_target(const char *remote, char *buf, size_t size)
  * authentication decides who gets to the far side. */
 static int open_tunnel(struct server *s, const struct options *o, const struct stubs *st)
 {
-    char dest[300], port[32], forward[500], target[300], why[512];
+    char dest[300], port[32], forward[500], op_forward[500], target[300], why[512];
     const char *remote = o->remote ? o->remote : RGPU_DEFAULT_SERVER;
+    const char *remote_op = getenv("RGPU_REMOTE_OPSERVER");
     const char *env = getenv("RGPU_SSH_OPTS");
     char opts[2048], *argv[MAX_ARGS];
     enum ready r;
@@ -408,7 +474,13 @@ static int open_tunnel(struct server *s, const struct options *o, const struct s
     snprintf(opts, sizeof opts, "%s", env ? env : "");
     snprintf(forward, sizeof forward, "%s/rgpud.sock:%s", s->dir, target);
     snprintf(s->addr, sizeof s->addr, "unix:%s/rgpud.sock", s->dir);
-    ssh_argv(argv, opts, forward, port, dest);
+    if (!remote_op || !*remote_op)
+        remote_op = REMOTE_OP_SOCK;
+    if (strncmp(remote_op, "unix:", 5) == 0)
+        remote_op += 5;
+    snprintf(op_forward, sizeof op_forward, "%s/" OP_SOCK ":%s", s->dir, remote_op);
+    snprintf(s->op_addr, sizeof s->op_addr, "unix:%s/" OP_SOCK, s->dir);
+    ssh_argv(argv, opts, forward, op_forward, port, dest);
     s->log_fd = log_open();
     s->pid = spawn(argv, s->log_fd, st->dir);
     if (s->pid < 0) {
@@ -449,6 +521,7 @@ int server_open(struct server *s, const struct options *o, const struct stubs *s
 
     memset(s, 0, sizeof *s);
     s->log_fd = -1;
+    s->op_log_fd = -1;
     if (o->ssh)
         rc = open_tunnel(s, o, st);
     else if (o->server)
@@ -485,10 +558,22 @@ void server_close(struct server *s)
         close(s->log_fd);
     }
     s->log_fd = -1;
+    if (s->op_pid > 0) {
+        note("stopping rgpu-opserver (pid %d)", (int)s->op_pid);
+        stop_group(&s->op_pid);
+    }
+    if (s->op_log_fd >= 0) {
+        if (verbose)
+            log_show(s->op_log_fd, "rgpu-opserver");
+        close(s->op_log_fd);
+    }
+    s->op_log_fd = -1;
     if (s->dir[0]) {
-        /* Only what we put there: the socket of our rgpud or ssh. */
+        /* Only what we put there: the sockets of our rgpud, op server or ssh. */
         char sock[100];
         snprintf(sock, sizeof sock, "%s/rgpud.sock", s->dir);
+        unlink(sock);
+        snprintf(sock, sizeof sock, "%s/" OP_SOCK, s->dir);
         unlink(sock);
         rmdir(s->dir);
         s->dir[0] = '\0';

@@ -3,13 +3,17 @@ unmodified PyTorch training script.
 
     python3 train.py [--steps 200] [--log-every 20] [--layers 4] [--heads 4]
                      [--embed 128] [--block 64] [--batch 32] [--seed 1337]
-                     [--data FILE] [--device cuda]
+                     [--data FILE] [--device cuda|rgpu|cpu]
 
 The text is data.txt beside this file (written on first use from a fixed
 seed, so it needs no download).  Every --log-every steps it prints
 `step N loss L time_ms T`; the last line gives the mean step time.  With a
 fixed seed and deterministic settings, runs on the same GPU print the same
 losses, natively or through rgpu.
+
+--device rgpu runs it on rgpu's PyTorch device (the rgpu Python package and
+an op server named by RGPU_OP_SERVER, which `rgpu run` sets): tensors live
+on the op server's GPU, the script itself runs here on any PyTorch.
 """
 import argparse
 import math
@@ -90,6 +94,8 @@ def main():
     ap.add_argument("--data", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "data.txt"))
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args()
+    if args.device.startswith("rgpu"):
+        import rgpu  # noqa: F401  (registers the device)
 
     # Deterministic kernels, so that two runs on one GPU agree step by step.
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -109,7 +115,10 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     gen = torch.Generator().manual_seed(args.seed)
     times = []
+    wall_from, waits_from = None, None
     for step in range(1, args.steps + 1):
+        if step == min(11, args.steps):     # after warm-up: whole steps, batches included
+            wall_from, waits_from = time.perf_counter(), _rgpu_waits(args.device)
         ix = torch.randint(len(data) - args.block - 1, (args.batch,), generator=gen)
         x = torch.stack([data[i:i + args.block] for i in ix]).to(args.device)
         y = torch.stack([data[i + 1:i + args.block + 1] for i in ix]).to(args.device)
@@ -123,6 +132,19 @@ def main():
             times.append(time.perf_counter() - t0)
             print(f"step {step} loss {value:.6f} time_ms {times[-1] * 1e3:.2f}", flush=True)
     print(f"mean_step_ms {sum(times) / len(times) * 1e3:.2f}")
+    counted = args.steps - min(11, args.steps) + 1
+    print(f"wall_ms_per_step {(time.perf_counter() - wall_from) / counted * 1e3:.2f} "
+          f"(steps {min(11, args.steps)}..{args.steps})")
+    if waits_from is not None:
+        print(f"rgpu_waits_per_step {(_rgpu_waits(args.device) - waits_from) / counted:.2f}")
+
+
+def _rgpu_waits(device):
+    """Requests that waited for the op server so far (device rgpu), else None."""
+    if not device.startswith("rgpu"):
+        return None
+    import rgpu
+    return rgpu.stats()["waits"]
 
 
 if __name__ == "__main__":

@@ -40,6 +40,10 @@
 # when it runs out are skipped, a run cut short shows as a timeout).
 # Only this part: RGPU_PROGS=0 RGPU_BENCH=0 RGPU_TRAIN=1.
 #
+# RGPU_DEVICE=1 adds tests/gpu/rgpu_device_check.sh (device "rgpu": nanoGPT
+# through rgpu-opserver against native CUDA, and its step times over
+# rgpu-delay links); its own header lists its knobs.
+#
 # Issue 11's roads to the driver (on by default; README.md lists them):
 # BUILD/tests/progs/static/*, the test programs built with the static
 # cudart, in a second table (RGPU_STATIC_PROGS=0 skips them);
@@ -781,6 +785,13 @@ main() {
     [ -n "${RGPU_LADDER:-}" ] && run_ladder
     [ -n "${RGPU_PROFILE:-}" ] && run_profile
     [ "${RGPU_TRAIN:-0}" = 0 ] || run_train
+    # Device "rgpu" (issue 16): nanoGPT through the op server vs native.
+    if [ "${RGPU_DEVICE:-0}" != 0 ]; then
+        say ""
+        say "== device rgpu: tests/gpu/rgpu_device_check.sh"
+        RGPU_STUB_SERVER=$SERVER bash "$GPU_DIR/rgpu_device_check.sh" "$BUILD_ARG" 2>&1 |
+            tee -a "$LOGS"
+    fi
 
     kill -0 "$DAEMON_PID" 2>/dev/null || say "warning: rgpud died during the run"
     stop_daemon

@@ -150,6 +150,23 @@ expect "rgpu info through the tunnel" 0 $? "$tmp/out" \
     '^auth +peer credentials on a Unix socket; server: uid [0-9]+ let in' \
     '^  0  rgpu fake GPU' '^round trip +[0-9]+ us'
 
+# The op server of the rgpu PyTorch device, through the same tunnel (its
+# second forward), when the test's PyTorch is there (tests/rgpu_device).
+py=${RGPU_TORCH_PYTHON:-${RGPU_TORCH_VENV:-/opt/rgpu-torch}/bin/python}
+if "$py" -c "import torch, msgpack" 2>/dev/null; then
+    RGPU_OPSERVER_PYTHON=$py setsid "$build/python/rgpu-opserver" --device cpu \
+        --listen "unix:$tmp/ops.sock" >"$tmp/opserver.log" 2>&1 &
+    ops_pid=$!
+    cleanups+=("kill -KILL -- -$ops_pid 2>/dev/null")
+    for _ in $(seq 300); do [ -S "$tmp/ops.sock" ] && break; sleep 0.1; done
+    RGPU_REMOTE_OPSERVER=unix:$tmp/ops.sock PYTHONPATH=$here/../../python R run --ssh "$dest" \
+        --remote "unix:$rport" -- "$py" -c 'import torch, rgpu
+print("sum=%s" % torch.full((3,), 2.0, device="rgpu").sum().item())' >"$tmp/out" 2>&1
+    expect "device rgpu through the SSH tunnel" 0 $? "$tmp/out" '^sum=6\.0$'
+else
+    echo "note: no PyTorch at $py: device rgpu through the tunnel not tried"
+fi
+
 # ---- failures ---------------------------------------------------------------------------------
 
 t0=$SECONDS

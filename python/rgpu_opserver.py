@@ -1,0 +1,700 @@
+"""rgpu-opserver: runs the operations of rgpu tensors with this host's PyTorch.
+
+    rgpu-opserver [--listen ADDR] [--device cuda|cpu] [--group NAME]
+                  [--key-dir DIR] [--insecure-tcp-no-auth] [--max-frame BYTES]
+                  [--hello-timeout S]
+    rgpu-opserver --check [--device cuda|cpu]
+
+ADDR is unix:PATH (the default, /run/rgpu/opserver.sock) or HOST:PORT.  One
+process is forked per client, as rgpud does; it keeps that client's
+storages in a table (freed when the client frees them, all at once when the
+client goes) and checks every handle, size and offset the client sends.
+On a Unix socket the kernel's peer credentials decide who gets in (this
+server's user, root, members of --group, default "rgpu" where it exists); on
+TCP the client proves that it holds a key from --key-dir (rgpud's keys and
+scheme).  docs/rgpu-device.md describes the protocol.
+"""
+import argparse
+import ctypes
+import grp
+import os
+import re
+import signal
+import socket
+import stat
+import struct
+import sys
+
+MIN_PYTHON = (3, 8)
+MIN_TORCH = (2, 0)
+DEFAULT_LISTEN = "unix:/run/rgpu/opserver.sock"
+DEFAULT_KEY_DIR = "/etc/rgpu/clients"
+SO_PEERGROUPS = 59
+MAX_DIMS = 64
+MAX_DEPTH = 16
+MAX_SIZE = 1 << 50
+MAX_SID = 1 << 53
+_OP_NAME = re.compile(r"^aten::([a-z_][a-z0-9_]*)(?:\.([A-Za-z0-9_]+))?$")
+# Operators a client may not call: files, the server's output, raw storage,
+# and changes to a tensor's own metadata (which the storage table could not
+# follow).
+_REFUSED = {"from_file", "_print", "set_", "resize_", "resize_as_", "as_strided_", "_resize_output_",
+            "swap_", "_pin_memory", "pin_memory", "share_memory_", "_share_memory_",
+            "record_stream", "_nested_tensor_from_mask"}
+
+
+def log(msg):
+    print(f"rgpu-opserver[{os.getpid()}]: {msg}", file=sys.stderr, flush=True)
+
+
+def fail(msg):
+    log(msg)
+    sys.exit(1)
+
+
+# ---- start-up: the Python environment --------------------------------------------------
+
+def check_environment(device):
+    """Imports what the server needs, each failure said in words; returns
+    (torch, info)."""
+    if sys.version_info < MIN_PYTHON:
+        fail(f"needs Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer; this is {sys.version.split()[0]} "
+             f"({sys.executable})")
+    try:
+        import msgpack  # noqa: F401
+    except ImportError:
+        fail(f"needs the Python package msgpack in {sys.executable} (pip install msgpack, or "
+             "apt install python3-msgpack); name another interpreter with RGPU_OPSERVER_PYTHON")
+    try:
+        import torch
+    except Exception as e:
+        fail(f"needs PyTorch in {sys.executable}, and importing it failed: {e} (pip install "
+             "torch; name another interpreter with RGPU_OPSERVER_PYTHON)")
+    version = tuple(int(p) for p in re.findall(r"\d+", torch.__version__)[:2])
+    if version < MIN_TORCH:
+        fail(f"needs PyTorch {MIN_TORCH[0]}.{MIN_TORCH[1]} or newer; {sys.executable} has "
+             f"{torch.__version__}")
+    info = {"torch": torch.__version__, "device": device, "python": sys.version.split()[0]}
+    if device == "cuda":
+        info.update(_probe_cuda())
+    else:
+        info["device_name"] = "cpu"
+    return torch, info
+
+
+def _probe_cuda():
+    """Asks a child process whether CUDA works, so that this process, which
+    forks the sessions, never initialises CUDA itself."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            import torch
+            if not torch.cuda.is_available():
+                msg = "no usable CUDA device (torch.cuda.is_available() is False)"
+            else:
+                msg = "OK " + torch.cuda.get_device_name(0)
+        except Exception as e:
+            msg = f"CUDA failed: {e}"
+        os.write(w, msg.encode()[:4000])
+        os._exit(0)
+    os.close(w)
+    msg = b""
+    while True:
+        chunk = os.read(r, 4096)
+        if not chunk:
+            break
+        msg += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    text = msg.decode(errors="replace")
+    if not text.startswith("OK "):
+        fail(f"--device cuda: {text or 'the CUDA probe died'} (use --device cpu to serve "
+             "PyTorch's CPU device)")
+    return {"device_name": text[3:]}
+
+
+# ---- the listener ---------------------------------------------------------------------
+
+def resolve_group(name):
+    if name == "none":
+        return None
+    if name is None:
+        try:
+            gid = grp.getgrnam("rgpu").gr_gid
+        except KeyError:
+            return None
+        return gid if os.geteuid() == 0 or gid in os.getgroups() else None
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        if name.isdigit():
+            return int(name)
+        fail(f"--group {name}: no such group")
+
+
+def check_key_dir(path):
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        fail(f"TCP needs client keys, but the key directory {path}: {e.strerror} (make one "
+             "with rgpud --new-client-key NAME, or name another with --key-dir, or listen on "
+             "a Unix socket)")
+    _check_private(path, st, True)
+    for name in os.listdir(path):
+        if not name.startswith("."):
+            _check_private(os.path.join(path, name), os.lstat(os.path.join(path, name)), False)
+
+
+def _check_private(path, st, is_dir):
+    kind_ok = stat.S_ISDIR(st.st_mode) if is_dir else stat.S_ISREG(st.st_mode)
+    if not kind_ok:
+        fail(f"{path} is not a {'directory' if is_dir else 'regular file'}")
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        fail(f"{path} must belong to this server's user (uid {os.geteuid()}) and be private to "
+             f"it (mode {'0700' if is_dir else '0600'}), but is uid {st.st_uid} mode "
+             f"{st.st_mode & 0o7777:04o}: refusing to start")
+
+
+def listen(addr, gid):
+    from rgpu_wire import parse_addr
+    kind, where = parse_addr(addr)
+    if kind == "unix":
+        if os.path.lexists(where):
+            if not stat.S_ISSOCK(os.lstat(where).st_mode):
+                fail(f"{where} exists and is not a socket: not touching it")
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(where)
+                fail(f"another server answers at {where}")
+            except OSError:
+                os.unlink(where)        # left by a server that died
+            finally:
+                probe.close()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(where)
+        except OSError as e:
+            fail(f"cannot listen on {where}: {e.strerror} (the socket's directory must exist and "
+                 "be writable; elsewhere give --listen unix:PATH)")
+        finally:
+            os.umask(old)
+        if gid is not None:
+            os.chown(where, -1, gid)
+            os.chmod(where, 0o660)
+    else:
+        host, port = where
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as e:
+            fail(f"cannot listen on {addr}: {e.strerror}")
+    sock.listen(64)
+    return kind, sock
+
+
+# ---- one client ------------------------------------------------------------------------
+
+class Refused(Exception):
+    pass
+
+
+def authenticate(conn, kind, opts, wire):
+    """The hello: returns the client's nonce and our proof (None without a
+    key), or raises Refused with the reason the client is told."""
+    msg = wire.recv_frame(conn, 1 << 16)
+    if not (isinstance(msg, list) and len(msg) == 4 and msg[0] == "hello"):
+        raise Refused("the client did not say hello")
+    _, proto, name, nonce = msg
+    if proto != wire.PROTO:
+        raise Refused(f"this op server speaks protocol {wire.PROTO}, the client "
+                      f"({str(name)[:80]}) {proto}: install the same rgpu on both machines",
+                      wire.STATUS_VERSION)
+    if not isinstance(nonce, bytes) or len(nonce) != wire.NONCE_LEN:
+        raise Refused("malformed hello")
+    if kind == "unix":
+        return "uid " + str(_check_peer(conn, opts.gid)), None
+    if opts.insecure_tcp_no_auth:
+        return "unauthenticated", None
+    server_nonce = os.urandom(wire.NONCE_LEN)
+    wire.send_frame(conn, ["challenge", server_nonce])
+    msg = wire.recv_frame(conn, 1 << 16)
+    if not (isinstance(msg, list) and len(msg) == 3 and msg[0] == "auth"):
+        raise Refused("this op server requires a key, and the client did not answer its "
+                      "challenge")
+    _, key_id, mac = msg
+    if not key_id or not isinstance(mac, bytes):
+        raise Refused("this op server requires a key: set RGPU_KEY_FILE (or keep it in "
+                      "~/.config/rgpu/key); rgpud --new-client-key NAME on the server makes one")
+    try:
+        if not wire.key_id_valid(key_id):
+            raise ValueError("not a valid key name")
+        file_id, secret = wire.load_key(os.path.join(opts.key_dir, key_id))
+        if file_id != key_id:
+            raise ValueError("the file names another key")
+    except (OSError, ValueError) as e:
+        log(f"key '{str(key_id)[:64]}': {e}")
+        raise Refused(f"authentication failed for key '{str(key_id)[:64]}'")
+    import hmac
+    good = hmac.compare_digest(wire.mac(secret, wire.MAC_CLIENT, nonce, server_nonce), mac)
+    proof = wire.mac(secret, wire.MAC_SERVER, server_nonce, nonce) if good else None
+    del secret
+    if not good:
+        log(f"key '{key_id}': wrong MAC")
+        raise Refused(f"authentication failed for key '{key_id}'")
+    return f"key {key_id}", proof
+
+
+def _check_peer(conn, gid):
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, pgid = struct.unpack("3i", creds)
+    if uid in (os.geteuid(), 0):
+        return uid
+    if gid is not None:
+        if pgid == gid:
+            return uid
+        try:
+            raw = conn.getsockopt(socket.SOL_SOCKET, SO_PEERGROUPS, 4 * 256)
+            if gid in struct.unpack(f"{len(raw) // 4}I", raw):
+                return uid
+        except OSError:
+            pass
+        raise Refused(f"uid {uid} is not in the allowed group (the op server lets in its own "
+                      "user, root and that group's members)")
+    raise Refused(f"uid {uid} is not this op server's user (uid {os.geteuid()}) or root, and "
+                  "no group is allowed (--group)")
+
+
+def serve_client(conn, kind, opts, info):
+    import rgpu_wire as wire
+    # A client that connects and says nothing does not keep a process.
+    conn.settimeout(opts.hello_timeout)
+    try:
+        who, proof = authenticate(conn, kind, opts, wire)
+    except Refused as e:
+        status = e.args[1] if len(e.args) > 1 else wire.STATUS_AUTH
+        log(f"refusing a client: {e.args[0]}")
+        try:
+            wire.send_frame(conn, ["welcome", wire.PROTO, status, {}, e.args[0], None])
+        except OSError:
+            pass
+        return 2
+    except (OSError, wire.WireError) as e:
+        log(f"client gone during its hello: {e}")
+        return 0
+    wire.send_frame(conn, ["welcome", wire.PROTO, wire.STATUS_OK, info, f"let in: {who}", proof])
+    conn.settimeout(None)
+    log(f"client let in ({who})")
+    import torch
+    session = Executor(torch, opts.device)
+    try:
+        while True:
+            msg = wire.recv_frame(conn, opts.max_frame)
+            if msg == ["bye"]:
+                return 0
+            if not (isinstance(msg, list) and len(msg) == 4 and msg[0] == "batch"
+                    and isinstance(msg[2], list)):
+                log("the client sent a frame the protocol does not allow; ending its session")
+                return 2
+            _, seq, ops, want_reply = msg
+            result = session.run_batch(ops)
+            if want_reply:
+                error, session.error = session.error, None
+                wire.send_frame(conn, ["reply", seq, error, result])
+    except wire.WireError as e:
+        if str(e) != "connection closed":
+            log(f"ending the session: {e}")
+            return 2
+        return 0
+    except OSError as e:
+        log(f"client connection: {e}")
+        return 0
+
+
+# ---- the session's storages and operations --------------------------------------------
+
+class BadInput(Exception):
+    pass
+
+
+class Executor:
+    def __init__(self, torch, device):
+        self.torch = torch
+        self.device = torch.device(device)
+        self.table = {}            # storage id -> UntypedStorage on self.device
+        self.error = None          # the first error since the last answer
+        self.failed = set()        # ids promised by operations that failed
+        self.next_server_sid = -1
+        torch.set_grad_enabled(False)
+        self.dtypes = {str(d).split(".")[1]: d for d in (
+            torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.uint8,
+            torch.int8, torch.int16, torch.int32, torch.int64, torch.bool, torch.complex64,
+            torch.complex128)}
+        self.itemsize = {d: torch.empty(0, dtype=d).element_size() for d in self.dtypes.values()}
+        self.operators = {}        # name -> resolved operator, for names already checked
+
+    def run_batch(self, ops):
+        result = None
+        for op in ops:
+            try:
+                result = self.run_op(op)
+            except Exception as e:          # every failure is the client's to hear about
+                result = None
+                self.failed.update(_promised_ids(op))
+                if self.error is None:
+                    self.error = [_op_label(op), f"{type(e).__name__}: {e}"[:2000]]
+        return result
+
+    def run_op(self, op):
+        if not isinstance(op, list) or not op or not isinstance(op[0], str):
+            raise BadInput("malformed operation")
+        kind = op[0]
+        handler = getattr(self, "op_" + kind, None) if kind.isidentifier() else None
+        if handler is None:
+            raise BadInput(f"unknown request '{kind[:40]}'")
+        return handler(*op[1:])
+
+    # -- storages
+    def storage(self, sid):
+        if not isinstance(sid, int) or isinstance(sid, bool):
+            raise BadInput("a tensor handle must be an integer")
+        s = self.table.get(sid)
+        if s is None:
+            if sid in self.failed:
+                raise BadInput(f"tensor handle {sid} is the result of an operation that failed")
+            raise BadInput(f"unknown tensor handle {sid} (never made, or freed)")
+        return s
+
+    def _new_sid(self, sid):
+        if not isinstance(sid, int) or isinstance(sid, bool) or not 0 < sid < MAX_SID:
+            raise BadInput("a new tensor handle must be a positive integer")
+        if sid in self.table:
+            raise BadInput(f"tensor handle {sid} is already in use")
+        return sid
+
+    def _bytes_view(self, sid, offset, n):
+        s = self.storage(sid)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (offset, n)) \
+                or offset < 0 or n < 0 or offset + n > s.nbytes():
+            raise BadInput(f"byte range out of tensor handle {sid}'s storage")
+        return self.torch.empty(0, dtype=self.torch.uint8, device=self.device).set_(
+            s, offset, (n,), (1,))
+
+    def op_new(self, sid, nbytes):
+        self._new_sid(sid)
+        if not isinstance(nbytes, int) or not 0 <= nbytes <= MAX_SIZE:
+            raise BadInput("bad storage size")
+        self.table[sid] = self.torch.UntypedStorage(nbytes, device=self.device)
+
+    def op_write(self, sid, offset, data):
+        if not isinstance(data, bytes):
+            raise BadInput("write without bytes")
+        view = self._bytes_view(sid, offset, len(data))
+        if data:
+            view.copy_(self.torch.frombuffer(bytearray(data), dtype=self.torch.uint8))
+
+    def op_read(self, sid, offset, n):
+        view = self._bytes_view(sid, offset, n).cpu()
+        return ctypes.string_at(view.data_ptr(), n) if n else b""
+
+    def op_free(self, sid):
+        if isinstance(sid, int) and sid in self.failed:
+            self.failed.discard(sid)
+            return
+        self.storage(sid)
+        del self.table[sid]
+
+    def op_seed(self, seed):
+        if not isinstance(seed, int):
+            raise BadInput("a seed is an integer")
+        self.torch.manual_seed(seed)
+
+    def op_flags(self, flags):
+        if not (isinstance(flags, list) and len(flags) == 6 and all(isinstance(f, bool) for f in flags)):
+            raise BadInput("malformed flags")
+        t = self.torch
+        t.use_deterministic_algorithms(flags[0], warn_only=flags[1])
+        t.backends.cudnn.deterministic, t.backends.cudnn.benchmark = flags[2], flags[3]
+        t.backends.cuda.matmul.allow_tf32, t.backends.cudnn.allow_tf32 = flags[4], flags[5]
+
+    def op_sync(self):
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize()
+
+    def op_memory(self):
+        if self.device.type != "cuda":
+            return {}
+        return {k: v for k, v in self.torch.cuda.memory_stats().items() if isinstance(v, int)}
+
+    def op_empty_cache(self):
+        if self.device.type == "cuda":
+            self.torch.cuda.empty_cache()
+
+    # -- operators
+    def resolve(self, name):
+        func = self.operators.get(name) if isinstance(name, str) else None
+        if func is None:
+            func = self.operators[name] = self._resolve(name)
+        return func
+
+    def _resolve(self, name):
+        m = _OP_NAME.match(name) if isinstance(name, str) else None
+        if not m:
+            raise BadInput(f"not an ATen operator name: {str(name)[:80]}")
+        base, overload = m.group(1), m.group(2) or "default"
+        if base in _REFUSED:
+            raise BadInput(f"{name} is not allowed through rgpu")
+        try:
+            packet = getattr(self.torch.ops.aten, base)
+            func = getattr(packet, overload)
+        except (AttributeError, RuntimeError):
+            raise NotImplementedError(f"this server's PyTorch ({self.torch.__version__}) has no "
+                                      f"operator {name}") from None
+        if any("Storage" in str(a.type) for a in func._schema.arguments):
+            raise BadInput(f"{name} takes a storage, which is not allowed through rgpu")
+        return func
+
+    def decode(self, x, depth=0):
+        if depth > MAX_DEPTH:
+            raise BadInput("arguments nested too deeply")
+        if isinstance(x, list):
+            return [self.decode(v, depth + 1) for v in x]
+        if isinstance(x, dict):
+            if len(x) != 1:
+                raise BadInput("malformed argument")
+            (tag, v), = x.items()
+            return self.decode_tagged(tag, v)
+        if x is None or isinstance(x, (bool, int, float, str)):
+            return x
+        raise BadInput(f"argument of type {type(x).__name__} not allowed")
+
+    def dtype(self, name):
+        d = self.dtypes.get(name) if isinstance(name, str) else None
+        if d is None:
+            raise BadInput(f"unknown dtype {str(name)[:40]}")
+        return d
+
+    def decode_tagged(self, tag, v):
+        t = self.torch
+        if tag == "T":
+            return self.tensor(v)
+        if tag == "C":
+            if not (isinstance(v, list) and len(v) == 2 and isinstance(v[1], (bool, int, float))):
+                raise BadInput("malformed scalar tensor")
+            return t.tensor(v[1], dtype=self.dtype(v[0]))
+        if tag == "D":
+            if v == "rgpu":
+                return self.device
+            if v in ("cpu", "meta"):
+                return t.device(v)
+            raise BadInput("unknown device")
+        if tag == "dt":
+            return self.dtype(v)
+        if tag == "mf":
+            if v not in ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format"):
+                raise BadInput("unknown memory format")
+            return getattr(t, v)
+        if tag == "ly":
+            if v != "strided":
+                raise BadInput("only strided tensors")
+            return t.strided
+        if tag == "z":
+            if not (isinstance(v, list) and len(v) == 2 and all(isinstance(p, (int, float)) for p in v)):
+                raise BadInput("malformed complex")
+            return complex(v[0], v[1])
+        raise BadInput(f"unknown argument tag {str(tag)[:20]}")
+
+    def tensor(self, v):
+        if not (isinstance(v, list) and len(v) == 5):
+            raise BadInput("malformed tensor")
+        sid, dtype, size, stride, offset = v
+        s = self.storage(sid)
+        d = self.dtype(dtype)
+        return self.view(s, d, size, stride, offset, f"tensor handle {sid}")
+
+    def view(self, s, d, size, stride, offset, what):
+        ok = (isinstance(size, list) and isinstance(stride, list) and len(size) == len(stride)
+              and len(size) <= MAX_DIMS and isinstance(offset, int) and not isinstance(offset, bool)
+              and 0 <= offset < MAX_SIZE
+              and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < MAX_SIZE
+                      for n in size + stride))
+        if not ok:
+            raise BadInput(f"malformed sizes or strides for {what}")
+        itemsize = self.itemsize[d]
+        if all(size):
+            last = offset + sum((n - 1) * st for n, st in zip(size, stride))
+            if (last + 1) * itemsize > s.nbytes():
+                raise BadInput(f"view outside the storage of {what}")
+        return self.torch.empty(0, dtype=d, device=self.device).set_(s, offset, size, stride)
+
+    def op_call(self, name, args, kwargs, outs):
+        func = self.resolve(name)
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise BadInput("malformed call")
+        a = self.decode(args)
+        k = {str(key): self.decode(val) for key, val in kwargs.items()}
+        result = func(*a, **k)
+        flat = list(_flatten(result)) if isinstance(result, (list, tuple)) else [result]
+        if outs == "wait":
+            return self.describe(result, args, kwargs)
+        if not isinstance(outs, list) or len(outs) != len(flat):
+            raise BadInput(f"{name}: the client expected {len(outs) if isinstance(outs, list) else '?'} "
+                           f"results, the operator gave {len(flat)}")
+        for spec, r in zip(outs, flat):
+            if spec is not None:
+                self.register(spec, r, name)
+        return None
+
+    def register(self, spec, r, name):
+        if not (isinstance(spec, list) and len(spec) == 6):
+            raise BadInput("malformed result description")
+        sid, dtype, size, stride, offset, nbytes = spec
+        self._new_sid(sid)
+        if not isinstance(r, self.torch.Tensor):
+            raise BadInput(f"{name}: the client expected a tensor result")
+        d = self.dtype(dtype)
+        if not isinstance(nbytes, int) or not 0 <= nbytes <= MAX_SIZE:
+            raise BadInput("bad storage size")
+        s = r.untyped_storage()
+        if (r.dtype == d and list(r.size()) == size and list(r.stride()) == stride
+                and r.storage_offset() == offset and s.nbytes() >= nbytes):
+            self.table[sid] = s
+            return
+        # The server's kernel laid its result out otherwise than the meta
+        # kernel said: copy it into the layout the client knows.
+        s = self.torch.UntypedStorage(nbytes, device=self.device)
+        self.view(s, d, size, stride, offset, f"result of {name}").copy_(r)
+        self.table[sid] = s
+
+    def describe(self, result, args, kwargs):
+        """A waited-for call's results for the client: values as they are,
+        tensors as aliases of an argument's storage or as new storages."""
+        t = self.torch
+        by_ptr = {}
+        for x in _flatten([args, list(kwargs.values())]):
+            if isinstance(x, dict) and "T" in x:
+                sid = x["T"][0]
+                s = self.table.get(sid)
+                if s is not None and s.nbytes() > 0:
+                    by_ptr.setdefault(s.data_ptr(), sid)
+
+        def one(r):
+            if isinstance(r, (list, tuple)):
+                return [one(v) for v in r]
+            if isinstance(r, t.Tensor):
+                if r.device != self.device:
+                    r = r.to(self.device)
+                s = r.untyped_storage()
+                desc = [str(r.dtype).split(".")[1], list(r.size()), list(r.stride()),
+                        r.storage_offset(), s.nbytes()]
+                sid = by_ptr.get(s.data_ptr()) if s.nbytes() > 0 else None
+                if sid is not None:
+                    return {"R": ["alias", sid] + desc}
+                sid = self.next_server_sid
+                self.next_server_sid -= 1
+                self.table[sid] = s
+                return {"R": ["new", sid] + desc}
+            if isinstance(r, complex):
+                return {"z": [r.real, r.imag]}
+            if r is None or isinstance(r, (bool, int, float, str)):
+                return r
+            if isinstance(r, t.dtype):
+                return str(r).split(".")[1]
+            raise BadInput(f"cannot send a result of type {type(r).__name__}")
+        return one(result)
+
+
+def _flatten(x):
+    if isinstance(x, (list, tuple)):
+        for v in x:
+            yield from _flatten(v)
+    else:
+        yield x
+
+
+def _promised_ids(op):
+    """The new ids an operation would have made (nothing else may claim them)."""
+    if not isinstance(op, list) or len(op) < 2:
+        return []
+    if op[0] == "new" and isinstance(op[1], int) and 0 < op[1] < MAX_SID:
+        return [op[1]]
+    if op[0] == "call" and len(op) == 5 and isinstance(op[4], list):
+        return [spec[0] for spec in op[4] if isinstance(spec, list) and spec
+                and isinstance(spec[0], int) and 0 < spec[0] < MAX_SID]
+    return []
+
+
+def _op_label(op):
+    if isinstance(op, list) and len(op) > 1 and op[0] == "call" and isinstance(op[1], str):
+        return op[1][:120]
+    return str(op[0])[:40] if isinstance(op, list) and op else "request"
+
+
+# ---- main -------------------------------------------------------------------------------
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="rgpu-opserver", description=__doc__.split("\n")[0])
+    ap.add_argument("--listen", default=DEFAULT_LISTEN)
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    ap.add_argument("--group", default=None)
+    ap.add_argument("--key-dir", default=DEFAULT_KEY_DIR)
+    ap.add_argument("--insecure-tcp-no-auth", action="store_true")
+    ap.add_argument("--max-frame", type=int, default=None)
+    ap.add_argument("--hello-timeout", type=float, default=10.0,
+                    help="seconds a client has for its hello (default 10)")
+    ap.add_argument("--check", action="store_true",
+                    help="check the Python environment and the device, then exit")
+    ap.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    opts = parse_args(sys.argv[1:] if argv is None else argv)
+    torch, info = check_environment(opts.device)
+    import rgpu_wire as wire
+    opts.max_frame = min(opts.max_frame or wire.MAX_FRAME, wire.MAX_FRAME)
+    if opts.check:
+        print(f"rgpu-opserver: OK: Python {info['python']}, PyTorch {info['torch']}, "
+              f"device {opts.device} ({info['device_name']})")
+        return 0
+    # Deterministic cuBLAS where the client asks for deterministic algorithms.
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    kind = wire.parse_addr(opts.listen)[0]
+    opts.gid = resolve_group(opts.group) if kind == "unix" else None
+    if kind == "tcp":
+        if opts.insecure_tcp_no_auth:
+            log(f"!!! --insecure-tcp-no-auth: listening on TCP {opts.listen} WITHOUT "
+                f"AUTHENTICATION. Anyone who can reach this port can run code as uid "
+                f"{os.geteuid()}. Use this only on a network where every host is trusted. !!!")
+        else:
+            check_key_dir(opts.key_dir)
+    kind, lsock = listen(opts.listen, opts.gid)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)      # sessions reap themselves
+    log(f"listening on {opts.listen}, device {opts.device} ({info['device_name']}), "
+        f"PyTorch {info['torch']}, protocol {wire.PROTO}")
+    if opts.ready_fd is not None:
+        os.write(opts.ready_fd, b"ready\n")
+        os.close(opts.ready_fd)
+    while True:
+        try:
+            conn, _ = lsock.accept()
+        except InterruptedError:
+            continue
+        pid = os.fork()
+        if pid == 0:
+            lsock.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            rc = 1
+            try:
+                rc = serve_client(conn, kind, opts, info)
+            finally:
+                os._exit(rc)
+        conn.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

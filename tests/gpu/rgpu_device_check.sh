@@ -1,0 +1,211 @@
+#!/bin/bash
+# tests/gpu/rgpu_device_check.sh [BUILD_DIR]   -- on the GPU machine, from the repo root
+#
+# Device "rgpu" (docs/rgpu-device.md) on a real GPU:
+#
+# 1. rgpu-opserver --device cuda on a private Unix socket, with this
+#    machine's PyTorch;
+# 2. examples/nanogpt/train.py for RGPU_DEVICE_STEPS (200) steps on
+#    --device cuda natively and on --device rgpu, fp32 with the script's
+#    deterministic settings, every step's loss logged: each pair must agree
+#    within 1e-4 relative;
+# 3. the step time over links made by bench/rgpu-delay (BUILD_DIR's) in
+#    front of the op server, at 0, 1 and 10 ms round trip (0 = the proxy
+#    without delay) besides the direct socket, RGPU_DEVICE_TIME_STEPS (60)
+#    steps each with a loss read every 20 steps, as a training loop logs:
+#    wall ms per step (steps 11..N, batches included) and requests that
+#    waited for the server per step; native cuda the same way.
+#
+# With RGPU_STUB_SERVER=ADDR (an rgpud already running; tests/gpu/run.sh
+# passes its own), the table also has the stub path's rows: the same
+# script on --device cuda through BUILD_DIR/launcher/rgpu run --server, over
+# the same links in front of that rgpud (wall ms per step; its waits per
+# step are in run.sh's RGPU_TRAIN table, model gpt-small).
+#
+# Prints one table and "rgpu device check: PASS" or "... FAIL" last; exit
+# status 0 on PASS, 1 on FAIL, 2 when something it needs is missing.
+# The stub path's waits per step for the same model (bench/train_bench.py's
+# gpt-small: 4 layers, d=128, 4 heads, batch 32 x block 64) come from
+# `RGPU_PROGS=0 RGPU_BENCH=0 RGPU_FRAMEWORKS=0 RGPU_TRAIN=1 bash tests/gpu/run.sh`.
+#
+# RGPU_DEVICE_NATIVE=cpu runs everything on PyTorch's CPU device instead (a
+# dry run of this script on a machine without a GPU, few steps advised).
+#
+# Needs, in RGPU_PYTHON (python3): PyTorch with CUDA and msgpack.  Where
+# msgpack is missing and the machine has no network, carry a wheel from a
+# machine with PyPI and name its folder with RGPU_WHEELS:
+#     pip download --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+#         --python-version 3.X -d .whl msgpack==1.1.2      (3.X: that Python's version)
+#     RGPU_WHEELS=.whl bash tests/gpu/rgpu_device_check.sh build     (carry .whl too)
+# (it is installed into $OUT/pydeps for this run only).
+set -u
+BUILD=${1:-build}
+OUTDIR=${OUT:-/tmp/rgpu-gpu}
+STEPS=${RGPU_DEVICE_STEPS:-200}
+TSTEPS=${RGPU_DEVICE_TIME_STEPS:-60}
+PY=${RGPU_PYTHON:-python3}
+NATIVE=${RGPU_DEVICE_NATIVE:-cuda}
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+TRAIN=$SRC/examples/nanogpt/train.py
+mkdir -p "$OUTDIR"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/rgpu-device.XXXXXX")
+chmod 700 "$WORK"
+LOG=$OUTDIR/rgpu-device-logs.txt
+: > "$LOG"
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+say() { echo "$*"; }
+die() { echo "rgpu device check: $*" >&2; echo "rgpu device check: FAIL (not run)"; exit 2; }
+
+# ---- what this machine must have ----------------------------------------------------------
+if [ "$NATIVE" = cuda ]; then
+    "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>>"$LOG" ||
+        die "$PY has no PyTorch with a usable CUDA device (RGPU_PYTHON names another Python)"
+fi
+if ! "$PY" -c 'import msgpack' 2>/dev/null; then
+    if [ -n "${RGPU_WHEELS:-}" ] && "$PY" -m pip install --no-index --find-links "$RGPU_WHEELS" \
+            --target "$OUTDIR/pydeps" msgpack >>"$LOG" 2>&1; then
+        export PYTHONPATH=$OUTDIR/pydeps${PYTHONPATH:+:$PYTHONPATH}
+    else
+        pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+        die "$PY (Python $pyver) has no msgpack, which the rgpu client and op server need: \
+install it (pip install msgpack), or on a machine with PyPI run 'pip download --no-deps \
+--only-binary=:all: --platform manylinux2014_x86_64 --python-version $pyver -d .whl \
+msgpack==1.1.2', carry .whl here and set RGPU_WHEELS=.whl${RGPU_WHEELS:+ (RGPU_WHEELS=$RGPU_WHEELS \
+did not install it: see $LOG)}"
+    fi
+fi
+export PYTHONPATH=$SRC/python${PYTHONPATH:+:$PYTHONPATH}
+DELAY=$BUILD/bench/rgpu-delay
+[ -x "$DELAY" ] || say "note: no $DELAY: the link rows are skipped"
+DATA=$WORK/data.txt
+
+# wait_for FILE PID: FILE appears (a socket) while PID lives, 60 s at most.
+wait_for() {
+    for _ in $(seq 600); do
+        [ -S "$1" ] && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+setsid "$PY" -m rgpu_opserver --device "$NATIVE" --listen "unix:$WORK/ops.sock" --group none \
+    >"$WORK/opserver.log" 2>&1 &
+PIDS+=($!)
+disown
+if ! wait_for "$WORK/ops.sock" "${PIDS[0]}"; then
+    cat "$WORK/opserver.log" >&2
+    die "rgpu-opserver did not start (its log is above)"
+fi
+say "op server: $(head -1 "$WORK/opserver.log")"
+
+# train DEVICE STEPS LOG_EVERY SERVER OUTFILE
+train() {
+    RGPU_OP_SERVER=unix:$4 timeout 1200 "$PY" "$TRAIN" --device "$1" --steps "$2" \
+        --log-every "$3" --data "$DATA" >"$5" 2>&1
+    local rc=$?
+    { echo "== train.py --device $1 --steps $2 --log-every $3 (server $4): exit $rc"
+      cat "$5"; } >>"$LOG"
+    return $rc
+}
+field() { sed -n "s/^$1 \\([0-9.]*\\).*/\\1/p" "$2" | tail -1; }
+
+# ---- 1. losses, 200 steps ---------------------------------------------------------------------
+fail=0
+train "$NATIVE" "$STEPS" 1 "$WORK/ops.sock" "$WORK/native.out" || { fail=1; say "native run failed (see $LOG)"; }
+train rgpu "$STEPS" 1 "$WORK/ops.sock" "$WORK/rgpu.out" || { fail=1; say "rgpu run failed (see $LOG)"; }
+if [ $fail = 0 ]; then
+    "$PY" - "$WORK/native.out" "$WORK/rgpu.out" "$STEPS" <<'PY' || fail=1
+import re, sys
+def losses(path):
+    return [float(v) for v in re.findall(r"^step \d+ loss (\S+)", open(path).read(), re.M)]
+a, b, n = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
+if len(a) != n or len(b) != n:
+    sys.exit(f"losses logged: native {len(a)}, rgpu {len(b)}, wanted {n}")
+rel = max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b))
+same = sum(x == y for x, y in zip(a, b))
+print(f"losses: {n} steps, first {a[0]:.6f} / {b[0]:.6f}, last {a[-1]:.6f} / {b[-1]:.6f} "
+      f"(native / rgpu); identical at {same} steps; largest relative difference {rel:.2e} "
+      f"(allowed 1e-4)")
+sys.exit(0 if rel <= 1e-4 else 1)
+PY
+fi
+
+# ---- 2. step time over links -----------------------------------------------------------------
+say ""
+say "nanoGPT (4 layers, d=128, batch 32 x block 64, fp32), $TSTEPS steps, loss read every 20"
+say "| run | RTT | wall ms/step | waits/step |"
+say "|---|---|---|---|"
+if train "$NATIVE" "$TSTEPS" 20 "$WORK/ops.sock" "$WORK/t-native.out"; then
+    say "| native $NATIVE | - | $(field wall_ms_per_step "$WORK/t-native.out") | - |"
+else
+    fail=1
+fi
+row() {   # row LABEL SOCKET
+    if train rgpu "$TSTEPS" 20 "$2" "$WORK/t.out"; then
+        say "| device rgpu | $1 | $(field wall_ms_per_step "$WORK/t.out") | $(field rgpu_waits_per_step "$WORK/t.out") |"
+    else
+        say "| device rgpu | $1 | failed (see $LOG) | |"
+        fail=1
+    fi
+}
+# stub_row LABEL ADDR: the same script on --device cuda through the stubs.
+stub_row() {
+    [ -n "${RGPU_STUB_SERVER:-}" ] || return 0
+    if timeout 1200 "$BUILD/launcher/rgpu" run --server "$2" -- "$PY" "$TRAIN" --device cuda \
+            --steps "$TSTEPS" --log-every 20 --data "$DATA" >"$WORK/s.out" 2>&1; then
+        say "| stubs (rgpu run) | $1 | $(field wall_ms_per_step "$WORK/s.out") | (RGPU_TRAIN table) |"
+    else
+        say "| stubs (rgpu run) | $1 | failed (see $LOG) | |"
+    fi
+    { echo "== stubs over $1 ($2)"; cat "$WORK/s.out"; } >>"$LOG"
+}
+
+# link RTT TARGET NAME: rgpu-delay in front of TARGET at RTT ms round trip;
+# sets LINK to its socket, or to "" when it does not start.
+link() {
+    local one_way
+    one_way=$(awk "BEGIN { print $1 / 2 }")
+    LINK=
+    setsid "$DELAY" --listen "unix:$WORK/$3$1.sock" --to "$2" --delay-ms "$one_way" \
+        >"$WORK/$3$1.log" 2>&1 &
+    PIDS+=($!)
+    disown
+    if wait_for "$WORK/$3$1.sock" "${PIDS[-1]}"; then
+        LINK=$WORK/$3$1.sock
+    else
+        cat "$WORK/$3$1.log" >>"$LOG"
+    fi
+}
+
+row "direct" "$WORK/ops.sock"
+stub_row "direct" "${RGPU_STUB_SERVER:-}"
+if [ -x "$DELAY" ]; then
+    for rtt in 0 1 10; do
+        link "$rtt" "unix:$WORK/ops.sock" oplink
+        if [ -n "$LINK" ]; then
+            row "$rtt ms" "$LINK"
+        else
+            say "| device rgpu | $rtt ms | rgpu-delay did not start | |"
+        fi
+        if [ -n "${RGPU_STUB_SERVER:-}" ]; then
+            link "$rtt" "$RGPU_STUB_SERVER" stublink
+            [ -n "$LINK" ] && stub_row "$rtt ms" "unix:$LINK"
+        fi
+    done
+fi
+cat "$WORK/opserver.log" >>"$LOG"
+say ""
+say "logs: $LOG"
+if [ $fail = 0 ]; then
+    say "rgpu device check: PASS"
+    exit 0
+fi
+say "rgpu device check: FAIL"
+exit 1

@@ -1,0 +1,51 @@
+"""examples/nanogpt/train.py for 20 steps on --device rgpu (an op server on
+PyTorch's CPU device) and on --device cpu: every step's loss must agree
+within 1e-5."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import PYDIR, REPO, OpServer  # noqa: E402
+
+STEPS = 20
+TOLERANCE = 1e-5
+TRAIN = os.path.join(REPO, "examples", "nanogpt", "train.py")
+
+
+def losses(device, env, data):
+    out = subprocess.run([sys.executable, TRAIN, "--device", device, "--steps", str(STEPS),
+                          "--log-every", "1", "--data", data],
+                         env=env, capture_output=True, text=True, timeout=240)
+    if out.returncode != 0:
+        sys.exit(f"FAIL: train.py --device {device} exited {out.returncode}:\n{out.stderr[-3000:]}")
+    found = [float(v) for v in re.findall(r"^step \d+ loss (\S+)", out.stdout, re.M)]
+    if len(found) != STEPS:
+        sys.exit(f"FAIL: train.py --device {device} logged {len(found)} losses:\n{out.stdout}")
+    return found
+
+
+def main():
+    server = OpServer()
+    try:
+        data = os.path.join(tempfile.mkdtemp(prefix="rgpu-nanogpt-"), "data.txt")
+        env = dict(os.environ, PYTHONPATH=PYDIR, RGPU_OP_SERVER=server.addr)
+        cpu = losses("cpu", env, data)
+        rgpu = losses("rgpu", env, data)
+    finally:
+        server.stop()
+    worst = max(abs(a - b) for a, b in zip(cpu, rgpu))
+    for step, (a, b) in enumerate(zip(cpu, rgpu), 1):
+        print(f"step {step:2d} cpu {a:.6f} rgpu {b:.6f}")
+    print(f"largest difference {worst:.2e} (allowed {TOLERANCE:.0e})")
+    if worst > TOLERANCE or cpu[-1] >= cpu[0]:
+        print("FAIL: the losses differ" if worst > TOLERANCE else "FAIL: the loss did not fall")
+        return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+#!/bin/bash
+# tests/rgpu_device/run.sh SUITE   (SUITE: device | opserver | nanogpt)
+#
+# Runs one of the rgpu device test suites with the Python that
+# tests/rgpu_device/install-torch.sh installs (RGPU_TORCH_PYTHON names
+# another).  Without PyTorch and msgpack it says so and exits 77, which
+# meson counts as skipped.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+py=${RGPU_TORCH_PYTHON:-${RGPU_TORCH_VENV:-/opt/rgpu-torch}/bin/python}
+if ! "$py" -c "import torch, msgpack" 2>/dev/null; then
+    echo "SKIP: no Python with PyTorch and msgpack at $py (./setup.sh installs one with" \
+         "tests/rgpu_device/install-torch.sh; RGPU_TORCH_PYTHON names another)"
+    exit 77
+fi
+export PYTHONDONTWRITEBYTECODE=1
+case ${1:-} in
+    device)   cd "$here" && exec "$py" -m unittest -v test_device ;;
+    opserver) cd "$here" && exec "$py" -m unittest -v test_opserver ;;
+    nanogpt)  exec "$py" "$here/nanogpt_check.py" ;;
+    *) echo "usage: $0 device|opserver|nanogpt" >&2; exit 2 ;;
+esac

@@ -1,0 +1,256 @@
+"""rgpu-opserver against hostile and unauthorised clients, at the wire level:
+every handle, range and name a client sends is checked, a bad request gets
+an error and the session goes on, a frame the protocol does not allow ends
+that session only, and TCP needs rgpud's key scheme."""
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import PYDIR, OpServer  # noqa: E402
+
+sys.path.insert(0, PYDIR)
+import rgpu_wire as wire  # noqa: E402
+
+
+class Raw:
+    """A client that speaks the wire directly."""
+
+    def __init__(self, addr, tcp=False):
+        _, self.sock = wire.connect(addr)
+        try:
+            self.info = wire.client_handshake(self.sock, tcp, "raw test client")
+        except BaseException:
+            self.sock.close()
+            raise
+        self.seq = 0
+
+    def ask(self, *ops):
+        self.seq += 1
+        wire.send_frame(self.sock, ["batch", self.seq, list(ops), True])
+        reply = wire.recv_frame(self.sock)
+        assert reply[0] == "reply" and reply[1] == self.seq, reply
+        return reply[2], reply[3]
+
+    def close(self):
+        self.sock.close()
+
+
+def tensor(sid, size, stride=None, offset=0, dtype="float32"):
+    stride = stride or [1] * len(size)
+    return {"T": [sid, dtype, size, stride, offset]}
+
+
+class HostileClient(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = OpServer()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def setUp(self):
+        self.c = Raw(self.server.addr)
+
+    def tearDown(self):
+        self.c.close()
+
+    def assertRefused(self, op, pattern):
+        err, _ = self.c.ask(op)
+        self.assertIsNotNone(err, f"{op} was accepted")
+        self.assertRegex(err[1], pattern)
+        # ... and the session goes on
+        err, data = self.c.ask(["new", 999, 4], ["write", 999, 0, b"abcd"], ["read", 999, 0, 4])
+        self.assertIsNone(err)
+        self.assertEqual(data, b"abcd")
+        self.c.ask(["free", 999])
+
+    def test_round_trip(self):
+        err, data = self.c.ask(["new", 1, 8], ["write", 1, 0, struct.pack("<2f", 1.5, 2.5)],
+                               ["call", "aten::mul_.Scalar", [tensor(1, [2])], {"other": 2}, [None]],
+                               ["read", 1, 0, 8])
+        self.assertIsNone(err)
+        self.assertEqual(struct.unpack("<2f", data), (3.0, 5.0))
+
+    def test_unknown_and_freed_handles(self):
+        self.assertRefused(["read", 12345, 0, 4], "unknown tensor handle 12345")
+        self.c.ask(["new", 5, 16])
+        self.c.ask(["free", 5])
+        self.assertRefused(["call", "aten::neg", [tensor(5, [4])], {}, [None]],
+                           "unknown tensor handle 5")
+        self.assertRefused(["free", 5], "unknown tensor handle 5")
+
+    def test_ranges(self):
+        self.c.ask(["new", 7, 16])
+        self.assertRefused(["read", 7, 8, 16], "byte range out")
+        self.assertRefused(["write", 7, -1, b"x"], "byte range out")
+        self.assertRefused(["call", "aten::neg", [tensor(7, [5])], {}, [None]], "outside the storage")
+        self.assertRefused(["call", "aten::neg", [tensor(7, [2], [3], 2)], {}, [None]],
+                           "outside the storage")
+        self.assertRefused(["call", "aten::neg", [tensor(7, [-1])], {}, [None]], "malformed sizes")
+        self.assertRefused(["call", "aten::neg", [tensor(7, [2], dtype="object")], {}, [None]],
+                           "unknown dtype")
+        self.assertRefused(["new", 7, 4], "already in use")
+        self.assertRefused(["new", -3, 4], "positive integer")
+        self.assertRefused(["new", 8, 1 << 60], "bad storage size")
+
+    def test_names(self):
+        self.assertRefused(["call", "aten::from_file", ["/etc/passwd"], {}, [None]], "not allowed")
+        self.assertRefused(["call", "aten::_print", ["spam"], {}, [None]], "not allowed")
+        self.assertRefused(["call", "os::system", ["true"], {}, [None]], "not an ATen operator")
+        self.assertRefused(["call", "aten::no_such_op", [], {}, [None]], "has no operator")
+        self.assertRefused(["call", "aten::set_.source_Storage", [], {}, [None]], "not allowed")
+        self.assertRefused(["__init__"], "unknown request")
+        self.assertRefused(["call", "aten::neg", [{"X": 1}], {}, [None]], "unknown argument tag")
+        self.assertRefused(["call", "aten::neg", [{"D": "cuda:7"}], {}, [None]], "unknown device")
+
+    def test_result_count_checked(self):
+        self.c.ask(["new", 20, 8])
+        self.assertRefused(["call", "aten::neg", [tensor(20, [2])], {}, [None, None]],
+                           "expected 2 results")
+
+    def test_bad_frames_end_only_that_session(self):
+        other = Raw(self.server.addr)
+        try:
+            self.c.sock.sendall(struct.pack("<I", wire.MAX_FRAME + 1))
+            with self.assertRaises(wire.WireError):
+                wire.recv_frame(self.c.sock)            # closed by the server
+            err, _ = other.ask(["sync"])
+            self.assertIsNone(err)
+            bad = Raw(self.server.addr)
+            wire.send_frame(bad.sock, {"not": "a batch"})
+            with self.assertRaises(wire.WireError):
+                wire.recv_frame(bad.sock)
+            bad.close()
+            again = Raw(self.server.addr)                   # the listener still serves
+            self.assertIsNone(again.ask(["sync"])[0])
+            again.close()
+        finally:
+            other.close()
+        self.assertIn("ending the session", self.server.output())
+
+    def test_silent_client_is_dropped(self):
+        server = OpServer(extra=["--hello-timeout", "0.5"])
+        try:
+            _, sock = wire.connect(server.addr)
+            sock.settimeout(10)
+            self.assertEqual(sock.recv(1), b"")        # closed by the server, not left waiting
+            sock.close()
+        finally:
+            server.stop()
+        self.assertIn("client gone during its hello", server.output())
+
+    def test_version_mismatch(self):
+        _, sock = wire.connect(self.server.addr)
+        wire.send_frame(sock, ["hello", wire.PROTO + 1, "future client", os.urandom(32)])
+        msg = wire.recv_frame(sock)
+        self.assertEqual(msg[2], wire.STATUS_VERSION)
+        self.assertIn("protocol", msg[4])
+        sock.close()
+
+
+class UnixSocket(unittest.TestCase):
+    def test_private_socket_and_peer_credentials(self):
+        server = OpServer(extra=["--group", "none"])
+        try:
+            path = server.addr[5:]
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+            Raw(server.addr).close()                    # our own user gets in
+            if os.geteuid() == 0 and "FAKEROOTKEY" not in os.environ:
+                # Another user cannot even connect; were the socket open to
+                # it, the credential check would refuse it (below; it needs
+                # real root, not fakeroot, which package builds run under).
+                os.chmod(server.dir, 0o755)
+                os.chmod(path, 0o666)
+                # The client's module where that user can read it (the
+                # source tree may sit in a private directory).
+                shutil.copy(os.path.join(PYDIR, "rgpu_wire.py"), server.dir)
+                os.chmod(os.path.join(server.dir, "rgpu_wire.py"), 0o644)
+                code = ("import sys; sys.path.insert(0, %r); import rgpu_wire as w\n"
+                        "k, s = w.connect(%r)\n"
+                        "try:\n    w.client_handshake(s, False, 'nobody')\n"
+                        "except w.WireError as e:\n    print(e)\n") % (server.dir, server.addr)
+                out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534",
+                                      "--clear-groups", sys.executable, "-c", code],
+                                     capture_output=True, text=True, timeout=60)
+                self.assertIn("uid 65534 is not this op server's user", out.stdout + out.stderr,
+                              out.stdout + out.stderr)
+        finally:
+            server.stop()
+
+
+class Tcp(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="rgpu-opserver-keys-")
+        self.keys = os.path.join(self.tmp, "clients")
+        os.mkdir(self.keys, 0o700)
+        self.secret = os.urandom(32)
+        self.write_key(os.path.join(self.keys, "alice"), "alice", self.secret)
+        self.client_key = os.path.join(self.tmp, "alice.key")
+        self.write_key(self.client_key, "alice", self.secret)
+        port = _free_port()
+        self.addr = f"127.0.0.1:{port}"
+
+    @staticmethod
+    def write_key(path, name, secret):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, f"rgpu-key-1 {name} {secret.hex()}\n".encode())
+        os.close(fd)
+
+    def test_key_authentication(self):
+        server = OpServer(addr=self.addr, extra=["--key-dir", self.keys])
+        try:
+            os.environ["RGPU_KEY_FILE"] = self.client_key
+            c = Raw(self.addr, tcp=True)
+            self.assertEqual(c.ask(["sync"])[0], None)
+            c.close()
+            wrong = os.path.join(self.tmp, "wrong.key")
+            self.write_key(wrong, "alice", os.urandom(32))
+            os.environ["RGPU_KEY_FILE"] = wrong
+            with self.assertRaisesRegex(wire.WireError, "authentication failed for key 'alice'"):
+                Raw(self.addr, tcp=True)
+            os.environ["RGPU_KEY_FILE"] = os.path.join(self.tmp, "missing")
+            with self.assertRaisesRegex(wire.WireError, "requires a key"):
+                Raw(self.addr, tcp=True)
+            os.chmod(self.client_key, 0o644)              # a key others can read is not used
+            os.environ["RGPU_KEY_FILE"] = self.client_key
+            with self.assertRaisesRegex(wire.WireError, "readable by others"):
+                Raw(self.addr, tcp=True)
+        finally:
+            os.environ.pop("RGPU_KEY_FILE", None)
+            server.stop()
+
+    def test_client_refuses_a_server_without_keys(self):
+        server = OpServer(addr=self.addr, extra=["--insecure-tcp-no-auth"])
+        try:
+            with self.assertRaisesRegex(wire.WireError, "asked for no key"):
+                Raw(self.addr, tcp=True)
+            os.environ["RGPU_INSECURE_TCP"] = "1"
+            Raw(self.addr, tcp=True).close()
+        finally:
+            os.environ.pop("RGPU_INSECURE_TCP", None)
+            server.stop()
+        self.assertIn("WITHOUT AUTHENTICATION", server.output())
+
+    def test_refuses_to_start_with_readable_keys(self):
+        os.chmod(self.keys, 0o755)
+        with self.assertRaisesRegex(RuntimeError, "private to it"):
+            OpServer(addr=self.addr, extra=["--key-dir", self.keys])
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+if __name__ == "__main__":
+    unittest.main()
