@@ -638,3 +638,15 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute
         return CUDA_ERROR_NOT_SUPPORTED;
     }
 }
+
+/* For the fake NVML (nvml.c), as NVIDIA's driver tells its own NVML: the
+ * device memory in use, whichever process or context holds it. */
+size_t fakegpu_memory_used(void);
+size_t fakegpu_memory_used(void)
+{
+    size_t free_bytes, total;
+    fg_lock();
+    fg_mem_info(&free_bytes, &total);
+    fg_unlock();
+    return total - free_bytes;
+}
