@@ -447,6 +447,25 @@ nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *curren
     return NVML_SUCCESS;
 }
 
+nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device, nvmlEnableState_t *isActive)
+{
+    DEVICE_QUERY(device, isActive);
+    *isActive = NVML_FEATURE_DISABLED;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                         nvmlEccCounterType_t counterType,
+                                         unsigned long long *eccCounts)
+{
+    DEVICE_QUERY(device, eccCounts);
+    if ((int)errorType < 0 || errorType >= NVML_MEMORY_ERROR_TYPE_COUNT ||
+        (int)counterType < 0 || counterType >= NVML_ECC_COUNTER_TYPE_COUNT)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *eccCounts = 0;
+    return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
                                   unsigned int *pendingMode)
 {
