@@ -156,6 +156,12 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int len
     return copy_out(cuda_name, name, length);
 }
 
+nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char *version, unsigned int length)
+{
+    DEVICE_QUERY(device, version);
+    return copy_out("96.00.74.00.01", version, length);
+}
+
 nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type)
 {
     DEVICE_QUERY(device, type);
