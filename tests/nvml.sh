@@ -34,12 +34,26 @@ else
     cat "$tmp/native" "$tmp/native.err"
 fi
 
-if "$here/run-prog.sh" "$build" "$prog" --settings refused >"$tmp/rgpu" 2>"$tmp/rgpu.err"; then
+if RGPU_PROG_DAEMON_LOG=$tmp/rgpud.log "$here/run-prog.sh" "$build" "$prog" --settings refused \
+        >"$tmp/rgpu" 2>"$tmp/rgpu.err"; then
     echo "ok - through rgpu"
 else
     fail "through rgpu"
     cat "$tmp/rgpu" "$tmp/rgpu.err"
 fi
+# The fake NVML checks its handles too: rgpud's log shows that rgpud
+# refused the forged ones before the library saw them (three forged
+# handles, to the generated name and memory queries and the hand-written
+# process list).
+for what in 'nvmlDeviceGetName: refused device, a handle' 'nvmlDeviceGetMemoryInfo: refused device, a handle' \
+            'refused a nvmlDevice_t the session never handed out'; do
+    if [ "$(grep -c "$what" "$tmp/rgpud.log")" -ge 1 ]; then
+        echo "ok - rgpud: $what"
+    else
+        fail "rgpud's log lacks '$what'"
+        cat "$tmp/rgpud.log"
+    fi
+done
 if diff -u "$tmp/native" "$tmp/rgpu" >"$tmp/diff"; then
     echo "ok - the same values both ways ($(grep -c . "$tmp/native") lines)"
 else
