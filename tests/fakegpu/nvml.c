@@ -25,7 +25,10 @@
 #define FAKE_FAN_SPEED      30          /* percent */
 #define FAKE_SERIAL         "1650000000001"
 
-size_t fakegpu_memory_used(void);   /* the fake libcuda's (driver_mem.c) */
+/* The fake libcuda's: memory in use per device (driver_mem.c), and how many
+ * devices there are (core.c, RGPU_FAKEGPU_DEVICES). */
+size_t fakegpu_memory_used(int dev);
+int fakegpu_device_count(void);
 
 struct nvmlDevice_st {
     int index;
@@ -33,10 +36,13 @@ struct nvmlDevice_st {
     nvmlComputeMode_t compute_mode;
 };
 
-static struct nvmlDevice_st devices[1] = {
-    { 0, 300000, NVML_COMPUTEMODE_DEFAULT },
+#define MAX_DEVICES 8           /* the fake libcuda's FG_MAX_DEVICES */
+#define DEVICE_INIT(i) { i, 300000, NVML_COMPUTEMODE_DEFAULT }
+static struct nvmlDevice_st devices[MAX_DEVICES] = {
+    DEVICE_INIT(0), DEVICE_INIT(1), DEVICE_INIT(2), DEVICE_INIT(3),
+    DEVICE_INIT(4), DEVICE_INIT(5), DEVICE_INIT(6), DEVICE_INIT(7),
 };
-#define NDEVICES ((int)(sizeof devices / sizeof devices[0]))
+#define NDEVICES fakegpu_device_count()
 static int init_count;
 
 /* ---- initialisation ------------------------------------------------------------------ */
@@ -276,7 +282,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
     DEVICE_QUERY(device, memory);
     memory->total = total_memory(device);
-    memory->used = fakegpu_memory_used();
+    memory->used = fakegpu_memory_used(device->index);
     memory->free = memory->total - memory->used;
     return NVML_SUCCESS;
 }
@@ -288,7 +294,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     memory->total = total_memory(device);
     memory->reserved = 0;
-    memory->used = fakegpu_memory_used();
+    memory->used = fakegpu_memory_used(device->index);
     memory->free = memory->total - memory->used;
     return NVML_SUCCESS;
 }
@@ -507,7 +513,7 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
                                                      nvmlProcessInfo_t *infos)
 {
     DEVICE_QUERY(device, infoCount);
-    size_t used = fakegpu_memory_used();
+    size_t used = fakegpu_memory_used(device->index);
     unsigned n = used ? 1 : 0;
     if (*infoCount < n) {
         *infoCount = n;
