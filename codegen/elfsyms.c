@@ -1,10 +1,13 @@
 /* The export list of a reference library: every defined function in its
  * dynamic symbol table.  This, not the headers, decides what a stub must
- * export, since the real libraries export functions no header declares. */
+ * export, since the real libraries export functions no header declares.
+ * Where NVIDIA ships headers without a library (NVML), the reference is a
+ * text file of names, one a line (codegen/nvml-exports.sh). */
 #include "rgpu-gen.h"
 
 #include <elf.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -28,8 +31,42 @@ static const Elf64_Shdr *find_section(const unsigned char *base, size_t size, El
     return NULL;
 }
 
+/* A name list: one function name a line. */
+static char **listed_functions(const char *path, int *n)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    char **out = NULL;
+    int count = 0;
+    if (!f)
+        die("%s: cannot open the reference list", path);
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, " \t\r\n")] = '\0';
+        if (!line[0])
+            continue;
+        out = realloc(out, (size_t)(count + 2) * sizeof *out);
+        if (!out)
+            die("out of memory");
+        out[count++] = xstrdup(line);
+    }
+    fclose(f);
+    if (!count)
+        die("%s: an empty reference list", path);
+    qsort(out, (size_t)count, sizeof *out, cmp_str);
+    *n = count;
+    return out;
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && strcmp(s + a - b, tail) == 0;
+}
+
 char **elf_exported_functions(const char *path, int *n)
 {
+    if (ends_with(path, ".txt"))
+        return listed_functions(path, n);
     int fd = open(path, O_RDONLY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0)

@@ -137,7 +137,7 @@ void emit_procaddr(const char *typedefs, const char *outpath, const char *lib, c
 /* The prototype named name among funcs, or NULL. */
 struct gen_func *gen_find_func(struct gen_func *funcs, int n, const char *name);
 
-/* Exported function names of an ELF shared library. */
+/* Exported function names of an ELF shared library (or of a .txt list). */
 char **elf_exported_functions(const char *path, int *n);
 
 #endif

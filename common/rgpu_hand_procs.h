@@ -134,6 +134,27 @@ enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
  * "cudnn"; stubs/cudnn_variant_pack.c, daemon/hand_cudnn.c) */
 #define RGPU_H_CUDNN_EXECUTE "rgpu.cudnn_execute"
 
+/* NVML (library "nvml"; stubs/nvml_hand.c, daemon/hand_nvml.c): the
+ * queries whose array is sized by a count in memory.
+ * [list, device, arg, capacity] -> [count, bin entries]: list one of
+ * RGPU_NVML_LIST_*, device a handle the session holds, arg the function's
+ * extra value (the retirement cause, the memory clock), capacity the
+ * caller's entries (at most RGPU_NVML_LIST_MAX).  count is what the list
+ * holds; the entries come only when they fit (else the status is
+ * NVML_ERROR_INSUFFICIENT_SIZE, as natively).  Process lists hold the
+ * session's own process only. */
+#define RGPU_H_NVML_LIST     "rgpu.nvml_list"
+enum {
+    RGPU_NVML_LIST_COMPUTE_PROCS,   /* nvmlDeviceGetComputeRunningProcesses_v3 */
+    RGPU_NVML_LIST_GRAPHICS_PROCS,  /* nvmlDeviceGetGraphicsRunningProcesses_v3 */
+    RGPU_NVML_LIST_MPS_PROCS,       /* nvmlDeviceGetMPSComputeRunningProcesses_v3 */
+    RGPU_NVML_LIST_RETIRED_PAGES,   /* nvmlDeviceGetRetiredPages (arg: cause) */
+    RGPU_NVML_LIST_MEMORY_CLOCKS,   /* nvmlDeviceGetSupportedMemoryClocks */
+    RGPU_NVML_LIST_GRAPHICS_CLOCKS, /* nvmlDeviceGetSupportedGraphicsClocks (arg: memory clock) */
+    RGPU_NVML_LIST_KINDS
+};
+#define RGPU_NVML_LIST_MAX   1024
+
 /* [kernel, blockSize, dynamicSMemSize, flags] -> [numBlocks] */
 #define RGPU_H_OCCUPANCY      "rgpu.occupancy"
 /* [kernel, numBlocks, blockSize] -> [bytes] */

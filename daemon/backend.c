@@ -23,6 +23,8 @@ static struct backend_lib libs[] = {
     { "cublasLt", "libcublasLt.so." STR(RGPU_CUDA_MAJOR), NULL },
     { "cublas", "libcublas.so." STR(RGPU_CUDA_MAJOR), NULL },
     { "cudnn", "libcudnn.so.9", NULL },
+    /* NVML comes with the driver, not the toolkit: a host may lack it. */
+    { "nvml", "libnvidia-ml.so.1", NULL },
 };
 
 static void *open_lib(const char *dir, const char *soname)
@@ -38,7 +40,10 @@ int backend_open(const char *lib_dir)
 {
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
         libs[i].handle = open_lib(lib_dir, libs[i].soname);
-        if (!libs[i].handle)
+        if (!libs[i].handle && strcmp(libs[i].lib, "nvml") == 0)
+            rgpu_info("cannot load %s: %s; NVML calls will be refused", libs[i].soname,
+                      dlerror());
+        else if (!libs[i].handle)
             rgpu_warn("cannot load %s: %s; its calls will be refused", libs[i].soname, dlerror());
         else
             rgpu_debug("loaded %s%s%s", lib_dir ? lib_dir : "", lib_dir ? "/" : "",

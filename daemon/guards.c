@@ -104,6 +104,8 @@ const struct guard *guard_for(const char *lib, const char *name)
         g = graph_guard_for(lib, name);
     if (!g)
         g = ipc_guard_for(lib, name);
+    if (!g)
+        g = nvml_guard_for(lib, name);
     return g ? g : memguard_for(lib, name);
 }
 

@@ -60,11 +60,26 @@ static void post_alloc_pitch(void **argv, int status)
         (void)owned_add(out_value(argv, 0), pitch * height, OWNED_ALLOC, 0);
 }
 
-/* A free of the pointer in argument 0. */
+/* A free of the pointer in argument 0.  The range goes before the real
+ * free, not after: once the driver has freed it, another client thread's
+ * allocation may get the same address at once, and a removal after the
+ * free would then forget that thread's new memory.  A free that fails puts
+ * it back. */
+static _Thread_local struct owned_entry freeing;
+static _Thread_local int freeing_taken;
+
+static int pre_free(void **argv)
+{
+    freeing_taken = owned_take(val(argv, 0), &freeing) == 0;
+    return 0;
+}
+
 static void post_free(void **argv, int status)
 {
-    if (status == 0)
-        (void)owned_remove(val(argv, 0));
+    (void)argv;
+    if (status != 0 && freeing_taken)
+        (void)owned_restore(&freeing);
+    freeing_taken = 0;
 }
 
 /* A reset frees every allocation: forget them, so that an address the
@@ -184,9 +199,9 @@ static const struct guard memguards[] = {
     { "cudart", "cudaMallocAsync_ptsz", NULL, post_pool_alloc },
     { "cudart", "cudaMallocFromPoolAsync", NULL, post_pool_alloc },
     { "cudart", "cudaMallocFromPoolAsync_ptsz", NULL, post_pool_alloc },
-    { "cudart", "cudaFree", NULL, post_free },
-    { "cudart", "cudaFreeAsync", NULL, post_free },
-    { "cudart", "cudaFreeAsync_ptsz", NULL, post_free },
+    { "cudart", "cudaFree", pre_free, post_free },
+    { "cudart", "cudaFreeAsync", pre_free, post_free },
+    { "cudart", "cudaFreeAsync_ptsz", pre_free, post_free },
     { "cudart", "cudaDeviceReset", NULL, post_clear },
     { "cudart", "cudaMemset2D", pre_memset2d_rt, NULL },
     { "cudart", "cudaMemset2D_ptds", pre_memset2d_rt, NULL },
@@ -199,11 +214,11 @@ static const struct guard memguards[] = {
     { "cuda", "cuMemAllocAsync_ptsz", NULL, post_pool_alloc },
     { "cuda", "cuMemAllocFromPoolAsync", NULL, post_pool_alloc },
     { "cuda", "cuMemAllocFromPoolAsync_ptsz", NULL, post_pool_alloc },
-    { "cuda", "cuMemFree_v2", NULL, post_free },
-    { "cuda", "cuMemFreeAsync", NULL, post_free },
-    { "cuda", "cuMemFreeAsync_ptsz", NULL, post_free },
+    { "cuda", "cuMemFree_v2", pre_free, post_free },
+    { "cuda", "cuMemFreeAsync", pre_free, post_free },
+    { "cuda", "cuMemFreeAsync_ptsz", pre_free, post_free },
     { "cuda", "cuMemAddressReserve", NULL, post_reserve },
-    { "cuda", "cuMemAddressFree", NULL, post_free },
+    { "cuda", "cuMemAddressFree", pre_free, post_free },
     { "cuda", "cuModuleGetGlobal_v2", NULL, post_module_global },
     { "cuda", "cuLibraryGetGlobal", NULL, post_library_global },
     { "cuda", "cuModuleUnload", NULL, post_unload },

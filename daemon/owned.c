@@ -97,6 +97,26 @@ int owned_remove(uint64_t base)
     return rc;
 }
 
+int owned_take(uint64_t base, struct owned_entry *e)
+{
+    int rc = -1;
+    pthread_rwlock_wrlock(&lock);
+    long i = floor_index(base);
+    if (i >= 0 && ranges[i].base == base) {
+        *e = (struct owned_entry){ ranges[i].base, ranges[i].size, ranges[i].owner,
+                                   (enum owned_kind)ranges[i].kind };
+        remove_at((size_t)i);
+        rc = 0;
+    }
+    pthread_rwlock_unlock(&lock);
+    return rc;
+}
+
+int owned_restore(const struct owned_entry *e)
+{
+    return owned_add(e->base, e->size, e->kind, e->owner);
+}
+
 void owned_remove_owner(uint64_t owner)
 {
     if (!owner)

@@ -23,6 +23,16 @@ int owned_add(uint64_t base, uint64_t size, enum owned_kind kind, uint64_t owner
 
 /* Forget the range starting at base (a free); 0 when one was there. */
 int owned_remove(uint64_t base);
+
+/* A range as recorded, to put back (owned_restore) what a free took out
+ * before it ran and then failed. */
+struct owned_entry {
+    uint64_t base, size, owner;
+    enum owned_kind kind;
+};
+/* Forget the range starting at base, copying it to *e: 0 when one was there. */
+int owned_take(uint64_t base, struct owned_entry *e);
+int owned_restore(const struct owned_entry *e);
 /* Forget every global of this module or library. */
 void owned_remove_owner(uint64_t owner);
 /* Forget everything (a context or device reset frees it all). */

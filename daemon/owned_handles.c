@@ -122,17 +122,36 @@ int handles_check_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
     return 0;
 }
 
-void handles_after_call(const struct rgpu_proc *proc, const struct rgpu_call_frame *f,
-                        int status)
+uint64_t handles_before_call(const struct rgpu_proc *proc, const struct rgpu_call_frame *f)
 {
-    if (status != 0)
+    uint64_t forgotten = 0;
+    for (unsigned i = 0; i < proc->nparams && i < 64; i++) {
+        const struct rgpu_param *prm = &proc->params[i];
+        if (prm->handle_class && prm->kind == RGPU_HANDLE &&
+            (prm->handle_flags & RGPU_HANDLE_DESTROYS) &&
+            handles_contains(prm->handle_class, f->slot[i])) {
+            handles_remove(prm->handle_class, f->slot[i]);
+            forgotten |= 1ull << i;
+        }
+    }
+    return forgotten;
+}
+
+void handles_after_call(const struct rgpu_proc *proc, const struct rgpu_call_frame *f,
+                        int status, uint64_t forgotten)
+{
+    if (status != 0) {
+        for (unsigned i = 0; i < proc->nparams && i < 64; i++)
+            if (forgotten & (1ull << i))
+                handles_add(proc->params[i].handle_class, f->slot[i]);
         return;
+    }
     for (unsigned i = 0; i < proc->nparams; i++) {
         const struct rgpu_param *prm = &proc->params[i];
         if (!prm->handle_class)
             continue;
         if (prm->kind == RGPU_HANDLE && (prm->handle_flags & RGPU_HANDLE_DESTROYS)) {
-            handles_remove(prm->handle_class, f->slot[i]);
+            continue;       /* forgotten before the call */
         } else if (is_out_buffer(prm->kind)) {
             size_t n;
             const uint64_t *v = buffer_handles(proc, f, i, &n);

@@ -37,10 +37,16 @@ int handles_check(uint32_t cls, uint64_t h, int status);
  * host buffer argument) valid?  0, or the status to answer instead. */
 int handles_check_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                        const struct rgpu_call_frame *frame);
-/* After the real call: record the handles it returned, forget the one it
- * destroyed (on success only). */
+/* Before the real call: forget the handles it destroys.  Not after: once
+ * the library has freed one, another client thread's create may get the
+ * same value at once, and a removal after the call would forget that new
+ * handle.  Returns which parameters were forgotten (bit i: parameter i),
+ * for handles_after_call to put back should the call fail. */
+uint64_t handles_before_call(const struct rgpu_proc *proc, const struct rgpu_call_frame *frame);
+/* After the real call: record the handles it returned; the destroyed ones
+ * (forgotten) come back if it failed. */
 void handles_after_call(const struct rgpu_proc *proc, const struct rgpu_call_frame *frame,
-                        int status);
+                        int status, uint64_t forgotten);
 
 /* How many handles the session holds (tests, debug logs). */
 unsigned long handles_count(void);

@@ -84,6 +84,9 @@ static void usage(FILE *f)
             "      --sandbox-audit      sandbox on, but a forbidden system call fails with\n"
             "                           EPERM and is logged instead of killing the session\n"
             "                           (to find what a driver needs)\n"
+            "      --nvml-settings      let clients change GPU settings through NVML (power\n"
+            "                           limits, clocks, persistence and compute modes);\n"
+            "                           refused by default\n"
             "  -f, --foreground         stay in the foreground (default)\n"
             "  -v, --verbose            more logging (repeat for debug; env RGPU_LOG)\n"
             "  -h, --help               this text\n",
@@ -292,6 +295,7 @@ int main(int argc, char **argv)
         { "module-staging-limit", required_argument, NULL, 'G' },
         { "no-sandbox", no_argument, NULL, 'S' },
         { "sandbox-audit", no_argument, NULL, 'A' },
+        { "nvml-settings", no_argument, NULL, 'P' },
         { NULL, 0, NULL, 0 },
     };
     struct rgpud_options opt = { .listen = RGPU_DEFAULT_SERVER, .key_dir = RGPUD_KEY_DIR,
@@ -332,6 +336,7 @@ int main(int argc, char **argv)
             break;
         case 'S': opt.no_sandbox = 1; break;
         case 'A': opt.sandbox_audit = 1; break;
+        case 'P': opt.nvml_settings = 1; break;
         default: usage(stderr); return 2;
         }
     }

@@ -30,6 +30,7 @@ struct rgpud_options {
     int keepalive_ms;           /* while a request runs, a keepalive this often */
     int no_sandbox;             /* --no-sandbox: sessions unconfined (sandbox.c) */
     int sandbox_audit;          /* --sandbox-audit: log forbidden calls, do not kill */
+    int nvml_settings;          /* --nvml-settings: NVML's setting calls reach the GPU */
     uint64_t session_memory;    /* RLIMIT_DATA of a session; 0: the default */
     uint64_t staging_limit;     /* module images in pieces (image_stage.c); 0: default */
 };
@@ -62,6 +63,8 @@ void *backend_sym(const char *lib, const char *name);
 int backend_runtime_version(void);
 /* cuInit, before the session is sandboxed (backend.c says why). */
 void backend_init_driver(void);
+/* nvmlInit, before the sandbox too, where the host has NVML (hand_nvml.c). */
+void backend_init_nvml(void);
 int backend_driver_version(void);
 
 /* ---- session.c -------------------------------------------------------------- */
@@ -119,6 +122,9 @@ void graph_forget_nodes(uint64_t graph, int runtime);
 int graph_cond_is_body(uint64_t graph);
 void graph_cond_forget_graph(uint64_t graph, int runtime);
 void graph_cond_forget_node(uint64_t node, int runtime);
+/* hand_nvml.c: NVML's setting calls, refused unless --nvml-settings. */
+const struct guard *nvml_guard_for(const char *lib, const char *name);
+void nvml_allow_settings(int allow);
 /* ipc.c: memory opened by CUDA IPC joins and leaves the owned table. */
 const struct guard *ipc_guard_for(const char *lib, const char *name);
 /* The daemon's key for IPC handles, made once by the listener (0, or -1);
@@ -230,6 +236,8 @@ extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
 extern const int hand_cublasLt_nprocs;
 extern const struct hand_proc hand_host_function_procs[]; /* host_functions.c */
 extern const int hand_host_function_nprocs;
+extern const struct hand_proc hand_nvml_procs[];      /* hand_nvml.c */
+extern const int hand_nvml_nprocs;
 
 /* Host functions (host_functions.c): how many wait for the client, and the
  * client's acknowledgement of one, read by the session's reader. */

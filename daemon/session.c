@@ -24,6 +24,7 @@
 #include "cublas_procs.h"
 #include "cublasLt_procs.h"
 #include "cudnn_procs.h"
+#include "nvml_procs.h"
 
 #include <cuda.h>
 #include <errno.h>
@@ -87,11 +88,11 @@ struct worker {
 
 /* The deferred-status slot of a library. */
 static const char *const slot_names[8] = { "cudart", "cuda", "cublas", "cublasLt", "cudnn",
-                                           NULL, NULL, "rgpu" };
+                                           "nvml", NULL, "rgpu" };
 
 static int lib_slot(const char *lib)
 {
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (strcmp(slot_names[i], lib) == 0)
             return i;
     return 7;
@@ -151,6 +152,7 @@ static struct served_lib served[] = {
     { &rgpu_cublas_lib, rgpu_cublas_server_procs, NULL, NULL },
     { &rgpu_cublasLt_lib, rgpu_cublasLt_server_procs, NULL, NULL },
     { &rgpu_cudnn_lib, rgpu_cudnn_server_procs, NULL, NULL },
+    { &rgpu_nvml_lib, rgpu_nvml_server_procs, NULL, NULL },
 };
 #define NSERVED (sizeof served / sizeof served[0])
 
@@ -158,14 +160,15 @@ static const struct hand_proc *const hand_tables[] = {
     hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs, hand_cudnn_procs,
     hand_liblog_procs, hand_cublasLt_procs, hand_auth_procs, hand_session_procs,
     hand_cuda_export_procs, hand_module_procs, hand_host_function_procs, hand_graph_procs,
-    hand_array_procs, hand_graph_conditional_procs,
+    hand_array_procs, hand_nvml_procs, hand_graph_conditional_procs,
 };
 #define NHAND (sizeof hand_tables / sizeof hand_tables[0])
 static const int *const hand_counts[NHAND] = {
     &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs, &hand_cudnn_nprocs,
     &hand_liblog_nprocs, &hand_cublasLt_nprocs, &hand_auth_nprocs, &hand_session_nprocs,
     &hand_cuda_export_nprocs, &hand_module_nprocs, &hand_host_function_nprocs,
-    &hand_graph_nprocs, &hand_array_nprocs, &hand_graph_conditional_nprocs,
+    &hand_graph_nprocs, &hand_array_nprocs, &hand_nvml_nprocs,
+    &hand_graph_conditional_nprocs,
 };
 static uint32_t *hand_ids[NHAND];
 
@@ -375,8 +378,9 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
         if (api == 0 && g && g->pre)
             api = g->pre(frame.argv);
         if (api == 0) {
+            uint64_t forgotten = handles_before_call(proc, &frame);
             api = l->server[index].thunk(fn, frame.argv);
-            handles_after_call(proc, &frame, api);
+            handles_after_call(proc, &frame, api, forgotten);
         }
         if (g && g->post)
             g->post(frame.argv, api);
@@ -980,6 +984,8 @@ void session_run(int fd, const struct rgpud_options *opt)
         rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
                    opt->lib_dir ? " from " : "", opt->lib_dir ? opt->lib_dir : "");
     backend_init_driver();
+    nvml_allow_settings(opt->nvml_settings);
+    backend_init_nvml();
     sandbox_session(opt);       /* before anything else the client sends is read */
     w.runtime_version = backend_runtime_version();
     w.driver_version = backend_driver_version();

@@ -6,6 +6,7 @@
  *   probe.c   hello/welcome with rgpud, with timeouts
  *   child.c   running the command, forwarding signals, passing its status on
  *   info.c    `rgpu info`: GPUs and round trip through the stub libcuda
+ *   smi.c     `rgpu smi`: an nvidia-smi table through the stub libnvidia-ml
  *   util.c    messages, clocks, helper processes' logs, paths
  */
 #ifndef RGPU_LAUNCHER_H
@@ -152,5 +153,9 @@ int command_run(char **argv, const struct stubs *st, const struct server *s, int
 /* ---- info.c ------------------------------------------------------------- */
 
 int info_print(const struct server *s, const struct stubs *st, int have_stubs);
+/* ---- smi.c -------------------------------------------------------------- */
+/* `rgpu smi`: the GPUs as nvidia-smi shows them, through the stub
+ * libnvidia-ml.so.1.  -1 after saying why it cannot. */
+int smi_print(const struct server *s, const struct stubs *st);
 
 #endif

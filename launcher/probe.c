@@ -12,6 +12,7 @@
 #include "cublas_procs.h"
 #include "cublasLt_procs.h"
 #include "cudnn_procs.h"
+#include "nvml_procs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -32,7 +33,7 @@ static int ms_left(double deadline)
 static void add_libs(struct rgpu_hello *h)
 {
     const struct rgpu_lib *libs[] = { &rgpu_cudart_lib, &rgpu_cuda_lib, &rgpu_cublas_lib,
-                                      &rgpu_cublasLt_lib, &rgpu_cudnn_lib };
+                                      &rgpu_cublasLt_lib, &rgpu_cudnn_lib, &rgpu_nvml_lib };
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
         rgpu_hello_add_lib(h, libs[i]);
 }

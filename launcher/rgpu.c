@@ -2,6 +2,7 @@
  *
  *   rgpu run [--server ADDR | --ssh [USER@]HOST[:PORT]] [options] -- CMD ARGS...
  *   rgpu info [--server ADDR | --ssh [USER@]HOST[:PORT]] [options]
+ *   rgpu smi [--server ADDR | --ssh [USER@]HOST[:PORT]] [options]
  *
  * `run` puts the stub libraries in front of NVIDIA's for CMD (LD_PRELOAD
  * and LD_LIBRARY_PATH), points the client core at a server (one given, an
@@ -30,6 +31,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: rgpu run [options] [--] CMD [ARGS...]   run CMD with its CUDA calls on rgpud\n"
         "       rgpu info [options]                     describe the server and its GPUs\n"
+        "       rgpu smi [options]                      the server's GPUs as nvidia-smi shows\n"
+        "                                               them (through NVML)\n"
         "\n"
         "Where the GPU is (default: $RGPU_SERVER, else a private rgpud on this machine):\n"
         "  -s, --server ADDR           an rgpud at ADDR: unix:/PATH (or /PATH), HOST:PORT,\n"
@@ -202,6 +205,25 @@ static int cmd_info(const struct options *o, char **rest)
     return rc == 0 ? 0 : 1;
 }
 
+static int cmd_smi(const struct options *o, char **rest)
+{
+    struct stubs st;
+    struct server s;
+
+    if (rest[0]) {
+        say("smi takes no arguments (got '%s')", rest[0]);
+        return EXIT_RGPU_FAILED;
+    }
+    memset(&st, 0, sizeof st);
+    if (stubs_find(o->lib_dir, &st) < 0)
+        return EXIT_RGPU_FAILED;
+    if (server_open(&s, o, &st) < 0 || signal_pending())
+        return setup_failed(&s, 1);
+    int rc = smi_print(&s, &st);
+    server_close(&s);
+    return rc == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     struct options o = { .wait_s = DEFAULT_WAIT_S };
@@ -223,10 +245,12 @@ int main(int argc, char **argv)
         return cmd_run(&o, sub + n);
     if (strcmp(sub[0], "info") == 0)
         return cmd_info(&o, sub + n);
+    if (strcmp(sub[0], "smi") == 0)
+        return cmd_smi(&o, sub + n);
     if (strcmp(sub[0], "help") == 0) {
         usage(stdout);
         return 0;
     }
-    say("unknown command '%s': rgpu run ... or rgpu info (rgpu --help)", sub[0]);
+    say("unknown command '%s': rgpu run ..., rgpu info or rgpu smi (rgpu --help)", sub[0]);
     return EXIT_RGPU_FAILED;
 }

@@ -23,6 +23,7 @@
  * would meet it under the runtime. */
 static const char *const stub_prefixes[] = {
     "libcuda.so.", "libcudart.so.", "libcublasLt.so.", "libcublas.so.", "libcudnn.so.",
+    "libnvidia-ml.so.",
 };
 #define NPREFIX (sizeof stub_prefixes / sizeof stub_prefixes[0])
 

@@ -72,6 +72,11 @@ else
     tar -C "$src" --exclude=./build --exclude=./debs --exclude=./.git -cf - . |
         tar -xf - -C "$tree"
 fi
+# NVML's header, which setup.sh unpacks into .deps (ignored by git).
+if [ -d "$src/.deps/nvml" ]; then
+    mkdir -p "$tree/.deps"
+    cp -a "$src/.deps/nvml" "$tree/.deps/"
+fi
 rm -rf "$tree/debian"
 cp -a "$src/packaging/debian" "$tree/debian"
 cat >"$tree/debian/changelog" <<CHANGELOG

@@ -23,6 +23,7 @@
 #include "cublas_procs.h"
 #include "cublasLt_procs.h"
 #include "cudnn_procs.h"
+#include "nvml_procs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 
 static const struct rgpu_lib *const libs[] = {
     &rgpu_cudart_lib, &rgpu_cuda_lib, &rgpu_cublas_lib, &rgpu_cublasLt_lib, &rgpu_cudnn_lib,
+    &rgpu_nvml_lib,
 };
 
 static int dial(const char *spec, struct rgpu_addr *a)

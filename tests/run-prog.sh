@@ -9,7 +9,8 @@
 # daemon, and exits with the program's status.  The daemon log is printed
 # when something fails.  Environment: RGPU_PROG_TIMEOUT (seconds, default
 # 100), RGPU_LOG (default info; the check below needs at least info),
-# RGPU_PROG_DAEMON_ARGS (more rgpud options, split at spaces).
+# RGPU_PROG_DAEMON_ARGS (more rgpud options, split at spaces),
+# RGPU_PROG_DAEMON_LOG (a file that gets a copy of rgpud's log).
 set -u
 
 if [ $# -lt 2 ]; then
@@ -136,4 +137,5 @@ fi
 
 stop_daemon
 [ $failed -eq 0 ] || daemon_log
+[ -n "${RGPU_PROG_DAEMON_LOG:-}" ] && cp "$tmp/rgpud.log" "$RGPU_PROG_DAEMON_LOG"
 exit $status

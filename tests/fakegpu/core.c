@@ -131,9 +131,40 @@ void fg_handle_each_owned(struct fg_ctx *owner,
 // ---- Contexts ---------------------------------------------------------------------------
 
 static _Atomic int inited;          // read without the lock by a few calls
-static struct fg_ctx *primary;      // exists from cuInit on
-static unsigned primary_refs;       // retains
-static int primary_live;            // active: retained since the last reset
+// Each device's primary context, from cuInit on; its retains, and whether
+// it is active (retained since the last reset).
+static struct fg_ctx *primaries[FG_MAX_DEVICES];
+static unsigned primary_refs[FG_MAX_DEVICES];
+static int primary_live[FG_MAX_DEVICES];
+
+int fg_device_count(void)
+{
+    static int count;
+    if (!count) {
+        const char *e = getenv("RGPU_FAKEGPU_DEVICES");
+        int n = e ? atoi(e) : 1;
+        count = n < 1 ? 1 : n > FG_MAX_DEVICES ? FG_MAX_DEVICES : n;
+    }
+    return count;
+}
+
+int fg_device_valid(CUdevice dev)
+{
+    return dev >= 0 && dev < fg_device_count();
+}
+
+// For the fake NVML (nvml.c): the devices it describes.
+int fakegpu_device_count(void);
+int fakegpu_device_count(void)
+{
+    return fg_device_count();
+}
+
+// A primary context that was released or reset is inactive.
+static int inactive(const struct fg_ctx *c)
+{
+    return c->primary && !primary_live[c->device];
+}
 
 // The calling thread's context stack, as handles (they may go stale).
 static _Thread_local CUcontext ctx_stack[CTX_STACK_MAX];
@@ -175,7 +206,7 @@ struct fg_ctx *fg_ctx_current(void)
 {
     struct fg_ctx *c = ctx_depth ? ctx_get(ctx_stack[ctx_depth - 1]) : NULL;
 
-    return c && !(c->primary && !primary_live) ? c : NULL;
+    return c && !inactive(c) ? c : NULL;
 }
 
 CUresult fg_enter(int flags, struct fg_ctx **out, int *skip)
@@ -192,7 +223,7 @@ CUresult fg_enter(int flags, struct fg_ctx **out, int *skip)
                                          : CUDA_ERROR_INVALID_CONTEXT;
     c = ctx_get(ctx_stack[ctx_depth - 1]);
     // Destroyed, or a primary context whose last retain was released.
-    if (!c || (c->primary && !primary_live))
+    if (!c || inactive(c))
         return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     if (c->sticky)
         return c->sticky;
@@ -212,16 +243,17 @@ static CUresult check_device(CUdevice dev)
 {
     if (!inited)
         return CUDA_ERROR_NOT_INITIALIZED;
-    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    return fg_device_valid(dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
-static struct fg_ctx *ctx_new(int is_primary, unsigned flags)
+static struct fg_ctx *ctx_new(int is_primary, unsigned flags, CUdevice dev)
 {
     struct fg_ctx *c = calloc(1, sizeof *c);
 
     if (!c)
         return NULL;
     c->primary = is_primary;
+    c->device = dev;
     c->flags = flags;
     c->handle = (CUcontext)(uintptr_t)fg_handle_new(FG_CTX, c, NULL);
     if (!c->handle) {
@@ -240,9 +272,9 @@ CUresult CUDAAPI cuInit(unsigned int flags)
     fg_lock();
     if (!inited) {
         r = fg_mem_init();
-        if (r == CUDA_SUCCESS) {
-            primary = ctx_new(1, 0);
-            if (!primary)
+        for (int d = 0; r == CUDA_SUCCESS && d < fg_device_count(); d++) {
+            primaries[d] = ctx_new(1, 0, d);
+            if (!primaries[d])
                 r = CUDA_ERROR_OUT_OF_MEMORY;
         }
         inited = r == CUDA_SUCCESS;
@@ -273,7 +305,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
     if (r == CUDA_SUCCESS && ctx_depth == CTX_STACK_MAX)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS) {
-        c = ctx_new(0, flags);
+        c = ctx_new(0, flags, dev);
         if (!c) {
             r = CUDA_ERROR_OUT_OF_MEMORY;
         } else {
@@ -408,7 +440,7 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *dev)
     else if (!ctx_get(ctx_stack[ctx_depth - 1]))
         r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
     else
-        *dev = 0;
+        *dev = ctx_get(ctx_stack[ctx_depth - 1])->device;
     fg_unlock();
     return r;
 }
@@ -500,9 +532,9 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     fg_lock();
     r = check_device(dev);
     if (r == CUDA_SUCCESS) {
-        primary_refs++;
-        primary_live = 1;
-        *pctx = primary->handle;
+        primary_refs[dev]++;
+        primary_live[dev] = 1;
+        *pctx = primaries[dev]->handle;
     }
     fg_unlock();
     return r;
@@ -514,11 +546,11 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 
     fg_lock();
     r = check_device(dev);
-    if (r == CUDA_SUCCESS && primary_refs == 0)
+    if (r == CUDA_SUCCESS && primary_refs[dev] == 0)
         r = CUDA_ERROR_INVALID_CONTEXT;
-    if (r == CUDA_SUCCESS && --primary_refs == 0) {
-        ctx_teardown(primary);      // inactive: its resources go
-        primary_live = 0;
+    if (r == CUDA_SUCCESS && --primary_refs[dev] == 0) {
+        ctx_teardown(primaries[dev]);   // inactive: its resources go
+        primary_live[dev] = 0;
     }
     fg_unlock();
     return r;
@@ -534,8 +566,8 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
     fg_lock();
     r = check_device(dev);
     if (r == CUDA_SUCCESS) {
-        ctx_teardown(primary);
-        primary_live = 0;
+        ctx_teardown(primaries[dev]);
+        primary_live[dev] = 0;
     }
     fg_unlock();
     return r;
@@ -551,8 +583,8 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
     fg_lock();
     r = check_device(dev);
     if (r == CUDA_SUCCESS) {
-        *flags = primary->flags;
-        *active = primary_live;
+        *flags = primaries[dev]->flags;
+        *active = primary_live[dev];
     }
     fg_unlock();
     return r;
@@ -565,7 +597,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
     fg_lock();
     r = check_device(dev);
     if (r == CUDA_SUCCESS)
-        primary->flags = flags;
+        primaries[dev]->flags = flags;
     fg_unlock();
     return r;
 }
@@ -676,9 +708,9 @@ CUresult CUDAAPI cuDeviceGet(CUdevice *dev, int ordinal)
         return CUDA_ERROR_INVALID_VALUE;
     if (!inited)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (ordinal != 0)
+    if (!fg_device_valid(ordinal))
         return CUDA_ERROR_INVALID_DEVICE;
-    *dev = 0;
+    *dev = ordinal;
     return CUDA_SUCCESS;
 }
 
@@ -688,7 +720,7 @@ CUresult CUDAAPI cuDeviceGetCount(int *count)
         return CUDA_ERROR_INVALID_VALUE;
     if (!inited)
         return CUDA_ERROR_NOT_INITIALIZED;
-    *count = 1;
+    *count = fg_device_count();
     return CUDA_SUCCESS;
 }
 
@@ -714,7 +746,8 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
         return r;
     if (!pi || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
         return CUDA_ERROR_INVALID_VALUE;
-    *pi = attrs[attrib];
+    // Devices sit on buses 0, 1, ... of one domain; one board each.
+    *pi = attrib == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID ? dev : attrs[attrib];
     return CUDA_SUCCESS;
 }
 
@@ -732,13 +765,14 @@ CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 
 CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-    static const char id[16] = "rgpu-fakegpu-000";     // not NUL terminated
-    CUresult r = check_device(dev);
+    char id[16] = "rgpu-fakegpu-000";     // not NUL terminated; the last
+    CUresult r = check_device(dev);      // digit is the device's
 
     if (r != CUDA_SUCCESS)
         return r;
     if (!uuid)
         return CUDA_ERROR_INVALID_VALUE;
+    id[15] = (char)('0' + dev);
     memcpy(uuid->bytes, id, sizeof uuid->bytes);
     return CUDA_SUCCESS;
 }
@@ -758,7 +792,7 @@ static CUresult fg_primary_ctx_unretained(CUcontext *pctx, CUdevice dev)
     if (r == CUDA_SUCCESS && !pctx)
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS)
-        *pctx = primary->handle;
+        *pctx = primaries[dev]->handle;
     fg_unlock();
     return r;
 }

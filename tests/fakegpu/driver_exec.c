@@ -457,16 +457,16 @@ CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
 CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
                                       CUdevice dev)
 {
-    if (dev != 0)
+    if (!fg_device_valid(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     return cuFuncGetAttribute(pi, attrib, (CUfunction)kernel);
 }
 
-// One device: the kernel's function in the current context.
+// Devices alike: the kernel's function in the current context.
 CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
                                       CUdevice dev)
 {
-    if (dev != 0)
+    if (!fg_device_valid(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     return cuFuncSetAttribute((CUfunction)kernel, attrib, val);
 }

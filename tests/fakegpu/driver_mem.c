@@ -606,6 +606,9 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute
     fg_lock();
     int dev = fg_mem_span(ptr, &host) > 0;
     int managed = dev && fg_managed_holds(ptr);
+    struct fg_ctx *owner = dev ? fg_mem_owner(ptr) : NULL;
+    CUdevice ordinal = owner ? owner->device : 0;
+    CUcontext owner_ctx = owner ? owner->handle : NULL;
     fg_unlock();
     if (!dev)
         return CUDA_ERROR_INVALID_VALUE;
@@ -628,13 +631,30 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
         return CUDA_ERROR_INVALID_VALUE;    // not mapped into host memory
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = ordinal;
+        return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
     case CU_POINTER_ATTRIBUTE_MAPPED:
         *(unsigned *)data = attribute == CU_POINTER_ATTRIBUTE_MAPPED;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_CONTEXT:
+        if (owner_ctx) {
+            *(CUcontext *)data = owner_ctx;
+            return CUDA_SUCCESS;
+        }
         return cuCtxGetCurrent((CUcontext *)data);
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
+}
+
+/* For the fake NVML (nvml.c), as NVIDIA's driver tells its own NVML: the
+ * device memory in use on dev, whichever process or context holds it. */
+size_t fakegpu_memory_used(int dev);
+size_t fakegpu_memory_used(int dev)
+{
+    fg_lock();
+    size_t n = fg_mem_used_on(dev);
+    fg_unlock();
+    return n;
 }

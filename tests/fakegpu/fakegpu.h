@@ -20,8 +20,12 @@
 // per-access helpers need to run at a useful speed.
 #pragma GCC visibility push(hidden)
 
-// ---- Device facts (one device, ordinal 0) -----------------------------------
+// ---- Device facts ---------------------------------------------------------------
+// RGPU_FAKEGPU_DEVICES=N (1 to FG_MAX_DEVICES, default 1) devices, all alike
+// but for their UUID and PCI bus number; their memory is one arena, so a
+// device address is valid on every device (as with peer access enabled).
 
+#define FG_MAX_DEVICES      8
 #define FG_DEVICE_NAME      "rgpu fake GPU"
 #define FG_TOTAL_MEM        (16ull << 30)
 #define FG_CC_MAJOR         9
@@ -57,6 +61,7 @@ void fg_engine_wait(uint64_t t);
 struct fg_ctx {
     CUcontext handle;
     int primary;
+    CUdevice device;
     unsigned flags;
     // A fault in a kernel is first "pending": work enqueued after it is
     // dropped but still returns success, as the launch itself does.  The next
@@ -76,6 +81,10 @@ struct fg_ctx {
 // error.  An FG_ENQUEUE call (launch, async copy, record) after a fault gets
 // *skip = 1: it must validate its arguments, then do nothing and succeed; any
 // other call turns the pending fault sticky and returns it.
+// How many devices there are (RGPU_FAKEGPU_DEVICES), and whether dev is one.
+int fg_device_count(void);
+int fg_device_valid(CUdevice dev);
+
 #define FG_CTX_OPTIONAL 1
 #define FG_ENQUEUE      2
 CUresult fg_enter(int flags, struct fg_ctx **ctx, int *skip);
@@ -130,6 +139,9 @@ void fg_mem_release_owned(struct fg_ctx *owner);
 // Forget the host ranges a context registered (driver_mem.c); lock held.
 void fg_host_release_owned(struct fg_ctx *owner);
 void fg_mem_info(size_t *free_bytes, size_t *total);
+// Device memory in use on dev; the context that allocated p, or NULL.
+size_t fg_mem_used_on(CUdevice dev);
+struct fg_ctx *fg_mem_owner(CUdeviceptr p);
 
 // Whether p lies in the device address range (accessible or not).
 int fg_mem_in_arena(uintptr_t p);

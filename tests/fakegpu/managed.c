@@ -164,7 +164,7 @@ static void advise_page(struct page_state *pg, CUmem_advise advice, int dev)
     case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION:
         pg->preferred = (signed char)CU_DEVICE_INVALID;
         break;
-    case CU_MEM_ADVISE_SET_ACCESSED_BY: pg->accessed_by = dev == 0; break;
+    case CU_MEM_ADVISE_SET_ACCESSED_BY: pg->accessed_by = fg_device_valid(dev); break;
     case CU_MEM_ADVISE_UNSET_ACCESSED_BY: pg->accessed_by = 0; break;
     }
 }

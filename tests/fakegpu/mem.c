@@ -59,6 +59,14 @@ static size_t arena_size;
 static struct region *regs;         // sorted by va, not overlapping
 static size_t nregs, capregs;
 static size_t used;                 // bytes of "device memory" in use
+// The same per device: an allocation counts to its context's device (module
+// globals and VMM memory to device 0).  Only NVML asks (fakegpu_memory_used).
+static size_t used_on[FG_MAX_DEVICES];
+
+static CUdevice device_of_owner(const struct fg_ctx *owner)
+{
+    return owner ? owner->device : 0;
+}
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
@@ -200,6 +208,7 @@ static CUresult alloc_region(enum region_kind kind, struct fg_ctx *owner,
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     used += charged;
+    used_on[device_of_owner(owner)] += charged;
     *out = r.va;
     return CUDA_SUCCESS;
 }
@@ -209,8 +218,10 @@ static void free_region(struct region *r)
     host_unmap(r->host, r->size);
     if (r->ipc_name[0])             // the exporter's free ends the object's name
         shm_unlink(r->ipc_name);
-    if (r->kind != R_IMPORT)        // an import is charged to its exporter
+    if (r->kind != R_IMPORT) {      // an import is charged to its exporter
         used -= round_up(r->size, ALLOC_ALIGN);
+        used_on[device_of_owner(r->owner)] -= round_up(r->size, ALLOC_ALIGN);
+    }
     region_remove(r);
 }
 
@@ -259,6 +270,17 @@ void fg_mem_release_owned(struct fg_ctx *owner)
     for (size_t i = nregs; i-- > 0;)
         if ((regs[i].kind == R_ALLOC || regs[i].kind == R_IMPORT) && regs[i].owner == owner)
             free_region(&regs[i]);
+}
+
+size_t fg_mem_used_on(CUdevice dev)
+{
+    return fg_device_valid(dev) ? used_on[dev] : 0;
+}
+
+struct fg_ctx *fg_mem_owner(CUdeviceptr p)
+{
+    struct region *r = region_at(p);
+    return r && (r->kind == R_ALLOC || r->kind == R_IMPORT) ? r->owner : NULL;
 }
 
 void fg_mem_info(size_t *free_bytes, size_t *total)
@@ -472,6 +494,7 @@ static void phys_unref(struct phys *ph)
 {
     if (--ph->refs == 0) {
         used -= ph->size;
+        used_on[0] -= ph->size;
         host_unmap(ph->host, ph->size);
         free(ph);
     }
@@ -502,6 +525,7 @@ CUresult fg_vmm_create(size_t size, CUmemGenericAllocationHandle *out)
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     used += size;
+    used_on[0] += size;
     *out = ph->handle;
     return CUDA_SUCCESS;
 }

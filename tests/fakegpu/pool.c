@@ -1,4 +1,4 @@
-// Fake libcuda.so.1: stream-ordered allocation and the device's default
+// Fake libcuda.so.1: stream-ordered allocation and each device's default
 // memory pool.  Allocations are ordinary fake allocations made at once (the
 // fake runs work in order anyway); the pool keeps cuMemPool's attributes and
 // counts the bytes in use.  It caches nothing, so the memory it reserves is
@@ -13,26 +13,34 @@ struct fake_pool {
     cuuint64_t used, used_high, reserved_high;
 };
 
-static struct fake_pool default_pool = { { 1, 1, 1 }, 0, 0, 0, 0 };
+#define POOL_INIT { { 1, 1, 1 }, 0, 0, 0, 0 }
+static struct fake_pool default_pools[FG_MAX_DEVICES] = {
+    POOL_INIT, POOL_INIT, POOL_INIT, POOL_INIT, POOL_INIT, POOL_INIT, POOL_INIT, POOL_INIT,
+};
 
-// What each live stream-ordered allocation holds, for the counts.
+// What each live stream-ordered allocation holds, and from which pool, for
+// the counts.
 struct pooled {
     CUdeviceptr p;
     size_t size;
+    struct fake_pool *pool;
     struct pooled *next;
 };
 static struct pooled *pooled;
 
 static struct fake_pool *pool_of(CUmemoryPool pool)
 {
-    return (struct fake_pool *)pool == &default_pool ? &default_pool : NULL;
+    for (int d = 0; d < fg_device_count(); d++)
+        if ((struct fake_pool *)pool == &default_pools[d])
+            return &default_pools[d];
+    return NULL;
 }
 
 CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-    if (!pool || dev != 0)
-        return dev != 0 ? CUDA_ERROR_INVALID_DEVICE : CUDA_ERROR_INVALID_VALUE;
-    *pool = (CUmemoryPool)&default_pool;
+    if (!pool || !fg_device_valid(dev))
+        return !fg_device_valid(dev) ? CUDA_ERROR_INVALID_DEVICE : CUDA_ERROR_INVALID_VALUE;
+    *pool = (CUmemoryPool)&default_pools[dev];
     return CUDA_SUCCESS;
 }
 
@@ -57,7 +65,7 @@ static CUresult pool_alloc(struct fake_pool *fp, CUdeviceptr *dptr, size_t size)
         free(e);
         return r;
     }
-    *e = (struct pooled){ *dptr, size, pooled };
+    *e = (struct pooled){ *dptr, size, fp, pooled };
     pooled = e;
     fp->used += size;
     if (fp->used > fp->used_high)
@@ -82,9 +90,14 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemor
     return r;
 }
 
+// From the default pool of the current context's device.
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s)
 {
-    return cuMemAllocFromPoolAsync(dptr, size, (CUmemoryPool)&default_pool, s);
+    CUdevice dev = 0;
+    CUresult r = cuCtxGetDevice(&dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return cuMemAllocFromPoolAsync(dptr, size, (CUmemoryPool)&default_pools[dev], s);
 }
 
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
@@ -98,7 +111,7 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
     for (struct pooled **pp = &pooled; r == CUDA_SUCCESS && *pp; pp = &(*pp)->next) {
         if ((*pp)->p == dptr) {
             struct pooled *e = *pp;
-            default_pool.used -= e->size;
+            e->pool->used -= e->size;
             *pp = e->next;
             free(e);
             break;

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SAME(rt, drv) _Static_assert((int)(rt) == (int)(drv), #rt)
@@ -51,9 +52,10 @@ SAME(cudaEventInterprocess, CU_EVENT_INTERPROCESS);
 
 static _Thread_local cudaError_t last_error;
 static _Thread_local int cur_device;
+#define FG_RT_MAX_DEVICES 8             // the fake libcuda's FG_MAX_DEVICES
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static CUcontext primary;               // retained once, kept
+static CUcontext primaries[FG_RT_MAX_DEVICES];  // each retained once, kept
 static _Atomic int sticky;              // a fault seen: reported until reset
 
 static int is_sticky(cudaError_t e)
@@ -85,6 +87,22 @@ static cudaError_t rt_func(CUresult r)
                ? cudaErrorInvalidDeviceFunction : rt(r);
 }
 
+// Makes the primary context of the thread's device current, retaining it
+// the first time.
+static CUresult use_primary(void)
+{
+    CUresult r = CUDA_SUCCESS;
+    if (cur_device < 0 || cur_device >= FG_RT_MAX_DEVICES)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&lock);
+    if (!primaries[cur_device])
+        r = cuDevicePrimaryCtxRetain(&primaries[cur_device], cur_device);
+    pthread_mutex_unlock(&lock);
+    if (r == CUDA_SUCCESS)
+        r = cuCtxSetCurrent(primaries[cur_device]);
+    return r;
+}
+
 // Makes sure the thread has a current context, as the runtime's implicit
 // initialisation does.
 static cudaError_t ctx(void)
@@ -96,13 +114,7 @@ static cudaError_t ctx(void)
         r = cuCtxGetCurrent(&cur);
     if (r != CUDA_SUCCESS || cur)
         return rt(r);
-    pthread_mutex_lock(&lock);
-    if (!primary)
-        r = cuDevicePrimaryCtxRetain(&primary, 0);
-    pthread_mutex_unlock(&lock);
-    if (r == CUDA_SUCCESS)
-        r = cuCtxSetCurrent(primary);
-    return rt(r);
+    return rt(use_primary());
 }
 
 // For runtime_graph.c, the graph calls: the same entry and return.
@@ -332,14 +344,27 @@ cudaError_t CUDARTAPI cudaSetDevice(int device)
     if (device < 0 || device >= n)
         return ret(cudaErrorInvalidDevice);
     cur_device = device;
-    // CUDA 12+ initialises the device's primary context right here.
-    return ret(ctx());
+    // CUDA 12+ initialises the device's primary context right here, and
+    // makes it current unless a context of that device already is.
+    CUcontext cur = NULL;
+    CUdevice cur_dev;
+    if (cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur && cuCtxGetDevice(&cur_dev) == CUDA_SUCCESS &&
+        cur_dev == device)
+        return cudaSuccess;
+    return ret(rt(use_primary()));
 }
 
+// The device of the thread's current context, where there is one (a
+// context made current through the driver API counts), else the last
+// device set.
 cudaError_t CUDARTAPI cudaGetDevice(int *device)
 {
+    CUcontext cur = NULL;
+    CUdevice dev;
     if (!device)
         return ret(cudaErrorInvalidValue);
+    if (cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur && cuCtxGetDevice(&dev) == CUDA_SUCCESS)
+        cur_device = dev;
     *device = cur_device;
     return cudaSuccess;
 }
@@ -532,9 +557,9 @@ cudaError_t CUDARTAPI cudaDeviceReset(void)
         r = cuDevicePrimaryCtxReset_v2(cur_device);
     if (r == CUDA_SUCCESS) {
         pthread_mutex_lock(&lock);
-        if (primary)
-            (void)cuDevicePrimaryCtxRelease_v2(0);
-        primary = NULL;
+        if (primaries[cur_device])
+            (void)cuDevicePrimaryCtxRelease_v2(cur_device);
+        primaries[cur_device] = NULL;
         pthread_mutex_unlock(&lock);
         (void)cuCtxSetCurrent(NULL);
         atomic_store(&sticky, 0);
@@ -1168,4 +1193,103 @@ cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t *config, cons
         (CUlaunchAttribute *)(void *)config->attrs, config->numAttrs,
     };
     return ret(rt_func(cuLaunchKernelEx(&c, f, args, NULL)));
+}
+
+// ---- Several devices: peer access and copies between devices ------------------------
+
+cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice)
+{
+    CUresult r = cuInit(0);
+    if (r == CUDA_SUCCESS)
+        r = cuDeviceCanAccessPeer(canAccessPeer, device, peerDevice);
+    return ret(rt(r));
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetP2PAttribute(int *value, enum cudaDeviceP2PAttr attr,
+                                                int srcDevice, int dstDevice)
+{
+    CUresult r = cuInit(0);
+    if (r == CUDA_SUCCESS)
+        r = cuDeviceGetP2PAttribute(value, (CUdevice_P2PAttribute)attr, srcDevice, dstDevice);
+    return ret(rt(r));
+}
+
+// The primary context of device, retained by the runtime (as cudaSetDevice
+// would); NULL when there is no such device.
+static CUcontext primary_of(int device)
+{
+    int n = 0;
+    CUcontext c = NULL;
+    if (cuDeviceGetCount(&n) != CUDA_SUCCESS || device < 0 || device >= n ||
+        device >= FG_RT_MAX_DEVICES)
+        return NULL;
+    pthread_mutex_lock(&lock);
+    if (!primaries[device])
+        (void)cuDevicePrimaryCtxRetain(&primaries[device], device);
+    c = primaries[device];
+    pthread_mutex_unlock(&lock);
+    return c;
+}
+
+// The runtime's peer access is from the current device's context to the
+// peer device's primary context.
+cudaError_t CUDARTAPI cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags)
+{
+    cudaError_t e = ctx();
+    if (e != cudaSuccess)
+        return ret(e);
+    CUcontext peer = primary_of(peerDevice);
+    if (!peer)
+        return ret(cudaErrorInvalidDevice);
+    return ret(rt(cuCtxEnablePeerAccess(peer, flags)));
+}
+
+cudaError_t CUDARTAPI cudaDeviceDisablePeerAccess(int peerDevice)
+{
+    cudaError_t e = ctx();
+    if (e != cudaSuccess)
+        return ret(e);
+    CUcontext peer = primary_of(peerDevice);
+    if (!peer)
+        return ret(cudaErrorInvalidDevice);
+    return ret(rt(cuCtxDisablePeerAccess(peer)));
+}
+
+// Copies between devices need no peer access: the runtime stages them.
+cudaError_t CUDARTAPI cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
+                                     size_t count)
+{
+    CUcontext d = primary_of(dstDevice), s = primary_of(srcDevice);
+    if (!d || !s)
+        return ret(cudaErrorInvalidDevice);
+    CALL(cuMemcpyPeer((CUdeviceptr)(uintptr_t)dst, d, (CUdeviceptr)(uintptr_t)src, s, count));
+}
+
+cudaError_t CUDARTAPI cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src,
+                                          int srcDevice, size_t count, cudaStream_t stream)
+{
+    CUcontext d = primary_of(dstDevice), s = primary_of(srcDevice);
+    if (!d || !s)
+        return ret(cudaErrorInvalidDevice);
+    CALL(cuMemcpyPeerAsync((CUdeviceptr)(uintptr_t)dst, d, (CUdeviceptr)(uintptr_t)src, s, count,
+                           (CUstream)stream));
+}
+
+// "domain:bus:device.function", as CUDA writes it: 0000:01:00.0.
+cudaError_t CUDARTAPI cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
+{
+    int domain = 0, bus = 0, dev = 0;
+    CUresult r = cuInit(0);
+    if (!pciBusId || len <= 0)
+        return ret(cudaErrorInvalidValue);
+    if (r == CUDA_SUCCESS)
+        r = cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, device);
+    if (r == CUDA_SUCCESS)
+        r = cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, device);
+    if (r == CUDA_SUCCESS)
+        r = cuDeviceGetAttribute(&dev, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, device);
+    if (r == CUDA_SUCCESS)
+        snprintf(pciBusId, (size_t)len, "%04x:%02x:%02x.0", (unsigned)domain, (unsigned)bus,
+                 (unsigned)dev);
+    return ret(rt(r));
 }

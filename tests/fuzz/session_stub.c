@@ -44,8 +44,9 @@ int session_run_generated(const char *lib, const char *name, const msgpack_objec
         if (api == 0 && g && g->pre)
             api = g->pre(frame.argv);
         if (api == 0) {
+            uint64_t forgotten = handles_before_call(proc, &frame);
             api = fuzz_gen[l].server[index].thunk(fn, frame.argv);
-            handles_after_call(proc, &frame, api);
+            handles_after_call(proc, &frame, api, forgotten);
         }
         if (g && g->post)
             g->post(frame.argv, api);

@@ -50,13 +50,16 @@
 # RGPU_NVCC_PROGS (1): tests/gpu/cufft_check.cu and curand_check.cu, built
 # here with plain nvcc (static cudart; RGPU_NVCC_BUILD_TIMEOUT, 240 s) and
 # run with RGPU_PROG_TIMEOUT; RGPU_FRAMEWORKS (1): the scripts
-# tests/gpu/frameworks/NAME_check.py for NAME in RGPU_FRAMEWORK_LIST (cupy
-# triton jax torch_linalg torch_model), natively and through the launcher, each run at
+# tests/gpu/frameworks/NAME_check.py for NAME in RGPU_FRAMEWORK_LIST (nvml
+# nvidia_smi cupy triton jax torch_linalg torch_model: nvml and nvidia_smi
+# compare NVML's values, read with ctypes and by nvidia-smi --query-gpu),
+# natively and through the launcher, each run at
 # most RGPU_FRAMEWORK_TIMEOUT (150 s), all of them RGPU_FRAMEWORK_BUDGET
 # (480 s); RGPU_PYTHON (python3); RGPU_ITEM_LOG (debug), the client's log
 # level in these rgpu runs.  One line per item: "NAME: native OK|FAIL, rgpu
 # OK|FAIL, output identical|DIFFERS", then a count of passed, failed and
-# skipped items.  Only these: RGPU_PROGS=0 RGPU_BENCH=0.
+# skipped items.  RGPU_SMI (1): `rgpu smi` beside nvidia-smi natively, one
+# item.  Only these: RGPU_PROGS=0 RGPU_BENCH=0.
 set -u
 
 BUILD_ARG=${1:-build}
@@ -475,7 +478,7 @@ run_frameworks() {
     else
         say "(no launcher in the build: through LD_PRELOAD of the stubs)"
     fi
-    for name in ${RGPU_FRAMEWORK_LIST:-cupy triton jax torch_linalg torch_model}; do
+    for name in ${RGPU_FRAMEWORK_LIST:-nvml nvidia_smi cupy triton jax torch_linalg torch_model}; do
         script=$GPU_DIR/frameworks/${name}_check.py
         if [ ! -f "$script" ]; then
             say "$name: no $script"
@@ -498,6 +501,39 @@ run_frameworks() {
         fi
         item_report "$name" "$nrc" "$rgrc" "$from"
     done
+}
+
+# `rgpu smi` beside nvidia-smi: the table goes into the summary, and each
+# GPU nvidia-smi lists natively must be in it under its name (the first 23
+# characters, the table's column) and PCI bus id.
+run_rgpu_smi() {
+    local name bus missing=0
+    say ""
+    say "== rgpu smi --server $SERVER (beside nvidia-smi --query-gpu natively)"
+    if [ ! -x "$LAUNCHER" ]; then
+        say "rgpu-smi: SKIP (no launcher in the build)"
+        count_item SKIP
+        return
+    fi
+    nvidia-smi --query-gpu=name,pci.bus_id --format=csv,noheader > "$WORK/smi.native" 2>&1
+    tee -a "$SUMMARY" < "$WORK/smi.native"
+    timeout -k 5 60 "$LAUNCHER" smi --server "$SERVER" > "$WORK/smi.rgpu" 2>&1
+    local rc=$?
+    tee -a "$SUMMARY" < "$WORK/smi.rgpu"
+    while IFS=, read -r name bus; do
+        bus=${bus# }
+        if ! grep -qF -- "${name:0:23}" "$WORK/smi.rgpu" || ! grep -qiF -- "$bus" "$WORK/smi.rgpu"; then
+            say "    rgpu smi lacks '$name' at $bus"
+            missing=$((missing + 1))
+        fi
+    done < "$WORK/smi.native"
+    if [ "$rc" = 0 ] && [ "$missing" = 0 ] && [ -s "$WORK/smi.native" ]; then
+        say "rgpu-smi: OK (every GPU under its name and bus id)"
+        count_item PASS
+    else
+        say "rgpu-smi: FAIL (exit $rc, $missing GPUs missing)"
+        count_item FAIL
+    fi
 }
 
 # --- the benchmark ---------------------------------------------------------
@@ -777,6 +813,7 @@ main() {
     fi
     [ "${RGPU_NVCC_PROGS:-1}" = 0 ] || run_nvcc_progs
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
+    [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi
     if [ $((ITEMS_PASSED + ITEMS_FAILED + ITEMS_SKIPPED)) -gt 0 ]; then
         say ""
         say "issue-11 items: $ITEMS_PASSED passed, $ITEMS_FAILED failed, $ITEMS_SKIPPED skipped"

@@ -6,7 +6,8 @@
 # A private rgpud is started and stopped (nothing left running), exit
 # statuses and signals pass through, signals sent to the launcher reach
 # the command, the command's environment puts the stubs first, a CUDA
-# program runs through it, `rgpu info` describes the server, and each
+# program runs through it, `rgpu info` describes the server, `rgpu smi`
+# shows its GPUs through NVML, and each
 # failure says what went wrong.  The SSH tunnel has its own test (ssh.sh).
 set -u
 
@@ -122,6 +123,21 @@ expect "rgpu info" 0 $? "$tmp/out" '^server +unix:/.*/rgpud\.sock \(private rgpu
     '^CUDA runtime +[0-9]+\.[0-9]+' '^CUDA driver +[0-9]+\.[0-9]+' '^GPUs +1$' \
     '^  0  rgpu fake GPU, 16\.0 GiB' '^round trip +[0-9]+ us median of 20 calls' \
     "^library path +LD_LIBRARY_PATH=$stubs\$"
+
+# ---- rgpu smi: the fake GPU's NVML values through the stub libnvidia-ml ----------------
+
+R smi "${F[@]}" >"$tmp/out" 2>&1
+expect "rgpu smi" 0 $? "$tmp/out" \
+    '^\| rgpu smi +Driver Version: [0-9]+\.[0-9.]+ +CUDA Version: [0-9]+\.[0-9]+ +\|$' \
+    '^\| server: unix:/.*/rgpud\.sock \(private rgpud' \
+    '^\| +0  rgpu fake GPU +On \| 00000000:00:00\.0 +Off \| +0 \|$' \
+    '^\| +30% +41C +P0 +71W / +300W \| +0MiB / 16384MiB \| +0% +Default \|$' \
+    '^\| +\| +\| +Disabled \|$' '^\|  No running processes found +\|$'
+if grep -q 'warning' "$tmp/out"; then
+    fail "rgpu smi: no warnings" "$(grep warning "$tmp/out")"
+fi
+R smi --server "127.0.0.1:$(free_port)" >"$tmp/out" 2>&1
+expect "rgpu smi, unreachable" 1 $? "$tmp/out" 'cannot reach rgpud'
 
 "$rgpu" --version >"$tmp/out" 2>&1
 expect "rgpu --version" 0 $? "$tmp/out" '^rgpu [0-9]+\.[0-9]+'

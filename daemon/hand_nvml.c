@@ -1,0 +1,212 @@
+/* NVML on the server (client side: stubs/nvml_hand.c; generated calls:
+ * codegen/nvml.ann).
+ *
+ * The session initialises NVML before its sandbox closes, as it does the
+ * driver (backend.c): nvmlInit opens the device nodes for writing, which
+ * the sandbox forbids afterwards.
+ *
+ * The client's nvmlInit and nvmlShutdown are counted on their own (below).
+ *
+ * Setting calls (power limit, clocks, persistence and compute modes) change
+ * the GPU for every user of the host: refused with NVML_ERROR_NO_PERMISSION,
+ * as natively for a user without the right, unless rgpud runs with
+ * --nvml-settings.
+ *
+ * The lists sized by a count in memory go through rgpu.nvml_list; process
+ * lists hold this session's process only, so that a client learns nothing
+ * of the other clients' work. */
+#include "rgpud.h"
+#include "owned_handles.h"
+#include "rgpu_hand_procs.h"
+#include "rgpu_handles.h"
+#include "rgpu_log.h"
+#include "rgpu_proto.h"
+
+#include <nvml.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int settings_allowed;
+
+void nvml_allow_settings(int allow)
+{
+    settings_allowed = allow;
+}
+
+void backend_init_nvml(void)
+{
+    nvmlReturn_t (*init)(void) = (nvmlReturn_t (*)(void))backend_sym("nvml", "nvmlInit_v2");
+    if (!init)
+        return;         /* no NVML on this host: its calls are refused */
+    nvmlReturn_t rc = init();
+    if (rc != NVML_SUCCESS)
+        rgpu_info("nvmlInit before the sandbox: %d (the client's NVML calls will see it)",
+                  (int)rc);
+}
+
+/* ---- the client's own initialisation ------------------------------------------------ */
+
+/* The library stays initialised for the session (backend_init_nvml); the
+ * client's nvmlInit and nvmlShutdown are counted here, so that it sees
+ * NVML_ERROR_UNINITIALIZED where it would natively, and so that no number
+ * of its shutdowns can undo the session's own initialisation. */
+static int client_inits;
+
+static int client_initialised(void)
+{
+    return __atomic_load_n(&client_inits, __ATOMIC_RELAXED) > 0;
+}
+
+static int pre_initialised(void **argv)
+{
+    (void)argv;
+    return client_initialised() ? 0 : NVML_ERROR_UNINITIALIZED;
+}
+
+static void post_init(void **argv, int status)
+{
+    (void)argv;
+    if (status == NVML_SUCCESS)
+        __atomic_add_fetch(&client_inits, 1, __ATOMIC_RELAXED);
+}
+
+static void post_shutdown(void **argv, int status)
+{
+    (void)argv;
+    if (status == NVML_SUCCESS)
+        __atomic_sub_fetch(&client_inits, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- setting calls -------------------------------------------------------------- */
+
+static int pre_setting(void **argv)
+{
+    int rc = pre_initialised(argv);
+    if (rc || settings_allowed)
+        return rc;
+    static int logged;
+    if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+        rgpu_warn("an NVML setting call was refused: rgpud allows them only with "
+                  "--nvml-settings (logged once)");
+    return NVML_ERROR_NO_PERMISSION;
+}
+
+static const char *const setting_calls[] = {
+    "nvmlDeviceSetPersistenceMode", "nvmlDeviceSetComputeMode",
+    "nvmlDeviceSetPowerManagementLimit", "nvmlDeviceSetPowerManagementLimit_v2",
+    "nvmlDeviceSetGpuLockedClocks", "nvmlDeviceResetGpuLockedClocks",
+    "nvmlDeviceSetMemoryLockedClocks", "nvmlDeviceResetMemoryLockedClocks",
+    "nvmlDeviceSetApplicationsClocks", "nvmlDeviceResetApplicationsClocks",
+};
+
+static const struct guard nvml_guards[] = {
+    { "nvml", "(initialisation)", NULL, post_init },
+    { "nvml", "nvmlShutdown", pre_initialised, post_shutdown },
+    { "nvml", "(setting calls)", pre_setting, NULL },
+    { "nvml", "(every other call)", pre_initialised, NULL },
+};
+
+const struct guard *nvml_guard_for(const char *lib, const char *name)
+{
+    if (strcmp(lib, "nvml") != 0)
+        return NULL;
+    if (strncmp(name, "nvmlInit", 8) == 0)
+        return &nvml_guards[0];
+    if (strcmp(name, "nvmlShutdown") == 0)
+        return &nvml_guards[1];
+    for (size_t i = 0; i < sizeof setting_calls / sizeof setting_calls[0]; i++)
+        if (strcmp(setting_calls[i], name) == 0)
+            return &nvml_guards[2];
+    return &nvml_guards[3];
+}
+
+/* ---- rgpu.nvml_list ------------------------------------------------------------------ */
+
+struct list_kind {
+    const char *fn;
+    size_t entry;           /* bytes per entry */
+    int takes_arg;          /* the function's value between device and count */
+    int processes;
+};
+
+static const struct list_kind kinds[RGPU_NVML_LIST_KINDS] = {
+    [RGPU_NVML_LIST_COMPUTE_PROCS] = { "nvmlDeviceGetComputeRunningProcesses_v3",
+                                       sizeof(nvmlProcessInfo_t), 0, 1 },
+    [RGPU_NVML_LIST_GRAPHICS_PROCS] = { "nvmlDeviceGetGraphicsRunningProcesses_v3",
+                                        sizeof(nvmlProcessInfo_t), 0, 1 },
+    [RGPU_NVML_LIST_MPS_PROCS] = { "nvmlDeviceGetMPSComputeRunningProcesses_v3",
+                                   sizeof(nvmlProcessInfo_t), 0, 1 },
+    [RGPU_NVML_LIST_RETIRED_PAGES] = { "nvmlDeviceGetRetiredPages", sizeof(unsigned long long),
+                                       1, 0 },
+    [RGPU_NVML_LIST_MEMORY_CLOCKS] = { "nvmlDeviceGetSupportedMemoryClocks", sizeof(unsigned), 0,
+                                       0 },
+    [RGPU_NVML_LIST_GRAPHICS_CLOCKS] = { "nvmlDeviceGetSupportedGraphicsClocks", sizeof(unsigned),
+                                         1, 0 },
+};
+
+typedef nvmlReturn_t (*list_fn)(nvmlDevice_t, unsigned *, void *);
+typedef nvmlReturn_t (*list_arg_fn)(nvmlDevice_t, unsigned, unsigned *, void *);
+
+/* The whole list, into buf (RGPU_NVML_LIST_MAX entries): its status. */
+static nvmlReturn_t read_list(const struct list_kind *k, void *fn, nvmlDevice_t dev,
+                              unsigned arg, unsigned *count, void *buf)
+{
+    *count = RGPU_NVML_LIST_MAX;
+    return k->takes_arg ? ((list_arg_fn)fn)(dev, arg, count, buf)
+                        : ((list_fn)fn)(dev, count, buf);
+}
+
+/* Keep the entries of this process. */
+static unsigned own_processes(nvmlProcessInfo_t *p, unsigned n)
+{
+    unsigned kept = 0;
+    unsigned self = (unsigned)getpid();
+    for (unsigned i = 0; i < n; i++)
+        if (p[i].pid == self)
+            p[kept++] = p[i];
+    return kept;
+}
+
+static int h_nvml_list(struct hand_call *c)
+{
+    uint64_t v[4];
+    if (args_count(c, 4) || arg_u64s(c, 4, v) || v[0] >= RGPU_NVML_LIST_KINDS ||
+        v[2] > UINT32_MAX || v[3] > RGPU_NVML_LIST_MAX)
+        return -RGPU_EPROTO;
+    const struct list_kind *k = &kinds[v[0]];
+    if (!client_initialised()) {
+        msgpack_pack_array(c->out, 2);
+        msgpack_pack_uint64(c->out, 0);
+        msgpack_pack_bin(c->out, 0);
+        return NVML_ERROR_UNINITIALIZED;
+    }
+    if (!handles_contains(rgpu_handle_class("nvmlDevice_st"), v[1]))
+        return hand_refuse_handle(c, 2, "nvmlDevice_t", NVML_ERROR_INVALID_ARGUMENT);
+    void *fn = backend_sym("nvml", k->fn);
+    if (!fn)
+        return -RGPU_ENOSYM;
+    unsigned char *buf = calloc(RGPU_NVML_LIST_MAX, k->entry);
+    if (!buf)
+        return -RGPU_ENOMEM;
+    unsigned count = 0;
+    nvmlReturn_t rc = read_list(k, fn, (nvmlDevice_t)(uintptr_t)v[1], (unsigned)v[2], &count, buf);
+    if (rc == NVML_SUCCESS && count > RGPU_NVML_LIST_MAX)
+        rc = NVML_ERROR_UNKNOWN;        /* the library broke its word */
+    if (rc == NVML_SUCCESS && k->processes)
+        count = own_processes((nvmlProcessInfo_t *)buf, count);
+    if (rc == NVML_SUCCESS && count > v[3])
+        rc = NVML_ERROR_INSUFFICIENT_SIZE;
+    size_t bytes = rc == NVML_SUCCESS ? count * k->entry : 0;
+    msgpack_pack_array(c->out, 2);
+    msgpack_pack_uint64(c->out, rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE ? count : 0);
+    msgpack_pack_bin(c->out, bytes);
+    msgpack_pack_bin_body(c->out, buf, bytes);
+    free(buf);
+    return (int)rc;
+}
+
+const struct hand_proc hand_nvml_procs[] = {
+    { "nvml", RGPU_H_NVML_LIST, h_nvml_list },
+};
+const int hand_nvml_nprocs = sizeof hand_nvml_procs / sizeof hand_nvml_procs[0];
