@@ -1,0 +1,112 @@
+/* A CUDA 12 program: compiled against the CUDA 12.9 headers (from the
+ * pinned wheels) and linked to libcudart.so.12, as a program built with a
+ * CUDA 12 toolkit is.  It runs through rgpu's libcudart.so.12:
+ *   - memory, copies, memsets, streams, events and device queries come back
+ *     as CUDA defines them (the same functions as in CUDA 13);
+ *   - a function the server's CUDA 13 runtime lacks (cudaEventElapsedTime_v2,
+ *     gone in CUDA 13; cudaGetDeviceProperties_v2, whose cudaDeviceProp
+ *     has CUDA 12's layout) returns cudaErrorNotSupported, never success,
+ *     and says why in rgpu's log (the test script checks the lines).
+ * Prints "cuda12: ok" when all of it holds. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+
+#if CUDART_VERSION < 12000 || CUDART_VERSION >= 13000
+#error "build this against the CUDA 12 headers"
+#endif
+
+#define N 4096
+
+static int failures;
+
+static void check(int ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "cuda12: FAIL: %s\n", what);
+        failures++;
+    }
+}
+
+static void check_rc(cudaError_t rc, const char *what)
+{
+    if (rc != cudaSuccess) {
+        fprintf(stderr, "cuda12: FAIL: %s: %s\n", what, cudaGetErrorName(rc));
+        failures++;
+    }
+}
+
+static void copies(void)
+{
+    static unsigned char host[N], back[N];
+    unsigned char *dev = NULL;
+    for (int i = 0; i < N; i++)
+        host[i] = (unsigned char)(i * 7 + 3);
+    check_rc(cudaMalloc((void **)&dev, N), "cudaMalloc");
+    check_rc(cudaMemcpy(dev, host, N, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+    check_rc(cudaMemset(dev + N / 2, 0x5a, N / 4), "cudaMemset");
+    cudaStream_t s;
+    cudaEvent_t e;
+    check_rc(cudaStreamCreate(&s), "cudaStreamCreate");
+    check_rc(cudaEventCreate(&e), "cudaEventCreate");
+    check_rc(cudaMemcpyAsync(back, dev, N, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    check_rc(cudaEventRecord(e, s), "cudaEventRecord");
+    check_rc(cudaEventSynchronize(e), "cudaEventSynchronize");
+    for (int i = 0; i < N; i++) {
+        unsigned char want = i >= N / 2 && i < N / 2 + N / 4 ? 0x5a : host[i];
+        if (back[i] != want) {
+            fprintf(stderr, "cuda12: FAIL: byte %d is %#x, not %#x\n", i, back[i], want);
+            failures++;
+            break;
+        }
+    }
+    check_rc(cudaEventDestroy(e), "cudaEventDestroy");
+    check_rc(cudaStreamDestroy(s), "cudaStreamDestroy");
+    check_rc(cudaFree(dev), "cudaFree");
+}
+
+static void queries(void)
+{
+    int count = 0, version = 0, sms = 0;
+    check_rc(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    check(count > 0, "at least one device");
+    check_rc(cudaRuntimeGetVersion(&version), "cudaRuntimeGetVersion");
+    check(version > 0, "a runtime version");
+    check_rc(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0),
+             "cudaDeviceGetAttribute");
+    check(sms > 0, "multiprocessors");
+    printf("cuda12: %d device(s), runtime %d, %d multiprocessors\n", count, version, sms);
+}
+
+static void refusals(void)
+{
+    struct cudaDeviceProp prop;
+    memset(&prop, 0, sizeof prop);
+    /* CUDA 12's headers turn this into cudaGetDeviceProperties_v2. */
+    cudaError_t rc = cudaGetDeviceProperties(&prop, 0);
+    check(rc == cudaErrorNotSupported, "cudaGetDeviceProperties (CUDA 12 layout) is refused");
+    check(prop.name[0] == '\0', "a refused call leaves its output alone");
+    check(cudaGetLastError() == cudaErrorNotSupported, "the refusal is the last error");
+    cudaEvent_t a, b;
+    float ms = -1;
+    check_rc(cudaEventCreate(&a), "cudaEventCreate");
+    check_rc(cudaEventCreate(&b), "cudaEventCreate");
+    rc = cudaEventElapsedTime_v2(&ms, a, b);
+    check(rc == cudaErrorNotSupported, "cudaEventElapsedTime_v2 (not in CUDA 13) is refused");
+    check(ms == -1, "a refused call leaves its output alone");
+    (void)cudaGetLastError();
+    check_rc(cudaEventDestroy(a), "cudaEventDestroy");
+    check_rc(cudaEventDestroy(b), "cudaEventDestroy");
+    check_rc(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the refusals");
+}
+
+int main(void)
+{
+    queries();
+    copies();
+    refusals();
+    if (failures)
+        return 1;
+    printf("cuda12: ok\n");
+    return 0;
+}
