@@ -16,6 +16,8 @@
  *     layout differs (cudaDeviceProp): the old caller's bytes would be
  *     misread.  Its stub returns the not-supported status and names the
  *     release in its log line.
+ * A function defined (RGPU_EXPORT NAME(...)) in stubs/cuda12/<lib>12_*.c,
+ * beside codegen/, is served there for the old layout instead.
  * A function the newer stub refuses (NEW_COVERAGE, its coverage report)
  * keeps that stub, which ignores its arguments whatever their layout.
  * FLAG is one more compiler flag for the old headers (-DCUBLASAPI=).
@@ -34,12 +36,14 @@
  */
 #include "rgpu-gen.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct compat_fn {
     const char *name;
+    const char *hand_file;      /* stubs/cuda12/<lib>12_*.c serves it for the old layout */
     const char *reason;         /* NULL: the same function in both releases */
     char detail[512];           /* for the layouts report */
 };
@@ -118,7 +122,7 @@ static char **refused_by_new(const char *coverage, int *n)
 static int renamed(const struct compat_fn *c, char **newx, int nnew, char **new_refused,
                    int nnew_refused)
 {
-    return c->reason && listed(newx, nnew, c->name) &&
+    return (c->reason || c->hand_file) && listed(newx, nnew, c->name) &&
            !listed(new_refused, nnew_refused, c->name);
 }
 
@@ -132,6 +136,41 @@ static void declare(FILE *f, const struct gen_func *fn)
     for (int k = 0; k < fn->nparams; k++)
         fprintf(f, "%s%s", k ? ", " : "", fn->params[k].type);
     fprintf(f, "%s);\n", fn->nparams ? "" : "void");
+}
+
+/* The file of stubs/cuda12 beside codegen/ (the annotations' folder) that
+ * defines name for stem (cudart12_*.c), or NULL. */
+static const char *hand_file(const char *ann_path, const char *stem, const char *name)
+{
+    static char found[512];
+    char dir[4096], path[8192], line[1024];
+    const char *slash = strrchr(ann_path, '/');
+    snprintf(dir, sizeof dir, "%.*s/../stubs/cuda12", slash ? (int)(slash - ann_path) : 1,
+             slash ? ann_path : ".");
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    const char *result = NULL;
+    size_t stemlen = strlen(stem), namelen = strlen(name);
+    for (struct dirent *e; !result && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (strncmp(e->d_name, stem, stemlen) != 0 || e->d_name[stemlen] != '_' || n < 2 ||
+            strcmp(e->d_name + n - 2, ".c") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        while (f && !result && fgets(line, sizeof line, f)) {
+            char *at = strncmp(line, "RGPU_EXPORT ", 12) == 0 ? strstr(line, name) : NULL;
+            if (at && at[namelen] == '(' && (at[-1] == ' ' || at[-1] == '*')) {
+                snprintf(found, sizeof found, "stubs/cuda12/%s", e->d_name);
+                result = found;
+            }
+        }
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return result ? xstrdup(result) : NULL;
 }
 
 static void emit_string(FILE *f, const char *s)
@@ -185,17 +224,20 @@ int compat_main(int argc, char **argv)
     snprintf(stem, sizeof stem, "%s%s", ann.library, major);
 
     struct compat_fn *fns = xcalloc((size_t)nold, sizeof *fns);
-    int nrefused = 0;
+    int nrefused = 0, nhand = 0;
     for (int i = 0; i < nold; i++) {
         fns[i].name = oldx[i];
         fns[i].reason = compare(&fns[i], gen_find_func(newf, nnew_funcs, oldx[i]),
                                 gen_find_func(oldf, nold_funcs, oldx[i]),
                                 listed(newx, nnew, oldx[i]), new_release);
+        if (fns[i].reason && (fns[i].hand_file = hand_file(argv[1], stem, oldx[i])))
+            fns[i].reason = NULL;
         struct gen_func *o = gen_find_func(oldf, nold_funcs, oldx[i]);
         if (fns[i].reason && o && strcmp(o->ret, ann.status_type) != 0)
             die("%s: %s returns %s and differs from CUDA %s's: a refused stub cannot answer "
                 "that; serve it by hand", o->where, o->name, o->ret, new_release);
         nrefused += fns[i].reason != NULL;
+        nhand += fns[i].hand_file != NULL;
     }
 
     FILE *map = open_out(outdir, stem, ".map");
@@ -226,7 +268,7 @@ int compat_main(int argc, char **argv)
         if (renamed(&fns[i], newx, nnew, new_refused, nnew_refused))
             declare(ren, gen_find_func(newf, nnew_funcs, fns[i].name));
     for (int i = 0; i < nold; i++) {
-        if (!fns[i].reason || listed(new_refused, nnew_refused, fns[i].name))
+        if (!fns[i].reason || fns[i].hand_file || listed(new_refused, nnew_refused, fns[i].name))
             continue;
         fprintf(ref, "\nRGPU_EXPORT int %s(void);\nRGPU_EXPORT int %s(void)\n{\n", fns[i].name,
                 fns[i].name);
@@ -244,12 +286,16 @@ int compat_main(int argc, char **argv)
     FILE *lay = open_out(outdir, stem, "-layouts.txt");
     fprintf(cov, "%s: %d exported functions\n", soname, nold);
     fprintf(cov, "  served as in CUDA %s:         %d (see %s-coverage.txt)\n", new_release,
-            nold - nrefused, ann.library);
+            nold - nrefused - nhand, ann.library);
+    fprintf(cov, "  served for CUDA %s's layout:  %d (by hand, stubs/cuda12)\n", major, nhand);
     fprintf(cov, "  refused (not supported):     %d\n\n", nrefused);
     fprintf(lay, "%s: functions whose prototype differs from CUDA %s's\n\n", soname,
             new_release);
     for (int i = 0; i < nold; i++) {
-        if (fns[i].reason)
+        if (fns[i].hand_file)
+            fprintf(cov, "%-50s hand        CUDA %s's layout, by hand [%s]\n", fns[i].name,
+                    major, fns[i].hand_file);
+        else if (fns[i].reason)
             fprintf(cov, "%-50s refused     %s\n", fns[i].name, fns[i].reason);
         else
             fprintf(cov, "%-50s as CUDA %s\n", fns[i].name, new_release);

@@ -3,10 +3,12 @@
  * CUDA 12 toolkit is.  It runs through rgpu's libcudart.so.12:
  *   - memory, copies, memsets, streams, events and device queries come back
  *     as CUDA defines them (the same functions as in CUDA 13);
+ *   - cudaGetDeviceProperties (cudaGetDeviceProperties_v2 under CUDA 12's
+ *     headers) fills CUDA 12's cudaDeviceProp, whose layout CUDA 13
+ *     changed, agreeing with the device attributes;
  *   - a function the server's CUDA 13 runtime lacks (cudaEventElapsedTime_v2,
- *     gone in CUDA 13; cudaGetDeviceProperties_v2, whose cudaDeviceProp
- *     has CUDA 12's layout) returns cudaErrorNotSupported, never success,
- *     and says why in rgpu's log (the test script checks the lines).
+ *     gone in CUDA 13) returns cudaErrorNotSupported, never success, and
+ *     says why in rgpu's log (the test script checks the line).
  * Prints "cuda12: ok" when all of it holds.
  *
  * `cuda12_prog compare` leaves out what differs by design between a native
@@ -92,15 +94,34 @@ static void queries(void)
         printf("cuda12: %d device(s), runtime %d, %d multiprocessors\n", count, version, sms);
 }
 
-static void refusals(void)
+/* CUDA 12's headers turn cudaGetDeviceProperties into _v2, CUDA 12's layout. */
+static void properties(void)
 {
     struct cudaDeviceProp prop;
+    int sms = 0, major = 0, warp = 0, threads = 0;
     memset(&prop, 0, sizeof prop);
-    /* CUDA 12's headers turn this into cudaGetDeviceProperties_v2. */
-    cudaError_t rc = cudaGetDeviceProperties(&prop, 0);
-    check(rc == cudaErrorNotSupported, "cudaGetDeviceProperties (CUDA 12 layout) is refused");
-    check(prop.name[0] == '\0', "a refused call leaves its output alone");
-    check(cudaGetLastError() == cudaErrorNotSupported, "the refusal is the last error");
+    check_rc(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    check_rc(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
+    check_rc(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), "major");
+    check_rc(cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, 0), "warp size");
+    check_rc(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerBlock, 0), "threads");
+    check(prop.name[0] != '\0', "a device name");
+    check(prop.multiProcessorCount == sms && sms > 0, "multiProcessorCount is the attribute's");
+    check(prop.major == major && major > 0, "major is the attribute's");
+    check(prop.warpSize == warp && warp > 0, "warpSize is the attribute's");
+    check(prop.maxThreadsPerBlock == threads && threads > 0, "maxThreadsPerBlock");
+    check(prop.totalGlobalMem > 0, "totalGlobalMem");
+    check(cudaPeekAtLastError() == cudaSuccess, "no error left behind");
+    printf("cuda12: device 0: %s, compute capability %d.%d, %d SMs, %zu bytes, warp %d, "
+           "%d threads per block, %zu bytes shared per block, L2 %d bytes, clock %d kHz\n",
+           prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem,
+           prop.warpSize, prop.maxThreadsPerBlock, prop.sharedMemPerBlock, prop.l2CacheSize,
+           prop.clockRate);
+}
+
+static void refusals(void)
+{
+    cudaError_t rc;
     cudaEvent_t a, b;
     float ms = -1;
     check_rc(cudaEventCreate(&a), "cudaEventCreate");
@@ -118,6 +139,7 @@ int main(int argc, char **argv)
 {
     comparing = argc > 1 && strcmp(argv[1], "compare") == 0;
     queries();
+    properties();
     copies();
     if (!comparing)
         refusals();
