@@ -25,7 +25,7 @@ fi
 release=$1 dest=$2
 here=$(cd "$(dirname "$0")" && pwd)
 lock=$here/cuda-wheels.lock
-cache=${RGPU_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rgpu/wheels}
+cache=${RGPU_WHEEL_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/rgpu/wheels}
 
 pins=$(awk -v r="$release" '$1 == r { print $2, $3, $4 }' "$lock")
 if [ -z "$pins" ]; then
