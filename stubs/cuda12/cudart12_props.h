@@ -17,4 +17,14 @@ struct rgpu_cuda12_identity {
 /* From CUDA 13's cudaDeviceProp: cudaSuccess (0) or its error. */
 int rgpu_cuda12_device_identity(int device, struct rgpu_cuda12_identity *id);
 
+/* CUDA 13's cudaPointerAttributes, whose fields are CUDA 12's followed by
+ * reserved ones (cudart12_pointers.c). */
+struct rgpu_cuda12_pointer {
+    int type;               /* enum cudaMemoryType: the same values in both */
+    int device;
+    void *device_pointer;
+    void *host_pointer;
+};
+int rgpu_cuda12_pointer_attributes(const void *ptr, struct rgpu_cuda12_pointer *out);
+
 #endif

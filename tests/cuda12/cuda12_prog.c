@@ -5,7 +5,8 @@
  *     as CUDA defines them (the same functions as in CUDA 13);
  *   - cudaGetDeviceProperties (cudaGetDeviceProperties_v2 under CUDA 12's
  *     headers) fills CUDA 12's cudaDeviceProp, whose layout CUDA 13
- *     changed, agreeing with the device attributes;
+ *     changed, agreeing with the device attributes; cudaPointerGetAttributes
+ *     fills CUDA 12's smaller cudaPointerAttributes and nothing past it;
  *   - a function the server's CUDA 13 runtime lacks (cudaEventElapsedTime_v2,
  *     gone in CUDA 13) returns cudaErrorNotSupported, never success, and
  *     says why in rgpu's log (the test script checks the line).
@@ -51,6 +52,18 @@ static void copies(void)
         host[i] = (unsigned char)(i * 7 + 3);
     check_rc(cudaMalloc((void **)&dev, N), "cudaMalloc");
     check_rc(cudaMemcpy(dev, host, N, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+    /* CUDA 12's cudaPointerAttributes lacks CUDA 13's reserved tail. */
+    struct {
+        struct cudaPointerAttributes a;
+        unsigned char guard[64];
+    } pa;
+    memset(&pa, 0xee, sizeof pa);
+    check_rc(cudaPointerGetAttributes(&pa.a, dev + 16), "cudaPointerGetAttributes");
+    check(pa.a.type == cudaMemoryTypeDevice, "a device pointer's type");
+    check(pa.a.devicePointer == (void *)(dev + 16), "a device pointer is its own device pointer");
+    check(pa.a.device == 0, "a device pointer's device");
+    check(pa.guard[0] == 0xee && pa.guard[63] == 0xee, "nothing written past the structure");
+    printf("cuda12: pointer attributes: type %d, device %d\n", (int)pa.a.type, pa.a.device);
     check_rc(cudaMemset(dev + N / 2, 0x5a, N / 4), "cudaMemset");
     cudaStream_t s;
     cudaEvent_t e;
