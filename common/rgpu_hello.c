@@ -411,7 +411,9 @@ int rgpu_soname_major(const char *soname)
     const char *v = strstr(soname, ".so.");
     if (!v || !isdigit((unsigned char)v[4]))
         return -1;
-    return atoi(v + 4);
+    /* A peer's soname: any number of digits, so no atoi. */
+    long major = strtol(v + 4, NULL, 10);
+    return major > 100000 ? 100000 : (int)major;
 }
 
 void rgpu_hello_add_lib(struct rgpu_hello *h, const struct rgpu_lib *lib, const char *soname)
