@@ -287,13 +287,13 @@ int compat_main(int argc, char **argv)
     fprintf(cov, "%s: %d exported functions\n", soname, nold);
     fprintf(cov, "  served as in CUDA %s:         %d (see %s-coverage.txt)\n", new_release,
             nold - nrefused - nhand, ann.library);
-    fprintf(cov, "  served for CUDA %s's layout:  %d (by hand, stubs/cuda12)\n", major, nhand);
+    fprintf(cov, "  served for CUDA %s by hand:   %d (stubs/cuda12)\n", major, nhand);
     fprintf(cov, "  refused (not supported):     %d\n\n", nrefused);
     fprintf(lay, "%s: functions whose prototype differs from CUDA %s's\n\n", soname,
             new_release);
     for (int i = 0; i < nold; i++) {
         if (fns[i].hand_file)
-            fprintf(cov, "%-50s hand        CUDA %s's layout, by hand [%s]\n", fns[i].name,
+            fprintf(cov, "%-50s hand        for CUDA %s, by hand [%s]\n", fns[i].name,
                     major, fns[i].hand_file);
         else if (fns[i].reason)
             fprintf(cov, "%-50s refused     %s\n", fns[i].name, fns[i].reason);

@@ -27,6 +27,7 @@
 #define N 4096
 
 static int failures;
+static int comparing;   /* `compare`: what a native run prints the same */
 
 static void check(int ok, const char *what)
 {
@@ -69,6 +70,15 @@ static void copies(void)
     cudaEvent_t e;
     check_rc(cudaStreamCreate(&s), "cudaStreamCreate");
     check_rc(cudaEventCreate(&e), "cudaEventCreate");
+    /* cudaStreamGetCaptureInfo_v2 under CUDA 12's headers, gone in CUDA 13:
+     * on the GPU only (the fake backend has no cudaStreamGetCaptureInfo). */
+    if (comparing) {
+        enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusActive;
+        check_rc(cudaStreamGetCaptureInfo(s, &capture, NULL, NULL, NULL, NULL),
+                 "cudaStreamGetCaptureInfo");
+        check(capture == cudaStreamCaptureStatusNone, "a stream that is not capturing");
+        printf("cuda12: capture status %d\n", (int)capture);
+    }
     check_rc(cudaMemcpyAsync(back, dev, N, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
     check_rc(cudaEventRecord(e, s), "cudaEventRecord");
     check_rc(cudaEventSynchronize(e), "cudaEventSynchronize");
@@ -88,8 +98,6 @@ static void copies(void)
     check_rc(cudaStreamDestroy(s), "cudaStreamDestroy");
     check_rc(cudaFree(dev), "cudaFree");
 }
-
-static int comparing;
 
 static void queries(void)
 {
