@@ -10,7 +10,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     libmsgpack-dev libseccomp-dev libclang-14-dev libssl-dev liblz4-dev libzstd-dev \
     binutils iproute2 clang-14 libclang-rt-14-dev \
     debhelper dpkg-dev fakeroot lintian stunnel4 openssl \
-    openssh-server openssh-client python3-venv python3-msgpack >/dev/null
+    openssh-server openssh-client python3 python3-pip python3-venv python3-msgpack >/dev/null
 if [ ! -e /usr/local/cuda/include/cuda.h ]; then
     echo "setup.sh: no CUDA toolkit at /usr/local/cuda: install it, or pass" >&2
     echo "          -Dtoolkit=PREFIX to meson setup" >&2

@@ -31,8 +31,8 @@ static const Elf64_Shdr *find_section(const unsigned char *base, size_t size, El
     return NULL;
 }
 
-/* A name list: one function name a line. */
-static char **listed_functions(const char *path, int *n)
+/* A name list: one function name a line (the NVML header's, codegen/nvml-exports.sh). */
+static char **named_functions(const char *path, int *n)
 {
     FILE *f = fopen(path, "r");
     char line[512];
@@ -63,10 +63,55 @@ static int ends_with(const char *s, const char *tail)
     return a >= b && strcmp(s + a - b, tail) == 0;
 }
 
+/* A name exported under two versions appears twice: keep one. */
+static int sort_unique(char **names, int count)
+{
+    qsort(names, (size_t)count, sizeof *names, cmp_str);
+    int w = 0;
+    for (int r = 0; r < count; r++)
+        if (w == 0 || strcmp(names[w - 1], names[r]) != 0)
+            names[w++] = names[r];
+    return w;
+}
+
+/* An export list: the functions ("FUNC name@@node" lines), without nodes. */
+static char **listed_functions(FILE *f, int *n)
+{
+    char line[1024];
+    int count = 0, cap = 1024;
+    char **out = xcalloc((size_t)cap, sizeof *out);
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "FUNC ", 5) != 0)
+            continue;
+        line[strcspn(line, "@\n")] = '\0';
+        if (count == cap) {
+            cap *= 2;
+            out = realloc(out, (size_t)cap * sizeof *out);
+            if (!out)
+                die("out of memory");
+        }
+        out[count++] = xstrdup(line + 5);
+    }
+    *n = sort_unique(out, count);
+    return out;
+}
+
 char **elf_exported_functions(const char *path, int *n)
 {
     if (ends_with(path, ".txt"))
-        return listed_functions(path, n);
+        return named_functions(path, n);
+    FILE *list = fopen(path, "r");
+    char magic[SELFMAG] = { 0 };
+    if (list && fread(magic, 1, SELFMAG, list) == SELFMAG && memcmp(magic, ELFMAG, SELFMAG) != 0) {
+        rewind(list);
+        char **names = listed_functions(list, n);
+        fclose(list);
+        if (*n == 0)
+            die("%s: lists no function (\"FUNC name@@node\" lines)", path);
+        return names;
+    }
+    if (list)
+        fclose(list);
     int fd = open(path, O_RDONLY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0)
@@ -95,12 +140,6 @@ char **elf_exported_functions(const char *path, int *n)
             continue;
         out[count++] = xstrdup(names + syms[i].st_name);
     }
-    qsort(out, (size_t)count, sizeof *out, cmp_str);
-    /* A name exported under two versions appears twice: keep one. */
-    int w = 0;
-    for (int r = 0; r < count; r++)
-        if (w == 0 || strcmp(out[w - 1], out[r]) != 0)
-            out[w++] = out[r];
-    *n = w;
+    *n = sort_unique(out, count);
     return out;
 }

@@ -16,6 +16,7 @@ struct parse_state {
 };
 
 static const struct annotations *current_ann;
+const char *parse_extra_flag;
 
 static char *cx_dup(CXString s)
 {
@@ -301,6 +302,121 @@ struct gen_func *gen_find_func(struct gen_func *funcs, int n, const char *name)
     return NULL;
 }
 
+/* ---- ABI signatures: what two header releases must agree on ------------------
+ *
+ * A function's signature spells, through typedefs, every type its caller
+ * and callee share: scalars by kind and size, enums by size (new
+ * enumerators do not break callers), arrays by length, records by size and
+ * by each field's name, offset and type, followed through pointers.  Two
+ * releases whose signatures of a function are equal pass the same bytes. */
+
+struct sig {
+    char *buf;
+    size_t len, cap;
+    int depth;
+};
+
+static void sig_add(struct sig *s, const char *text)
+{
+    size_t n = strlen(text);
+    if (s->len + n + 1 > s->cap) {
+        s->cap = (s->len + n + 1) * 2;
+        s->buf = realloc(s->buf, s->cap);
+        if (!s->buf)
+            die("out of memory");
+    }
+    memcpy(s->buf + s->len, text, n + 1);
+    s->len += n;
+}
+
+static void sig_type(struct sig *s, CXType t);
+
+static enum CXVisitorResult sig_field(CXCursor c, CXClientData data)
+{
+    struct sig *s = data;
+    char buf[256];
+    CXString name = clang_getCursorSpelling(c);
+    snprintf(buf, sizeof buf, "%s@%lld:", clang_getCString(name), clang_Cursor_getOffsetOfField(c));
+    clang_disposeString(name);
+    sig_add(s, buf);
+    sig_type(s, clang_getCursorType(c));
+    sig_add(s, ";");
+    return CXVisit_Continue;
+}
+
+static void sig_type(struct sig *s, CXType t)
+{
+    char buf[64];
+    t = clang_getCanonicalType(t);
+    if (clang_isConstQualifiedType(t))
+        sig_add(s, "const ");
+    snprintf(buf, sizeof buf, "%lld", clang_Type_getSizeOf(t));
+    switch (t.kind) {
+    case CXType_Pointer:
+        sig_add(s, "*");
+        /* Deep enough for the descriptors CUDA passes (a launch config's
+         * attributes); a record that points at its own kind ends here. */
+        if (s->depth < 4) {
+            s->depth++;
+            sig_type(s, clang_getPointeeType(t));
+            s->depth--;
+        }
+        return;
+    case CXType_ConstantArray:
+        snprintf(buf, sizeof buf, "[%lld]", clang_getArraySize(t));
+        sig_add(s, buf);
+        sig_type(s, clang_getArrayElementType(t));
+        return;
+    case CXType_Record:
+        sig_add(s, "{");
+        sig_add(s, buf);
+        sig_add(s, ":");
+        clang_Type_visitFields(t, sig_field, s);
+        sig_add(s, "}");
+        return;
+    case CXType_Enum:
+        sig_add(s, "enum");
+        sig_add(s, buf);
+        return;
+    case CXType_FunctionProto:
+        sig_add(s, "fn(");
+        for (int i = 0; i < clang_getNumArgTypes(t); i++) {
+            sig_type(s, clang_getArgType(t, (unsigned)i));
+            sig_add(s, ",");
+        }
+        sig_add(s, ")");
+        sig_type(s, clang_getResultType(t));
+        return;
+    default: {
+        CXString k = clang_getTypeKindSpelling(t.kind);
+        sig_add(s, clang_getCString(k));
+        clang_disposeString(k);
+        sig_add(s, buf);
+        return;
+    }
+    }
+}
+
+static char *type_signature(CXType t)
+{
+    struct sig s = { 0 };
+    sig_type(&s, t);
+    return s.buf;
+}
+
+static char *abi_signature(CXCursor c)
+{
+    struct sig s = { 0 };
+    sig_add(&s, "(");
+    for (int i = 0; i < clang_Cursor_getNumArguments(c); i++) {
+        sig_type(&s, clang_getCursorType(clang_Cursor_getArgument(c, (unsigned)i)));
+        sig_add(&s, ",");
+    }
+    sig_add(&s, ")");
+    sig_type(&s, clang_getCursorResultType(c));
+    return s.buf;
+}
+
 static void record_function(struct parse_state *st, CXCursor c)
 {
     char *name = cx_dup(clang_getCursorSpelling(c));
@@ -319,6 +435,7 @@ static void record_function(struct parse_state *st, CXCursor c)
     f->name = name;
     f->ret = cx_dup(clang_getTypeSpelling(clang_getCursorResultType(c)));
     f->where = location_of(c);
+    f->abi = abi_signature(c);
     int n = clang_Cursor_getNumArguments(c);
     if (n > MAX_PARAMS)
         die("%s: %s has %d parameters, more than %d", f->where, name, n, MAX_PARAMS);
@@ -334,6 +451,7 @@ static void record_function(struct parse_state *st, CXCursor c)
         }
         p->name = pname;
         p->type = cx_dup(clang_getTypeSpelling(clang_getCursorType(a)));
+        p->abi = type_signature(clang_getCursorType(a));
         classify(p, clang_getCursorType(a));
     }
 }
@@ -369,6 +487,8 @@ static void parse_one(CXIndex index, struct parse_state *st, const char *header,
         args[nargs++] = "-std=gnu11";
     }
     args[nargs++] = incflag;
+    if (parse_extra_flag)
+        args[nargs++] = parse_extra_flag;
     if (variant) {
         snprintf(vbuf, sizeof vbuf, "%s", variant);
         for (char *tok = strtok(vbuf, " \t"); tok && nargs < 38; tok = strtok(NULL, " \t"))

@@ -827,6 +827,8 @@ int main(int argc, char **argv)
     struct gen g = { 0 };
     int nfuncs, nexports;
 
+    if (argc > 1 && strcmp(argv[1], "--compat") == 0)
+        return compat_main(argc - 1, argv + 1);
     if (argc != 6)
         die("usage: rgpu-gen ANNOTATIONS CUDA_ROOT REFERENCE_LIB SONAME OUTDIR");
     ann_load(argv[1], &ann);

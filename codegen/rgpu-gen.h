@@ -16,6 +16,7 @@ enum gen_kind {
 struct gen_param {
     char *name;             /* from the header, or a0, a1... */
     char *type;             /* type spelling, for the generated prototype */
+    char *abi;              /* the type spelled out (parse.c): compared between releases */
     enum gen_kind kind;
     unsigned size;
     int len_arg;            /* *_BUF: index of the count parameter; SCALAR: of the type */
@@ -41,6 +42,7 @@ struct gen_func {
     char *ret;              /* return type spelling */
     int ret_is_status;      /* returns the library's status type */
     char *where;            /* file:line of the prototype */
+    char *abi;              /* every type it passes, spelled out (parse.c) */
     int nparams;
     struct gen_param params[MAX_PARAMS];
 };
@@ -116,6 +118,10 @@ char *xstrdup(const char *s);
 
 int ann_load(const char *path, struct annotations *ann);
 
+/* One more compiler flag for parsing (-DCUBLASAPI= for headers that
+ * insist on being included through another), or NULL. */
+extern const char *parse_extra_flag;
+
 /* Parse the headers; returns the prototypes found (*n of them). */
 struct gen_func *parse_headers(const struct annotations *ann, const char *cuda_root,
                                int *n);
@@ -137,7 +143,12 @@ void emit_procaddr(const char *typedefs, const char *outpath, const char *lib, c
 /* The prototype named name among funcs, or NULL. */
 struct gen_func *gen_find_func(struct gen_func *funcs, int n, const char *name);
 
-/* Exported function names of an ELF shared library (or of a .txt list). */
+/* Exported function names of an ELF shared library, of a .txt name list,
+ * or of an export list ("TYPE name@@node" per line, as
+ * codegen/cuda-wheels.sh writes them). */
 char **elf_exported_functions(const char *path, int *n);
+
+/* rgpu-gen --compat (compat.c). */
+int compat_main(int argc, char **argv);
 
 #endif

@@ -9,6 +9,7 @@
 #include "rgpu_wire.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -28,6 +29,8 @@ struct rgpu_server_info {
     int runtime_version;
     int driver_version;
     char name[128];
+    int nlibs;
+    struct rgpu_lib_version libs[RGPU_HELLO_MAX_LIBS];
 };
 
 /* ---- the session ---------------------------------------------------------- */
@@ -249,6 +252,44 @@ void rgpu_register_lib(const struct rgpu_lib *lib)
         check_late_lib(lib);
 }
 
+/* The soname of the stub holding lib: the file it was loaded from
+ * (libcudart.so.12 and .13 hold the same table, rgpu_cudart_lib), or the
+ * table's own soname when that file is named otherwise. */
+static const char *stub_soname(const struct rgpu_lib *lib)
+{
+    Dl_info info;
+    if (!dladdr(lib, &info) || !info.dli_fname)
+        return lib->soname;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    return rgpu_soname_major(base) >= 0 && strncmp(base, "lib", 3) == 0 ? base : lib->soname;
+}
+
+/* The server's library of this name, as its welcome listed it, or NULL. */
+static const struct rgpu_lib_version *server_lib(const char *name)
+{
+    for (int i = 0; i < S.info.nlibs; i++)
+        if (strcmp(S.info.libs[i].name, name) == 0)
+            return &S.info.libs[i];
+    return NULL;
+}
+
+/* A library of another major than the server's is served by the
+ * server's: say so once, at connection (docs/cuda12.md). */
+static void note_other_majors(void)
+{
+    pthread_mutex_lock(&L.lock);
+    for (int i = 0; i < L.n; i++) {
+        const char *mine = stub_soname(L.libs[i]);
+        const struct rgpu_lib_version *theirs = server_lib(L.libs[i]->name);
+        if (theirs && rgpu_soname_major(mine) != rgpu_soname_major(theirs->soname))
+            rgpu_info("%s is served by the server's %s (version %d): functions whose "
+                      "prototypes differ between the two are refused", mine, theirs->soname,
+                      theirs->version);
+    }
+    pthread_mutex_unlock(&L.lock);
+}
+
 /* Hello / welcome: who we are, what our tables are, and a key if the
  * server asks for one (common/rgpu_hello.h); learn the server's CUDA. */
 static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
@@ -260,7 +301,7 @@ static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
     memset(&h, 0, sizeof h);
     pthread_mutex_lock(&L.lock);
     for (int i = 0; i < L.n; i++)
-        rgpu_hello_add_lib(&h, L.libs[i]);
+        rgpu_hello_add_lib(&h, L.libs[i], stub_soname(L.libs[i]));
     pthread_mutex_unlock(&L.lock);
     int rc = rgpu_hs_client(fd, addr->kind == RGPU_ADDR_TCP, &h, &w, how, sizeof how, why,
                             sizeof why);
@@ -276,6 +317,8 @@ static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
     S.info.runtime_version = w.runtime_version;
     S.info.driver_version = w.driver_version;
     snprintf(S.info.name, sizeof S.info.name, "%s", w.server_name);
+    S.info.nlibs = w.nlibs;
+    memcpy(S.info.libs, w.libs, sizeof w.libs);
     rgpu_debug("authenticated by %s (server: %s)", how, w.message);
     return 0;
 }
@@ -345,6 +388,7 @@ static void connect_once(void)
     atexit(report_unreported);
     rgpu_info("connected to %s (server %s, CUDA runtime %d, driver %d)", spec, S.info.name,
               S.info.runtime_version, S.info.driver_version);
+    note_other_majors();
 }
 
 static int session(void)
@@ -1027,8 +1071,14 @@ int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int tran
                      : lib->not_supported;
         return lib->is_runtime ? rgpu_runtime_result(st) : st;
     }
-    if (transport == RGPU_ENOSYM)
-        rgpu_warn("%s: the server's %s lacks it", what, lib->soname);
+    if (transport == RGPU_ENOSYM) {
+        const struct rgpu_lib_version *theirs = server_lib(lib->name);
+        if (theirs)
+            rgpu_warn("%s: the server's %s (version %d) lacks it", what, theirs->soname,
+                      theirs->version);
+        else
+            rgpu_warn("%s: the server has no %s", what, lib->soname);
+    }
     else if (transport != RGPU_EIO)     /* already reported once */
         rgpu_error("%s: %s", what, rgpu_status_name(transport));
     int status = transport == RGPU_EIO ? lib->unavailable : lib->not_supported;

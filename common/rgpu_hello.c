@@ -50,7 +50,7 @@ static void pack_bin(msgpack_packer *pk, const unsigned char *p, size_t n)
 
 static void pack_hello(msgpack_packer *pk, const struct rgpu_hello *h)
 {
-    msgpack_pack_array(pk, 5);
+    msgpack_pack_array(pk, 6);
     msgpack_pack_int(pk, RGPU_MSG_HELLO);
     msgpack_pack_int(pk, h->proto);
     pack_str(pk, h->client_name);
@@ -60,11 +60,16 @@ static void pack_hello(msgpack_packer *pk, const struct rgpu_hello *h)
         pack_bin(pk, h->libs[i].digest, RGPU_DIGEST_LEN);
     }
     pack_bin(pk, h->nonce, RGPU_NONCE_LEN);
+    msgpack_pack_map(pk, (size_t)h->nlibs);
+    for (int i = 0; i < h->nlibs; i++) {
+        pack_str(pk, h->libs[i].name);
+        pack_str(pk, h->libs[i].soname);
+    }
 }
 
 static void pack_welcome(msgpack_packer *pk, const struct rgpu_welcome *w)
 {
-    msgpack_pack_array(pk, 8);
+    msgpack_pack_array(pk, 9);
     msgpack_pack_int(pk, RGPU_MSG_WELCOME);
     msgpack_pack_int(pk, w->proto);
     msgpack_pack_int(pk, w->status);
@@ -76,6 +81,13 @@ static void pack_welcome(msgpack_packer *pk, const struct rgpu_welcome *w)
         pack_bin(pk, w->proof, RGPU_MAC_LEN);
     else
         msgpack_pack_nil(pk);
+    msgpack_pack_array(pk, (size_t)w->nlibs);
+    for (int i = 0; i < w->nlibs; i++) {
+        msgpack_pack_array(pk, 3);
+        pack_str(pk, w->libs[i].name);
+        pack_str(pk, w->libs[i].soname);
+        msgpack_pack_int(pk, w->libs[i].version);
+    }
 }
 
 int rgpu_hs_send(int fd, const struct rgpu_hs_msg *m)
@@ -160,6 +172,28 @@ static int get_int(const msgpack_object *o, int *v)
     return 0;
 }
 
+/* {lib: soname}: each name one the digests named. */
+static int decode_sonames(const msgpack_object_map *m, struct rgpu_hello *h, char *why,
+                          size_t whylen)
+{
+    if (m->size > RGPU_HELLO_MAX_LIBS)
+        return WHY("hello names %u library sonames, more than %d", m->size,
+                   RGPU_HELLO_MAX_LIBS);
+    for (uint32_t i = 0; i < m->size; i++) {
+        char name[32], soname[48];
+        int k;
+        if (get_str(&m->ptr[i].key, name, sizeof name) < 0 ||
+            get_str(&m->ptr[i].val, soname, sizeof soname) < 0)
+            return WHY("hello's library sonames are not {name: soname}");
+        for (k = 0; k < h->nlibs && strcmp(h->libs[k].name, name) != 0; k++)
+            ;
+        if (k == h->nlibs)
+            return WHY("hello names the soname of %s, a library without a digest", name);
+        snprintf(h->libs[k].soname, sizeof h->libs[k].soname, "%s", soname);
+    }
+    return 0;
+}
+
 static int decode_hello(const msgpack_object *f, uint32_t n, struct rgpu_hello *h, char *why,
                         size_t whylen)
 {
@@ -171,9 +205,11 @@ static int decode_hello(const msgpack_object *f, uint32_t n, struct rgpu_hello *
             get_text(&f[2], h->client_name, sizeof h->client_name);
         return 0;
     }
-    if (n != 5 || get_str(&f[2], h->client_name, sizeof h->client_name) < 0 ||
-        f[3].type != MSGPACK_OBJECT_MAP || get_bin(&f[4], h->nonce, RGPU_NONCE_LEN) < 0)
-        return WHY("hello is not [HELLO, 2, name, {lib: digest}, nonce(32)]");
+    if (n != 6 || get_str(&f[2], h->client_name, sizeof h->client_name) < 0 ||
+        f[3].type != MSGPACK_OBJECT_MAP || get_bin(&f[4], h->nonce, RGPU_NONCE_LEN) < 0 ||
+        f[5].type != MSGPACK_OBJECT_MAP)
+        return WHY("hello is not [HELLO, %d, name, {lib: digest}, nonce(32), {lib: soname}]",
+                   RGPU_PROTO_VERSION);
     const msgpack_object_map *m = &f[3].via.map;
     if (m->size > RGPU_HELLO_MAX_LIBS)
         return WHY("hello names %u libraries, more than %d", m->size, RGPU_HELLO_MAX_LIBS);
@@ -184,6 +220,23 @@ static int decode_hello(const msgpack_object *f, uint32_t n, struct rgpu_hello *
             return WHY("hello's library digests are not {name: bin(32)}");
     }
     h->nlibs = (int)m->size;
+    return decode_sonames(&f[5].via.map, h, why, whylen);
+}
+
+static int decode_lib_versions(const msgpack_object *o, struct rgpu_welcome *w)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > RGPU_HELLO_MAX_LIBS)
+        return -1;
+    for (uint32_t i = 0; i < o->via.array.size; i++) {
+        const msgpack_object *e = &o->via.array.ptr[i];
+        struct rgpu_lib_version *v = &w->libs[i];
+        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 3 ||
+            get_str(&e->via.array.ptr[0], v->name, sizeof v->name) < 0 ||
+            get_str(&e->via.array.ptr[1], v->soname, sizeof v->soname) < 0 ||
+            get_int(&e->via.array.ptr[2], &v->version) < 0)
+            return -1;
+    }
+    w->nlibs = (int)o->via.array.size;
     return 0;
 }
 
@@ -201,6 +254,9 @@ static int decode_welcome(const msgpack_object *f, uint32_t n, struct rgpu_welco
             return WHY("the welcome's server proof is not 32 bytes");
         w->has_proof = 1;
     }
+    /* 9 elements from protocol 6 on: the session's libraries. */
+    if (n >= 9 && decode_lib_versions(&f[8], w) < 0)
+        return WHY("the welcome's libraries are not [[name, soname, version]...]");
     return 0;
 }
 
@@ -350,7 +406,17 @@ void rgpu_lib_digest(const struct rgpu_lib *lib, unsigned char out[RGPU_DIGEST_L
     EVP_MD_CTX_free(md);
 }
 
-void rgpu_hello_add_lib(struct rgpu_hello *h, const struct rgpu_lib *lib)
+int rgpu_soname_major(const char *soname)
+{
+    const char *v = strstr(soname, ".so.");
+    if (!v || !isdigit((unsigned char)v[4]))
+        return -1;
+    /* A peer's soname: any number of digits, so no atoi. */
+    long major = strtol(v + 4, NULL, 10);
+    return major > 100000 ? 100000 : (int)major;
+}
+
+void rgpu_hello_add_lib(struct rgpu_hello *h, const struct rgpu_lib *lib, const char *soname)
 {
     for (int i = 0; i < h->nlibs; i++)
         if (strcmp(h->libs[i].name, lib->name) == 0)
@@ -359,6 +425,7 @@ void rgpu_hello_add_lib(struct rgpu_hello *h, const struct rgpu_lib *lib)
         return;
     struct rgpu_lib_digest *d = &h->libs[h->nlibs++];
     snprintf(d->name, sizeof d->name, "%s", lib->name);
+    snprintf(d->soname, sizeof d->soname, "%s", soname ? soname : lib->soname);
     rgpu_lib_digest(lib, d->digest);
 }
 

@@ -2,14 +2,15 @@
  * client core, the launcher's probe and rgpud, plus the cryptography they
  * need (OpenSSL's libcrypto) and the key files.
  *
- *   hello     client -> server  [HELLO, 2, client_name, {lib: digest},
- *                                client_nonce(bin 32)]
+ *   hello     client -> server  [HELLO, 6, client_name, {lib: digest},
+ *                                client_nonce(bin 32), {lib: soname}]
  *   challenge server -> client  [CHALLENGE, server_nonce(bin 32)]
  *                               (only where the server wants a key: TCP)
  *   auth      client -> server  [AUTH, key_id, mac(bin 32)]
  *             mac = HMAC-SHA256(key, "rgpu-client" | client_nonce | server_nonce)
- *   welcome   server -> client  [WELCOME, 2, status, runtime, driver,
- *                                server_name, message, server_proof]
+ *   welcome   server -> client  [WELCOME, 6, status, runtime, driver,
+ *                                server_name, message, server_proof,
+ *                                [[lib, soname, version]...]]
  *             server_proof = HMAC-SHA256(key, "rgpu-server" | server_nonce |
  *                                        client_nonce), nil without a key
  *
@@ -21,7 +22,12 @@
  *
  * {lib: digest} maps each library's name to the SHA-256 of its procedure
  * table (rgpu_lib_digest): two builds whose tables differ refuse each other
- * at hello instead of misreading frames. */
+ * at hello instead of misreading frames.  {lib: soname} says which major of
+ * each library the client loaded (libcudart.so.12 or .13: docs/cuda12.md),
+ * and the welcome's list which libraries the session loaded, of which
+ * version (0: not loaded), for the client's messages and `rgpu info`.
+ * The welcome's list is its last element, so a client of protocol 5
+ * still reads the rest. */
 #ifndef RGPU_HELLO_H
 #define RGPU_HELLO_H
 
@@ -40,6 +46,14 @@
 struct rgpu_lib_digest {
     char name[32];
     unsigned char digest[RGPU_DIGEST_LEN];
+    char soname[48];        /* the client's library: libcudart.so.12 */
+};
+
+/* A library of the server's session, as the welcome lists it. */
+struct rgpu_lib_version {
+    char name[32];          /* cudart */
+    char soname[48];        /* libcudart.so.13 */
+    int version;            /* its own numbering (13000, 130100, 91300); 0: not loaded */
 };
 
 struct rgpu_hello {
@@ -65,6 +79,8 @@ struct rgpu_welcome {
     char message[512];
     int has_proof;
     unsigned char proof[RGPU_MAC_LEN];
+    int nlibs;
+    struct rgpu_lib_version libs[RGPU_HELLO_MAX_LIBS];
 };
 
 struct rgpu_hs_msg {
@@ -108,8 +124,11 @@ int rgpu_hs_client(int fd, int tcp, struct rgpu_hello *h, struct rgpu_welcome *w
  * procedure ids, names and flags, each parameter's kind, size, count and
  * type parameters.  The same function runs on both ends. */
 void rgpu_lib_digest(const struct rgpu_lib *lib, unsigned char out[RGPU_DIGEST_LEN]);
-/* Add lib's digest to h (once per name). */
-void rgpu_hello_add_lib(struct rgpu_hello *h, const struct rgpu_lib *lib);
+/* Add lib's digest to h (once per name), and the soname of the library
+ * that holds it (soname; NULL: the table's own, lib->soname). */
+void rgpu_hello_add_lib(struct rgpu_hello *h, const struct rgpu_lib *lib, const char *soname);
+/* The major version in a soname: 12 for libcudart.so.12; -1 without one. */
+int rgpu_soname_major(const char *soname);
 
 /* ---- cryptography ---------------------------------------------------------- */
 

@@ -66,7 +66,7 @@
 
 #include <stdint.h>
 
-#define RGPU_PROTO_VERSION      5
+#define RGPU_PROTO_VERSION      6
 #define RGPU_DEFAULT_PORT       9713
 #define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
 /* Bulk copies travel in chunks: each a frame, which the server pipelines

@@ -264,6 +264,23 @@ static void check_digests(int fd, const struct rgpu_hello *h)
     }
 }
 
+/* A client library of a newer major than the session's (libcudart.so.14
+ * against libcudart.so.13) could call what this server cannot serve in
+ * ways its table does not describe: refused at connection, naming both.
+ * An older major is served by the newer library: its stub sends only the
+ * functions whose prototypes are the same in both (docs/cuda12.md). */
+static void check_majors(int fd, const struct rgpu_hello *h)
+{
+    for (int i = 0; i < h->nlibs; i++) {
+        const char *mine = backend_soname(h->libs[i].name);
+        int client = rgpu_soname_major(h->libs[i].soname);
+        if (mine && client > rgpu_soname_major(mine))
+            refuse(fd, RGPU_EVERSION, "the client (%s) loaded %s, newer than this server's %s "
+                   "(%s): run it against a server with %s", h->client_name, h->libs[i].soname,
+                   mine, rgpu_version_string(), h->libs[i].soname);
+    }
+}
+
 static int peer_in_group(int fd, const struct ucred *cr, gid_t gid)
 {
     gid_t groups[NGROUPS_MAX];
@@ -373,6 +390,7 @@ void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *
         refuse(fd, RGPU_EVERSION, "server speaks protocol %d (%s), client '%s' protocol %d: "
                "install the same rgpu version on both machines", RGPU_PROTO_VERSION,
                rgpu_version_string(), h->client_name, h->proto);
+    check_majors(fd, h);        /* first: a newer major's table differs too */
     check_digests(fd, h);
     if (opt->addr.kind == RGPU_ADDR_UNIX)
         check_peer(fd, opt, w);

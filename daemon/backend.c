@@ -1,6 +1,7 @@
 /* The libraries a session replays calls on.  Loaded after fork, in the
  * session process only: the listener never touches CUDA (BRIEF 4.4). */
 #include "rgpud.h"
+#include "rgpu_hello.h"
 #include "rgpu_log.h"
 
 #include <dlfcn.h>
@@ -67,6 +68,51 @@ static int query_version(const char *lib, const char *fn)
     if (get && get(&v) != 0)
         v = 0;
     return v;
+}
+
+/* The version a library reports of itself, in its own numbering; 0 when
+ * it cannot say. */
+static int lib_version(const char *lib)
+{
+    if (strcmp(lib, "cuda") == 0)
+        return query_version("cuda", "cuDriverGetVersion");
+    if (strcmp(lib, "cudart") == 0)
+        return query_version("cudart", "cudaRuntimeGetVersion");
+    if (strcmp(lib, "cublas") == 0) {
+        /* cublasGetProperty(MAJOR_VERSION = 0, MINOR = 1, PATCH = 2). */
+        int (*get)(int, int *) = (int (*)(int, int *))backend_sym(lib, "cublasGetProperty");
+        int v[3] = { 0, 0, 0 };
+        for (int k = 0; get && k < 3; k++)
+            if (get(k, &v[k]) != 0)
+                return 0;
+        return get ? v[0] * 10000 + v[1] * 100 + v[2] : 0;
+    }
+    const char *fn = strcmp(lib, "cublasLt") == 0 ? "cublasLtGetVersion"
+                     : strcmp(lib, "cudnn") == 0  ? "cudnnGetVersion"
+                                                  : NULL;
+    size_t (*get)(void) = fn ? (size_t(*)(void))backend_sym(lib, fn) : NULL;
+    return get ? (int)get() : 0;
+}
+
+void backend_lib_versions(struct rgpu_welcome *w)
+{
+    w->nlibs = 0;
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0] && w->nlibs < RGPU_HELLO_MAX_LIBS; i++) {
+        if (!libs[i].handle)
+            continue;
+        struct rgpu_lib_version *v = &w->libs[w->nlibs++];
+        snprintf(v->name, sizeof v->name, "%s", libs[i].lib);
+        snprintf(v->soname, sizeof v->soname, "%s", libs[i].soname);
+        v->version = lib_version(libs[i].lib);
+    }
+}
+
+const char *backend_soname(const char *lib)
+{
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
+        if (strcmp(libs[i].lib, lib) == 0)
+            return libs[i].soname;
+    return NULL;
 }
 
 int backend_runtime_version(void)

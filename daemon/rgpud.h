@@ -61,6 +61,11 @@ int backend_open(const char *lib_dir);
 /* A function of library lib ("cudart", "cuda"), or NULL. */
 void *backend_sym(const char *lib, const char *name);
 int backend_runtime_version(void);
+/* The soname the session opens for lib ("cudart": libcudart.so.13). */
+const char *backend_soname(const char *lib);
+/* The welcome's list of the session's libraries and their versions. */
+struct rgpu_welcome;
+void backend_lib_versions(struct rgpu_welcome *w);
 /* cuInit, before the session is sandboxed (backend.c says why). */
 void backend_init_driver(void);
 /* nvmlInit, before the sandbox too, where the host has NVML (hand_nvml.c). */

@@ -165,12 +165,55 @@ static void print_server(const struct server *s, const struct stubs *st, int hav
                "programs will fail\n", st->cuda_major, s->w.runtime_version / 1000);
 }
 
+/* The library a stub's soname stands for: "libcublasLt.so.13" -> cublasLt. */
+static const char *lib_of(const char *soname)
+{
+    static const char *const names[] = { "cudart", "cublasLt", "cublas", "cudnn", "cuda" };
+    char prefix[32];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(prefix, sizeof prefix, "lib%s.so.", names[i]);
+        if (strncmp(soname, prefix, strlen(prefix)) == 0)
+            return names[i];
+    }
+    return NULL;
+}
+
+/* One line per stub library: its major, the server's library of that name
+ * and version, and whether they match (docs/cuda12.md). */
+static void print_libraries(const struct server *s, const struct stubs *st)
+{
+    char list[sizeof st->preload];
+    snprintf(list, sizeof list, "%s", st->preload);
+    printf("libraries     %-9s %-19s %-28s %s\n", "library", "client stub", "server (version)",
+           "match");
+    for (char *save = NULL, *path = strtok_r(list, ":", &save); path;
+         path = strtok_r(NULL, ":", &save)) {
+        const char *soname = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        const char *lib = lib_of(soname);
+        const struct rgpu_lib_version *theirs = NULL;
+        char server[64] = "none";
+        for (int i = 0; lib && i < s->w.nlibs; i++)
+            if (strcmp(s->w.libs[i].name, lib) == 0)
+                theirs = &s->w.libs[i];
+        if (theirs)
+            snprintf(server, sizeof server, "%s (%d)", theirs->soname, theirs->version);
+        int mine = rgpu_soname_major(soname), other = theirs ? rgpu_soname_major(theirs->soname) : -1;
+        printf("  %-11s %-9s %-19s %-28s %s\n", "", lib ? lib : "?", soname, server,
+               !theirs        ? "no: its calls are refused"
+               : mine == other ? "yes"
+               : mine < other  ? "older: served by the server's, functions that differ refused"
+                               : "no: newer than the server's, refused at connection");
+    }
+}
+
 int info_print(const struct server *s, const struct stubs *st, int have_stubs)
 {
     struct driver d = { 0 };
     int rc = 0;
 
     print_server(s, st, have_stubs);
+    if (have_stubs)
+        print_libraries(s, st);
     if (!s->w.runtime_version || !s->w.driver_version) {
         printf("GPUs          none: the server cannot run CUDA\n");
         rc = -1;

@@ -12,6 +12,8 @@
 #ifndef RGPU_LAUNCHER_H
 #define RGPU_LAUNCHER_H
 
+#include "rgpu_hello.h"
+
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
@@ -97,6 +99,8 @@ struct welcome {
     char name[128];
     char message[512];
     char how[256];          /* how we were let in (rgpu_hs_client) */
+    int nlibs;              /* the session's libraries and their versions */
+    struct rgpu_lib_version libs[RGPU_HELLO_MAX_LIBS];
 };
 
 enum probe_result {

@@ -35,7 +35,7 @@ static void add_libs(struct rgpu_hello *h)
     const struct rgpu_lib *libs[] = { &rgpu_cudart_lib, &rgpu_cuda_lib, &rgpu_cublas_lib,
                                       &rgpu_cublasLt_lib, &rgpu_cudnn_lib, &rgpu_nvml_lib };
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
-        rgpu_hello_add_lib(h, libs[i]);
+        rgpu_hello_add_lib(h, libs[i], NULL);
 }
 
 static enum probe_result handshake(int fd, const struct rgpu_addr *a, double deadline,
@@ -70,6 +70,8 @@ static enum probe_result handshake(int fd, const struct rgpu_addr *a, double dea
     w->driver_version = rw.driver_version;
     snprintf(w->name, sizeof w->name, "%s", rw.server_name);
     snprintf(w->message, sizeof w->message, "%s", rw.message);
+    w->nlibs = rw.nlibs;
+    memcpy(w->libs, rw.libs, sizeof rw.libs);
     return PROBE_OK;
 }
 

@@ -65,8 +65,10 @@ static int scan_dir(struct stubs *st)
     st->cuda_major = 0;
     if (n < 0)
         return 0;
+    /* The newest major of each library first (libcudart.so.13 before .12):
+     * a name looked up without a version node finds its function there. */
     for (size_t k = 0; k < NPREFIX; k++) {
-        for (int i = 0; i < n; i++) {
+        for (int i = n - 1; i >= 0; i--) {
             int major = soname_major(names[i]->d_name, stub_prefixes[k]);
             if (major < 0)
                 continue;

@@ -99,6 +99,8 @@ expect "protocol-1 hello gets a welcome it can read" "$("$client" proto1 "unix:$
     '^welcome 6 ' 'server speaks protocol [2-9]' 'protocol 1'
 expect "another build's table" "$("$client" digest "unix:$sock")" \
     '^welcome 6 library cudart differs' 'rgpu [0-9.]+'
+expect "a library of a newer major" "$("$client" newer "unix:$sock")" \
+    "^welcome 6 the client \\(authclient\\) loaded libcudart\\.so\\.99, newer than this server's libcudart\\.so\\.[0-9]+"
 
 # A second rgpud on a live socket refuses; a regular file is never removed.
 "$rgpud" --foreground --lib-dir "$libdir" --listen "unix:$sock" >"$tmp/second.log" 2>&1

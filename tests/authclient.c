@@ -63,6 +63,8 @@ static void report(int rc, const struct rgpu_welcome *w, const char *why)
         printf("%s %s\n", rc == -2 ? "refused" : "error", why);
 }
 
+/* alter 1: cudart's table as another build's; 2: cudart's own table from
+ * a library of a newer major (libcudart.so.99). */
 static int do_hello(const char *spec, int alter)
 {
     struct rgpu_addr a;
@@ -75,8 +77,10 @@ static int do_hello(const char *spec, int alter)
     memset(&h, 0, sizeof h);
     snprintf(h.client_name, sizeof h.client_name, "authclient");
     for (size_t i = alter ? 1 : 0; i < sizeof libs / sizeof libs[0]; i++)
-        rgpu_hello_add_lib(&h, libs[i]);
-    if (alter) {
+        rgpu_hello_add_lib(&h, libs[i], NULL);
+    if (alter == 2)
+        rgpu_hello_add_lib(&h, &rgpu_cudart_lib, "libcudart.so.99");
+    if (alter == 1) {
         /* cudart as a build whose first procedure's first parameter has
          * another size would describe it: only the table differs. */
         struct rgpu_lib lib = rgpu_cudart_lib;
@@ -90,7 +94,7 @@ static int do_hello(const char *spec, int alter)
         params[0].size += 4;
         procs[k].params = params;
         lib.procs = procs;
-        rgpu_hello_add_lib(&h, &lib);
+        rgpu_hello_add_lib(&h, &lib, NULL);
     }
     int rc = rgpu_hs_client(fd, a.kind == RGPU_ADDR_TCP, &h, &w, how, sizeof how, why,
                             sizeof why);
@@ -232,13 +236,15 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 3) {
-        fprintf(stderr, "usage: authclient hello|digest|proto1|replay ADDR | fake PATH\n");
+        fprintf(stderr, "usage: authclient hello|digest|newer|proto1|replay ADDR | fake PATH\n");
         return 2;
     }
     if (strcmp(argv[1], "hello") == 0)
         return do_hello(argv[2], 0);
     if (strcmp(argv[1], "digest") == 0)
         return do_hello(argv[2], 1);
+    if (strcmp(argv[1], "newer") == 0)
+        return do_hello(argv[2], 2);
     if (strcmp(argv[1], "proto1") == 0)
         return do_proto1(argv[2]);
     if (strcmp(argv[1], "replay") == 0)

@@ -1,5 +1,6 @@
 #!/bin/bash
 # check-symbols.sh STUB.so REAL.so
+# check-symbols.sh STUB.so REAL.exports
 #
 # Our stubs must export exactly what the real NVIDIA library exports, with the
 # same symbol version nodes: binaries record "cudaMalloc@libcudart.so.13" and
@@ -37,8 +38,13 @@ done
 
 # defined_syms FILE: "TYPE name@@node" per defined dynamic symbol, sorted.
 # The Name column is field 8; readelf may append " (N)" (a version index) as
-# field 9, which we drop.
+# field 9, which we drop.  A FILE that is not ELF is such a list already
+# (codegen/cuda-wheels.sh writes them from the real libraries of a wheel).
 defined_syms() {
+    if [ "$(head -c 4 "$1")" != $'\x7fELF' ]; then
+        LC_ALL=C sort -u "$1"
+        return
+    fi
     readelf --dyn-syms -W "$1" |
         awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $8 != "" { print $4, $8 }' |
         LC_ALL=C sort -u

@@ -17,6 +17,16 @@ mkdir -p "$dest/daemon" "$dest/stubs" "$dest/launcher" "$dest/bench" \
          "$dest/tests/progs/static"
 cp -a "$src/daemon/rgpud" "$dest/daemon/"
 cp -a "$src"/stubs/lib*.so* "$dest/stubs/"
+# The CUDA 12 stubs (linked from stubs/), the CUDA 12 program and the real
+# libcudart.so.12 it runs with natively (tests/gpu/cuda12_check.sh).
+if [ -d "$src/stubs/cuda12" ]; then
+    mkdir -p "$dest/stubs/cuda12" "$dest/cuda-12.9/lib"
+    for f in "$src"/stubs/cuda12/lib*.so.*; do
+        [ -f "$f" ] && cp -a "$f" "$dest/stubs/cuda12/"     # not the object folders
+    done
+    cp -a "$src"/cuda-12.9/lib/libcudart.so.12 "$dest/cuda-12.9/lib/"
+    strip --strip-debug -o "$dest/tests/cuda12_prog" "$src/tests/cuda12_prog"
+fi
 cp -a "$src/launcher/rgpu" "$dest/launcher/"
 for b in rgpu-bench rgpu-delay; do
     [ -x "$src/bench/$b" ] && cp -a "$src/bench/$b" "$dest/bench/"

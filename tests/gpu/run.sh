@@ -60,6 +60,8 @@
 # OK|FAIL, output identical|DIFFERS", then a count of passed, failed and
 # skipped items.  RGPU_SMI (1): `rgpu smi` beside nvidia-smi natively, one
 # item.  Only these: RGPU_PROGS=0 RGPU_BENCH=0.
+# RGPU_CUDA12 (1): tests/gpu/cuda12_check.sh, a CUDA 12 program natively
+# (the build's real libcudart.so.12) and through rgpu, one item.
 set -u
 
 BUILD_ARG=${1:-build}
@@ -446,6 +448,27 @@ run_nvcc_progs() {
     done
 }
 
+# The CUDA 12 program against the real libcudart.so.12 and through rgpu
+# (tests/gpu/cuda12_check.sh, with its own rgpud): one item.
+run_cuda12() {
+    say ""
+    say "== CUDA 12: tests/gpu/cuda12_check.sh"
+    if [ ! -x "$BUILD/tests/cuda12_prog" ]; then
+        say "(no tests/cuda12_prog in the build: skipped)"
+        count_item SKIP
+        return
+    fi
+    "$GPU_DIR/cuda12_check.sh" "$BUILD" > "$WORK/cuda12.out" 2>&1
+    local rc=$?
+    grep '^cuda12_check: ' "$WORK/cuda12.out" | tee -a "$SUMMARY"
+    if [ $rc = 0 ]; then
+        count_item PASS
+    else
+        count_item FAIL
+        log_file "cuda12_check.sh" "$WORK/cuda12.out"
+    fi
+}
+
 # run_python MODE NAME SCRIPT LIMIT: a check script natively (the user's
 # environment as it is) or through rgpu (`rgpu run`, as a user runs it, or
 # the stubs preloaded by hand when the build has no launcher).
@@ -812,6 +835,7 @@ main() {
         say "== no test programs in $PROGS"
     fi
     [ "${RGPU_NVCC_PROGS:-1}" = 0 ] || run_nvcc_progs
+    [ "${RGPU_CUDA12:-1}" = 0 ] || run_cuda12
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
     [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi
     if [ $((ITEMS_PASSED + ITEMS_FAILED + ITEMS_SKIPPED)) -gt 0 ]; then

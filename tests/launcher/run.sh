@@ -122,6 +122,8 @@ expect "rgpu info" 0 $? "$tmp/out" '^server +unix:/.*/rgpud\.sock \(private rgpu
     '^auth +peer credentials on a Unix socket; server: uid [0-9]+ let in' \
     '^CUDA runtime +[0-9]+\.[0-9]+' '^CUDA driver +[0-9]+\.[0-9]+' '^GPUs +1$' \
     '^  0  rgpu fake GPU, 16\.0 GiB' '^round trip +[0-9]+ us median of 20 calls' \
+    '^ +cudart +libcudart\.so\.13 +libcudart\.so\.13 \([0-9]+\) +yes$' \
+    '^ +cudnn +libcudnn\.so\.9 +libcudnn\.so\.9 \([0-9]+\) +yes$' \
     "^library path +LD_LIBRARY_PATH=$stubs\$"
 
 # ---- rgpu smi: the fake GPU's NVML values through the stub libnvidia-ml ----------------
@@ -224,8 +226,9 @@ if command -v python3 >/dev/null; then
     expect "protocol mismatch" 125 $? "$tmp/out" \
         'refused the session: protocol version mismatch: server speaks protocol 3, client 2' \
         'same rgpu version on both machines'
-    # A runtime of another major version than the stubs' libcudart.so.N.
-    major=$(find "$stubs" -name 'libcudart.so.*' | sed -n 's/.*\.so\.\([0-9]*\)$/\1/p' | head -1)
+    # A runtime of another major version than the stubs' newest libcudart.so.N.
+    major=$(find "$stubs" -name 'libcudart.so.*' | sed -n 's/.*\.so\.\([0-9]*\)$/\1/p' |
+            sort -n | tail -1)
     if [ "${major:-0}" = 12 ]; then other=13000 other_text=13.0; else other=12080 other_text=12.8; fi
     fake_server 0 "$other" "$other" ""
     R run --server "unix:$port" -- true >"$tmp/out" 2>&1

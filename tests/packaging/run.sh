@@ -90,8 +90,13 @@ has_all() {    # has_all LIST FILE...
     done
 }
 major=$(cuda_major)
+# Beside CUDA 13's, the CUDA 12 stubs (docs/cuda12.md).
+cuda12=()
+[ "$major" = 13 ] && cuda12=(/opt/rgpu/lib/libcudart.so.12 /opt/rgpu/lib/libcublas.so.12
+                             /opt/rgpu/lib/libcublasLt.so.12)
 check "rgpu-client holds the stubs in /opt/rgpu/lib and rgpu(7)" \
     has_all "$tmp/client.files" /opt/rgpu/lib/libcuda.so.1 "/opt/rgpu/lib/libcudart.so.$major" \
+        "${cuda12[@]}" \
         /opt/rgpu/lib/librgpu-client.so.0 /usr/share/man/man7/rgpu.7.gz \
         /usr/share/doc/rgpu-client/examples/rgpu-tls-client.conf
 check "rgpu-server holds rgpud, its unit, its conffile, rgpud(8), the stunnel examples" \

@@ -1,0 +1,308 @@
+/* rgpu-gen --compat: a stub library for an older major of a CUDA library
+ * (libcudart.so.12 beside libcudart.so.13), made of the newer stub's code.
+ *
+ *   rgpu-gen --compat ANNOTATIONS NEW_ROOT NEW_REF NEW_COVERAGE OLD_ROOT OLD_REF OLD_SONAME
+ *                     OUTDIR [FLAG]
+ *
+ * The older library must export exactly what its real counterpart (OLD_REF,
+ * a library or an export list) exports, under its own version node.  Each
+ * of those functions is either
+ *   - the same function as in the newer release: exported by the newer
+ *     library too, and every type it passes spelled out the same in both
+ *     releases' headers (parse.c's ABI signatures: sizes, field offsets,
+ *     through pointers).  The newer stub's code serves it, and the session
+ *     replays it with the same procedure; or
+ *   - refused: missing from the newer library, or passing a type whose
+ *     layout differs (cudaDeviceProp): the old caller's bytes would be
+ *     misread.  Its stub returns the not-supported status and names the
+ *     release in its log line.
+ * A function defined (RGPU_EXPORT NAME(...)) in stubs/cuda12/<lib>12_*.c,
+ * beside codegen/, is served there for the old layout instead.
+ * A function the newer stub refuses (NEW_COVERAGE, its coverage report)
+ * keeps that stub, which ignores its arguments whatever their layout.
+ * FLAG is one more compiler flag for the old headers (-DCUBLASAPI=).
+ *
+ * Output in OUTDIR, named after the library and the old major (cudart12):
+ *   cudart12.map           the version script: OLD_SONAME's node, its exports
+ *   cudart12_refused.c     the refused stubs
+ *   cudart12_renames.h     force-included when compiling the newer stub's
+ *                          code for the old library: gives the functions
+ *                          refused here other symbol names there, so that
+ *                          the newer definitions stay inside (their callers
+ *                          in that code follow them).  A pragma, not a macro:
+ *                          that code #undefs the names CUDA's headers define
+ *   cudart12-coverage.txt  every export: same, or refused and why
+ *   cudart12-layouts.txt   the functions whose prototypes differ, and where
+ */
+#include "rgpu-gen.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct compat_fn {
+    const char *name;
+    const char *hand_file;      /* stubs/cuda12/<lib>12_*.c serves it for the old layout */
+    const char *reason;         /* NULL: the same function in both releases */
+    char detail[512];           /* for the layouts report */
+};
+
+static int listed(char **names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Why the old function cannot be the new one, or NULL when it can. */
+static const char *compare(struct compat_fn *c, const struct gen_func *newf,
+                           const struct gen_func *oldf, int in_new, const char *new_release)
+{
+    static char buf[8192];
+    if (!in_new) {
+        snprintf(buf, sizeof buf, "not in CUDA %s, whose library serves this client",
+                 new_release);
+        return xstrdup(buf);
+    }
+    if (!newf && !oldf)
+        return NULL;    /* declared by neither: hand-written, same name (nvcc's entry points) */
+    if (!newf || !oldf)
+        return "declared by only one release's headers: cannot be compared";
+    if (strcmp(newf->abi, oldf->abi) == 0)
+        return NULL;
+    if (newf->nparams != oldf->nparams) {
+        snprintf(c->detail, sizeof c->detail, "%d parameters, %d in CUDA %s", oldf->nparams,
+                 newf->nparams, new_release);
+    } else {
+        for (int k = 0; k < oldf->nparams; k++)
+            if (strcmp(newf->params[k].abi, oldf->params[k].abi) != 0) {
+                snprintf(c->detail, sizeof c->detail, "parameter %d (%s %s): its layout "
+                         "differs from CUDA %s's (%s)", k + 1, oldf->params[k].type,
+                         oldf->params[k].name, new_release, newf->params[k].type);
+                break;
+            }
+        if (!c->detail[0])
+            snprintf(c->detail, sizeof c->detail, "return type %s, %s in CUDA %s", oldf->ret,
+                     newf->ret, new_release);
+    }
+    snprintf(buf, sizeof buf, "its prototype differs from CUDA %s's: %s", new_release,
+             c->detail);
+    return xstrdup(buf);
+}
+
+/* The functions the newer stub refuses, from its coverage report. */
+static char **refused_by_new(const char *coverage, int *n)
+{
+    FILE *f = fopen(coverage, "r");
+    char line[4096], name[256], disp[32];
+    int count = 0, cap = 256;
+    char **out = xcalloc((size_t)cap, sizeof *out);
+    if (!f)
+        die("%s: cannot read", coverage);
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%255s %31s", name, disp) != 2 || strcmp(disp, "refused") != 0)
+            continue;
+        if (count == cap) {
+            cap *= 2;
+            out = realloc(out, (size_t)cap * sizeof *out);
+            if (!out)
+                die("out of memory");
+        }
+        out[count++] = xstrdup(name);
+    }
+    fclose(f);
+    *n = count;
+    return out;
+}
+
+/* Whether the newer stub's code defines this refused function, which must
+ * then take another symbol name in the old library. */
+static int renamed(const struct compat_fn *c, char **newx, int nnew, char **new_refused,
+                   int nnew_refused)
+{
+    return (c->reason || c->hand_file) && listed(newx, nnew, c->name) &&
+           !listed(new_refused, nnew_refused, c->name);
+}
+
+/* The newer prototype, parameters unnamed (every type spelling is then a
+ * valid abstract declarator, arrays and function pointers included). */
+static void declare(FILE *f, const struct gen_func *fn)
+{
+    if (!fn)
+        return;
+    fprintf(f, "%s %s(", fn->ret, fn->name);
+    for (int k = 0; k < fn->nparams; k++)
+        fprintf(f, "%s%s", k ? ", " : "", fn->params[k].type);
+    fprintf(f, "%s);\n", fn->nparams ? "" : "void");
+}
+
+/* The file of stubs/cuda12 beside codegen/ (the annotations' folder) that
+ * defines name for stem (cudart12_*.c), or NULL. */
+static const char *hand_file(const char *ann_path, const char *stem, const char *name)
+{
+    static char found[512];
+    char dir[4096], path[8192], line[1024];
+    const char *slash = strrchr(ann_path, '/');
+    snprintf(dir, sizeof dir, "%.*s/../stubs/cuda12", slash ? (int)(slash - ann_path) : 1,
+             slash ? ann_path : ".");
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    const char *result = NULL;
+    size_t stemlen = strlen(stem), namelen = strlen(name);
+    for (struct dirent *e; !result && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (strncmp(e->d_name, stem, stemlen) != 0 || e->d_name[stemlen] != '_' || n < 2 ||
+            strcmp(e->d_name + n - 2, ".c") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        while (f && !result && fgets(line, sizeof line, f)) {
+            char *at = strncmp(line, "RGPU_EXPORT ", 12) == 0 ? strstr(line, name) : NULL;
+            if (at && at[namelen] == '(' && (at[-1] == ' ' || at[-1] == '*')) {
+                snprintf(found, sizeof found, "stubs/cuda12/%s", e->d_name);
+                result = found;
+            }
+        }
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return result ? xstrdup(result) : NULL;
+}
+
+static void emit_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static FILE *open_out(const char *outdir, const char *stem, const char *suffix)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s%s", outdir, stem, suffix);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("%s: cannot write", path);
+    return f;
+}
+
+/* "libcudart.so.12" -> "12" */
+static const char *major_of(const char *soname)
+{
+    const char *v = strstr(soname, ".so.");
+    if (!v || !v[4])
+        die("%s: not a versioned soname", soname);
+    return v + 4;
+}
+
+int compat_main(int argc, char **argv)
+{
+    struct annotations ann;
+    int nnew_funcs, nold_funcs, nnew, nold, nnew_refused;
+    if (argc != 9 && argc != 10)
+        die("usage: rgpu-gen --compat ANNOTATIONS NEW_ROOT NEW_REF NEW_COVERAGE OLD_ROOT OLD_REF "
+            "OLD_SONAME OUTDIR [FLAG]");
+    const char *new_root = argv[2], *old_root = argv[5], *soname = argv[7], *outdir = argv[8];
+    ann_load(argv[1], &ann);
+    struct gen_func *newf = parse_headers(&ann, new_root, &nnew_funcs);
+    parse_extra_flag = argc == 10 ? argv[9] : NULL;
+    struct gen_func *oldf = parse_headers(&ann, old_root, &nold_funcs);
+    char **newx = elf_exported_functions(argv[3], &nnew);
+    char **new_refused = refused_by_new(argv[4], &nnew_refused);
+    char **oldx = elf_exported_functions(argv[6], &nold);
+    const char *major = major_of(soname);
+    const char *new_release = major_of(strrchr(argv[3], '/') ? strrchr(argv[3], '/') + 1 : argv[3]);
+    char stem[128];
+    snprintf(stem, sizeof stem, "%s%s", ann.library, major);
+
+    struct compat_fn *fns = xcalloc((size_t)nold, sizeof *fns);
+    int nrefused = 0, nhand = 0;
+    for (int i = 0; i < nold; i++) {
+        fns[i].name = oldx[i];
+        fns[i].reason = compare(&fns[i], gen_find_func(newf, nnew_funcs, oldx[i]),
+                                gen_find_func(oldf, nold_funcs, oldx[i]),
+                                listed(newx, nnew, oldx[i]), new_release);
+        if (fns[i].reason && (fns[i].hand_file = hand_file(argv[1], stem, oldx[i])))
+            fns[i].reason = NULL;
+        struct gen_func *o = gen_find_func(oldf, nold_funcs, oldx[i]);
+        if (fns[i].reason && o && strcmp(o->ret, ann.status_type) != 0)
+            die("%s: %s returns %s and differs from CUDA %s's: a refused stub cannot answer "
+                "that; serve it by hand", o->where, o->name, o->ret, new_release);
+        nrefused += fns[i].reason != NULL;
+        nhand += fns[i].hand_file != NULL;
+    }
+
+    FILE *map = open_out(outdir, stem, ".map");
+    fprintf(map, "/* Generated by rgpu-gen --compat: the functions %s exports. */\n", soname);
+    fprintf(map, "%s {\n  global:\n", ann.versioned ? soname : "");
+    for (int i = 0; i < nold; i++)
+        fprintf(map, "    %s;\n", fns[i].name);
+    fprintf(map, "  local:\n    *;\n};\n");
+    fclose(map);
+
+    FILE *ref = open_out(outdir, stem, "_refused.c");
+    FILE *ren = open_out(outdir, stem, "_renames.h");
+    fprintf(ref, "/* Generated by rgpu-gen --compat: what %s refuses. */\n", soname);
+    fprintf(ref, "#include \"rgpu_client.h\"\n#include \"%s_procs.h\"\n", ann.library);
+    fprintf(ren, "/* Generated by rgpu-gen --compat: the CUDA %s definitions of what %s "
+            "refuses, kept inside. */\n#pragma once\n", new_release, soname);
+    /* A pragma applies to the declarations after it: it comes first, the
+     * headers next, then a declaration of each function that only an
+     * internal variant of the headers declares (cudaMemPrefetchAsync_ptsz). */
+    for (int i = 0; i < nold; i++)
+        if (renamed(&fns[i], newx, nnew, new_refused, nnew_refused))
+            fprintf(ren, "#pragma redefine_extname %s rgpu_cuda%s_%s\n", fns[i].name,
+                    new_release, fns[i].name);
+    for (int h = 0; h < ann.nheaders; h++)
+        if (ann.headers[h][0] != '/')
+            fprintf(ren, "#include <%s>\n", ann.headers[h]);
+    for (int i = 0; i < nold; i++)
+        if (renamed(&fns[i], newx, nnew, new_refused, nnew_refused))
+            declare(ren, gen_find_func(newf, nnew_funcs, fns[i].name));
+    for (int i = 0; i < nold; i++) {
+        if (!fns[i].reason || fns[i].hand_file || listed(new_refused, nnew_refused, fns[i].name))
+            continue;
+        fprintf(ref, "\nRGPU_EXPORT int %s(void);\nRGPU_EXPORT int %s(void)\n{\n", fns[i].name,
+                fns[i].name);
+        fprintf(ref, "    static int logged;\n    return rgpu_refused(&rgpu_%s_lib, \"%s\", ",
+                ann.library, fns[i].name);
+        char why[8192];
+        snprintf(why, sizeof why, "CUDA %s: %s", major, fns[i].reason);
+        emit_string(ref, why);
+        fprintf(ref, ", &logged);\n}\n");
+    }
+    fclose(ref);
+    fclose(ren);
+
+    FILE *cov = open_out(outdir, stem, "-coverage.txt");
+    FILE *lay = open_out(outdir, stem, "-layouts.txt");
+    fprintf(cov, "%s: %d exported functions\n", soname, nold);
+    fprintf(cov, "  served as in CUDA %s:         %d (see %s-coverage.txt)\n", new_release,
+            nold - nrefused - nhand, ann.library);
+    fprintf(cov, "  served for CUDA %s by hand:   %d (stubs/cuda12)\n", major, nhand);
+    fprintf(cov, "  refused (not supported):     %d\n\n", nrefused);
+    fprintf(lay, "%s: functions whose prototype differs from CUDA %s's\n\n", soname,
+            new_release);
+    for (int i = 0; i < nold; i++) {
+        if (fns[i].hand_file)
+            fprintf(cov, "%-50s hand        for CUDA %s, by hand [%s]\n", fns[i].name,
+                    major, fns[i].hand_file);
+        else if (fns[i].reason)
+            fprintf(cov, "%-50s refused     %s\n", fns[i].name, fns[i].reason);
+        else
+            fprintf(cov, "%-50s as CUDA %s\n", fns[i].name, new_release);
+        if (fns[i].detail[0])
+            fprintf(lay, "%-50s %s\n", fns[i].name, fns[i].detail);
+    }
+    fclose(cov);
+    fclose(lay);
+    return 0;
+}
