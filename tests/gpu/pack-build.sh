@@ -16,7 +16,9 @@ rm -rf "$dest"
 mkdir -p "$dest/daemon" "$dest/stubs" "$dest/launcher" "$dest/bench" \
          "$dest/tests/progs/static"
 cp -a "$src/daemon/rgpud" "$dest/daemon/"
-cp -a "$src"/stubs/lib*.so* "$dest/stubs/"
+for f in "$src"/stubs/lib*.so*; do
+    [ -d "$f" ] || cp -a "$f" "$dest/stubs/"        # not the object folders (*.so.N.p)
+done
 # The CUDA 12 stubs (linked from stubs/), the CUDA 12 program and the real
 # libcudart.so.12 it runs with natively (tests/gpu/cuda12_check.sh).
 if [ -d "$src/stubs/cuda12" ]; then
