@@ -534,6 +534,22 @@ static int cuda_shm_call(int nr, const long a[4], const char *path, long *result
     return 1;
 }
 
+/* NVIDIA's libraries (NVML, in a session's first queries) remove and
+ * remake the /dev/char/MAJOR:MINOR links of the GPU's device nodes.  A
+ * session may change no file, but refusing that is harmless: such an
+ * unlink, symlink or mkdir fails with EPERM (logged once) instead of
+ * killing the session. */
+static int is_device_link_change(int nr, const char *path)
+{
+    static const char dir[] = "/dev/char";
+    int changes = nr == SYS_unlinkat || nr == SYS_symlinkat || nr == SYS_mkdirat;
+#ifdef SYS_unlink
+    changes = changes || nr == SYS_unlink || nr == SYS_symlink || nr == SYS_mkdir;
+#endif
+    return changes && path && strncmp(path, dir, sizeof dir - 1) == 0 &&
+           (path[sizeof dir - 1] == '/' || path[sizeof dir - 1] == '\0');
+}
+
 /* A trapped call.  An open for writing: a thread naming itself gets
  * /dev/null (the name is lost, nothing is written), anything else kills
  * the session -- SIGSYS with its default action once this handler returns;
@@ -555,7 +571,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
     const char *path = trapped_path(nr, a);
     /* Trapped, these were forbidden outright: a clone that is no thread,
      * the ioctls of the second filter, an open for writing. */
-    int kills = killing[slot] || nr == SYS_clone || nr == SYS_ioctl || is_open(nr);
+    int kills = (killing[slot] || nr == SYS_clone || nr == SYS_ioctl || is_open(nr)) &&
+                !is_device_link_change(nr, path);
     int dot_fd = __atomic_load_n(&graph_dot_fd, __ATOMIC_SEQ_CST);
     if (is_open(nr) && path && is_thread_name(path)) {
         int fd = devnull_fd >= 0 ? fcntl(devnull_fd, F_DUPFD_CLOEXEC, 0) : -1;

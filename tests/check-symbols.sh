@@ -17,7 +17,7 @@
 # driver's own libcuda.so.1 (580.159: 682 functions plus cudbg* debugger data,
 # all unversioned) has version nodes, so binaries record plain names.
 #
-# REAL may also be a text file of function names, one a line: the reference
+# REAL may also be a text file (*.txt) of function names, one a line: the reference
 # where NVIDIA ships a header without a library (NVML: the names nvml.h
 # declares, codegen/nvml-exports.sh).  Names are then compared unversioned.
 #
@@ -60,11 +60,12 @@ tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 
 defined_syms "$stub" > "$tmp/stub" || exit 2
-if [ "$(head -c 4 "$real")" = "$(printf '\177ELF')" ]; then
-    defined_syms "$real" > "$tmp/real" || exit 2
-else
-    awk 'NF { print "FUNC", $1 }' "$real" | LC_ALL=C sort -u > "$tmp/real"
-fi
+case $real in
+    *.txt)      # a name list
+        awk 'NF { print "FUNC", $1 }' "$real" | LC_ALL=C sort -u > "$tmp/real" ;;
+    *)          # a library, or an export list of one
+        defined_syms "$real" > "$tmp/real" || exit 2 ;;
+esac
 if [ ! -s "$tmp/real" ]; then
     echo "$0: $real exports no symbols (not an ELF shared library?)" >&2
     exit 2
