@@ -234,6 +234,9 @@ int rgpu_may_skip_reply(void);
  * notes them.  A call sent without waiting names only known handles. */
 void rgpu_handle_note(uint32_t cls, uint64_t h, uint32_t info);
 void rgpu_handle_forget(uint32_t cls, uint64_t h);
+/* A conditional node's array of body graphs, handed to the program and
+ * kept until the graph holding the node is destroyed (rgpu_lazy.c). */
+void rgpu_graph_keep_bodies(uint64_t graph, uint64_t *bodies, unsigned n);
 /* Known, or a default stream (NULL, legacy, per-thread). */
 int rgpu_handle_known(uint32_t cls, uint64_t h);
 int rgpu_stream_known(uint64_t stream);

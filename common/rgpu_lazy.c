@@ -20,6 +20,7 @@
 #include "rgpu_log.h"
 #include "client_ranges.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +54,7 @@ int rgpu_sync_mode(void)
 
 /* ---- handles this process holds ------------------------------------------------ */
 
-static uint32_t C_STREAM, C_EVENT, C_MODULE, C_LIBRARY, C_CONTEXT;
+static uint32_t C_STREAM, C_EVENT, C_MODULE, C_LIBRARY, C_CONTEXT, C_GRAPH;
 
 __attribute__((constructor)) static void classes_init(void)
 {
@@ -62,6 +63,7 @@ __attribute__((constructor)) static void classes_init(void)
     C_MODULE = rgpu_handle_class("CUmod_st");
     C_LIBRARY = rgpu_handle_class("CUlib_st");
     C_CONTEXT = rgpu_handle_class("CUctx_st");
+    C_GRAPH = rgpu_handle_class("CUgraph_st");
 }
 
 static struct rgpu_handle_table held = RGPU_HANDLE_TABLE_INIT(rgpu_handle_shared);
@@ -71,9 +73,66 @@ void rgpu_handle_note(uint32_t cls, uint64_t h, uint32_t info)
     (void)rgpu_htab_add(&held, cls, h, info);     /* unrecorded: its calls just wait */
 }
 
+static void graph_release(uint64_t graph);
+
 void rgpu_handle_forget(uint32_t cls, uint64_t h)
 {
     rgpu_htab_remove(&held, cls, h);
+    if (cls == C_GRAPH)
+        graph_release(h);
+}
+
+/* ---- conditional nodes' body graphs ------------------------------------------------ */
+
+/* CUDA hands a conditional node's body graphs back in an array that stays
+ * valid as long as the node; rgpu's arrays are kept here by the graph that
+ * holds the node, and freed when that graph is destroyed.  Its bodies go
+ * with it on the server, so they are forgotten here too, with their own
+ * conditional nodes' bodies. */
+struct kept_bodies {
+    uint64_t graph;
+    uint64_t *bodies;
+    unsigned n;
+    struct kept_bodies *next;
+};
+static struct kept_bodies *kept;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void rgpu_graph_keep_bodies(uint64_t graph, uint64_t *bodies, unsigned n)
+{
+    struct kept_bodies *k = malloc(sizeof *k);
+    if (!k)
+        return;         /* the array then lives as long as the process */
+    *k = (struct kept_bodies){ graph, bodies, n, NULL };
+    pthread_mutex_lock(&kept_lock);
+    k->next = kept;
+    kept = k;
+    pthread_mutex_unlock(&kept_lock);
+}
+
+/* The first array kept for this graph, unlinked; NULL when none is left. */
+static struct kept_bodies *unlink_kept(uint64_t graph)
+{
+    pthread_mutex_lock(&kept_lock);
+    struct kept_bodies **at = &kept;
+    while (*at && (*at)->graph != graph)
+        at = &(*at)->next;
+    struct kept_bodies *k = *at;
+    if (k)
+        *at = k->next;
+    pthread_mutex_unlock(&kept_lock);
+    return k;
+}
+
+static void graph_release(uint64_t graph)
+{
+    struct kept_bodies *k;
+    while ((k = unlink_kept(graph))) {
+        for (unsigned i = 0; i < k->n; i++)
+            rgpu_handle_forget(C_GRAPH, k->bodies[i]);      /* and their bodies */
+        free(k->bodies);
+        free(k);
+    }
 }
 
 /* The same classes of exceptions as rgpud's (daemon/owned_handles.c), but

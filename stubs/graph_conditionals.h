@@ -6,8 +6,9 @@
  * A conditional node's body graphs are made by the library with the node;
  * they come back as graph handles the program fills with nodes of its own,
  * in an array that CUDA keeps for the node's lifetime: here one of ours,
- * allocated per node and never freed (the driver's own array lives as long
- * as the node, and rgpu cannot see a node go with its graph). */
+ * allocated per node and freed with the graph that holds the node
+ * (rgpu_graph_keep_bodies; a node removed on its own keeps its array until
+ * then, as rgpu cannot tell which arrays the program still reads). */
 #ifndef RGPU_GRAPH_CONDITIONALS_H
 #define RGPU_GRAPH_CONDITIONALS_H
 
@@ -103,8 +104,10 @@ static inline int rgpu_graph_cond_node(const struct rgpu_lib *lib, const char *w
         *bodies = rgpu_cond_bodies(&reply, c->size);
         if (!*bodies)
             rc = rgpu_transport_status(lib, what, RGPU_EPROTO);
-        else
+        else {
             rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), *node, 0);
+            rgpu_graph_keep_bodies(c->graph, *bodies, c->size);
+        }
     }
     rgpu_reply_free(&reply);
     return rc;
