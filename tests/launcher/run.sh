@@ -41,8 +41,11 @@ expect "SIGTERM seen as 143 by a shell" 143 $? "$tmp/out"
 forward() {
     local sig=$1 want=$2 lp status pid
     rm -f "$tmp/ready"
-    "$rgpu" run -v "${F[@]}" -- sh -c "echo up >'$tmp/ready'; exec sleep 30" \
-        >"$tmp/out" 2>&1 &
+    # The launcher starts with SIG's default action even where this suite
+    # inherited it ignored (run under nohup, say): the launcher leaves an
+    # ignored signal ignored, for itself and the command, as nohup means.
+    env --default-signal="$sig" "$rgpu" run -v "${F[@]}" -- \
+        sh -c "echo up >'$tmp/ready'; exec sleep 30" >"$tmp/out" 2>&1 &
     lp=$!
     for _ in $(seq 100); do [ -e "$tmp/ready" ] && break; sleep 0.1; done
     kill -"$sig" "$lp"
