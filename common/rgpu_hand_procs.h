@@ -75,15 +75,6 @@
  * or "cudnn"; see daemon/liblog.c); no reply */
 #define RGPU_H_LOG_SETTINGS  "rgpu.log_settings"
 
-/* [max_size] -> [message]  cudnnGetLastErrorString of the serving thread */
-#define RGPU_H_CUDNN_LAST_ERROR "rgpu.last_error_string"
-
-/* [handle, plan, [[name, type, count, bin elements]...]] -> []
- * cudnnBackendExecute with a variant pack the client kept (its attributes
- * as set); the server makes the pack, runs it, destroys it (library
- * "cudnn"; stubs/cudnn_variant_pack.c, daemon/hand_cudnn.c) */
-#define RGPU_H_CUDNN_EXECUTE "rgpu.cudnn_execute"
-
 /* NVML (library "nvml"; stubs/nvml_hand.c, daemon/hand_nvml.c): the
  * queries whose array is sized by a count in memory.
  * [list, device, arg, capacity] -> [count, bin entries]: list one of

@@ -232,8 +232,6 @@ extern const struct hand_proc hand_cuda_launch_procs[];   /* hand_cuda_launch.c 
 extern const int hand_cuda_launch_nprocs;
 extern const struct hand_proc hand_module_procs[];    /* hand_cuda_modules.c */
 extern const int hand_module_nprocs;
-extern const struct hand_proc hand_cudnn_procs[];
-extern const int hand_cudnn_nprocs;
 extern const struct hand_proc hand_liblog_procs[];     /* liblog.c */
 extern const int hand_liblog_nprocs;
 extern const struct hand_proc hand_auth_procs[];      /* auth.c */

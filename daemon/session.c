@@ -157,14 +157,14 @@ static struct served_lib served[] = {
 #define NSERVED (sizeof served / sizeof served[0])
 
 static const struct hand_proc *const hand_tables[] = {
-    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs, hand_cudnn_procs,
+    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs,
     hand_liblog_procs, hand_cublasLt_procs, hand_auth_procs, hand_session_procs,
     hand_cuda_export_procs, hand_module_procs, hand_host_function_procs, hand_graph_procs,
     hand_nvml_procs, hand_graph_conditional_procs,
 };
 #define NHAND (sizeof hand_tables / sizeof hand_tables[0])
 static const int *const hand_counts[NHAND] = {
-    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs, &hand_cudnn_nprocs,
+    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs,
     &hand_liblog_nprocs, &hand_cublasLt_nprocs, &hand_auth_nprocs, &hand_session_nprocs,
     &hand_cuda_export_nprocs, &hand_module_nprocs, &hand_host_function_nprocs,
     &hand_graph_nprocs, &hand_nvml_nprocs,
