@@ -40,4 +40,23 @@ cudaError_t rgpu_array_layer_to_host(cudaArray_const_t array, size_t x, size_t y
                                      size_t width, size_t height, cudaStream_t stream,
                                      void *rows, size_t rows_size);
 
+/* ---- kernels: stubs/cudart_hand.c, daemon/hand_cudart.c ------------------------
+ * A kernel is the server's handle the client learnt for a host stub
+ * (rgpu.kernel_get); one the session never handed out is refused with
+ * cudaErrorInvalidDeviceFunction, as an unknown host stub is natively. */
+
+/* cudaGetFuncBySymbol: the kernel's function in the serving thread's
+ * current context. */
+cudaError_t rgpu_func_by_symbol(cudaFunction_t *function, cudaKernel_t kernel);
+/* cudaFuncGetAttributes. */
+cudaError_t rgpu_func_attrs(struct cudaFuncAttributes *attr, cudaKernel_t kernel);
+/* cudaFuncSetAttribute. */
+cudaError_t rgpu_func_set_attr(cudaKernel_t kernel, enum cudaFuncAttribute attr, int value);
+/* cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags. */
+cudaError_t rgpu_occupancy(int *num_blocks, cudaKernel_t kernel, int block_size,
+                           size_t dynamic_smem, unsigned int flags);
+/* cudaOccupancyAvailableDynamicSMemPerBlock. */
+cudaError_t rgpu_occupancy_smem(size_t *bytes, cudaKernel_t kernel, int num_blocks,
+                                int block_size);
+
 #endif

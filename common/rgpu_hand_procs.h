@@ -37,13 +37,6 @@
  * (no reply unless the attributes need the runtime's checks; the attribute
  * list: common/rgpu_launch_attrs.h) */
 #define RGPU_H_LAUNCH_EX     "rgpu.launch_ex"
-/* [kernel] -> [function]  cudaGetFuncBySymbol: the kernel's CUfunction in
- * the serving thread's current context */
-#define RGPU_H_FUNC_BY_SYMBOL "rgpu.func_by_symbol"
-/* [kernel] -> [bin struct cudaFuncAttributes] cudaFuncGetAttributes */
-#define RGPU_H_FUNC_ATTRS    "rgpu.func_attrs"
-/* [kernel, attr, value] -> []                cudaFuncSetAttribute */
-#define RGPU_H_FUNC_SET_ATTR "rgpu.func_set_attr"
 
 /* [lib name, bin digest] -> []  a library the client loaded after its hello:
  * RGPU_EVERSION when the server's table differs (lib "rgpu"; rgpu_hello.h) */
@@ -96,10 +89,6 @@ enum {
 };
 #define RGPU_NVML_LIST_MAX   1024
 
-/* [kernel, blockSize, dynamicSMemSize, flags] -> [numBlocks] */
-#define RGPU_H_OCCUPANCY      "rgpu.occupancy"
-/* [kernel, numBlocks, blockSize] -> [bytes] */
-#define RGPU_H_OCCUPANCY_SMEM "rgpu.occupancy_smem"
 
 /* Module images.  An image argument ("image" below) is a bin, or, for an
  * image larger than RGPU_IMAGE_INLINE_MAX, the image's size: its bytes

@@ -309,7 +309,7 @@ static int run_launch_cases(int fd, int *failures)
         else if (cases[i].kind == 1)
             rc = callf(fd, "cuda", RGPU_H_CU_NAME, &api, NULL, "uu", cases[i].arg, FORGED);
         else
-            rc = callf(fd, "cudart", RGPU_H_FUNC_BY_SYMBOL, &api, NULL, "u", FORGED);
+            rc = callf(fd, "cudart", "rgpu_func_by_symbol", &api, NULL, "ou", FORGED);
         if (rc == 0 && api != cases[i].want)
             rc = fail("status %llu, wanted %llu", (unsigned long long)api,
                       (unsigned long long)cases[i].want);
