@@ -106,6 +106,8 @@ const struct guard *guard_for(const char *lib, const char *name)
         g = ipc_guard_for(lib, name);
     if (!g)
         g = nvml_guard_for(lib, name);
+    if (!g)
+        g = array_guard_for(lib, name);
     return g ? g : memguard_for(lib, name);
 }
 
