@@ -736,89 +736,95 @@ static const char *disp_name(enum disposition d)
 
 /* ---- where hand-written functions live ---------------------------------------------- */
 
-/* The stub file defining each hand-written export (RGPU_EXPORT ... NAME(),
- * found in the stubs/ folder beside codegen/, so that the coverage report
- * can say where a function's client code is; its server side is named at
- * the top of that file. */
+/* Names found in the hand-written files beside codegen/, so that the
+ * coverage report can say where a function's code is: the stub file
+ * defining each hand-written export (RGPU_EXPORT ... NAME(); its server
+ * side is named at the top of that file), the stub file calling each of
+ * rgpu's own procedures and the daemon file serving it (TYPE serve_NAME(
+ * at the start of a line).  The first place seen is kept. */
 struct defined_in {
     char *name, *file;
 };
-static struct defined_in *defs;
-static int ndefs;
+struct file_index {
+    struct defined_in *v;
+    int n;
+};
+static struct file_index defs, callers, serves;
 
-/* The stub files calling each of rgpu's own procedures (the first seen). */
-static struct defined_in *callers;
-static int ncallers;
+static void note(struct file_index *ix, const char *name, size_t len, const char *sub,
+                 const char *file)
+{
+    ix->v = realloc(ix->v, (size_t)(ix->n + 1) * sizeof *ix->v);
+    if (!ix->v)
+        die("out of memory");
+    struct defined_in *d = &ix->v[ix->n++];
+    d->name = strndup(name, len);
+    d->file = malloc(strlen(sub) + strlen(file) + 2);
+    if (!d->name || !d->file)
+        die("out of memory");
+    sprintf(d->file, "%s/%s", sub, file);
+}
 
+static const char *lookup(const struct file_index *ix, const char *name)
+{
+    for (int i = 0; i < ix->n; i++)
+        if (strcmp(ix->v[i].name, name) == 0)
+            return ix->v[i].file;
+    return NULL;
+}
+
+static int is_ident(int c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* RGPU_EXPORT ... NAME(: a hand-written export. */
+static void note_export(const char *line, const char *file)
+{
+    const char *paren = strchr(line, '('), *end, *start;
+    if (strncmp(line, "RGPU_EXPORT ", 12) != 0 || !paren)
+        return;
+    for (end = paren; end > line && isspace((unsigned char)end[-1]);)
+        end--;
+    for (start = end; start > line && is_ident(start[-1]);)
+        start--;
+    if (start != end)
+        note(&defs, start, (size_t)(end - start), "stubs", file);
+}
+
+/* rgpu_NAME( anywhere: a call of one of rgpu's own procedures, perhaps. */
 static void note_own_calls(const char *line, const char *file)
 {
     for (const char *at = strstr(line, "rgpu_"); at; at = strstr(at + 1, "rgpu_")) {
         size_t n = 0;
-        while (isalnum((unsigned char)at[n]) || at[n] == '_')
+        while (is_ident(at[n]))
             n++;
-        if (at[n] != '(' || (at > line && (isalnum((unsigned char)at[-1]) || at[-1] == '_')))
-            continue;
-        callers = realloc(callers, (size_t)(ncallers + 1) * sizeof *callers);
-        if (!callers)
-            die("out of memory");
-        callers[ncallers].name = strndup(at, n);
-        callers[ncallers].file = malloc(strlen(file) + 7);
-        if (!callers[ncallers].name || !callers[ncallers].file)
-            die("out of memory");
-        sprintf(callers[ncallers].file, "stubs/%s", file);
-        ncallers++;
+        if (at[n] == '(' && (at == line || !is_ident(at[-1])))
+            note(&callers, at, n, "stubs", file);
     }
 }
 
-static const char *calling_file(const char *name)
+static void note_stub_line(const char *line, const char *file)
 {
-    for (int i = 0; i < ncallers; i++)
-        if (strcmp(callers[i].name, name) == 0)
-            return callers[i].file;
-    return NULL;
+    note_export(line, file);
+    note_own_calls(line, file);
 }
 
-static void index_stub_file(const char *dir, const char *file)
+static void note_serve_line(const char *line, const char *file)
 {
-    char path[8192], line[1024];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path)
-        return;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f)) {
-        note_own_calls(line, file);
-        if (strncmp(line, "RGPU_EXPORT ", 12) != 0)
-            continue;
-        char *paren = strchr(line, '(');
-        if (!paren)
-            continue;
-        char *end = paren, *start;
-        while (end > line && isspace((unsigned char)end[-1]))
-            end--;
-        for (start = end; start > line && (isalnum((unsigned char)start[-1]) || start[-1] == '_');)
-            start--;
-        if (start == end)
-            continue;
-        defs = realloc(defs, (size_t)(ndefs + 1) * sizeof *defs);
-        if (!defs)
-            die("out of memory");
-        defs[ndefs].name = strndup(start, (size_t)(end - start));
-        defs[ndefs].file = malloc(strlen(file) + 7);
-        if (!defs[ndefs].file)
-            die("out of memory");
-        sprintf(defs[ndefs].file, "stubs/%s", file);
-        ndefs++;
-    }
-    fclose(f);
+    const char *at = strstr(line, " serve_rgpu_"), *paren;
+    if (at && !isspace((unsigned char)line[0]) && (paren = strchr(at, '(')))
+        note(&serves, at + 7, (size_t)(paren - at - 7), "daemon", file);
 }
 
-static void index_stubs(const char *ann_path)
+/* Each line of each .c file in the folder sub beside codegen/. */
+static void scan_folder(const char *ann_path, const char *sub,
+                        void (*per_line)(const char *line, const char *file))
 {
-    char dir[4096];
+    char dir[4096], path[8192], line[1024];
     const char *slash = strrchr(ann_path, '/');
     int len = slash ? (int)(slash - ann_path) : 1;
-    if ((size_t)snprintf(dir, sizeof dir, "%.*s/../stubs", len, slash ? ann_path : ".") >=
+    if ((size_t)snprintf(dir, sizeof dir, "%.*s/../%s", len, slash ? ann_path : ".", sub) >=
         sizeof dir)
         return;
     DIR *d = opendir(dir);
@@ -826,22 +832,29 @@ static void index_stubs(const char *ann_path)
         return;
     for (struct dirent *e; (e = readdir(d));) {
         size_t n = strlen(e->d_name);
-        if (n > 2 && strcmp(e->d_name + n - 2, ".c") == 0)
-            index_stub_file(dir, e->d_name);
+        if (n <= 2 || strcmp(e->d_name + n - 2, ".c") != 0 ||
+            (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path)
+            continue;
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        while (fgets(line, sizeof line, f))
+            per_line(line, e->d_name);
+        fclose(f);
     }
     closedir(d);
 }
 
-static const char *defining_file(const char *name)
+static void index_hand_written(const char *ann_path)
 {
-    for (int i = 0; i < ndefs; i++)
-        if (strcmp(defs[i].name, name) == 0)
-            return defs[i].file;
-    return NULL;
+    scan_folder(ann_path, "stubs", note_stub_line);
+    scan_folder(ann_path, "daemon", note_serve_line);
 }
 
-static const char *serving_file(const char *name);
-static const char *calling_file(const char *name);
+static const char *defining_file(const char *name)
+{
+    return lookup(&defs, name);
+}
 
 static void emit_coverage(const struct gen *g)
 {
@@ -878,7 +891,8 @@ static void emit_coverage(const struct gen *g)
         fprintf(f, "\nrgpu's own procedures (codegen/%s): %d\n",
                 strrchr(g->ann->procedures, '/') + 1, g->nown);
     for (int i = 0; i < g->nown; i++) {
-        const char *client = calling_file(g->own[i].name), *server = serving_file(g->own[i].name);
+        const char *client = lookup(&callers, g->own[i].name);
+        const char *server = lookup(&serves, g->own[i].name);
         fprintf(f, "%-50s own [client: %s] [server: %s]\n", g->own[i].name,
                 client ? client : "none", server ? server : "none");
     }
@@ -925,63 +939,6 @@ static void collect_own(struct gen *g, struct annotations *ann, struct gen_func 
     }
     if (!g->nown)
         problem("%s declares no rgpu_* procedure", ann->procedures);
-}
-
-/* The daemon file defining serve_NAME for each own procedure ("TYPE
- * serve_NAME(" at the start of a line, in daemon/ beside codegen/). */
-static struct defined_in *serves;
-static int nserves;
-
-static void index_serve_file(const char *dir, const char *file)
-{
-    char path[8192], line[1024];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path)
-        return;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f)) {
-        char *at = strstr(line, " serve_rgpu_"), *paren;
-        if (!at || isspace((unsigned char)line[0]) || !(paren = strchr(at, '(')))
-            continue;
-        serves = realloc(serves, (size_t)(nserves + 1) * sizeof *serves);
-        if (!serves)
-            die("out of memory");
-        serves[nserves].name = strndup(at + 7, (size_t)(paren - at - 7));
-        serves[nserves].file = malloc(strlen(file) + 8);
-        if (!serves[nserves].name || !serves[nserves].file)
-            die("out of memory");
-        sprintf(serves[nserves].file, "daemon/%s", file);
-        nserves++;
-    }
-    fclose(f);
-}
-
-static void index_serve_functions(const char *ann_path)
-{
-    char dir[4096];
-    const char *slash = strrchr(ann_path, '/');
-    int len = slash ? (int)(slash - ann_path) : 1;
-    if ((size_t)snprintf(dir, sizeof dir, "%.*s/../daemon", len, slash ? ann_path : ".") >=
-        sizeof dir)
-        return;
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t n = strlen(e->d_name);
-        if (n > 2 && strcmp(e->d_name + n - 2, ".c") == 0)
-            index_serve_file(dir, e->d_name);
-    }
-    closedir(d);
-}
-
-static const char *serving_file(const char *name)
-{
-    for (int i = 0; i < nserves; i++)
-        if (strcmp(serves[i].name, name) == 0)
-            return serves[i].file;
-    return NULL;
 }
 
 /* ---- main ------------------------------------------------------------------- */
@@ -1079,8 +1036,7 @@ int main(int argc, char **argv)
         if (rgpu_proc_id(g.lib, g.procs[i]->name) == rgpu_proc_id(g.lib, g.procs[i - 1]->name))
             die("procedure id collision: %s and %s", g.procs[i]->name, g.procs[i - 1]->name);
 
-    index_stubs(argv[1]);
-    index_serve_functions(argv[1]);
+    index_hand_written(argv[1]);
     emit_procs_h(&g);
     emit_table_c(&g);
     emit_client_c(&g);

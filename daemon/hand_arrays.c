@@ -495,8 +495,5 @@ static const struct guard array_guards[] = {
 
 const struct guard *array_guard_for(const char *lib, const char *name)
 {
-    for (size_t i = 0; i < sizeof array_guards / sizeof array_guards[0]; i++)
-        if (strcmp(array_guards[i].lib, lib) == 0 && strcmp(array_guards[i].name, name) == 0)
-            return &array_guards[i];
-    return NULL;
+    return GUARD_IN(array_guards, lib, name);
 }

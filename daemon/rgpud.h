@@ -119,6 +119,10 @@ struct guard {
 };
 
 const struct guard *guard_for(const char *lib, const char *name);
+/* The guard of lib/name in a table of n, or NULL (each file's *_guard_for). */
+const struct guard *guard_in(const struct guard *table, size_t n, const char *lib,
+                             const char *name);
+#define GUARD_IN(table, lib, name) guard_in(table, sizeof table / sizeof table[0], lib, name)
 /* hand_cublasLt.c: the guards of the calls that take a matmul descriptor. */
 const struct guard *lt_guard_for(const char *lib, const char *name);
 /* hand_arrays.c: the texture and surface object calls' guards. */
