@@ -13,8 +13,9 @@
 //   graphs bad-handles  also: a destroyed graph, executable graph and a
 //                       destroyed graph's node give the invalid-handle
 //                       error, a memset node past its memory invalid
-//                       value, a copy node from host memory not-supported
-//                       (undefined or served natively: rgpu only)
+//                       value, a copy node from host memory past its
+//                       device memory invalid value (undefined natively:
+//                       rgpu only)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -567,8 +568,8 @@ static void test_bad_handles(cudaStream_t s)
     check_err(cudaGraphInstantiateWithParams(&x, g2, &ip), cudaErrorInvalidResourceHandle,
               "bad: cudaGraphInstantiateWithParams with a destroyed upload stream");
     cudaGetLastError();
-    // A memset node reaching past its allocation, and a copy node with a
-    // host buffer (its bytes would be read when the graph runs).
+    // A memset node reaching past its allocation, and a copy node from a
+    // host buffer into more device memory than there is.
     int *dev;
     static int host[N];
     check_cuda(cudaMalloc(&dev, N * sizeof(int)), "bad: cudaMalloc");
@@ -581,9 +582,9 @@ static void test_bad_handles(cudaStream_t s)
     check_err(cudaGraphAddMemsetNode(&c, g2, NULL, 0, &m), cudaErrorInvalidValue,
               "bad: a memset node past its allocation");
     cudaGetLastError();
-    check_err(cudaGraphAddMemcpyNode1D(&c, g2, NULL, 0, dev, host, sizeof host,
+    check_err(cudaGraphAddMemcpyNode1D(&c, g2, NULL, 0, dev + 1, host, sizeof host,
                                        cudaMemcpyHostToDevice),
-              cudaErrorNotSupported, "bad: a copy node from host memory (not remoted)");
+              cudaErrorInvalidValue, "bad: a copy node from host memory past its device memory");
     cudaGetLastError();
     cudaFree(dev);
     check_cuda(cudaGraphDestroy(g2), "bad: cudaGraphDestroy another");
