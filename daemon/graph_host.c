@@ -100,11 +100,19 @@ static int records_exist(void)
 }
 
 /* Page-locked where the driver lets us, as the copy staging is
- * (daemon/copy.c): the driver's DMA then reads and writes it directly. */
+ * (daemon/copy.c): the driver's DMA then reads and writes it directly.  A
+ * copy captured into a graph makes its record while the thread captures,
+ * when the global capture mode forbids such calls: the registration is
+ * made in the relaxed mode, as a library makes its own allocations. */
 static void pin(void *p, size_t bytes)
 {
     __typeof__(&cuMemHostRegister_v2) reg = DRV(cuMemHostRegister_v2);
+    __typeof__(&cuThreadExchangeStreamCaptureMode) swap = DRV(cuThreadExchangeStreamCaptureMode);
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    int swapped = swap && swap(&mode) == CUDA_SUCCESS;
     CUresult rc = reg ? reg(p, bytes, CU_MEMHOSTREGISTER_PORTABLE) : CUDA_ERROR_NOT_SUPPORTED;
+    if (swapped)
+        swap(&mode);
     if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
         rgpu_debug("graph copy staging (%zu bytes) stays pageable: cuMemHostRegister returned %d",
                    bytes, (int)rc);
