@@ -479,9 +479,8 @@ static void test_decode(cudaStream_t s)
 // ---- capture into an existing graph ----------------------------------------------
 
 // An empty node, then k_inc captured after it into the same graph: two
-// launches of the graph make a = 2.  The fake GPU models no stream
-// capture: there the section says so and stops (its output is compared
-// natively against rgpu on a GPU only).
+// launches of the graph make a = 2.  A device without stream capture says
+// so and stops here (the fake GPU captures: tests/fakegpu/capture.c).
 static void test_capture_to_graph(cudaStream_t s)
 {
     int *a;
