@@ -382,6 +382,11 @@ struct rgpu_graph_node_req {
     void *const *deps;
     size_t ndeps;
 };
+/* Start a request's arguments: an array of nargs, the first four op,
+ * owner, node and the dependencies as a bin of u64 handles (the node
+ * calls of common/rgpu_hand_procs.h); the caller packs the rest. */
+void rgpu_graph_pack_node_req(struct rgpu_req *req, const struct rgpu_graph_node_req *r,
+                              unsigned nargs);
 /* A host node running fn(data); *made: the node added (op ADD).  The
  * library's status. */
 int rgpu_graph_host_node(const struct rgpu_lib *lib, const char *what,

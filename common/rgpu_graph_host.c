@@ -153,8 +153,8 @@ static int extent_carried(const struct rgpu_extent *e, const struct rgpu_copy_si
 
 /* ---- requests ----------------------------------------------------------------------- */
 
-static void pack_node_req(struct rgpu_req *req, const struct rgpu_graph_node_req *r,
-                          unsigned nargs)
+void rgpu_graph_pack_node_req(struct rgpu_req *req, const struct rgpu_graph_node_req *r,
+                              unsigned nargs)
 {
     msgpack_pack_array(&req->pk, nargs);
     msgpack_pack_uint32(&req->pk, r->op);
@@ -211,7 +211,7 @@ int rgpu_graph_host_node(const struct rgpu_lib *lib, const char *what,
         return out_of_memory(lib);
     rgpu_callbacks_start();
     rgpu_req_begin(&req, rgpu_proc_id(lib->name, RGPU_H_GRAPH_HOST_NODE), 0);
-    pack_node_req(&req, r, 5);
+    rgpu_graph_pack_node_req(&req, r, 5);
     msgpack_pack_uint64(&req.pk, token);
     return node_exchange(lib, what, &req, r, made);
 }
@@ -295,7 +295,7 @@ int rgpu_graph_host_copy(const struct rgpu_lib *lib, const char *what,
         return rc;
     rgpu_callbacks_start();
     rgpu_req_begin(&req, rgpu_proc_id(lib->name, RGPU_H_GRAPH_HOST_COPY), 0);
-    pack_node_req(&req, r, 16);
+    rgpu_graph_pack_node_req(&req, r, 16);
     msgpack_pack_uint64(&req.pk, ctx);
     pack_copy_shape(&req, dir, token, d, e);
     return node_exchange(lib, what, &req, r, made);

@@ -47,15 +47,9 @@ static void pack_node(struct rgpu_req *req, const struct node_op *o, const void 
                       size_t len)
 {
     const CUDA_KERNEL_NODE_PARAMS *p = o->p;
-    msgpack_pack_array(&req->pk, 14);
-    msgpack_pack_uint32(&req->pk, o->op);
-    msgpack_pack_uint64(&req->pk, o->owner);
-    msgpack_pack_uint64(&req->pk, o->node);
-    msgpack_pack_bin(&req->pk, o->ndeps * sizeof(uint64_t));
-    for (size_t i = 0; i < o->ndeps; i++) {
-        uint64_t h = (uint64_t)(uintptr_t)o->deps[i];
-        msgpack_pack_bin_body(&req->pk, &h, sizeof h);
-    }
+    struct rgpu_graph_node_req r = { o->op, o->owner, o->node, (void *const *)o->deps,
+                                     o->ndeps };
+    rgpu_graph_pack_node_req(req, &r, 14);
     msgpack_pack_uint64(&req->pk, (uint64_t)(uintptr_t)node_function(p));
     msgpack_pack_uint32(&req->pk, p->gridDimX);
     msgpack_pack_uint32(&req->pk, p->gridDimY);

@@ -49,15 +49,9 @@ static void pack_node(struct rgpu_req *req, const struct node_op *o, uint64_t ke
                       const void *params, size_t len)
 {
     const struct cudaKernelNodeParams *p = o->p;
-    msgpack_pack_array(&req->pk, 13);
-    msgpack_pack_uint32(&req->pk, o->op);
-    msgpack_pack_uint64(&req->pk, o->owner);
-    msgpack_pack_uint64(&req->pk, o->node);
-    msgpack_pack_bin(&req->pk, o->ndeps * sizeof(uint64_t));
-    for (size_t i = 0; i < o->ndeps; i++) {
-        uint64_t h = (uint64_t)(uintptr_t)o->deps[i];
-        msgpack_pack_bin_body(&req->pk, &h, sizeof h);
-    }
+    struct rgpu_graph_node_req r = { o->op, o->owner, o->node, (void *const *)o->deps,
+                                     o->ndeps };
+    rgpu_graph_pack_node_req(req, &r, 13);
     msgpack_pack_uint64(&req->pk, kernel);
     msgpack_pack_uint32(&req->pk, p->gridDim.x);
     msgpack_pack_uint32(&req->pk, p->gridDim.y);
