@@ -444,12 +444,16 @@ static int cu_get_host(uint64_t node, void **fn, void **data)
     return rc;
 }
 
+/* A copy runs in the context the client named, else (a capture names
+ * none) in the thread's current one, as the stream's work would. */
 static int cu_add_copy(uint64_t *made, uint64_t graph, const CUgraphNode *deps, size_t n,
                        const copy3d *p, uint64_t ctx)
 {
     CUgraphNode node = NULL;
-    int rc = CALL_OR_NOSYM(DRV(cuGraphAddMemcpyNode), &node, (CUgraph)graph, deps, n, p,
-                           (CUcontext)ctx);
+    CUcontext c = (CUcontext)ctx;
+    if (!c && DRV(cuCtxGetCurrent))
+        DRV(cuCtxGetCurrent)(&c);
+    int rc = CALL_OR_NOSYM(DRV(cuGraphAddMemcpyNode), &node, (CUgraph)graph, deps, n, p, c);
     *made = (uint64_t)(uintptr_t)node;
     return rc;
 }
