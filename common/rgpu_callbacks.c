@@ -98,19 +98,18 @@ static struct callback *find(uint64_t id)
     return NULL;
 }
 
-/* With C.lock held: one fewer outstanding; its slot freed. */
-static void finish(struct callback *cb)
+/* With C.lock held: one fewer outstanding (a graph node's run answered). */
+static void one_fewer(void)
 {
-    memset(cb, 0, sizeof *cb);
     __atomic_sub_fetch(&C.outstanding, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&C.changed);
 }
 
-/* With C.lock held: a graph node's run answered. */
-static void done_graph_node(void)
+/* With C.lock held: one fewer outstanding; its slot freed. */
+static void finish(struct callback *cb)
 {
-    __atomic_sub_fetch(&C.outstanding, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&C.changed);
+    memset(cb, 0, sizeof *cb);
+    one_fewer();
 }
 
 /* With C.lock held: r joins the queue. */
@@ -213,7 +212,7 @@ static void forget_all(void)
     while (C.len) {
         struct run *r = dequeue();
         if (!r->slot)
-            __atomic_sub_fetch(&C.outstanding, 1, __ATOMIC_RELEASE);
+            one_fewer();
         free(r->bytes);
         free(r);
     }
@@ -336,7 +335,7 @@ static void *callback_thread(void *arg)
         if (r->slot)
             finish(find(r->id));
         else
-            done_graph_node();
+            one_fewer();
         free(r->bytes);
         free(r);
     }
