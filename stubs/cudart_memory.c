@@ -259,6 +259,19 @@ static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cud
         src = (const void *)(uintptr_t)mapped_src;
         kind = cudaMemcpyDeviceToDevice;
     }
+    /* Into a capture, a copy with host memory is a node that moves the
+     * bytes each time the graph runs (rgpu_graph_host.c). */
+    int captured = 0, rc = 0;
+    if (async && (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToHost))
+        rc = kind == cudaMemcpyHostToDevice
+                 ? rgpu_capture_copy_1d(LIB, "cudaMemcpyAsync", (uint64_t)(uintptr_t)stream,
+                                        RGPU_COPY_TO_DEVICE, (uint64_t)(uintptr_t)src,
+                                        (uint64_t)(uintptr_t)dst, count, &captured)
+                 : rgpu_capture_copy_1d(LIB, "cudaMemcpyAsync", (uint64_t)(uintptr_t)stream,
+                                        RGPU_COPY_TO_HOST, (uint64_t)(uintptr_t)dst,
+                                        (uint64_t)(uintptr_t)src, count, &captured);
+    if (rc != 0 || captured)
+        return rc;
     switch (kind) {
     case cudaMemcpyHostToHost:
         memmove(dst, src, count);
