@@ -290,6 +290,22 @@ static void note_other_majors(void)
     pthread_mutex_unlock(&L.lock);
 }
 
+/* CUDA_VISIBLE_DEVICES narrows the server's GPUs as natively it narrows a
+ * host's: the session applies it before its driver starts, so it travels
+ * in the hello, read when the process first needs the server, as the
+ * driver reads it at cuInit. */
+static void hello_visible(struct rgpu_visible *v)
+{
+    const char *e = getenv("CUDA_VISIBLE_DEVICES");
+    v->set = e != NULL;
+    if (!e)
+        return;
+    if (strlen(e) >= sizeof v->list)
+        rgpu_warn("CUDA_VISIBLE_DEVICES is longer than %zu characters: the rest is left out",
+                  sizeof v->list - 1);
+    snprintf(v->list, sizeof v->list, "%s", e);
+}
+
 /* Hello / welcome: who we are, what our tables are, and a key if the
  * server asks for one (common/rgpu_hello.h); learn the server's CUDA. */
 static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
@@ -303,6 +319,7 @@ static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
     for (int i = 0; i < L.n; i++)
         rgpu_hello_add_lib(&h, L.libs[i], stub_soname(L.libs[i]));
     pthread_mutex_unlock(&L.lock);
+    hello_visible(&h.visible);
     int rc = rgpu_hs_client(fd, addr->kind == RGPU_ADDR_TCP, &h, &w, how, sizeof how, why,
                             sizeof why);
     if (rc < 0) {
