@@ -478,7 +478,8 @@ int devices_nvml_count(void)
 
 int devices_nvml_index(unsigned position, unsigned *index)
 {
-    if ((int)position >= devices_nvml_count())
+    int n = devices_nvml_count();
+    if (n < 0 || position >= (unsigned)n)     /* any value of the client's */
         return -1;
     *index = nvml_index[position];
     return 0;
