@@ -31,6 +31,7 @@ struct rgpu_server_info {
     char name[128];
     int nlibs;
     struct rgpu_lib_version libs[RGPU_HELLO_MAX_LIBS];
+    int cuda_devices;           /* -1: the server cannot say */
 };
 
 /* ---- the session ---------------------------------------------------------- */
@@ -336,6 +337,7 @@ static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
     snprintf(S.info.name, sizeof S.info.name, "%s", w.server_name);
     S.info.nlibs = w.nlibs;
     memcpy(S.info.libs, w.libs, sizeof w.libs);
+    S.info.cuda_devices = w.cuda_devices;
     rgpu_debug("authenticated by %s (server: %s)", how, w.message);
     return 0;
 }
@@ -451,6 +453,11 @@ __attribute__((constructor)) static void watch_forks(void)
 int rgpu_session_started(void)
 {
     return atomic_load(&S.connected) && !S.broken;
+}
+
+int rgpu_server_devices(void)
+{
+    return atomic_load(&S.connected) ? S.info.cuda_devices : -1;
 }
 
 /* ---- replies: whoever waits, reads ----------------------------------------- */
@@ -1166,14 +1173,16 @@ enum call_mode {
 
 /* Whether this call may go without waiting: an asynchronous procedure
  * that fills no host memory and names only handles this process holds
- * (one it never had must fail at once, as the library would). */
+ * (one it never had must fail at once, as the library would), none of
+ * them of another device than the call allows. */
 static int goes_unwaited(const struct rgpu_proc *proc, const void *const *argv,
                          const struct rgpu_scalar_policy *pol, enum call_mode mode)
 {
     if (mode == UNWAITED)
         return 1;
     return mode == AS_DECLARED && (proc->flags & RGPU_PROC_ASYNC) && rgpu_may_skip_reply() &&
-           !rgpu_has_host_outputs(proc, argv, pol) && rgpu_handles_known_in(proc, argv);
+           !rgpu_has_host_outputs(proc, argv, pol) && rgpu_handles_known_in(proc, argv) &&
+           rgpu_devices_agree_in(proc, argv);
 }
 
 /* The library's status for a failure found on the client. */

@@ -155,6 +155,11 @@ enum {
 };
 #define RGPU_NVML_LIST_MAX   1024
 
+/* [address] -> [device]: the device of memory the session owns, for the
+ * client's cudaPointerGetAttributes (asked once per allocation whose
+ * device the client did not know when it was made) */
+#define RGPU_H_POINTER_DEVICE "rgpu.pointer_device"
+
 /* [kernel, blockSize, dynamicSMemSize, flags] -> [numBlocks] */
 #define RGPU_H_OCCUPANCY      "rgpu.occupancy"
 /* [kernel, numBlocks, blockSize] -> [bytes] */

@@ -73,7 +73,7 @@ static void pack_hello(msgpack_packer *pk, const struct rgpu_hello *h)
 
 static void pack_welcome(msgpack_packer *pk, const struct rgpu_welcome *w)
 {
-    msgpack_pack_array(pk, 9);
+    msgpack_pack_array(pk, 10);
     msgpack_pack_int(pk, RGPU_MSG_WELCOME);
     msgpack_pack_int(pk, w->proto);
     msgpack_pack_int(pk, w->status);
@@ -92,6 +92,7 @@ static void pack_welcome(msgpack_packer *pk, const struct rgpu_welcome *w)
         pack_str(pk, w->libs[i].soname);
         msgpack_pack_int(pk, w->libs[i].version);
     }
+    msgpack_pack_int(pk, w->cuda_devices);
 }
 
 int rgpu_hs_send(int fd, const struct rgpu_hs_msg *m)
@@ -265,6 +266,10 @@ static int decode_welcome(const msgpack_object *f, uint32_t n, struct rgpu_welco
     /* 9 elements from protocol 6 on: the session's libraries. */
     if (n >= 9 && decode_lib_versions(&f[8], w) < 0)
         return WHY("the welcome's libraries are not [[name, soname, version]...]");
+    /* 10 from protocol 7 on: the session's GPUs. */
+    w->cuda_devices = -1;
+    if (n >= 10 && get_int(&f[9], &w->cuda_devices) < 0)
+        return WHY("the welcome's GPU count is not a number");
     return 0;
 }
 

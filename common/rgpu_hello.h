@@ -11,7 +11,7 @@
  *             mac = HMAC-SHA256(key, "rgpu-client" | client_nonce | server_nonce)
  *   welcome   server -> client  [WELCOME, 7, status, runtime, driver,
  *                                server_name, message, server_proof,
- *                                [[lib, soname, version]...]]
+ *                                [[lib, soname, version]...], cuda_devices]
  *             server_proof = HMAC-SHA256(key, "rgpu-server" | server_nonce |
  *                                        client_nonce), nil without a key
  *
@@ -31,7 +31,10 @@
  * still reads the rest.
  *
  * cuda_visible_devices is the client's CUDA_VISIBLE_DEVICES, which narrows
- * the GPUs the server offers as it narrows a host's (daemon/devices.c). */
+ * the GPUs the server offers as it narrows a host's (daemon/devices.c);
+ * cuda_devices, how many GPUs the session's CUDA then sees (-1: it cannot
+ * say), tells the client whether work can go to a stream of another
+ * device than the one meant (common/rgpu_lazy.c). */
 #ifndef RGPU_HELLO_H
 #define RGPU_HELLO_H
 
@@ -94,6 +97,7 @@ struct rgpu_welcome {
     unsigned char proof[RGPU_MAC_LEN];
     int nlibs;
     struct rgpu_lib_version libs[RGPU_HELLO_MAX_LIBS];
+    int cuda_devices;
 };
 
 struct rgpu_hs_msg {

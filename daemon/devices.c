@@ -448,6 +448,18 @@ int devices_session_check(char *why, size_t len)
     return 0;
 }
 
+int devices_session_count(void)
+{
+    struct cuda_fns f;
+    int n = 0;
+    if (cuda_fns_find(session_cuda_sym, NULL, &f) < 0)
+        return -1;
+    CUresult rc = f.init(0);
+    if (rc == CUDA_ERROR_NO_DEVICE)
+        return 0;
+    return rc == CUDA_SUCCESS && f.count(&n) == CUDA_SUCCESS ? n : -1;
+}
+
 /* ---- a session: NVML's handles of the served GPUs ---------------------------------- */
 
 void devices_nvml_map(void)

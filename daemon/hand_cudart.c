@@ -514,6 +514,25 @@ static int h_occupancy(struct hand_call *c)
     return rc;
 }
 
+/* [address] -> [device]: asked of the driver (the device ordinals of its
+ * pointer attributes are the runtime's), for memory the session owns only:
+ * any other address is not the client's to ask about. */
+static int h_pointer_device(struct hand_call *c)
+{
+    uint64_t p;
+    int dev = -1;
+    CUresult (*attribute)(void *, CUpointer_attribute, CUdeviceptr) =
+        (CUresult (*)(void *, CUpointer_attribute, CUdeviceptr))backend_sym(
+            "cuda", "cuPointerGetAttribute");
+    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &p));
+    NEED(attribute);
+    int rc = p && owned_range(p, 0) ? (int)attribute(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p)
+                                    : cudaErrorInvalidValue;
+    msgpack_pack_array(c->out, 1);
+    msgpack_pack_int(c->out, rc == CUDA_SUCCESS ? dev : -1);
+    return rc == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
 /* [kernel, numBlocks, blockSize] -> [bytes] */
 static int h_occupancy_smem(struct hand_call *c)
 {
@@ -640,5 +659,6 @@ const struct hand_proc hand_cudart_procs[] = {
     { "cudart", RGPU_H_FUNC_SET_ATTR, h_func_set_attr },
     { "cudart", RGPU_H_OCCUPANCY, h_occupancy },
     { "cudart", RGPU_H_OCCUPANCY_SMEM, h_occupancy_smem },
+    { "cudart", RGPU_H_POINTER_DEVICE, h_pointer_device },
 };
 const int hand_cudart_nprocs = sizeof hand_cudart_procs / sizeof hand_cudart_procs[0];

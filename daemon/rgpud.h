@@ -96,6 +96,9 @@ void devices_session_select(const struct rgpu_visible *client);
 /* After cuInit: 0 when the driver sees exactly the GPUs chosen, else -1
  * with why (for the welcome). */
 int devices_session_check(char *why, size_t len);
+/* How many GPUs the session's CUDA sees (-1: it cannot say), for the
+ * welcome. */
+int devices_session_count(void);
 /* After nvmlInit: NVML's handles of the served GPUs. */
 void devices_nvml_map(void);
 /* The NVML view (hand_nvml.c): how many served GPUs NVML shows (-1: no

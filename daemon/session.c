@@ -1003,6 +1003,7 @@ void session_run(int fd, const struct rgpud_options *opt)
     sandbox_session(opt);       /* before anything else the client sends is read */
     w.runtime_version = backend_runtime_version();
     w.driver_version = backend_driver_version();
+    w.cuda_devices = devices_session_count();
     backend_lib_versions(&w);
     auth_welcome(fd, &w);
     output_start();             /* output frames only after the welcome */

@@ -17,6 +17,15 @@
 
 /* ---- allocations ------------------------------------------------------------ */
 
+/* The device new memory goes to, where the client knows it without asking
+ * (the thread's device, once known): recorded with the range for
+ * cudaPointerGetAttributes; -1 leaves it to be asked there, once. */
+static int current_device_known(void)
+{
+    int dev;
+    return rgpu_thread_device(&dev) ? dev : -1;
+}
+
 #undef cudaMalloc
 RGPU_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
@@ -25,7 +34,8 @@ RGPU_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
         return RESULT(cudaErrorInvalidValue);
     int rc = rgpu_call(LIB, RGPU_CUDART_cudaMalloc, argv);
     if (rc == cudaSuccess && *devPtr)
-        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, size, RGPU_RANGE_DEVICE);
+        rgpu_ranges_add_on((uint64_t)(uintptr_t)*devPtr, size, RGPU_RANGE_DEVICE,
+                           current_device_known());
     return rc;
 }
 
@@ -37,7 +47,8 @@ RGPU_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t wid
         return RESULT(cudaErrorInvalidValue);
     int rc = rgpu_call(LIB, RGPU_CUDART_cudaMallocPitch, argv);
     if (rc == cudaSuccess && *devPtr)
-        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, *pitch * height, RGPU_RANGE_DEVICE);
+        rgpu_ranges_add_on((uint64_t)(uintptr_t)*devPtr, *pitch * height, RGPU_RANGE_DEVICE,
+                           current_device_known());
     return rc;
 }
 
@@ -124,12 +135,36 @@ RGPU_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
     /* Page-aligned like the real thing, so programs that rely on it work. */
     if (posix_memalign(ptr, 4096, size ? size : 1) != 0)
         return RESULT(cudaErrorMemoryAllocation);
-    rgpu_ranges_add((uint64_t)(uintptr_t)*ptr, size, RGPU_RANGE_PINNED);
+    rgpu_ranges_add_on((uint64_t)(uintptr_t)*ptr, size, RGPU_RANGE_PINNED,
+                       current_device_known());
     return cudaSuccess;
 }
 
 /* cudaHostAlloc, cudaFreeHost, cudaHostRegister, cudaHostUnregister,
  * cudaHostGetFlags and cudaHostGetDevicePointer: stubs/cudart_mapped.c. */
+
+/* The device of the server memory at base (a range of this process's),
+ * recorded at allocation or asked once and kept; -1 when the server
+ * cannot say. */
+static int range_device(uint64_t base)
+{
+    struct rgpu_req req;
+    struct rgpu_reply reply;
+    int dev = rgpu_ranges_device(base);
+    if (dev >= 0)
+        return dev;
+    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_POINTER_DEVICE), 0);
+    msgpack_pack_array(&req.pk, 1);
+    msgpack_pack_uint64(&req.pk, base);
+    if (rgpu_req_exchange(LIB, "cudaPointerGetAttributes", &req, &reply) != RGPU_REPLY_READY)
+        return -1;
+    if (rgpu_reply_status(LIB, &reply) == cudaSuccess)
+        dev = (int)rgpu_reply_u64(&reply, 0);
+    rgpu_reply_free(&reply);
+    if (dev >= 0)
+        rgpu_ranges_set_device(base, dev);
+    return dev;
+}
 
 RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
                                                  const void *ptr)
@@ -142,12 +177,14 @@ RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a
     uint64_t host, dev, p = (uint64_t)(uintptr_t)ptr;
     if (kind == RGPU_RANGE_MANAGED) {
         attributes->type = cudaMemoryTypeManaged;
-        attributes->device = 0;
+        attributes->device = range_device(base);
         attributes->hostPointer = attributes->devicePointer = (void *)ptr;
     } else if (kind == RGPU_RANGE_PINNED || kind == RGPU_RANGE_MAPPED) {
-        /* Mapped host memory has a device address (rgpu_mapped.c). */
+        /* Mapped host memory has a device address (rgpu_mapped.c).  Host
+         * memory is the client's: its device is the one current when it
+         * was made, where known. */
         attributes->type = cudaMemoryTypeHost;
-        attributes->device = 0;
+        attributes->device = rgpu_ranges_device(base) >= 0 ? rgpu_ranges_device(base) : 0;
         attributes->hostPointer = (void *)ptr;
         if (rgpu_mapped_find(p, kind == RGPU_RANGE_MAPPED, &host, &dev, NULL, NULL)) {
             uint64_t off = p - (kind == RGPU_RANGE_MAPPED ? dev : host);
@@ -156,7 +193,7 @@ RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a
         }
     } else if (kind == RGPU_RANGE_DEVICE) {
         attributes->type = cudaMemoryTypeDevice;
-        attributes->device = 0;     /* TODO: record the device per range */
+        attributes->device = range_device(base);
         attributes->devicePointer = (void *)ptr;
     } else {
         attributes->type = cudaMemoryTypeUnregistered;

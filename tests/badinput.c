@@ -306,7 +306,7 @@ static int expect_welcome(int fd, int want)
     if (read_answer(fd, &a) < 0)
         return fail_prefix("welcome");
     int rc = 0;
-    if (a.n != 9 || field(&a, 0) != RGPU_MSG_WELCOME)
+    if (a.n != 10 || field(&a, 0) != RGPU_MSG_WELCOME)
         rc = fail("not a welcome (%u elements)", a.n);
     else if (!status_matches(field(&a, 2), want))
         rc = fail("welcome status %lld, wanted %d", (long long)field(&a, 2), want);

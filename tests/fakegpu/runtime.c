@@ -612,6 +612,30 @@ cudaError_t CUDARTAPI cudaMallocPitch(void **p, size_t *pitch, size_t width,
     return e;
 }
 
+// Device (or managed) memory as the fake driver knows it, with its device;
+// anything else is memory CUDA never saw (the fake pins nothing).
+cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
+{
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
+    int ordinal = 0;
+    unsigned managed = 0;
+    if (!a)
+        return ret(cudaErrorInvalidValue);
+    memset(a, 0, sizeof *a);
+    if (cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d) != CUDA_SUCCESS) {
+        a->type = cudaMemoryTypeUnregistered;
+        a->device = -2;
+        a->hostPointer = (void *)p;
+        return cudaSuccess;
+    }
+    cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, d);
+    a->type = managed ? cudaMemoryTypeManaged : cudaMemoryTypeDevice;
+    a->device = ordinal;
+    a->devicePointer = (void *)p;
+    a->hostPointer = managed ? (void *)p : NULL;
+    return cudaSuccess;
+}
+
 // cudaFree(NULL) does nothing but still reports a sticky error, which the
 // fake driver's cuMemFree(0) does too.
 cudaError_t CUDARTAPI cudaFree(void *p)
