@@ -86,6 +86,24 @@ static int expect_named(int fd, const char *what, uint64_t want, const char *lib
 
 static int failures;
 
+/* A road that names a GPU by its UUID or PCI bus id: what it must answer
+ * for each GPU outside the subset. */
+struct by_name {
+    const char *lib, *name, *fmt;
+    uint64_t want;
+    int by_uuid;            /* else by PCI bus id */
+};
+
+static int refused_by_name(int fd, const struct by_name *roads, size_t n)
+{
+    int rc = 0;
+    for (int i = 0; i < HOST_GPUS && rc == 0; i++)
+        for (size_t k = 0; k < n && rc == 0 && i != SERVED; k++)
+            rc = expect_named(fd, roads[k].name, roads[k].want, roads[k].lib, roads[k].name,
+                              roads[k].fmt, roads[k].by_uuid ? host_uuid[i] : host_pci[i]);
+    return rc;
+}
+
 static void report(int fd, int rc, const char *name)
 {
     if (rc == 0 && good_call(fd, ++serial_no) < 0)
@@ -160,17 +178,12 @@ static void peer_copy(int fd)
  * device 0. */
 static void cuda_bus_ids(int fd)
 {
+    static const struct by_name roads[] = {
+        { "cudart", "cudaDeviceGetByPCIBusId", "is", INVALID_DEVICE, 0 },
+        { "cuda", "cuDeviceGetByPCIBusId", "is", INVALID_DEVICE, 0 },
+    };
     uint64_t api, dev = 99;
-    int rc = 0;
-    for (int i = 0; i < HOST_GPUS && rc == 0; i++) {
-        if (i == SERVED)
-            continue;
-        rc = expect_named(fd, "cudaDeviceGetByPCIBusId", INVALID_DEVICE, "cudart",
-                          "cudaDeviceGetByPCIBusId", "is", host_pci[i]);
-        if (rc == 0)
-            rc = expect_named(fd, "cuDeviceGetByPCIBusId", INVALID_DEVICE, "cuda",
-                              "cuDeviceGetByPCIBusId", "is", host_pci[i]);
-    }
+    int rc = refused_by_name(fd, roads, sizeof roads / sizeof roads[0]);
     if (rc == 0 && callf(fd, "cuda", "cuDeviceGetByPCIBusId", &api, &dev, "is",
                          host_pci[SERVED]) < 0)
         rc = -1;
@@ -197,18 +210,13 @@ static void nvml_roads(int fd)
     for (size_t i = 0; i < sizeof indices / sizeof indices[0] && rc == 0; i++)
         rc = expect_status(fd, "nvmlDeviceGetHandleByIndex_v2", NVML_INVALID_ARGUMENT, NULL,
                            "nvml", "nvmlDeviceGetHandleByIndex_v2", "uo", indices[i], 0, 0);
-    for (int i = 0; i < HOST_GPUS && rc == 0; i++) {
-        if (i == SERVED)
-            continue;
-        rc = expect_named(fd, "nvmlDeviceGetHandleByUUID", NVML_NOT_FOUND, "nvml",
-                          "nvmlDeviceGetHandleByUUID", "so", host_uuid[i]);
-        if (rc == 0)
-            rc = expect_named(fd, "nvmlDeviceGetHandleByPciBusId_v2", NVML_NOT_FOUND, "nvml",
-                              "nvmlDeviceGetHandleByPciBusId_v2", "so", host_pci[i]);
-        if (rc == 0)
-            rc = expect_named(fd, "nvmlDeviceGetHandleByPciBusId", NVML_NOT_FOUND, "nvml",
-                              "nvmlDeviceGetHandleByPciBusId", "so", host_pci[i]);
-    }
+    static const struct by_name roads[] = {
+        { "nvml", "nvmlDeviceGetHandleByUUID", "so", NVML_NOT_FOUND, 1 },
+        { "nvml", "nvmlDeviceGetHandleByPciBusId_v2", "so", NVML_NOT_FOUND, 0 },
+        { "nvml", "nvmlDeviceGetHandleByPciBusId", "so", NVML_NOT_FOUND, 0 },
+    };
+    if (rc == 0)
+        rc = refused_by_name(fd, roads, sizeof roads / sizeof roads[0]);
     /* The served GPU is NVML's device 0, by index and by UUID. */
     if (rc == 0)
         rc = must(fd, "nvml", "nvmlDeviceGetHandleByIndex_v2", &handle, "uo", 0, 0);
@@ -260,14 +268,5 @@ int main(int argc, char **argv)
     peer_copy(fd);
     cuda_bus_ids(fd);
     nvml_roads(fd);
-    close(fd);
-    if (stop_daemon() < 0) {
-        printf("FAIL stop: %s\n", why);
-        failures++;
-    }
-    if (failures)
-        printf("rgpud's log: %s\n", log_path);
-    else
-        unlink(log_path);
-    return failures ? 1 : 0;
+    return raw_finish(fd, failures);
 }

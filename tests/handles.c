@@ -334,14 +334,5 @@ int main(int argc, char **argv)
     } else {
         printf("ok still-serving\n");
     }
-    close(a);
-    if (stop_daemon() < 0) {
-        printf("FAIL stop: %s\n", why);
-        failures++;
-    }
-    if (failures)
-        printf("rgpud's log: %s\n", log_path);
-    else
-        unlink(log_path);
-    return failures ? 1 : 0;
+    return raw_finish(a, failures);
 }

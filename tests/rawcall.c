@@ -122,3 +122,18 @@ static int start_logged(const char *exe, const char *dir)
     return rc;
 }
 
+/* The end of a raw test: the session closed, rgpud stopped (it must exit
+ * cleanly), its log kept where something failed.  The exit status. */
+static int raw_finish(int fd, int failures)
+{
+    close(fd);
+    if (stop_daemon() < 0) {
+        printf("FAIL stop: %s\n", why);
+        failures++;
+    }
+    if (failures)
+        printf("rgpud's log: %s\n", log_path);
+    else
+        unlink(log_path);
+    return failures ? 1 : 0;
+}

@@ -462,14 +462,23 @@ run_cuda12() {
         count_item SKIP
         return
     fi
-    "$GPU_DIR/cuda12_check.sh" "$BUILD" > "$WORK/cuda12.out" 2>&1
+    script_item cuda12 '^cuda12_check: ' "$GPU_DIR/cuda12_check.sh" "$BUILD"
+}
+
+# script_item NAME PATTERN SCRIPT ARGS...: a check script as one item: its
+# lines matching PATTERN into the summary, the whole output into logs.txt
+# when it fails (exit status not 0).
+script_item() {
+    local name=$1 pattern=$2
+    shift 2
+    "$@" > "$WORK/$name.out" 2>&1
     local rc=$?
-    grep '^cuda12_check: ' "$WORK/cuda12.out" | tee -a "$SUMMARY"
+    grep -- "$pattern" "$WORK/$name.out" | tee -a "$SUMMARY"
     if [ $rc = 0 ]; then
         count_item PASS
     else
         count_item FAIL
-        log_file "cuda12_check.sh" "$WORK/cuda12.out"
+        log_file "$*" "$WORK/$name.out"
     fi
 }
 
@@ -483,15 +492,8 @@ run_multigpu() {
         count_item SKIP
         return
     fi
-    RGPU_CUDA_LIB=$CUDA_LIB "$GPU_DIR/multigpu_check.sh" "$BUILD" > "$WORK/multigpu.out" 2>&1
-    local rc=$?
-    grep '^multigpu_check: \|^    native: \|^    rgpu smi: ' "$WORK/multigpu.out" | tee -a "$SUMMARY"
-    if [ $rc = 0 ]; then
-        count_item PASS
-    else
-        count_item FAIL
-        log_file "multigpu_check.sh" "$WORK/multigpu.out"
-    fi
+    script_item multigpu '^multigpu_check: \|^    native: \|^    rgpu smi: ' \
+        env RGPU_CUDA_LIB="$CUDA_LIB" "$GPU_DIR/multigpu_check.sh" "$BUILD"
 }
 
 # run_python MODE NAME SCRIPT LIMIT: a check script natively (the user's
