@@ -304,6 +304,10 @@ static void hello_visible(struct rgpu_visible *v)
     if (strlen(e) >= sizeof v->list)
         rgpu_warn("CUDA_VISIBLE_DEVICES is longer than %zu characters: the rest is left out",
                   sizeof v->list - 1);
+    if (strstr(e, "MIG-"))
+        rgpu_warn("CUDA_VISIBLE_DEVICES names a MIG instance: rgpud serves whole GPUs, so "
+                  "that entry names none and ends the list (name the GPU: GPU-..., or its "
+                  "index)");
     snprintf(v->list, sizeof v->list, "%s", e);
 }
 
