@@ -203,6 +203,11 @@ static void probe_host(const char *lib_dir)
     host.why[sizeof host.why - 1] = '\0';
     if (host.n < 0 || host.n > MAX_GPUS)
         host.ok = 0;
+    for (int i = 0; host.ok && i < host.n; i++) {     /* the driver's strings */
+        host.gpu[i].uuid[sizeof host.gpu[i].uuid - 1] = '\0';
+        host.gpu[i].pci[sizeof host.gpu[i].pci - 1] = '\0';
+        host.gpu[i].name[sizeof host.gpu[i].name - 1] = '\0';
+    }
 }
 
 /* ---- --devices: indices and UUIDs ------------------------------------------------- */
