@@ -240,6 +240,17 @@ void rgpu_graph_keep_bodies(uint64_t graph, uint64_t *bodies, unsigned n);
 /* Known, or a default stream (NULL, legacy, per-thread). */
 int rgpu_handle_known(uint32_t cls, uint64_t h);
 int rgpu_stream_known(uint64_t stream);
+/* How many GPUs the session's CUDA sees (the welcome's; -1: unknown). */
+int rgpu_server_devices(void);
+/* A kernel, or an event record, cannot go to a stream of another device:
+ * natively the call fails at once, so it waits unless the client knows
+ * the two are one device (rgpu_lazy.c).  Whether a kernel on stream may go
+ * without waiting, and whether a record of event on stream may. */
+int rgpu_stream_fits_current(uint64_t stream);
+int rgpu_event_fits_stream(uint64_t event, uint64_t stream);
+/* The same for a generated call: 0 for an event record that may not go
+ * without waiting. */
+int rgpu_devices_agree_in(const struct rgpu_proc *proc, const void *const *argv);
 /* Whether every handle argument of a generated call is known. */
 int rgpu_handles_known_in(const struct rgpu_proc *proc, const void *const *argv);
 /* After a generated call: record the handles it returned (waited and

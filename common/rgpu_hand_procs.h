@@ -94,6 +94,7 @@ enum {
 #define RGPU_NVML_LIST_MAX   1024
 
 
+
 /* Module images.  An image argument ("image" below) is a bin, or, for an
  * image larger than RGPU_IMAGE_INLINE_MAX, the image's size: its bytes
  * went ahead in pieces to a staging buffer of the client thread

@@ -5,8 +5,9 @@
  * is told (where it can be) and the connection is closed.
  *
  *   hello    client -> server  [RGPU_MSG_HELLO, proto_version, client_name,
- *                               {lib: digest}, client_nonce]
- *   (challenge and auth where the server wants a key: common/rgpu_hello.h)
+ *                               {lib: digest}, client_nonce, ...]
+ *   (every field, and the challenge and auth where the server wants a
+ *   key: common/rgpu_hello.h)
  *   welcome  server -> client  [RGPU_MSG_WELCOME, proto_version, transport_status,
  *                               cuda_runtime_version, cuda_driver_version,
  *                               server_name, message, server_proof]
@@ -73,7 +74,7 @@
 
 #include <stdint.h>
 
-#define RGPU_PROTO_VERSION      6
+#define RGPU_PROTO_VERSION      7
 #define RGPU_DEFAULT_PORT       9713
 #define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
 /* Bulk copies travel in chunks: each a frame, which the server pipelines
@@ -124,6 +125,7 @@ enum rgpu_status {
     RGPU_ETIMEDOUT = 10,    /* the server stayed silent too long (client side) */
     RGPU_EREFUSED = 11,     /* an argument names memory the session does not own */
     RGPU_ENOTPERMITTED = 12, /* a CUDA call from a host function (client side only) */
+    RGPU_ENODEV = 13,       /* a GPU the server serves is gone (at hello) */
 };
 
 const char *rgpu_status_name(int status);

@@ -369,7 +369,8 @@ static void check_key(int fd, const struct rgpud_options *opt, const struct rgpu
     ipc_identity(who);
 }
 
-void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w)
+void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w,
+                  struct rgpu_visible *visible)
 {
     struct rgpu_hs_msg m;
     char why[512];
@@ -401,6 +402,7 @@ void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *
                  "no authentication (rgpud --insecure-tcp-no-auth)");
         ipc_identity("unauthenticated");    /* every such client is one identity */
     }
+    *visible = h->visible;
     rgpu_wipe(&m, sizeof m);
 }
 
@@ -409,6 +411,15 @@ void auth_welcome(int fd, struct rgpu_welcome *w)
     w->status = RGPU_OK;
     send_welcome(fd, w);
     rgpu_wipe(w->proof, sizeof w->proof);
+}
+
+void auth_welcome_refusal(int fd, struct rgpu_welcome *w, int status, const char *why)
+{
+    w->status = status;
+    snprintf(w->message, sizeof w->message, "%s", why);
+    rgpu_warn("refusing a client: %s", why);
+    send_welcome(fd, w);
+    _exit(2);
 }
 
 /* ---- a library the client loaded after its hello ------------------------------ */

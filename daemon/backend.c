@@ -28,7 +28,7 @@ static struct backend_lib libs[] = {
     { "nvml", "libnvidia-ml.so.1", NULL },
 };
 
-static void *open_lib(const char *dir, const char *soname)
+void *backend_dlopen(const char *dir, const char *soname)
 {
     char path[4096];
     if (!dir)
@@ -40,7 +40,7 @@ static void *open_lib(const char *dir, const char *soname)
 int backend_open(const char *lib_dir)
 {
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
-        libs[i].handle = open_lib(lib_dir, libs[i].soname);
+        libs[i].handle = backend_dlopen(lib_dir, libs[i].soname);
         if (!libs[i].handle && strcmp(libs[i].lib, "nvml") == 0)
             rgpu_info("cannot load %s: %s; NVML calls will be refused", libs[i].soname,
                       dlerror());

@@ -33,6 +33,7 @@ struct rgpud_options {
     int nvml_settings;          /* --nvml-settings: NVML's setting calls reach the GPU */
     uint64_t session_memory;    /* RLIMIT_DATA of a session; 0: the default */
     uint64_t staging_limit;     /* module images in pieces (image_stage.c); 0: default */
+    const char *devices;        /* --devices / RGPUD_DEVICES; NULL: every GPU */
 };
 
 /* ---- auth.c: who may connect ------------------------------------------------ */
@@ -47,13 +48,22 @@ int auth_new_client_key(const char *dir, const char *id);
 /* In the session, before any CUDA library is loaded: read the hello and
  * let the client in (peer credentials, or the key challenge on TCP), or
  * answer it with a refusing welcome and end the session.  w gets the
- * message and server proof for the welcome. */
-void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w);
+ * message and server proof for the welcome, visible the client's
+ * CUDA_VISIBLE_DEVICES. */
+void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w,
+                  struct rgpu_visible *visible);
 /* Send the welcome auth_session prepared (the caller has filled in the
  * CUDA versions), then forget its proof. */
 void auth_welcome(int fd, struct rgpu_welcome *w);
+/* Or refuse the client after all, with status and why in the welcome, and
+ * end the session. */
+void auth_welcome_refusal(int fd, struct rgpu_welcome *w, int status, const char *why)
+    __attribute__((noreturn));
 
 /* ---- backend.c: the real (or fake) CUDA libraries, loaded per session ---- */
+
+/* dlopen dir/soname, or soname by the loader's search where dir is NULL. */
+void *backend_dlopen(const char *dir, const char *soname);
 
 /* Load every library we serve; missing ones are logged and their calls
  * answered RGPU_ENOSYM.  Returns 0 when at least the runtime loaded. */
@@ -68,9 +78,35 @@ struct rgpu_welcome;
 void backend_lib_versions(struct rgpu_welcome *w);
 /* cuInit, before the session is sandboxed (backend.c says why). */
 void backend_init_driver(void);
-/* nvmlInit, before the sandbox too, where the host has NVML (hand_nvml.c). */
-void backend_init_nvml(void);
+/* nvmlInit, before the sandbox too, where the host has NVML (hand_nvml.c):
+ * 0 when NVML is up. */
+int backend_init_nvml(void);
 int backend_driver_version(void);
+
+/* ---- devices.c: the GPUs rgpud serves ---------------------------------------- */
+
+/* At start, before listening: list the host's GPUs (in a child process)
+ * and pick those spec names (NULL or "all": every GPU); name is the
+ * setting's, for messages (--devices, RGPUD_DEVICES).  -1 after logging
+ * why rgpud must not start. */
+int devices_start(const char *spec, const char *name, const char *lib_dir);
+/* In a session, before CUDA is loaded: its driver's CUDA_VISIBLE_DEVICES,
+ * the served GPUs narrowed by the client's own variable. */
+void devices_session_select(const struct rgpu_visible *client);
+/* After cuInit: 0 when the driver sees exactly the GPUs chosen, else -1
+ * with why (for the welcome). */
+int devices_session_check(char *why, size_t len);
+/* How many GPUs the session's CUDA sees (-1: it cannot say), for the
+ * welcome. */
+int devices_session_count(void);
+/* After nvmlInit: NVML's handles of the served GPUs. */
+void devices_nvml_map(void);
+/* The NVML view (hand_nvml.c): how many served GPUs NVML shows (-1: no
+ * list, NVML's own answers stand), NVML's index of the one at a position,
+ * and the position of a handle (-1: not a served GPU). */
+int devices_nvml_count(void);
+int devices_nvml_index(unsigned position, unsigned *index);
+int devices_nvml_position(const void *handle);
 
 /* ---- session.c -------------------------------------------------------------- */
 

@@ -991,8 +991,24 @@ static void start_keepalive(void)
     pthread_detach(t);
 }
 
+/* The client's GPUs, before its CUDA loads and after (daemon/devices.c):
+ * a GPU gone since rgpud started is the client's refusal, not a crash. */
+static void choose_devices(int fd, struct rgpu_welcome *w, const struct rgpu_visible *visible,
+                           const char *lib_dir)
+{
+    char why[sizeof w->message];
+    devices_session_select(visible);
+    if (backend_open(lib_dir) < 0)
+        rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
+                   lib_dir ? " from " : "", lib_dir ? lib_dir : "");
+    backend_init_driver();
+    if (devices_session_check(why, sizeof why) < 0)
+        auth_welcome_refusal(fd, w, RGPU_ENODEV, why);
+}
+
 void session_run(int fd, const struct rgpud_options *opt)
 {
+    static struct rgpu_visible visible;     /* 4 KiB: not on the stack */
     struct rgpu_welcome w;
     S.fd = fd;
     S.spin_ns = opt->spin_ns;
@@ -1002,19 +1018,18 @@ void session_run(int fd, const struct rgpud_options *opt)
     session_socket(fd, opt);
     /* Who the client is, first: one not let in never makes us load CUDA. */
     hello_deadline(opt->hello_timeout_s);
-    auth_session(fd, opt, &w);
+    auth_session(fd, opt, &w, &visible);
     alarm(0);
     output_capture();           /* before a library can print */
     init_tables();
-    if (backend_open(opt->lib_dir) < 0)
-        rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
-                   opt->lib_dir ? " from " : "", opt->lib_dir ? opt->lib_dir : "");
-    backend_init_driver();
+    choose_devices(fd, &w, &visible, opt->lib_dir);
     nvml_allow_settings(opt->nvml_settings);
-    backend_init_nvml();
+    if (backend_init_nvml() == 0)
+        devices_nvml_map();
     sandbox_session(opt);       /* before anything else the client sends is read */
     w.runtime_version = backend_runtime_version();
     w.driver_version = backend_driver_version();
+    w.cuda_devices = devices_session_count();
     backend_lib_versions(&w);
     auth_welcome(fd, &w);
     output_start();             /* output frames only after the welcome */

@@ -187,14 +187,15 @@ static void msg_end(struct msg *m, msgpack_sbuffer *out)
     msgpack_sbuffer_destroy(&m->sb);
 }
 
-/* A hello of this protocol naming no library ([HELLO, 6, name, {}, nonce,
- * {}]), or for any other version the protocol-1 layout [HELLO, version, name]. */
+/* A hello of this protocol naming no library and no CUDA_VISIBLE_DEVICES
+ * ([HELLO, 7, name, {}, nonce, {}, nil]), or for any other version the
+ * protocol-1 layout [HELLO, version, name]. */
 static void put_hello(msgpack_sbuffer *out, uint64_t version)
 {
     static const char nonce[32] = "badinput: a nonce, not random";
     struct msg m;
     msg_begin(&m);
-    msgpack_pack_array(&m.pk, version == RGPU_PROTO_VERSION ? 6 : 3);
+    msgpack_pack_array(&m.pk, version == RGPU_PROTO_VERSION ? 7 : 3);
     msgpack_pack_int(&m.pk, RGPU_MSG_HELLO);
     msgpack_pack_uint64(&m.pk, version);
     msgpack_pack_str_with_body(&m.pk, "test", 4);
@@ -202,6 +203,7 @@ static void put_hello(msgpack_sbuffer *out, uint64_t version)
         msgpack_pack_map(&m.pk, 0);
         msgpack_pack_bin_with_body(&m.pk, nonce, sizeof nonce);
         msgpack_pack_map(&m.pk, 0);
+        msgpack_pack_nil(&m.pk);
     }
     msg_end(&m, out);
 }
@@ -304,7 +306,7 @@ static int expect_welcome(int fd, int want)
     if (read_answer(fd, &a) < 0)
         return fail_prefix("welcome");
     int rc = 0;
-    if (a.n != 9 || field(&a, 0) != RGPU_MSG_WELCOME)
+    if (a.n != 10 || field(&a, 0) != RGPU_MSG_WELCOME)
         rc = fail("not a welcome (%u elements)", a.n);
     else if (!status_matches(field(&a, 2), want))
         rc = fail("welcome status %lld, wanted %d", (long long)field(&a, 2), want);

@@ -44,6 +44,42 @@ CUresult fg_check_stream(CUstream s)
     return CUDA_ERROR_INVALID_HANDLE;
 }
 
+CUdevice fg_stream_device(CUstream s)
+{
+    struct fg_ctx *owner = stream_get(s) ? fg_handle_owner(h64(s)) : fg_ctx_current();
+
+    return owner ? owner->device : -1;
+}
+
+CUdevice fg_event_device(CUevent e)
+{
+    struct fg_ctx *owner = event_get(e) ? fg_handle_owner(h64(e)) : NULL;
+
+    return owner ? owner->device : -1;
+}
+
+// For the fake libraries (cublas.c, cublaslt.c, cudnn.c), whose handles
+// are bound to the device current at their creation, as NVIDIA's are:
+// that device's number (0 without a context), and whether stream s can
+// take the handle's kernels (a default stream always can: the handle's
+// device's; a created stream only if it is of that device).
+int fakegpu_current_device(void);
+int fakegpu_current_device(void)
+{
+    CUdevice dev = 0;
+
+    return cuCtxGetDevice(&dev) == CUDA_SUCCESS ? dev : 0;
+}
+
+int fakegpu_stream_fits(CUstream s, int dev);
+int fakegpu_stream_fits(CUstream s, int dev)
+{
+    fg_lock();
+    int fits = !stream_get(s) || fg_stream_device(s) == dev;
+    fg_unlock();
+    return fits;
+}
+
 // ---- Modules ------------------------------------------------------------------------------
 
 static CUresult load(const void *image, int is_library, int flags,
@@ -840,6 +876,10 @@ static CUresult launch(CUfunction h, struct fg_dim g, struct fg_dim b,
     r = check_config(f, g, b, shmem);
     if (r == CUDA_SUCCESS)
         r = fg_check_stream(s);
+    // A kernel cannot go to a stream of another device (the CUDA
+    // programming guide, "Stream and Event Behavior").
+    if (r == CUDA_SUCCESS && fg_stream_device(s) != c->device)
+        r = CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS)
         r = check_attrs(f, g, b, shmem, attrs, nattrs, &e);
     if (r != CUDA_SUCCESS)
@@ -1135,6 +1175,9 @@ CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s)
         r = CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS)
         r = fg_check_stream(s);
+    // An event records only on a stream of its own device.
+    if (r == CUDA_SUCCESS && fg_event_device(h) != fg_stream_device(s))
+        r = CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS) {
         ev->recorded = 1;
         ev->ns = now_ns();
@@ -1178,10 +1221,12 @@ CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
     r = fg_enter(0, &c, NULL);
     a = event_get(start);
     b = event_get(end);
-    // Unrecorded or timing-disabled events have no time to compare.
+    // Unrecorded or timing-disabled events have no time to compare, nor
+    // have events of two devices.
     if (r == CUDA_SUCCESS &&
         (!a || !b || !a->recorded || !b->recorded ||
-         ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)))
+         ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) ||
+         fg_event_device(start) != fg_event_device(end)))
         r = CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS)
         *ms = (float)((double)((int64_t)(b->ns - a->ns)) / 1e6);

@@ -52,7 +52,7 @@
 # here with plain nvcc (static cudart; RGPU_NVCC_BUILD_TIMEOUT, 240 s) and
 # run with RGPU_PROG_TIMEOUT; RGPU_FRAMEWORKS (1): the scripts
 # tests/gpu/frameworks/NAME_check.py for NAME in RGPU_FRAMEWORK_LIST (nvml
-# nvidia_smi cupy triton jax torch_linalg torch_model: nvml and nvidia_smi
+# nvidia_smi cupy triton jax torch_linalg torch_model torch_multigpu: nvml and nvidia_smi
 # compare NVML's values, read with ctypes and by nvidia-smi --query-gpu),
 # natively and through the launcher, each run at
 # most RGPU_FRAMEWORK_TIMEOUT (150 s), all of them RGPU_FRAMEWORK_BUDGET
@@ -63,6 +63,10 @@
 # item.  Only these: RGPU_PROGS=0 RGPU_BENCH=0.
 # RGPU_CUDA12 (1): tests/gpu/cuda12_check.sh, a CUDA 12 program natively
 # (the build's real libcudart.so.12) and through rgpu, one item.
+# RGPU_MULTIGPU (1): tests/gpu/multigpu_check.sh, rgpud's --devices subset
+# (on one GPU too) and, with two GPUs or more, the multi-GPU programs
+# natively and through rgpu, one item; the PyTorch checks on two GPUs are
+# the framework script torch_multigpu (on one GPU: "SKIP (one GPU)").
 set -u
 
 BUILD_ARG=${1:-build}
@@ -468,15 +472,38 @@ run_cuda12() {
         count_item SKIP
         return
     fi
-    "$GPU_DIR/cuda12_check.sh" "$BUILD" > "$WORK/cuda12.out" 2>&1
+    script_item cuda12 '^cuda12_check: ' "$GPU_DIR/cuda12_check.sh" "$BUILD"
+}
+
+# script_item NAME PATTERN SCRIPT ARGS...: a check script as one item: its
+# lines matching PATTERN into the summary, the whole output into logs.txt
+# when it fails (exit status not 0).
+script_item() {
+    local name=$1 pattern=$2
+    shift 2
+    "$@" > "$WORK/$name.out" 2>&1
     local rc=$?
-    grep '^cuda12_check: ' "$WORK/cuda12.out" | tee -a "$SUMMARY"
+    grep -- "$pattern" "$WORK/$name.out" | tee -a "$SUMMARY"
     if [ $rc = 0 ]; then
         count_item PASS
     else
         count_item FAIL
-        log_file "cuda12_check.sh" "$WORK/cuda12.out"
+        log_file "$*" "$WORK/$name.out"
     fi
+}
+
+# rgpud's device subset and several GPUs (tests/gpu/multigpu_check.sh,
+# with its own rgpud): one item.
+run_multigpu() {
+    say ""
+    say "== several GPUs and --devices: tests/gpu/multigpu_check.sh"
+    if [ ! -x "$BUILD/tests/devlist" ] || [ ! -x "$BUILD/tests/multidev" ]; then
+        say "(no tests/devlist or tests/multidev in the build: skipped)"
+        count_item SKIP
+        return
+    fi
+    script_item multigpu '^multigpu_check: \|^    native: \|^    rgpu smi: ' \
+        env RGPU_CUDA_LIB="$CUDA_LIB" "$GPU_DIR/multigpu_check.sh" "$BUILD"
 }
 
 # run_python MODE NAME SCRIPT LIMIT: a check script natively (the user's
@@ -511,7 +538,7 @@ run_frameworks() {
     else
         say "(no launcher in the build: through LD_PRELOAD of the stubs)"
     fi
-    for name in ${RGPU_FRAMEWORK_LIST:-nvml nvidia_smi cupy triton jax torch_linalg torch_model}; do
+    for name in ${RGPU_FRAMEWORK_LIST:-nvml nvidia_smi cupy triton jax torch_linalg torch_model torch_multigpu}; do
         script=$GPU_DIR/frameworks/${name}_check.py
         if [ ! -f "$script" ]; then
             say "$name: no $script"
@@ -846,6 +873,7 @@ main() {
     fi
     [ "${RGPU_NVCC_PROGS:-1}" = 0 ] || run_nvcc_progs
     [ "${RGPU_CUDA12:-1}" = 0 ] || run_cuda12
+    [ "${RGPU_MULTIGPU:-1}" = 0 ] || run_multigpu
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
     [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi
     if [ $((ITEMS_PASSED + ITEMS_FAILED + ITEMS_SKIPPED)) -gt 0 ]; then
