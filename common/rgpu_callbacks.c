@@ -194,6 +194,12 @@ static void *callback_thread(void *arg)
         __atomic_sub_fetch(&C.len, 1, __ATOMIC_RELEASE);
         struct callback *slot = find(id), cb = *slot;
         pthread_mutex_unlock(&C.lock);
+        /* The stream's earlier work is done: what it wrote into shared
+         * memory is the function's to read, as natively (rgpu_mapped.c;
+         * those copies use a stream of their own, which the host
+         * function's does not hold). */
+        if (rgpu_mapped_active())
+            rgpu_mapped_after_sync();
         run(&cb, status);
         acknowledge(id);
         pthread_mutex_lock(&C.lock);

@@ -253,9 +253,31 @@ static int pinned_here(CUdeviceptr p, CUdeviceptr *gpu_copy)
     return rgpu_ranges_find(p, NULL, NULL) == RGPU_RANGE_PINNED;
 }
 
+/* The GPU copy of shared memory at [p, p+count) (mapped memory, or pinned
+ * memory a device call named: common/rgpu_mapped.c), or 0. */
+static CUdeviceptr shared_gpu_copy(const void *p, size_t count)
+{
+    uint64_t host, dev, a = (uint64_t)(uintptr_t)p;
+    size_t size;
+    if (!rgpu_mapped_find(a, 0, &host, &dev, &size, NULL) || count > size - (a - host))
+        return 0;
+    return dev + (a - host);
+}
+
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t count, CUstream stream)
 {
-    CUdeviceptr copy;
+    CUdeviceptr copy, shared = count ? shared_gpu_copy(dst, count) : 0;
+    if (shared) {
+        /* Into shared memory: the bytes go to its GPU copy in stream order,
+         * as a DMA writes the memory kernels see, and come back with the
+         * GPU's other writes when the stream is synchronised.  Written into
+         * the program's copy alone, a later synchronise would take them for
+         * the program's and put back what the GPU's copy held. */
+        if (pinned_here(src, &copy) && copy)
+            src = copy;
+        CUresult rc = cuMemcpyDtoDAsync_v2(shared, src, count, stream);
+        return rc == CUDA_SUCCESS ? cuStreamSynchronize(stream) : rc;
+    }
     if (pinned_here(src, &copy) && !copy) {
         /* Host to host, in stream order. */
         CUresult rc = cuStreamSynchronize(stream);

@@ -259,6 +259,18 @@ static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cud
         src = (const void *)(uintptr_t)mapped_src;
         kind = cudaMemcpyDeviceToDevice;
     }
+    /* A copy "to the host" into mapped memory writes the GPU's copy in
+     * stream order, as the device's DMA would, and comes back with the
+     * GPU's other writes at the synchronise; written into the program's
+     * copy alone, a later synchronise would take the bytes for the
+     * program's and put back what the GPU's copy held. */
+    uint64_t mapped_dst = kind == cudaMemcpyDeviceToHost && rgpu_mapped_active()
+                              ? mapped_device_address(dst) : 0;
+    if (mapped_dst) {
+        cudaError_t rc = dtod((void *)(uintptr_t)mapped_dst, src, count,
+                              cudaMemcpyDeviceToDevice, stream, async);
+        return rc == cudaSuccess ? cudaStreamSynchronize(stream) : rc;
+    }
     switch (kind) {
     case cudaMemcpyHostToHost:
         memmove(dst, src, count);
