@@ -15,10 +15,15 @@
 // pinned buffers under unified addressing: its sub-buffers share pages,
 // and what one writer puts in one part must survive what another puts in
 // the next part (rgpu keeps a GPU copy of such memory: common/rgpu_mapped.c).
+//
+// Last, unified addressing itself: no host memory of the process lies at
+// a device address, and pointer attributes tell the kinds apart (XLA asks
+// them of the buffers it frees).
 #include <cuda.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "check.h"
 #include "kernels.cuh"
@@ -355,6 +360,68 @@ static void named_pinned(const struct streams *s, CUdeviceptr d)
     pinned_free(HOST_ALLOC, p);
 }
 
+
+// ---- one address space ----------------------------------------------------------
+
+static void addresses(void)
+{
+    CUdeviceptr d = 0;
+    const size_t bytes = (size_t)8 << 20;
+    if (!check(cuMemAlloc(&d, bytes) == CUDA_SUCCESS, "cuMemAlloc 8 MiB", "failed"))
+        return;
+    // The kernel maps at the address asked for when it is free: under
+    // unified addressing the device memory's addresses are taken.
+    uintptr_t inside = (uintptr_t)(d + bytes / 2) / 4096 * 4096;
+    void *h = mmap((void *)inside, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    check(h != MAP_FAILED && ((uintptr_t)h + 65536 <= d || (uintptr_t)h >= d + bytes),
+          "host memory asked for at a device address lies elsewhere",
+          "it lies at %p, inside the device memory at %#llx", h, (unsigned long long)d);
+    if (h != MAP_FAILED)
+        munmap(h, 65536);
+
+    unsigned type = 0, managed = 1;
+    CUdeviceptr start = 0, dp = 0;
+    size_t size = 0;
+    check(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d + 100) ==
+              CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE,
+          "device memory's type is device", "type %u", type);
+    check(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d + 100) ==
+              CUDA_SUCCESS && start == d,
+          "device memory's range starts at its allocation", "start %#llx",
+          (unsigned long long)start);
+    check(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d + 100) ==
+              CUDA_SUCCESS && size == bytes,
+          "device memory's range is its size", "size %zu", size);
+    for (int k = 0; k < NKINDS; k++) {
+        uint32_t *p = pinned_alloc((enum kind)k, BYTES);
+        char name[160];
+        if (!check(p != NULL, fmt_name(name, sizeof name, "%s (attributes)", kind_names[k]),
+                   "failed"))
+            continue;
+        CUdeviceptr at = (CUdeviceptr)(uintptr_t)(p + 10);
+        type = 0;
+        managed = 1;
+        dp = 0;
+        check(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, at) ==
+                  CUDA_SUCCESS && type == CU_MEMORYTYPE_HOST,
+              fmt_name(name, sizeof name, "%s: its type is host", kind_names[k]), "type %u",
+              type);
+        check(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, at) ==
+                  CUDA_SUCCESS && managed == 0,
+              fmt_name(name, sizeof name, "%s: not managed", kind_names[k]), "%u", managed);
+        check(cuPointerGetAttribute(&dp, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, at) ==
+                  CUDA_SUCCESS && dp == at,
+              fmt_name(name, sizeof name, "%s: its device pointer is its address",
+                       kind_names[k]), "%#llx", (unsigned long long)dp);
+        check((uintptr_t)p + BYTES <= d || (uintptr_t)p >= d + bytes,
+              fmt_name(name, sizeof name, "%s lies outside device memory", kind_names[k]),
+              "at %p", (void *)p);
+        pinned_free((enum kind)k, p);
+    }
+    cuMemFree(d);
+}
+
 int main(void)
 {
     struct streams s;
@@ -374,6 +441,7 @@ int main(void)
         return 1;
     every_kind_and_method(&s, d1, d2);
     named_pinned(&s, d1);
+    addresses();
     cuMemFree(d1);
     cuMemFree(d2);
     cuEventDestroy(s.produced);
