@@ -353,6 +353,9 @@ int rgpu_mapped_find(uint64_t p, int by_dev, uint64_t *host, uint64_t *dev, size
                      int *flags);
 /* Whether any range exists (one relaxed load: the cost for everyone else). */
 int rgpu_mapped_active(void);
+/* The GPU copy's address of [p, p+count) when it lies in one shared range
+ * by the program's address (mapped, managed or named pinned memory), or 0. */
+uint64_t rgpu_mapped_gpu_copy(uint64_t p, size_t count);
 /* Hooks of the core: every request but a fence first sends what the
  * program changed; a synchronisation that succeeded (by the generated
  * call's name, or any copy to the host) brings the GPU's bytes back. */

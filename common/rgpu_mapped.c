@@ -95,6 +95,15 @@ int rgpu_mapped_find(uint64_t p, int by_dev, uint64_t *host, uint64_t *dev, size
     return m != NULL;
 }
 
+uint64_t rgpu_mapped_gpu_copy(uint64_t p, size_t count)
+{
+    uint64_t host, dev;
+    size_t size;
+    if (!count || !rgpu_mapped_find(p, 0, &host, &dev, &size, NULL) || count > size - (p - host))
+        return 0;
+    return dev + (p - host);
+}
+
 /* Bytes that differ between two copies are found a block at a time. */
 #define COMPARE_BLOCK 64
 /* Changed bytes closer than this go in one copy to the GPU: a program

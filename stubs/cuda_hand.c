@@ -253,20 +253,9 @@ static int pinned_here(CUdeviceptr p, CUdeviceptr *gpu_copy)
     return rgpu_ranges_find(p, NULL, NULL) == RGPU_RANGE_PINNED;
 }
 
-/* The GPU copy of shared memory at [p, p+count) (mapped memory, or pinned
- * memory a device call named: common/rgpu_mapped.c), or 0. */
-static CUdeviceptr shared_gpu_copy(const void *p, size_t count)
-{
-    uint64_t host, dev, a = (uint64_t)(uintptr_t)p;
-    size_t size;
-    if (!rgpu_mapped_find(a, 0, &host, &dev, &size, NULL) || count > size - (a - host))
-        return 0;
-    return dev + (a - host);
-}
-
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t count, CUstream stream)
 {
-    CUdeviceptr copy, shared = count ? shared_gpu_copy(dst, count) : 0;
+    CUdeviceptr copy, shared = rgpu_mapped_gpu_copy((uint64_t)(uintptr_t)dst, count);
     if (shared) {
         /* Into shared memory: the bytes go to its GPU copy in stream order,
          * as a DMA writes the memory kernels see, and come back with the
