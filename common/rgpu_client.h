@@ -251,6 +251,14 @@ void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *ar
  * handle (parameter layouts) hold only within one generation, since the
  * driver reuses the handle values of unloaded functions. */
 unsigned rgpu_code_generation(void);
+/* Launch configurations the driver took (rgpu_lazy.c): key is what makes
+ * two launches alike to the driver (function, grid, block, shared memory,
+ * attributes: rgpu_launch_key); a configuration not known yet waits for
+ * the driver's verdict, one it took goes without waiting from then on. */
+uint64_t rgpu_launch_key(uint64_t func, const unsigned grid[3], const unsigned block[3],
+                         unsigned shmem, uint64_t attrs_hash);
+int rgpu_launch_known(uint64_t key);
+void rgpu_launch_took(uint64_t key);
 /* An event's creation flags (whether it may be timed). */
 void rgpu_event_note_flags(uint64_t event, unsigned flags);
 

@@ -58,6 +58,10 @@ int rgpu_launch_attrs_checked(const CUlaunchAttribute *attrs, unsigned n,
 
 /* Pack the attributes that travel (rgpu_launch_attrs_count of them) as one
  * msgpack array.  Every id must be served (rgpu_launch_attr_refusal). */
+/* h mixed with what the attributes say (their ids and the members each
+ * one uses, not the rest of the union): equal for launches the driver
+ * judges alike. */
+uint64_t rgpu_launch_attrs_hash(const CUlaunchAttribute *attrs, unsigned n, uint64_t h);
 void rgpu_launch_attrs_pack(msgpack_packer *pk, const CUlaunchAttribute *attrs, unsigned n);
 
 /* The server's side: rebuild the array from the wire into out (zeroed

@@ -357,6 +357,31 @@ static void test_map_param(const void *image)
     check_cu(cuStreamSynchronize(s), "cuStreamSynchronize (extra)");
     check_map_seen(out, &m, tag, "a packed extra buffer");
 
+    // A configuration the driver refuses for this function (more dynamic
+    // shared memory than it may use without opting in) fails at the launch,
+    // also after launches of it that went through, and with the attribute
+    // XLA's launches carry; once the function may use that much, the
+    // launch goes through, and after the limit is lowered again it fails
+    // again.  (A late failure would let XLA's autotuner time a launch that
+    // did nothing as its fastest candidate.)
+    const unsigned big = 64 << 10;
+    check_cu_is(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, big, s, params, NULL), CUDA_ERROR_INVALID_VALUE,
+                "cuLaunchKernel with 64 KiB of dynamic shared memory, not opted in");
+    cfg.sharedMemBytes = big;
+    check_cu_is(cuLaunchKernelEx(&cfg, f, params, NULL), CUDA_ERROR_INVALID_VALUE,
+                "cuLaunchKernelEx (programmatic stream serialisation) with 64 KiB, not opted in");
+    check_cu(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)big),
+             "cuFuncSetAttribute max dynamic shared memory 64 KiB");
+    tag = 80;
+    check_cu(cuLaunchKernelEx(&cfg, f, params, NULL), "cuLaunchKernelEx with 64 KiB, opted in");
+    check_cu(cuStreamSynchronize(s), "cuStreamSynchronize (opted in)");
+    check_map_seen(out, &m, tag, "a launch with 64 KiB of dynamic shared memory");
+    check_cu(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 0),
+             "cuFuncSetAttribute max dynamic shared memory back to 0");
+    check_cu_is(cuLaunchKernelEx(&cfg, f, params, NULL), CUDA_ERROR_INVALID_VALUE,
+                "cuLaunchKernelEx with 64 KiB after the limit was lowered");
+    check_cu(cuStreamSynchronize(s), "cuStreamSynchronize after the refused launches");
+
     check_cu(cuStreamDestroy(s), "cuStreamDestroy (map parameter)");
     check_cu(cuMemFree(out), "cuMemFree (map parameter)");
     check_cu(cuModuleUnload(mod), "cuModuleUnload (map parameter)");
