@@ -188,8 +188,7 @@ static size_t field_bytes(enum field_kind kind)
     return 0;
 }
 
-/* FNV-1a over n bytes. */
-static uint64_t mix(uint64_t h, const void *p, size_t n)
+uint64_t rgpu_hash_bytes(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;
     for (size_t i = 0; i < n; i++)
@@ -204,9 +203,9 @@ uint64_t rgpu_launch_attrs_hash(const CUlaunchAttribute *attrs, unsigned n, uint
         unsigned id = attrs[i].id;
         if (id == CU_LAUNCH_ATTRIBUTE_IGNORE)
             continue;
-        h = mix(h, &id, sizeof id);
+        h = rgpu_hash_bytes(h, &id, sizeof id);
         for (unsigned k = 0; l && k < field_count(l); k++)
-            h = mix(h, (const unsigned char *)&attrs[i].value + l->fields[k].offset,
+            h = rgpu_hash_bytes(h, (const unsigned char *)&attrs[i].value + l->fields[k].offset,
                     field_bytes(l->fields[k].kind));
     }
     return h;

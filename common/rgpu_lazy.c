@@ -17,6 +17,7 @@
  *   every call waits. */
 #include "rgpu_client.h"
 #include "rgpu_handle_table.h"
+#include "rgpu_launch_attrs.h"
 #include "rgpu_log.h"
 #include "client_ranges.h"
 
@@ -218,24 +219,16 @@ static int resets_device(const char *name)
 static uint64_t launch_keys[LAUNCH_KEYS];
 static unsigned launch_epoch;
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
 uint64_t rgpu_launch_key(uint64_t func, const unsigned grid[3], const unsigned block[3],
                          unsigned shmem, uint64_t attrs_hash)
 {
     unsigned gen[2] = { rgpu_code_generation(), __atomic_load_n(&launch_epoch, __ATOMIC_ACQUIRE) };
-    uint64_t h = fnv(0xcbf29ce484222325ull, &func, sizeof func);
-    h = fnv(h, grid, 3 * sizeof *grid);
-    h = fnv(h, block, 3 * sizeof *block);
-    h = fnv(h, &shmem, sizeof shmem);
-    h = fnv(h, &attrs_hash, sizeof attrs_hash);
-    h = fnv(h, gen, sizeof gen);
+    uint64_t h = rgpu_hash_bytes(0xcbf29ce484222325ull, &func, sizeof func);
+    h = rgpu_hash_bytes(h, grid, 3 * sizeof *grid);
+    h = rgpu_hash_bytes(h, block, 3 * sizeof *block);
+    h = rgpu_hash_bytes(h, &shmem, sizeof shmem);
+    h = rgpu_hash_bytes(h, &attrs_hash, sizeof attrs_hash);
+    h = rgpu_hash_bytes(h, gen, sizeof gen);
     return h ? h : 1;       /* 0 marks a free slot */
 }
 
