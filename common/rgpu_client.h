@@ -259,6 +259,9 @@ uint64_t rgpu_launch_key(uint64_t func, const unsigned grid[3], const unsigned b
                          unsigned shmem, uint64_t attrs_hash);
 int rgpu_launch_known(uint64_t key);
 void rgpu_launch_took(uint64_t key);
+/* A setting of a function or context changed what its launches may use:
+ * every configuration is judged again (the generated setters do it). */
+void rgpu_launch_limits_changed(void);
 /* An event's creation flags (whether it may be timed). */
 void rgpu_event_note_flags(uint64_t event, unsigned flags);
 

@@ -237,6 +237,11 @@ int rgpu_launch_known(uint64_t key)
     return __atomic_load_n(&launch_keys[key % LAUNCH_KEYS], __ATOMIC_RELAXED) == key;
 }
 
+void rgpu_launch_limits_changed(void)
+{
+    __atomic_add_fetch(&launch_epoch, 1, __ATOMIC_ACQ_REL);
+}
+
 void rgpu_launch_took(uint64_t key)
 {
     __atomic_store_n(&launch_keys[key % LAUNCH_KEYS], key, __ATOMIC_RELAXED);
@@ -259,7 +264,7 @@ void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *ar
     if (status == 0 && resets_device(proc->name))
         code_unloaded();
     if (changes_launch_limits(proc->name))
-        __atomic_add_fetch(&launch_epoch, 1, __ATOMIC_ACQ_REL);
+        rgpu_launch_limits_changed();
     for (unsigned i = 0; i < proc->nparams; i++) {
         const struct rgpu_param *prm = &proc->params[i];
         if (!prm->handle_class)
