@@ -24,56 +24,6 @@
 #define RGPU_H_DTOH_2D       "rgpu.dtoh2d"
 /* [dst, dpitch, src, spitch, width, height, stream] -> []  2D device to device */
 #define RGPU_H_DTOD_2D       "rgpu.dtod2d"
-/* CUDA arrays and texture objects (daemon/hand_arrays.c); x in bytes, y in rows:
- * [array, x, y, width, height, stream, bin rows] -> []     host rows into an array */
-#define RGPU_H_HTOA_2D       "rgpu.htoa2d"
-/* [array, x, y, width, height, stream] -> [bin rows]       an array's rows to the host */
-#define RGPU_H_ATOH_2D       "rgpu.atoh2d"
-/* [array, x, y, src, spitch, width, height, stream] -> []  device rows into an array */
-#define RGPU_H_DTOA_2D       "rgpu.dtoa2d"
-/* [dst, dpitch, array, x, y, width, height, stream] -> []  an array's rows to the device */
-#define RGPU_H_ATOD_2D       "rgpu.atod2d"
-/* cudaMemcpy3D, one layer z at a time (x and width in bytes):
- * [array, x, y, z, width, height, stream, bin rows] -> [] */
-#define RGPU_H_HTOA_3D       "rgpu.htoa3d"
-/* [array, x, y, z, width, height, stream] -> [bin rows] */
-#define RGPU_H_ATOH_3D       "rgpu.atoh3d"
-/* [[type, array or device address, bin channel format, width, height, pitch, size],
- *  bin cudaTextureDesc, bin cudaResourceViewDesc or nil] -> [texture object] */
-#define RGPU_H_TEX_CREATE    "rgpu.tex_create"
-/* [texture object] -> [] */
-#define RGPU_H_TEX_DESTROY   "rgpu.tex_destroy"
-/* [texture object, which] -> [descriptor]: the resource descriptor as
- * RGPU_H_TEX_CREATE takes it, or the texture or view descriptor's bytes */
-#define RGPU_H_TEX_QUERY     "rgpu.tex_query"
-enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
-/* Surface objects: [resource as RGPU_H_TEX_CREATE's] -> [surface object] */
-#define RGPU_H_SURF_CREATE   "rgpu.surf_create"
-/* [surface object] -> [] */
-#define RGPU_H_SURF_DESTROY  "rgpu.surf_destroy"
-/* [surface object] -> [resource] */
-#define RGPU_H_SURF_QUERY    "rgpu.surf_query"
-/* The driver's (stubs/cuda_arrays.c), one layer z of an array at a time:
- * [array, x, y, z, width, height, stream, bin rows] -> []      host rows into an array */
-#define RGPU_H_CU_HTOA       "rgpu.cu_htoa"
-/* [array, x, y, z, width, height, stream] -> [bin rows]         an array's rows to the host */
-#define RGPU_H_CU_ATOH       "rgpu.cu_atoh"
-/* [src, spitch, array, x, y, z, width, height, stream] -> []    device rows into an array */
-#define RGPU_H_CU_DTOA       "rgpu.cu_dtoa"
-/* [dst, dpitch, array, x, y, z, width, height, stream] -> []    an array's rows to the device */
-#define RGPU_H_CU_ATOD       "rgpu.cu_atod"
-/* [[type, array or device address, format, channels, width, height, pitch, size, flags],
- *  bin CUDA_TEXTURE_DESC, bin CUDA_RESOURCE_VIEW_DESC or nil] -> [texture object] */
-#define RGPU_H_CU_TEX_CREATE "rgpu.cu_tex_create"
-/* [texture object] -> [] */
-#define RGPU_H_CU_TEX_DESTROY "rgpu.cu_tex_destroy"
-/* [texture object, which] -> [descriptor]: as RGPU_H_TEX_QUERY */
-#define RGPU_H_CU_TEX_QUERY  "rgpu.cu_tex_query"
-/* The driver's surface objects, as the runtime's (resources as
- * RGPU_H_CU_TEX_CREATE's) */
-#define RGPU_H_CU_SURF_CREATE  "rgpu.cu_surf_create"
-#define RGPU_H_CU_SURF_DESTROY "rgpu.cu_surf_destroy"
-#define RGPU_H_CU_SURF_QUERY   "rgpu.cu_surf_query"
 /* [image]  -> [library handle]   load a fatbin/cubin/PTX (runtime; image: below) */
 #define RGPU_H_LIB_LOAD      "rgpu.lib_load"
 /* [library, name] -> [kernel, [[offset, size]...]]  kernel and its layout */
@@ -87,13 +37,6 @@ enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
  * (no reply unless the attributes need the runtime's checks; the attribute
  * list: common/rgpu_launch_attrs.h) */
 #define RGPU_H_LAUNCH_EX     "rgpu.launch_ex"
-/* [kernel] -> [function]  cudaGetFuncBySymbol: the kernel's CUfunction in
- * the serving thread's current context */
-#define RGPU_H_FUNC_BY_SYMBOL "rgpu.func_by_symbol"
-/* [kernel] -> [bin struct cudaFuncAttributes] cudaFuncGetAttributes */
-#define RGPU_H_FUNC_ATTRS    "rgpu.func_attrs"
-/* [kernel, attr, value] -> []                cudaFuncSetAttribute */
-#define RGPU_H_FUNC_SET_ATTR "rgpu.func_set_attr"
 
 /* [lib name, bin digest] -> []  a library the client loaded after its hello:
  * RGPU_EVERSION when the server's table differs (lib "rgpu"; rgpu_hello.h) */
@@ -107,12 +50,16 @@ enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
  * has reported yet, of every client thread, forgotten once told (asked
  * at exit, so that none is lost; library "rgpu", daemon/session.c) */
 #define RGPU_H_UNREPORTED    "rgpu.unreported"
-/* [variant, stream, id, flags] -> []  enqueue a host function on stream: the
- * server sends [CALLBACK, id, status] when the stream reaches it and the
- * stream waits for [CALLBACK_DONE, id] (common/rgpu_proto.h).  variant: 0
- * cudaLaunchHostFunc, 1 its _ptsz, 2 cudaStreamAddCallback, 3 its _ptsz,
- * 4 cuLaunchHostFunc, 5 its _ptsz, 6 cuStreamAddCallback, 7 its _ptsz; flags
- * are the AddCallback's (library "rgpu", daemon/host_functions.c) */
+/* [variant, stream, id, flags(, token)] -> [captured]  enqueue a host
+ * function on stream: the server sends [CALLBACK, id, status] when the
+ * stream reaches it and the stream waits for [CALLBACK_DONE, id]
+ * (common/rgpu_proto.h).  variant: 0 cudaLaunchHostFunc, 1 its _ptsz, 2
+ * cudaStreamAddCallback, 3 its _ptsz, 4 cuLaunchHostFunc, 5 its _ptsz, 6
+ * cuStreamAddCallback, 7 its _ptsz; flags are the AddCallback's.  token:
+ * sent while a capture is under way; when the stream captures, the
+ * function becomes a host node of the capture that names token, as a
+ * graph's host node (below), and captured is 1 (library "rgpu",
+ * daemon/host_functions.c) */
 #define RGPU_H_HOST_FUNC     "rgpu.host_func"
 
 /* [lib] -> [[code, string]...]  a server library's own error texts */
@@ -124,15 +71,6 @@ enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
 /* [setting...] -> []  a library's log settings (library "cublas", "cublasLt"
  * or "cudnn"; see daemon/liblog.c); no reply */
 #define RGPU_H_LOG_SETTINGS  "rgpu.log_settings"
-
-/* [max_size] -> [message]  cudnnGetLastErrorString of the serving thread */
-#define RGPU_H_CUDNN_LAST_ERROR "rgpu.last_error_string"
-
-/* [handle, plan, [[name, type, count, bin elements]...]] -> []
- * cudnnBackendExecute with a variant pack the client kept (its attributes
- * as set); the server makes the pack, runs it, destroys it (library
- * "cudnn"; stubs/cudnn_variant_pack.c, daemon/hand_cudnn.c) */
-#define RGPU_H_CUDNN_EXECUTE "rgpu.cudnn_execute"
 
 /* NVML (library "nvml"; stubs/nvml_hand.c, daemon/hand_nvml.c): the
  * queries whose array is sized by a count in memory.
@@ -155,10 +93,6 @@ enum {
 };
 #define RGPU_NVML_LIST_MAX   1024
 
-/* [kernel, blockSize, dynamicSMemSize, flags] -> [numBlocks] */
-#define RGPU_H_OCCUPANCY      "rgpu.occupancy"
-/* [kernel, numBlocks, blockSize] -> [bytes] */
-#define RGPU_H_OCCUPANCY_SMEM "rgpu.occupancy_smem"
 
 /* Module images.  An image argument ("image" below) is a bin, or, for an
  * image larger than RGPU_IMAGE_INLINE_MAX, the image's size: its bytes
@@ -263,6 +197,40 @@ enum rgpu_graph_node_op { RGPU_GRAPH_NODE_ADD, RGPU_GRAPH_NODE_SET, RGPU_GRAPH_E
 #define RGPU_H_GRAPH_COND_NODE      "rgpu.graph_cond_node"
 /* the same for the driver (ctx the node's context) */
 #define RGPU_H_CU_GRAPH_COND_NODE   "rgpu.cu_graph_cond_node"
+/* Graph host nodes and copies to or from host memory (library "cudart" or
+ * "cuda": the runtime's or the driver's calls; daemon/graph_host.c, client
+ * common/rgpu_graph_host.c).  A token names, on the client, the program's
+ * function and data or a copy's host region; the server's node sends
+ * [CALLBACK, run, 0, token(, bin)] each time it runs and waits for
+ * [CALLBACK_DONE, run(, bin)] (common/rgpu_proto.h).
+ *
+ * [op, owner, node, bin dependencies, token] -> [node]   a host node, added
+ * (op ADD: owner the graph), set (SET: node) or set in an executable graph
+ * (EXEC_SET: owner the executable graph, node) */
+#define RGPU_H_GRAPH_HOST_NODE      "rgpu.graph_host_node"
+/* [node] -> [token]   cudaGraphHostNodeGetParams */
+#define RGPU_H_GRAPH_HOST_PARAMS    "rgpu.graph_host_params"
+/* [op, owner, node, bin dependencies, ctx, direction, token, width, height,
+ *  depth, device ptr, pitch, rows, x, y, z] -> [node]   a copy node between
+ * the host region token names (width x height x depth bytes) and device
+ * memory (pitch and rows per plane of the device side, 0 for packed; x in
+ * bytes); ctx the driver's copy context, 0 for the runtime */
+#define RGPU_H_GRAPH_HOST_COPY      "rgpu.graph_host_copy"
+enum rgpu_copy_direction { RGPU_COPY_TO_DEVICE = 1, RGPU_COPY_TO_HOST = 2 };
+/* The most bytes a graph copy to or from host memory carries: they travel
+ * in one callback frame each time the node runs. */
+#define RGPU_GRAPH_COPY_MAX         (64u << 20)
+/* [stream, ptsz, direction, token, width, height, depth, device ptr, pitch,
+ *  rows, x, y, z] -> [captured]   such a copy on a capturing stream becomes a
+ * node of the capture (captured 1); a stream that does not capture: 0,
+ * nothing done (ptsz: a stream 0 is the per-thread one) */
+#define RGPU_H_CAPTURE_HOST_COPY    "rgpu.capture_host_copy"
+/* [exec, stream, marker, ptsz] -> [marked, plain]   cudaGraphLaunch: when
+ * the executable graph holds host nodes of the session's, a marker host
+ * function follows it on the stream and sends [CALLBACK, marker, 0] once
+ * the graph has passed (no acknowledgement), and marked is 1; plain: it
+ * holds none */
+#define RGPU_H_GRAPH_LAUNCH         "rgpu.graph_launch"
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"
 /* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] -> []

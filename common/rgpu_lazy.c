@@ -145,6 +145,11 @@ int rgpu_handle_known(uint32_t cls, uint64_t h)
            (alias && rgpu_htab_get(&held, alias, h, NULL));
 }
 
+int rgpu_handle_info(uint32_t cls, uint64_t h, uint32_t *info)
+{
+    return rgpu_htab_get(&held, cls, h, info);
+}
+
 int rgpu_stream_known(uint64_t stream)
 {
     return rgpu_handle_known(C_STREAM, stream);

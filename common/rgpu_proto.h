@@ -18,8 +18,8 @@
  *                               [details...]]
  *   data     server -> client  [RGPU_MSG_DATA, serial, bin]
  *   output   server -> client  [RGPU_MSG_OUTPUT, fd, bin]
- *   callback server -> client  [RGPU_MSG_CALLBACK, id, status]
- *   callback_done client -> server  [RGPU_MSG_CALLBACK_DONE, id]
+ *   callback server -> client  [RGPU_MSG_CALLBACK, id, status(, token(, bin))]
+ *   callback_done client -> server  [RGPU_MSG_CALLBACK_DONE, id(, bin)]
  *
  * transport_status says whether the server could carry out the call at all
  * (RGPU_OK, or an RGPU_E* code); api_status is what the CUDA function itself
@@ -55,7 +55,14 @@
  * status the driver passed; the stream waits until the client has run the
  * program's function and answered callback_done with that id.  The answer
  * is no request: it gets no reply and is read at once, whatever requests
- * wait (daemon/host_functions.c, common/rgpu_callbacks.c).
+ * wait (daemon/host_functions.c, common/rgpu_callbacks.c).  A graph's host
+ * node sends the token that names the program's function or a copy's host
+ * region (common/rgpu_graph_host.c), with id one of rgpud's (bit 63 set);
+ * a copy to the host carries the bytes for the program's memory, the
+ * answer of a copy to the device the bytes read from it.  A graph
+ * launch's marker comes as a host function's frame and is not answered.
+ * Clients that make no graph host nodes never see the longer forms, so
+ * the protocol version stays.
  *
  * Procedure ids are a hash of "library/function" (rgpu_proc_id()), so they
  * never change across builds or CUDA versions; hand-written procedures use

@@ -103,6 +103,15 @@ void record_frame(const char *frame, size_t len);
 
 /* ---- guards.c: checks around generated procedures ---------------------------- */
 
+/* ---- session.c: rgpu's own procedures ----------------------------------------- */
+
+/* A serve_ function (daemon/, for rgpu's own procedures: codegen/<lib>_own.h)
+ * that cannot carry out its call at all says why with an RGPU_E* status,
+ * which the reply carries as its transport status: returns 0, the API
+ * status to return with it.  RGPU_EPROTO ends the session, as any request
+ * that does not match its procedure. */
+int serve_transport(int status);
+
 struct guard {
     const char *lib, *name;
     int (*pre)(void **argv);                /* nonzero: return this instead */
@@ -110,8 +119,14 @@ struct guard {
 };
 
 const struct guard *guard_for(const char *lib, const char *name);
+/* The guard of lib/name in a table of n, or NULL (each file's *_guard_for). */
+const struct guard *guard_in(const struct guard *table, size_t n, const char *lib,
+                             const char *name);
+#define GUARD_IN(table, lib, name) guard_in(table, sizeof table / sizeof table[0], lib, name)
 /* hand_cublasLt.c: the guards of the calls that take a matmul descriptor. */
 const struct guard *lt_guard_for(const char *lib, const char *name);
+/* hand_arrays.c: the texture and surface object calls' guards. */
+const struct guard *array_guard_for(const char *lib, const char *name);
 /* memguards.c: the guards that keep the table of owned device memory. */
 const struct guard *memguard_for(const char *lib, const char *name);
 /* hand_graphs.c: the graph calls' guards (node handles a destroyed graph
@@ -221,8 +236,6 @@ extern const struct hand_proc hand_cuda_launch_procs[];   /* hand_cuda_launch.c 
 extern const int hand_cuda_launch_nprocs;
 extern const struct hand_proc hand_module_procs[];    /* hand_cuda_modules.c */
 extern const int hand_module_nprocs;
-extern const struct hand_proc hand_cudnn_procs[];
-extern const int hand_cudnn_nprocs;
 extern const struct hand_proc hand_liblog_procs[];     /* liblog.c */
 extern const int hand_liblog_nprocs;
 extern const struct hand_proc hand_auth_procs[];      /* auth.c */
@@ -235,8 +248,6 @@ extern const struct hand_proc hand_graph_procs[];     /* hand_graphs.c */
 extern const int hand_graph_nprocs;
 extern const struct hand_proc hand_graph_conditional_procs[]; /* hand_graph_conditionals.c */
 extern const int hand_graph_conditional_nprocs;
-extern const struct hand_proc hand_array_procs[];     /* hand_arrays.c */
-extern const int hand_array_nprocs;
 extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
 extern const int hand_cublasLt_nprocs;
 extern const struct hand_proc hand_host_function_procs[]; /* host_functions.c */
@@ -245,9 +256,47 @@ extern const struct hand_proc hand_nvml_procs[];      /* hand_nvml.c */
 extern const int hand_nvml_nprocs;
 
 /* Host functions (host_functions.c): how many wait for the client, and the
- * client's acknowledgement of one, read by the session's reader. */
+ * client's acknowledgement of one (with the bytes it carried, or NULL),
+ * read by the session's reader. */
 int host_functions_pending(void);
-void host_function_done(uint64_t id);
+void host_function_done(uint64_t id, const void *bytes, size_t len);
+/* A graph host node's run on the client, on the driver's thread: sends
+ * [CALLBACK, run, status, token(, send)] and waits for the answer, whose
+ * bytes land in recv when they are exactly recv_len (else recv keeps what
+ * it had).  A session whose client goes away exits meanwhile. */
+void host_functions_run_node(uint64_t token, int status, const void *send, size_t send_len,
+                             void *recv, size_t recv_len);
+/* After a graph launch: a host function on stream that sends [CALLBACK,
+ * id, 0] once the stream reaches it (runtime or driver, the _ptsz form or
+ * not).  The library's status. */
+int host_function_marker(int runtime, int ptsz, uint64_t stream, uint64_t id);
+
+/* Graph host nodes and host copies (graph_host.c). */
+extern const struct hand_proc hand_graph_host_procs[];
+extern const int hand_graph_host_nprocs;
+const struct guard *graph_host_guard_for(const char *lib, const char *name);
+/* A host function (lib's name, a stream callback or not) on a capturing
+ * stream, captured as a host node naming the client's token.  The
+ * library's status. */
+int graph_host_capture_function(const char *lib, const char *name, int is_callback,
+                                uint64_t stream, uint64_t token, unsigned flags);
+/* Whether a session procedure may make graph host nodes run: from the first
+ * such request on, the session's reader must stay free (session.c). */
+int graph_host_proc(uint32_t proc_id);
+/* After a successful instantiation (argv: the generated call's, the
+ * executable graph's out pointer first, the graph second): whether it
+ * holds host nodes, whose launches the client then waits for. */
+void graph_host_instantiated(void **argv, int status, int runtime);
+/* Whether node is a copy node of ours (a child graph node standing for a
+ * copy to or from host memory); the status that refuses new device-only
+ * parameters for one (exec: in an executable graph), else 0. */
+int graph_host_is_copy_node(uint64_t node, int runtime);
+int graph_host_refuse_copy_node(uint64_t node, int runtime, int exec, const char *what);
+/* hand_graphs.c: whether the device side of a copy (base, start x in bytes,
+ * y, z, pitch and rows per plane, 0 for the extent's) is the session's
+ * memory over the whole w x h x d extent. */
+int graph_copy_side_owned(uint64_t base, uint64_t x, uint64_t y, uint64_t z, uint64_t pitch,
+                          uint64_t rows, uint64_t w, uint64_t h, uint64_t d);
 
 /* Argument helpers for handlers: -1 when the argument is missing or of the
  * wrong type (the handler then answers -RGPU_EPROTO). */

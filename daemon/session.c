@@ -157,17 +157,17 @@ static struct served_lib served[] = {
 #define NSERVED (sizeof served / sizeof served[0])
 
 static const struct hand_proc *const hand_tables[] = {
-    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs, hand_cudnn_procs,
+    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs,
     hand_liblog_procs, hand_cublasLt_procs, hand_auth_procs, hand_session_procs,
     hand_cuda_export_procs, hand_module_procs, hand_host_function_procs, hand_graph_procs,
-    hand_array_procs, hand_nvml_procs, hand_graph_conditional_procs,
+    hand_graph_host_procs, hand_nvml_procs, hand_graph_conditional_procs,
 };
 #define NHAND (sizeof hand_tables / sizeof hand_tables[0])
 static const int *const hand_counts[NHAND] = {
-    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs, &hand_cudnn_nprocs,
+    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs,
     &hand_liblog_nprocs, &hand_cublasLt_nprocs, &hand_auth_nprocs, &hand_session_nprocs,
     &hand_cuda_export_nprocs, &hand_module_nprocs, &hand_host_function_nprocs,
-    &hand_graph_nprocs, &hand_array_nprocs, &hand_nvml_nprocs,
+    &hand_graph_nprocs, &hand_graph_host_nprocs, &hand_nvml_nprocs,
     &hand_graph_conditional_nprocs,
 };
 static uint32_t *hand_ids[NHAND];
@@ -219,6 +219,8 @@ static int find_generated(uint32_t id, struct served_lib **lib, size_t *index)
 
 static void *resolve(struct served_lib *l, size_t index)
 {
+    if (l->server[index].own)
+        return l->server[index].own;    /* rgpu's own procedure: its serve_ function */
     if (!l->fn[index]) {
         void *fn = backend_sym(l->lib->name, l->lib->procs[index].name);
         l->fn[index] = fn ? fn : (void *)-1;
@@ -357,6 +359,16 @@ static void protocol_error(uint64_t serial, int status, const char *why)
 
 /* ---- executing one request ----------------------------------------------------- */
 
+/* What a serve_ function of rgpu's own procedures said of its call's
+ * transport (serve_transport), for run_generated. */
+static __thread int serve_status;
+
+int serve_transport(int status)
+{
+    serve_status = status;
+    return 0;
+}
+
 static int run_generated(struct served_lib *l, size_t index, const msgpack_object *args,
                          msgpack_packer *outs, int *transport)
 {
@@ -379,7 +391,12 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
             api = g->pre(frame.argv);
         if (api == 0) {
             uint64_t forgotten = handles_before_call(proc, &frame);
+            serve_status = RGPU_OK;
             api = l->server[index].thunk(fn, frame.argv);
+            if (serve_status != RGPU_OK) {
+                *transport = serve_status;
+                api = 0;
+            }
             handles_after_call(proc, &frame, api, forgotten);
         }
         if (g && g->post)
@@ -680,7 +697,7 @@ static int is_host_function(const struct request *rq)
     static uint32_t id;
     if (!id)
         id = rgpu_proc_id("rgpu", RGPU_H_HOST_FUNC);
-    return rq->proc_id == id;
+    return rq->proc_id == id || graph_host_proc(rq->proc_id);
 }
 
 /* ---- the session's own procedures ---------------------------------------------- */
@@ -771,17 +788,26 @@ static size_t streamed_head(size_t len, long deadline)
     return hp && hand_streamed(hp) ? head : 0;
 }
 
-/* [CALLBACK_DONE, id]: the client ran a host function (daemon/host_functions.c).
- * Handled here and now, never queued behind requests that may wait for it. */
+/* [CALLBACK_DONE, id(, bin)]: the client ran a host function, or a graph's
+ * host node with the bytes a copy to the device takes
+ * (daemon/host_functions.c).  Handled here and now, never queued behind
+ * requests that may wait for it. */
 static int acknowledgement(const msgpack_object *root)
 {
     uint64_t msg, id;
-    if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size != 2 ||
-        rgpu_obj_u64(&root->via.array.ptr[0], &msg) < 0 || msg != RGPU_MSG_CALLBACK_DONE)
+    const msgpack_object *o = root->via.array.ptr;
+    if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size < 2 ||
+        root->via.array.size > 3 || rgpu_obj_u64(&o[0], &msg) < 0 ||
+        msg != RGPU_MSG_CALLBACK_DONE)
         return 0;
-    if (rgpu_obj_u64(&root->via.array.ptr[1], &id) < 0)
+    if (rgpu_obj_u64(&o[1], &id) < 0)
         protocol_error(0, RGPU_EPROTO, "host function acknowledgement without an id");
-    host_function_done(id);
+    if (root->via.array.size == 3 && o[2].type != MSGPACK_OBJECT_BIN)
+        protocol_error(0, RGPU_EPROTO, "host function acknowledgement with bytes of no bin");
+    if (root->via.array.size == 3)
+        host_function_done(id, o[2].via.bin.ptr, o[2].via.bin.size);
+    else
+        host_function_done(id, NULL, 0);
     return 1;
 }
 

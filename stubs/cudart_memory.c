@@ -250,6 +250,19 @@ static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cud
         src = (const void *)(uintptr_t)mapped_src;
         kind = cudaMemcpyDeviceToDevice;
     }
+    /* Into a capture, a copy with host memory is a node that moves the
+     * bytes each time the graph runs (rgpu_graph_host.c). */
+    int captured = 0, rc = 0;
+    if (async && (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToHost))
+        rc = kind == cudaMemcpyHostToDevice
+                 ? rgpu_capture_copy_1d(LIB, "cudaMemcpyAsync", (uint64_t)(uintptr_t)stream,
+                                        RGPU_COPY_TO_DEVICE, (uint64_t)(uintptr_t)src,
+                                        (uint64_t)(uintptr_t)dst, count, &captured)
+                 : rgpu_capture_copy_1d(LIB, "cudaMemcpyAsync", (uint64_t)(uintptr_t)stream,
+                                        RGPU_COPY_TO_HOST, (uint64_t)(uintptr_t)dst,
+                                        (uint64_t)(uintptr_t)src, count, &captured);
+    if (rc != 0 || captured)
+        return rc;
     /* A copy "to the host" into mapped memory writes the GPU's copy in
      * stream order, as the device's DMA would, and comes back with the
      * GPU's other writes at the synchronise; written into the program's
@@ -258,9 +271,9 @@ static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cud
     uint64_t mapped_dst = kind == cudaMemcpyDeviceToHost && rgpu_mapped_active()
                               ? rgpu_mapped_gpu_copy((uint64_t)(uintptr_t)dst, count) : 0;
     if (mapped_dst) {
-        cudaError_t rc = dtod((void *)(uintptr_t)mapped_dst, src, count,
-                              cudaMemcpyDeviceToDevice, stream, async);
-        return rc == cudaSuccess ? cudaStreamSynchronize(stream) : rc;
+        cudaError_t e = dtod((void *)(uintptr_t)mapped_dst, src, count,
+                             cudaMemcpyDeviceToDevice, stream, async);
+        return e == cudaSuccess ? cudaStreamSynchronize(stream) : e;
     }
     switch (kind) {
     case cudaMemcpyHostToHost:

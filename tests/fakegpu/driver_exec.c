@@ -34,6 +34,8 @@ static struct fg_event *event_get(CUevent h) { return fg_handle_get(h64(h), FG_E
 
 CUresult fg_check_stream(CUstream s)
 {
+    if (fg_capture_refused(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
         stream_get(s)) {
         fg_host_functions_wait(s);
@@ -874,6 +876,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
 {
     CUresult r;
 
+    if (fg_capturing(s))
+        return fg_capture_kernel(f, gx, gy, gz, bx, by, bz, shmem, s, kernel_params, extra);
     fg_lock();
     r = launch(f, (struct fg_dim){ gx, gy, gz }, (struct fg_dim){ bx, by, bz },
                shmem, s, kernel_params, extra, NULL, 0);

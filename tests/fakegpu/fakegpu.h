@@ -98,6 +98,19 @@ struct fg_ctx *fg_ctx_current(void);
 // (host_functions.c).  Lock held (released while it waits).
 CUresult fg_check_stream(CUstream s);
 
+// Stream capture (capture.c).  Whether s captures (lock not held); work on
+// a capturing stream that capture does not model: the capture is
+// invalidated and 1 returned (lock held, from fg_check_stream).  A kernel
+// launch, an asynchronous copy and a host function on a capturing stream
+// become nodes of its graph instead (lock not held).
+int fg_capturing(CUstream s);
+int fg_capture_refused(CUstream s);
+CUresult fg_capture_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                           unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                           void **extra);
+CUresult fg_capture_copy(uintptr_t dst, uintptr_t src, size_t n, CUstream s);
+CUresult fg_capture_host(CUstream s, CUhostFn fn, void *data);
+
 // Host functions in flight (host_functions.c), lock held: whether work on s
 // would wait for one; wait for those, or for all (a context synchronise).
 int fg_host_functions_busy(CUstream s);

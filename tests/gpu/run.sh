@@ -14,7 +14,8 @@
 # Exit status: 0 whatever the tests did (the summary says); 2 when the build
 # dir or the daemon is missing or the daemon does not start.
 #
-# Tunables: RGPU_PROG_TIMEOUT (s, default 60), RGPU_BENCH_TIMEOUT (s, 240),
+# Tunables: RGPU_PROG_LIST (names of the test programs to run, shared and
+# static builds alike; default all), RGPU_PROG_TIMEOUT (s, default 60), RGPU_BENCH_TIMEOUT (s, 240),
 # RGPU_BENCH_ARGS (e.g. --quick), CUDA_HOME (/usr/local/cuda); RGPU_PROGS=0 and
 # RGPU_BENCH=0 skip those parts, RGPU_LADDER=1 adds the PyTorch ladder
 # (RGPU_LADDER_RUNGS picks rungs), RGPUD_ARGS more options for rgpud (e.g.
@@ -294,6 +295,7 @@ run_progs() {
     for prog in "$dir"/*; do
         if [ ! -f "$prog" ] || [ ! -x "$prog" ]; then continue; fi
         name=$(basename "$prog")
+        picked "$name" || continue
         tag=${kind:+$kind-}$name
         check_loader "$prog"
         nrc=$(run_prog_as native "$tag" "$STUBS" "$prog" "$PROG_TIMEOUT")
@@ -311,6 +313,14 @@ run_progs() {
             "$(status_word "$rgrc")" "$same" "$result" | tee -a "$SUMMARY"
         [ -n "$kind" ] && count_item "$result"
     done
+}
+
+# picked NAME: whether RGPU_PROG_LIST (program names, blank-separated;
+# empty: every program) names it.
+picked() {
+    [ -z "${RGPU_PROG_LIST:-}" ] && return 0
+    case " $RGPU_PROG_LIST " in *" $1 "*) return 0 ;; esac
+    return 1
 }
 
 # count_item PASS|FAIL|SKIP: into the issue-11 items' closing count.
