@@ -15,7 +15,8 @@ names and protocol number:
               mac = HMAC-SHA256(key, "rgpu-client" | client_nonce | server_nonce)
     welcome   server -> client  ["welcome", PROTO, status, info, message, proof]
               proof = HMAC-SHA256(key, "rgpu-server" | server_nonce | client_nonce),
-              None without a key; status 0 is OK, anything else a refusal.
+              None without a key; status 0 is OK, anything else a refusal
+              (1 authentication, 2 protocol version, 3 the server failed).
 
 Key files are rgpud's: one line "rgpu-key-1 NAME HEX64", private to their
 owner (mode 0600 or stricter).
@@ -38,7 +39,7 @@ KEY_LEN = 32
 KEY_MAGIC = "rgpu-key-1"
 MAC_CLIENT = b"rgpu-client"
 MAC_SERVER = b"rgpu-server"
-STATUS_OK, STATUS_AUTH, STATUS_VERSION = 0, 1, 2
+STATUS_OK, STATUS_AUTH, STATUS_VERSION, STATUS_SERVER = 0, 1, 2, 3
 _KEY_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$")
 
 
