@@ -19,6 +19,7 @@ operation.  docs/rgpu-device.md describes the protocol and the sandbox.
 """
 import argparse
 import ctypes
+import gc
 import grp
 import os
 import re
@@ -37,6 +38,8 @@ MAX_DIMS = 64
 MAX_DEPTH = 16
 MAX_SIZE = 1 << 50
 MAX_SID = 1 << 53
+MAX_VIEWS = 1 << 14            # views a session keeps built (Executor.views)
+_WIRE_SCALARS = frozenset((bool, int, float, str))      # msgpack's, as it decodes them
 _OP_NAME = re.compile(r"^aten::([a-z_][a-z0-9_]*)(?:\.([A-Za-z0-9_]+))?$")
 # Operators a client may not call: files, the server's output, raw storage,
 # and changes to a tensor's own metadata (which the storage table could not
@@ -408,6 +411,10 @@ def serve_client(conn, kind, opts, info):
         open_device(torch, opts.device)
     except Exception as e:
         return refuse_session(conn, wire, f"the op server's device failed: {e}")
+    # What PyTorch and the server made so far lives as long as the session:
+    # out of the collector's sight, whose full passes over it otherwise cost
+    # more than decoding the frames (ten times, for frames of small calls).
+    gc.freeze()
     # Confined before the first operation is read, as rgpud's sessions are.
     if opts.sandbox is not None and not opts.sandbox.session(
             opts.session_memory, not opts.no_sandbox, opts.sandbox_audit, module_folders(torch)):
@@ -470,6 +477,14 @@ class Executor:
             torch.complex128)}
         self.itemsize = {d: torch.empty(0, dtype=d).element_size() for d in self.dtypes.values()}
         self.operators = {}        # name -> resolved operator, for names already checked
+        # Views already built and checked, by what the wire said of them:
+        # a training step names the same parameters and optimiser states
+        # laid out the same way every time.  A storage's views go with it.
+        self.views = {}            # (sid, dtype, sizes, strides, offset) -> tensor
+        self.views_of = {}         # sid -> keys of its views
+        # The requests: ["new", ...] is op_new's, and so on.
+        self.handlers = {name[3:]: getattr(self, name) for name in dir(self)
+                         if name.startswith("op_")}
 
     def run_batch(self, ops):
         result = None
@@ -484,12 +499,11 @@ class Executor:
         return result
 
     def run_op(self, op):
-        if not isinstance(op, list) or not op or not isinstance(op[0], str):
+        if type(op) is not list or not op or type(op[0]) is not str:
             raise BadInput("malformed operation")
-        kind = op[0]
-        handler = getattr(self, "op_" + kind, None) if kind.isidentifier() else None
+        handler = self.handlers.get(op[0])
         if handler is None:
-            raise BadInput(f"unknown request '{kind[:40]}'")
+            raise BadInput(f"unknown request '{op[0][:40]}'")
         return handler(*op[1:])
 
     # -- storages
@@ -541,6 +555,8 @@ class Executor:
             return
         self.storage(sid)
         del self.table[sid]
+        for key in self.views_of.pop(sid, ()):
+            self.views.pop(key, None)
 
     def op_seed(self, seed):
         if not isinstance(seed, int):
@@ -597,21 +613,29 @@ class Executor:
             raise BadInput(f"{name} is not an ATen operator")
         if any("Storage" in str(a.type) for a in func._schema.arguments):
             raise BadInput(f"{name} takes a storage, which is not allowed through rgpu")
+        # Operators that change a tensor's own sizes, strides or storage (the
+        # argument tensors are views the session keeps); detach_ only
+        # touches autograd, which the session does not run.
+        if (self.torch.Tag.inplace_view in func.tags and base != "detach_") \
+                or base == "set_data":
+            raise BadInput(f"{name} changes a tensor's metadata in place, which is not allowed "
+                           "through rgpu")
         return func
 
     def decode(self, x, depth=0):
         if depth > MAX_DEPTH:
             raise BadInput("arguments nested too deeply")
-        if isinstance(x, list):
-            return [self.decode(v, depth + 1) for v in x]
-        if isinstance(x, dict):
+        kind = type(x)
+        if kind is dict:
             if len(x) != 1:
                 raise BadInput("malformed argument")
             (tag, v), = x.items()
-            return self.decode_tagged(tag, v)
-        if x is None or isinstance(x, (bool, int, float, str)):
+            return self.tensor(v) if tag == "T" else self.decode_tagged(tag, v)
+        if kind is list:
+            return [self.decode(v, depth + 1) for v in x]
+        if x is None or kind in _WIRE_SCALARS:
             return x
-        raise BadInput(f"argument of type {type(x).__name__} not allowed")
+        raise BadInput(f"argument of type {kind.__name__} not allowed")
 
     def dtype(self, name):
         d = self.dtypes.get(name) if isinstance(name, str) else None
@@ -650,12 +674,27 @@ class Executor:
         raise BadInput(f"unknown argument tag {str(tag)[:20]}")
 
     def tensor(self, v):
-        if not (isinstance(v, list) and len(v) == 5):
+        if not (type(v) is list and len(v) == 5):
             raise BadInput("malformed tensor")
         sid, dtype, size, stride, offset = v
-        s = self.storage(sid)
-        d = self.dtype(dtype)
-        return self.view(s, d, size, stride, offset, f"tensor handle {sid}")
+        key = None
+        if type(sid) is int and type(size) is list and type(stride) is list:
+            try:
+                key = (sid, dtype, tuple(size), tuple(stride), offset)
+                cached = self.views.get(key)
+            except TypeError:           # an unhashable value: checked below
+                key = cached = None
+            if cached is not None:
+                return cached
+        t = self.view(self.storage(sid), self.dtype(dtype), size, stride, offset,
+                      f"tensor handle {sid}")
+        if key is not None:
+            if len(self.views) >= MAX_VIEWS:
+                self.views.clear()
+                self.views_of.clear()
+            self.views[key] = t
+            self.views_of.setdefault(sid, []).append(key)
+        return t
 
     def view(self, s, d, size, stride, offset, what):
         check_layout(size, stride, offset, self.itemsize[d], s.nbytes(), what)
@@ -686,12 +725,14 @@ class Executor:
                            "carries")
         if r.device != self.device:
             raise BadInput(f"{name}: its result is on {r.device}, not on this server's device")
-        check_layout(list(r.size()), list(r.stride()), r.storage_offset(), r.element_size(),
-                     r.untyped_storage().nbytes(), f"the result of {name}")
+        check_layout(tuple(r.size()), r.stride(), r.storage_offset(), r.element_size(),
+                     r.untyped_storage().nbytes(), "the result of " + name)
 
     def op_call(self, name, args, kwargs, outs):
-        func = self.resolve(name)
-        if not isinstance(args, list) or not isinstance(kwargs, dict):
+        func = self.operators.get(name) if type(name) is str else None
+        if func is None:
+            func = self.resolve(name)
+        if type(args) is not list or type(kwargs) is not dict:
             raise BadInput("malformed call")
         a = self.decode(args)
         k = {str(key): self.decode(val) for key, val in kwargs.items()}
@@ -717,11 +758,11 @@ class Executor:
         self._new_sid(sid)
         self.check_result(r, name)
         d = self.dtype(dtype)
-        if not isinstance(nbytes, int) or not 0 <= nbytes <= MAX_SIZE:
+        if type(nbytes) is not int or not 0 <= nbytes <= MAX_SIZE:
             raise BadInput("bad storage size")
         s = r.untyped_storage()
-        if (r.dtype == d and list(r.size()) == size and list(r.stride()) == stride
-                and r.storage_offset() == offset and s.nbytes() >= nbytes):
+        if (r.dtype == d and r.storage_offset() == offset and s.nbytes() >= nbytes
+                and list(r.size()) == size and list(r.stride()) == stride):
             self.table[sid] = s
             return
         # The server's kernel laid its result out otherwise than the meta
@@ -773,15 +814,18 @@ def check_layout(size, stride, offset, itemsize, nbytes, what):
     """sizes, strides and an offset from the wire are checked integers, and
     the elements they reach lie inside a storage of nbytes (an empty view
     too: its offset may not point past the storage)."""
-    ok = (isinstance(size, (list, tuple)) and isinstance(stride, (list, tuple))
-          and len(size) == len(stride) and len(size) <= MAX_DIMS
-          and isinstance(offset, int) and not isinstance(offset, bool) and 0 <= offset < MAX_SIZE
-          and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < MAX_SIZE
-                  for n in list(size) + list(stride)))
-    if not ok:
+    if not (type(size) in (list, tuple) and type(stride) in (list, tuple)
+            and len(size) == len(stride) <= MAX_DIMS
+            and type(offset) is int and 0 <= offset < MAX_SIZE):
         raise BadInput(f"malformed sizes or strides for {what}")
-    end = offset if not all(size) else offset + 1 + sum((n - 1) * st for n, st in zip(size, stride))
-    if end * itemsize > nbytes:
+    end, empty = offset + 1, False
+    for n, st in zip(size, stride):
+        if not (type(n) is int and type(st) is int and 0 <= n < MAX_SIZE and 0 <= st < MAX_SIZE):
+            raise BadInput(f"malformed sizes or strides for {what}")
+        if n == 0:
+            empty = True
+        end += (n - 1) * st
+    if (offset if empty else end) * itemsize > nbytes:
         raise BadInput(f"view outside the storage of {what}")
 
 

@@ -161,6 +161,32 @@ class HostileClient(unittest.TestCase):
         with self.assertRaisesRegex(rgpu_opserver.BadInput, "outside the storage"):
             ex.describe(outside, [], {}, "aten::x")
 
+    def test_views_go_with_their_storage(self):
+        # The session keeps the views it built; a storage freed and its id
+        # made again must not be reached through the old ones.
+        out = [[61, "float32", [2], [1], 0, 8]]
+        err, data = self.c.ask(["new", 60, 8], ["write", 60, 0, struct.pack("<2f", 1, 2)],
+                               ["call", "aten::neg", [tensor(60, [2])], {}, out],
+                               ["read", 61, 0, 8])
+        self.assertEqual(struct.unpack("<2f", data), (-1, -2))
+        err, data = self.c.ask(["free", 61], ["free", 60], ["new", 60, 8],
+                               ["write", 60, 0, struct.pack("<2f", 5, 6)],
+                               ["call", "aten::neg", [tensor(60, [2])], {}, out],
+                               ["read", 61, 0, 8])
+        self.assertIsNone(err)
+        self.assertEqual(struct.unpack("<2f", data), (-5, -6))
+
+    def test_metadata_changes_refused(self):
+        # Operators that change a tensor's own sizes, strides or storage
+        # would change the views the session keeps.
+        self.c.ask(["new", 62, 16])
+        for name in ("aten::t_", "aten::transpose_", "aten::unsqueeze_", "aten::squeeze_",
+                     "aten::swapdims_", "aten::set_data", "aten::resize_as_"):
+            self.assertRefused(["call", name, [tensor(62, [2, 2], [2, 1])], {}, [None]],
+                               "changes a tensor's metadata|not allowed")
+        err, _ = self.c.ask(["call", "aten::detach_", [tensor(62, [4])], {}, [None]])
+        self.assertIsNone(err)
+
     def test_operator_families_refused(self):
         for name in ("aten::_sparse_coo_tensor_unsafe", "aten::_nested_view_from_buffer",
                      "aten::fbgemm_linear_fp16_weight", "aten::to_mkldnn",
