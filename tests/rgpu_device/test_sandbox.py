@@ -12,6 +12,7 @@ the session is under seccomp with no new privileges; and a real workload
 system call refused.  A control run with --no-sandbox shows each attempt
 succeeding, so every check here can fail."""
 import ctypes
+import ctypes.util
 import os
 import re
 import select
@@ -218,6 +219,44 @@ class Unsandboxed(ProbeCases, unittest.TestCase):
         self.assertIsNone(err)
         self.assertRegex(status, r"NoNewPrivs:\s+0")
         self.assertIn("sessions run unconfined", self.server.output())
+
+
+class CudalessClient(unittest.TestCase):
+    """cudaless.py, the stand-in for a client with PyTorch's CPU-only wheel:
+    a driver library on the loader's path loads in a plain process and not
+    under it, and the program still runs (and says so)."""
+
+    def test_driver_unreachable(self):
+        if landlock_abi() < 1:
+            self.skipTest("this kernel has no Landlock")
+        folder = tempfile.mkdtemp(prefix="rgpu-cudaless-")
+        # Any shared object will do as the "driver": the loader finds it by name.
+        source = ctypes.util.find_library("z") or ctypes.util.find_library("m")
+        with open(_resolve(source), "rb") as f, open(os.path.join(folder, "libcuda.so.1"), "wb") as g:
+            g.write(f.read())
+        probe = os.path.join(folder, "probe.py")
+        with open(probe, "w") as f:
+            f.write("import ctypes\ntry:\n    ctypes.CDLL('libcuda.so.1')\n    print('driver loaded')\n"
+                    "except OSError:\n    print('driver refused')\n")
+        env = dict(os.environ, LD_LIBRARY_PATH=folder)
+        plain = subprocess.run([sys.executable, probe], env=env, capture_output=True, text=True)
+        self.assertIn("driver loaded", plain.stdout, plain.stderr)
+        wrapped = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                                "cudaless.py"), probe],
+                                 env=env, capture_output=True, text=True, timeout=120)
+        self.assertIn("driver refused", wrapped.stdout, wrapped.stderr)
+        self.assertRegex(wrapped.stdout, r"cudaless client: OK \(Landlock ABI \d+: [1-9]")
+
+
+def _resolve(name):
+    """A library's file from its soname, through the loader's cache."""
+    if os.path.isabs(name):
+        return name
+    listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    for line in listing.splitlines():
+        if line.strip().startswith(name + " ") and "=> " in line:
+            return line.rsplit("=> ", 1)[1]
+    raise unittest.SkipTest(f"cannot find {name}")
 
 
 if __name__ == "__main__":
