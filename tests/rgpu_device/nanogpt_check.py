@@ -34,11 +34,17 @@ def losses(device, env, data):
     return found
 
 
+# One CPU thread for PyTorch everywhere: on a busy machine its thread pool
+# spins for cores that others hold (a step took 7.9 s with the pool, 0.9 s
+# without), and both sides compute alike.
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
+
+
 def main():
-    server = OpServer()
+    server = OpServer(env=ONE_THREAD)
     try:
         data = os.path.join(tempfile.mkdtemp(prefix="rgpu-nanogpt-"), "data.txt")
-        env = dict(os.environ, PYTHONPATH=PYDIR, RGPU_OP_SERVER=server.addr)
+        env = dict(os.environ, PYTHONPATH=PYDIR, RGPU_OP_SERVER=server.addr, **ONE_THREAD)
         cpu = losses("cpu", env, data)
         rgpu = losses("rgpu", env, data)
     finally:
