@@ -14,6 +14,7 @@ an intruder would, and then runs the op server as usual:
     connect PATH a Unix socket, connected, a message sent
     tcp PORT     a TCP connection to 127.0.0.1:PORT
     status       /proc/self/status (Seccomp, NoNewPrivs)
+    limits       /proc/self/limits
 
 Test code only: the op server itself has no such request (test_opserver
 checks that it refuses one)."""
@@ -73,8 +74,13 @@ def _status(_):
         return f.read()
 
 
+def _limits(_):
+    with open("/proc/self/limits") as f:
+        return f.read()
+
+
 _PROBES = {"system": _system, "fork": _fork, "exec": _exec, "write": _write, "read": _read,
-           "connect": _connect, "tcp": _tcp, "status": _status}
+           "connect": _connect, "tcp": _tcp, "status": _status, "limits": _limits}
 
 
 def op_probe(self, what, arg=None):

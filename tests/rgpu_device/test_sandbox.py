@@ -174,6 +174,11 @@ class Sandboxed(ProbeCases, unittest.TestCase):
         self.assertIsNone(err)
         self.assertRegex(status, r"Seccomp:\s+2")
         self.assertRegex(status, r"NoNewPrivs:\s+1")
+        err, limits = ask_probe(self.server, "limits")
+        self.assertIsNone(err)
+        # rgpud's session limits: 4096 files, 64 GiB of private writable memory.
+        self.assertRegex(limits, r"Max open files\s+4096\s+4096")
+        self.assertRegex(limits, r"Max data size\s+%d\s+%d" % (64 << 30, 64 << 30))
 
     def test_workload_has_no_refused_calls(self):
         code = textwrap.dedent("""
