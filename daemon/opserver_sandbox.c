@@ -14,6 +14,7 @@
 #include "rgpu_log.h"
 #include "sandbox.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -23,6 +24,16 @@
  * graphs: its descriptor stays -1, so the exception never applies. */
 int graph_dot_fd = -1;
 char graph_dot_path[64];
+
+/* AddressSanitizer in the process (the sanitizer build's tests preload
+ * its runtime into every program, Python too) maps terabytes of shadow
+ * memory, which RLIMIT_DATA counts: as rgpud's sanitized build, no memory
+ * limit then.  This module itself is never sanitized, so it asks at run
+ * time. */
+static int asan_in_process(void)
+{
+    return dlsym(RTLD_DEFAULT, "__asan_init") != NULL;
+}
 
 static void log_as_opserver(void)
 {
@@ -38,7 +49,8 @@ EXPORT int rgpu_opserver_sandbox_session(uint64_t memory, int confine, int audit
                                          const char *read_paths)
 {
     const struct sandbox_profile p = {
-        .memory = memory, .confine = confine, .audit = audit, .read_paths = read_paths,
+        .memory = asan_in_process() ? UINT64_MAX : memory,
+        .confine = confine, .audit = audit, .read_paths = read_paths,
     };
     log_as_opserver();
     return sandbox_session_profile(&p);
