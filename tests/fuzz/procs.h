@@ -16,7 +16,7 @@
 #include "rgpud.h"
 
 #define FUZZ_NGEN 6             /* generated libraries */
-#define FUZZ_NHAND 9            /* hand-written tables */
+#define FUZZ_NHAND 11           /* hand-written tables */
 
 struct fuzz_gen {
     const struct rgpu_lib *lib;
