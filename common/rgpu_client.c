@@ -1059,6 +1059,24 @@ void rgpu_reply_free(struct rgpu_reply *reply)
 
 /* ---- statuses ----------------------------------------------------------------- */
 
+/* Whether this is the first time a function is named in a log line about
+ * the server's libraries (one line per function, as for refused ones). */
+static int first_mention(const char *lib, const char *what)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static uint32_t seen[512];
+    static unsigned nseen;
+    uint32_t id = rgpu_proc_id(lib, what);
+    int first = 1;
+    pthread_mutex_lock(&lock);
+    for (unsigned i = 0; i < nseen && first; i++)
+        first = seen[i] != id;
+    if (first && nseen < sizeof seen / sizeof seen[0])
+        seen[nseen++] = id;
+    pthread_mutex_unlock(&lock);
+    return first;
+}
+
 int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int transport)
 {
     if (transport == RGPU_ENOTPERMITTED) {
@@ -1071,13 +1089,17 @@ int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int tran
                      : lib->not_supported;
         return lib->is_runtime ? rgpu_runtime_result(st) : st;
     }
-    if (transport == RGPU_ENOSYM) {
+    if (transport == RGPU_ENOSYM && first_mention(lib->name, what)) {
         const struct rgpu_lib_version *theirs = server_lib(lib->name);
         if (theirs)
-            rgpu_warn("%s: the server's %s (version %d) lacks it", what, theirs->soname,
-                      theirs->version);
+            rgpu_warn("%s: the server's %s (version %d) lacks it (this client's %s is "
+                      "version %d's; logged once)", what, theirs->soname, theirs->version,
+                      lib->soname, lib->version);
         else
-            rgpu_warn("%s: the server has no %s", what, lib->soname);
+            rgpu_warn("%s: the server has no %s (logged once)", what, lib->soname);
+    }
+    else if (transport == RGPU_ENOSYM) {
+        /* said already */
     }
     else if (transport != RGPU_EIO)     /* already reported once */
         rgpu_error("%s: %s", what, rgpu_status_name(transport));
@@ -1165,6 +1187,25 @@ static int client_status(const struct rgpu_lib *lib, int status)
     return lib->is_runtime ? rgpu_runtime_result(status) : status;
 }
 
+/* A function that came with a newer version of its library than the
+ * server's (codegen's `since`: a CUDA 13.1 function on a 13.0 host) is
+ * refused here, before it is sent, naming both versions once.  A server
+ * that cannot say its version decides itself (RGPU_ENOSYM). */
+static int newer_than_server(const struct rgpu_lib *lib, const struct rgpu_proc *proc)
+{
+    if (!proc->since || session() < 0)
+        return 0;
+    const struct rgpu_lib_version *theirs = server_lib(lib->name);
+    if (!theirs || theirs->version <= 0 || (uint32_t)theirs->version >= proc->since)
+        return 0;
+    if (first_mention(lib->name, proc->name))
+        rgpu_warn("%s: the server's %s is version %d, and %s came with version %u: refused "
+                  "(run against a server whose %s is %u or newer; logged once)", proc->name,
+                  theirs->soname, theirs->version, proc->name, proc->since, lib->name,
+                  proc->since);
+    return 1;
+}
+
 static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                 const void *const *argv_in, enum call_mode mode)
 {
@@ -1177,6 +1218,8 @@ static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
     int must_wait = 0, by_content = 0;
     unsigned epoch = rgpu_answers_epoch();
 
+    if (newer_than_server(lib, proc))
+        return client_status(lib, lib->not_supported);
     if (rgpu_lib_translates(lib) && proc->nparams <= RGPU_MAX_PARAMS) {
         int st = rgpu_translate_args(lib, proc, argv_in, translated, values, &must_wait,
                                      &by_content);
