@@ -484,11 +484,14 @@ static void emit_table_c(const struct gen *g)
                 e->proto->nparams, e->proto->nparams ? "p_" : "NULL",
                 e->proto->nparams ? e->name : "", e->since);
     }
-    fprintf(f, "};\n\nconst struct rgpu_lib rgpu_%s_lib = {\n", g->lib);
-    fprintf(f, "    \"%s\", \"%s\", %s, %s, %s, %d, %d, rgpu_%s_procs, %s, %u,\n};\n", g->lib,
-            g->soname, g->ann->not_supported, g->ann->unavailable, g->ann->invalid_value,
+    /* A stub of an older major built from this table (libcudart.so.12)
+     * says its own headers' version instead (RGPU_STUB_VERSION). */
+    fprintf(f, "};\n\n#ifndef RGPU_STUB_VERSION\n#define RGPU_STUB_VERSION %u\n#endif\n", g->version);
+    fprintf(f, "\nconst struct rgpu_lib rgpu_%s_lib = {\n", g->lib);
+    fprintf(f, "    \"%s\", \"%s\", %s, %s, %s, %d, %d, rgpu_%s_procs, %s, RGPU_STUB_VERSION,\n};\n",
+            g->lib, g->soname, g->ann->not_supported, g->ann->unavailable, g->ann->invalid_value,
             g->ann->runtime, g->nprocs, g->lib,
-            g->ann->invalid_handle ? g->ann->invalid_handle : "0", g->version);
+            g->ann->invalid_handle ? g->ann->invalid_handle : "0");
     fclose(f);
 }
 

@@ -274,6 +274,16 @@ static const struct rgpu_lib_version *server_lib(const char *name)
     return NULL;
 }
 
+static int session(void);
+
+int rgpu_server_lib_version(const char *lib)
+{
+    if (session() < 0)
+        return 0;
+    const struct rgpu_lib_version *theirs = server_lib(lib);
+    return theirs && theirs->version > 0 ? theirs->version : 0;
+}
+
 /* A library of another major than the server's is served by the
  * server's: say so once, at connection (docs/cuda12.md). */
 static void note_other_majors(void)
@@ -1094,7 +1104,7 @@ int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int tran
         if (theirs)
             rgpu_warn("%s: the server's %s (version %d) lacks it (this client's %s is "
                       "version %d's; logged once)", what, theirs->soname, theirs->version,
-                      lib->soname, lib->version);
+                      stub_soname(lib), lib->version);
         else
             rgpu_warn("%s: the server has no %s (logged once)", what, lib->soname);
     }

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SAME(rt, drv) _Static_assert((int)(rt) == (int)(drv), #rt)
@@ -523,11 +524,21 @@ cudaError_t CUDARTAPI cudaDriverGetVersion(int *version)
     return ret(rt(cuDriverGetVersion(version)));
 }
 
+/* The version this runtime says it is: its headers' (CUDA 13.0's with
+ * the toolkit: it has what 13.0 has), or FAKEGPU_CUDART_VERSION where it
+ * is built as another release's face (the CUDA 12 one), or
+ * RGPU_FAKEGPU_CUDART_VERSION from the session's environment: a runtime
+ * claiming a newer version than its functions, so that a test reaches
+ * the server's own refusal of a function it lacks. */
+#ifndef FAKEGPU_CUDART_VERSION
+#define FAKEGPU_CUDART_VERSION CUDART_VERSION
+#endif
 cudaError_t CUDARTAPI cudaRuntimeGetVersion(int *version)
 {
+    const char *claimed = getenv("RGPU_FAKEGPU_CUDART_VERSION");
     if (!version)
         return ret(cudaErrorInvalidValue);
-    *version = CUDART_VERSION;
+    *version = claimed && atoi(claimed) > 0 ? atoi(claimed) : FAKEGPU_CUDART_VERSION;
     return cudaSuccess;
 }
 
