@@ -33,6 +33,8 @@
  *                          that code #undefs the names CUDA's headers define
  *   cudart12-coverage.txt  every export: same, or refused and why
  *   cudart12-layouts.txt   the functions whose prototypes differ, and where
+ *   cudart12_names.c       for rgpud: the CUDA 12 function behind each CUDA 13
+ *                          procedure, where one takes the same bytes
  */
 #include "rgpu-gen.h"
 
@@ -225,9 +227,23 @@ static int named_in(const struct leaves *o, const struct leaf *l)
     return 0;
 }
 
+/* Whether the older record a pointer leads to fits in the newer one: as
+ * large or larger (the older library then reads and writes a prefix of
+ * the newer caller's record: CUDA 13's cudaPointerAttributes is CUDA 12's
+ * with a reserved tail).  By value a record keeps its size exactly. */
+static int fits(const struct leaves *n, const struct leaf *old)
+{
+    for (int i = 0; i < n->n; i++)
+        if (n->v[i].outer && strcmp(n->v[i].space, old->space) == 0)
+            return atol(n->v[i].type + 1) >= atol(old->type + 1);
+    return 0;
+}
+
 /* Whether the newer type extends the older as the comment above says; the
- * newer fields' names go in added ("a, b"). */
-static int extends(const char *old_sig, const char *new_sig, char *added, size_t addedlen)
+ * newer fields' names go in added ("a, b").  larger: what a pointer leads
+ * to may have grown (fits()), for an older library given newer bytes. */
+static int extends_as(const char *old_sig, const char *new_sig, char *added, size_t addedlen,
+                      int larger)
 {
     struct leaves o = { 0 }, n = { 0 };
     const char *p = old_sig, *q = new_sig;
@@ -238,7 +254,8 @@ static int extends(const char *old_sig, const char *new_sig, char *added, size_t
         const struct leaf *l = &o.v[i];
         /* Records: a space's own record keeps its size; inner ones may grow
          * into reserved bytes, their fields are checked one by one. */
-        if (l->record ? l->outer && !find_leaf(&n, l) : !l->reserved && !find_leaf(&n, l))
+        if (l->record ? l->outer && !find_leaf(&n, l) && !(larger && l->space[0] && fits(&n, l))
+                      : !l->reserved && !find_leaf(&n, l))
             ok = 0;
     }
     added[0] = '\0';
@@ -253,6 +270,11 @@ static int extends(const char *old_sig, const char *new_sig, char *added, size_t
     free(o.v);
     free(n.v);
     return ok;
+}
+
+static int extends(const char *old_sig, const char *new_sig, char *added, size_t addedlen)
+{
+    return extends_as(old_sig, new_sig, added, addedlen, 0);
 }
 
 /* Whether every parameter of the newer prototype equals or extends the
@@ -284,8 +306,8 @@ static const char *compare(struct compat_fn *c, const struct gen_func *newf,
 {
     static char buf[8192];
     if (!in_new) {
-        snprintf(buf, sizeof buf, "not in CUDA %s, whose library serves this client",
-                 new_release);
+        snprintf(buf, sizeof buf, "not in CUDA %s, whose functions rgpu serves this client "
+                 "through", new_release);
         return xstrdup(buf);
     }
     if (!newf && !oldf)
@@ -434,6 +456,89 @@ static const char *major_of(const char *soname)
     return out;
 }
 
+/* ---- the older library behind the newer procedures (rgpud) ---------------
+ *
+ * A session may serve an older major's client with that major's own
+ * libraries (rgpud --cuda12-lib-dir).  Its procedures are the newer
+ * release's, so each must reach the older library's function that takes
+ * the same bytes: the same name where the older prototype equals the newer
+ * or the newer extends it, else the older release's versioned name of it
+ * (CUDA 13's cudaStreamGetCaptureInfo is CUDA 12's
+ * cudaStreamGetCaptureInfo_v3, _ptsz forms alike), else none: the session
+ * refuses the procedure (daemon/backend.c). */
+
+/* Whether the older function takes what the newer one is given. */
+static int same_bytes(const struct gen_func *newf, const struct gen_func *oldf)
+{
+    char added[384];
+    if (!newf || !oldf)
+        return !newf && !oldf;      /* declared by neither: nvcc's entry points */
+    if (strcmp(newf->abi, oldf->abi) == 0)
+        return 1;
+    if (newf->nparams != oldf->nparams || strcmp(newf->ret, oldf->ret) != 0)
+        return 0;
+    for (int k = 0; k < newf->nparams; k++)
+        if (strcmp(newf->params[k].abi, oldf->params[k].abi) != 0 &&
+            !extends_as(oldf->params[k].abi, newf->params[k].abi, added, sizeof added, 1))
+            return 0;
+    return 1;
+}
+
+/* The older export taking what the newer `name` is given, or NULL. */
+static const char *older_name(const char *name, struct gen_func *newf, int nnew_funcs,
+                              struct gen_func *oldf, int nold_funcs, char **oldx, int nold)
+{
+    static char cand[256];
+    const struct gen_func *n = gen_find_func(newf, nnew_funcs, name);
+    size_t len = strlen(name);
+    const char *suffix = len > 5 && (strcmp(name + len - 5, "_ptsz") == 0 ||
+                                     strcmp(name + len - 5, "_ptds") == 0)
+                             ? name + len - 5 : "";
+    int stem = (int)(len - strlen(suffix));
+    for (int v = 1; v <= 9; v++) {
+        if (v == 1)
+            snprintf(cand, sizeof cand, "%s", name);
+        else
+            snprintf(cand, sizeof cand, "%.*s_v%d%s", stem, name, v, suffix);
+        if (listed(oldx, nold, cand) && same_bytes(n, gen_find_func(oldf, nold_funcs, cand)))
+            return cand;
+    }
+    return NULL;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* OUTDIR/<stem>_names.c: {newer name, older name} for every newer export
+ * the older library can serve, sorted by the newer name. */
+static void emit_older_names(const char *outdir, const char *stem, const char *soname,
+                             const char *new_release, struct gen_func *newf,
+                             int nnew_funcs, char **newx, int nnew, struct gen_func *oldf,
+                             int nold_funcs, char **oldx, int nold)
+{
+    FILE *f = open_out(outdir, stem, "_names.c");
+    char **sorted = xcalloc((size_t)nnew, sizeof *sorted);
+    memcpy(sorted, newx, (size_t)nnew * sizeof *sorted);
+    qsort(sorted, (size_t)nnew, sizeof *sorted, cmp_name);
+    fprintf(f, "/* Generated by rgpu-gen --compat: for each function of CUDA %s's library, the "
+            "function of %s\n * that takes the same bytes (rgpud serving this major with its "
+            "own libraries). */\n#include \"older_names.h\"\n\n", new_release, soname);
+    fprintf(f, "const struct rgpu_older_name rgpu_%s_names[] = {\n", stem);
+    int count = 0;
+    for (int i = 0; i < nnew; i++) {
+        const char *o = older_name(sorted[i], newf, nnew_funcs, oldf, nold_funcs, oldx, nold);
+        if (!o)
+            continue;
+        fprintf(f, "    { \"%s\", \"%s\" },\n", sorted[i], o);
+        count++;
+    }
+    fprintf(f, "};\nconst unsigned rgpu_%s_nnames = %d;\n", stem, count);
+    fclose(f);
+    free(sorted);
+}
+
 int compat_main(int argc, char **argv)
 {
     struct annotations ann;
@@ -536,6 +641,8 @@ int compat_main(int argc, char **argv)
     }
     fclose(cov);
     fclose(lay);
+    emit_older_names(outdir, stem, soname, new_release, newf, nnew_funcs, newx, nnew, oldf,
+                     nold_funcs, oldx, nold);
     return 0;
 }
 

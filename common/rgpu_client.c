@@ -285,16 +285,24 @@ int rgpu_server_lib_version(const char *lib)
 }
 
 /* A library of another major than the server's is served by the
- * server's: say so once, at connection (docs/cuda12.md). */
-static void note_other_majors(void)
+ * server's, and one newer than the server's of its major by that: say
+ * so once, at connection (docs/cuda12.md). */
+static void note_other_versions(void)
 {
     pthread_mutex_lock(&L.lock);
     for (int i = 0; i < L.n; i++) {
-        const char *mine = stub_soname(L.libs[i]);
-        const struct rgpu_lib_version *theirs = server_lib(L.libs[i]->name);
-        if (theirs && rgpu_soname_major(mine) != rgpu_soname_major(theirs->soname))
+        const struct rgpu_lib *lib = L.libs[i];
+        const char *mine = stub_soname(lib);
+        const struct rgpu_lib_version *theirs = server_lib(lib->name);
+        if (!theirs)
+            continue;
+        if (rgpu_soname_major(mine) != rgpu_soname_major(theirs->soname))
             rgpu_info("%s is served by the server's %s (version %d): functions whose "
                       "prototypes differ between the two are refused", mine, theirs->soname,
+                      theirs->version);
+        else if (lib->version && theirs->version > 0 && lib->version > theirs->version)
+            rgpu_info("%s (version %d) is served by the server's %s, version %d: what came "
+                      "after it is refused at the call", mine, lib->version, theirs->soname,
                       theirs->version);
     }
     pthread_mutex_unlock(&L.lock);
@@ -398,7 +406,7 @@ static void connect_once(void)
     atexit(report_unreported);
     rgpu_info("connected to %s (server %s, CUDA runtime %d, driver %d)", spec, S.info.name,
               S.info.runtime_version, S.info.driver_version);
-    note_other_majors();
+    note_other_versions();
 }
 
 static int session(void)

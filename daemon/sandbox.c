@@ -812,6 +812,7 @@ static void ll_rules(const struct ll *ll, const struct rgpud_options *opt)
     allow_prefixed(ll, "/usr/local", "cuda", LL_READ_EXEC);
     if (opt->lib_dir)
         ll_allow(ll, opt->lib_dir, LL_READ_EXEC);
+    allow_path_list(ll, opt->cuda12_dirs, LL_READ_EXEC);
     allow_path_list(ll, getenv("LD_LIBRARY_PATH"), LL_READ_EXEC);
     dl_iterate_phdr(allow_loaded_lib, (void *)ll);
     for (size_t i = 0; i < sizeof etc_files / sizeof etc_files[0]; i++)

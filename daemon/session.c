@@ -968,6 +968,8 @@ static void start_keepalive(void)
 void session_run(int fd, const struct rgpud_options *opt)
 {
     struct rgpu_welcome w;
+    struct client_libs client;
+    char why[512];
     S.fd = fd;
     S.spin_ns = opt->spin_ns;
     S.frame_timeout_ms = opt->frame_timeout_s * 1000;
@@ -976,11 +978,14 @@ void session_run(int fd, const struct rgpud_options *opt)
     session_socket(fd, opt);
     /* Who the client is, first: one not let in never makes us load CUDA. */
     hello_deadline(opt->hello_timeout_s);
-    auth_session(fd, opt, &w);
+    auth_session(fd, opt, &w, &client);
     alarm(0);
     output_capture();           /* before a library can print */
     init_tables();
-    if (backend_open(opt->lib_dir) < 0)
+    int opened = backend_open(opt->lib_dir, opt->cuda12_dirs, &client, why, sizeof why);
+    if (opened == -2)
+        auth_refuse(fd, RGPU_EVERSION, "%s", why);
+    if (opened < 0)
         rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
                    opt->lib_dir ? " from " : "", opt->lib_dir ? opt->lib_dir : "");
     backend_init_driver();

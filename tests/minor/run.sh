@@ -36,6 +36,8 @@ grep -qx 'minor: ok' <<< "$out" || fail "no 'minor: ok'"
 grep -q '^minor: built with CUDA 13[0-9][0-9][0-9], runtime 13000$' <<< "$out" ||
     fail "the server's runtime is not reported as 13000"
 once "cudaGraphGetId: the server's libcudart.so.13 is version 13000, and cudaGraphGetId came with version 13010: refused" "$out"
+grep -Eq "libcudart\.so\.13 \(version 13[0-9]+\) is served by the server's libcudart\.so\.13, version 13000: what came after it is refused at the call" <<< "$out" ||
+    fail "no connection note naming both versions"
 
 out=$(RGPU_FAKEGPU_CUDART_VERSION=13050 RGPU_LOG=info "$here/../run-prog.sh" "$build" "$prog" full 2>&1) ||
     { echo "$out"; fail "full mode against a runtime claiming 13050"; }
