@@ -9,6 +9,8 @@
 #     host's driver;
 #   - through rgpu: rgpu's libcudart.so.12 (BUILD/stubs) -> a private rgpud
 #     on a Unix socket -> the host's CUDA 13 libraries;
+#   - through rgpu served by CUDA 12's runtime: rgpud --cuda12-lib-dir names
+#     the carried libcudart.so.12, which then replays the program's calls;
 # both in `compare` mode, whose output must be byte for byte the same; then
 # through rgpu in its full mode, which must also print "cuda12: ok" (the
 # CUDA 12 layouts rgpu does not convert are refused, not misread).
@@ -68,6 +70,32 @@ check "banner names the serving library" $? "$tmp/rgpu.err"
 through_rgpu full
 grep -q '^cuda12: ok$' "$tmp/full.out"
 check "full mode through rgpu (refusals of the CUDA 12 layouts)" $? "$tmp/full.err"
+
+# Served by the real CUDA 12 runtime the build carries (rgpud
+# --cuda12-lib-dir): the same output as natively, and the banner says so.
+kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+LD_LIBRARY_PATH="$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$build/daemon/rgpud" --foreground -v --listen "unix:$tmp/rgpud12.sock" --group none \
+    --cuda12-lib-dir "$real12" > "$tmp/rgpud12.log" 2>&1 &
+daemon=$!
+for _ in $(seq 100); do [ -S "$tmp/rgpud12.sock" ] && break; sleep 0.1; done
+through_rgpu12() {  # TAG ARGS...
+    local tag=$1
+    shift
+    LD_LIBRARY_PATH="$build/stubs" RGPU_SERVER="unix:$tmp/rgpud12.sock" RGPU_LOG=info \
+        timeout 60 "$prog" "$@" > "$tmp/$tag.out" 2> "$tmp/$tag.err"
+}
+through_rgpu12 rgpu12 compare
+check "rgpu run served by the real libcudart.so.12 (--cuda12-lib-dir)" $? "$tmp/rgpu12.err"
+diff -u "$tmp/native.out" "$tmp/rgpu12.out" > "$tmp/diff12"
+check "output identical to native (CUDA 12 runtime on the server)" $? "$tmp/diff12"
+grep -q 'CUDA runtime 12[0-9][0-9][0-9],' "$tmp/rgpu12.err" &&
+    ! grep -q "is served by the server's libcudart.so.13" "$tmp/rgpu12.err"
+check "banner names CUDA 12's runtime as the server's" $? "$tmp/rgpu12.err"
+through_rgpu12 full12 full
+grep -q '^cuda12: ok$' "$tmp/full12.out"
+check "full mode served by CUDA 12's runtime" $? "$tmp/full12.err"
+cat "$tmp/rgpud12.log" >> "$tmp/rgpud.log"
 
 echo "--- native output"
 cat "$tmp/native.out"

@@ -61,7 +61,10 @@
 # skipped items.  RGPU_SMI (1): `rgpu smi` beside nvidia-smi natively, one
 # item.  Only these: RGPU_PROGS=0 RGPU_BENCH=0.
 # RGPU_CUDA12 (1): tests/gpu/cuda12_check.sh, a CUDA 12 program natively
-# (the build's real libcudart.so.12) and through rgpu, one item.
+# (the build's real libcudart.so.12) and through rgpu, served by the host's
+# CUDA 13 and by that CUDA 12 runtime (rgpud --cuda12-lib-dir), one item.
+# RGPU_MINOR (1): tests/gpu/minor_check.sh, a program built against CUDA
+# 13.5's headers natively and through rgpu on this 13.0 host, one item.
 set -u
 
 BUILD_ARG=${1:-build}
@@ -469,6 +472,27 @@ run_cuda12() {
     fi
 }
 
+# A program built against the stubs' newer CUDA 13 (13.5) on this 13.0 host,
+# natively and through rgpu (tests/gpu/minor_check.sh, with its own rgpud).
+run_minor() {
+    say ""
+    say "== CUDA 13.x on a 13.0 host: tests/gpu/minor_check.sh"
+    if [ ! -x "$BUILD/tests/minor_prog" ]; then
+        say "(no tests/minor_prog in the build: skipped)"
+        count_item SKIP
+        return
+    fi
+    "$GPU_DIR/minor_check.sh" "$BUILD" > "$WORK/minor.out" 2>&1
+    local rc=$?
+    grep '^minor_check: ' "$WORK/minor.out" | tee -a "$SUMMARY"
+    if [ $rc = 0 ]; then
+        count_item PASS
+    else
+        count_item FAIL
+        log_file "minor_check.sh" "$WORK/minor.out"
+    fi
+}
+
 # run_python MODE NAME SCRIPT LIMIT: a check script natively (the user's
 # environment as it is) or through rgpu (`rgpu run`, as a user runs it, or
 # the stubs preloaded by hand when the build has no launcher).
@@ -836,6 +860,7 @@ main() {
     fi
     [ "${RGPU_NVCC_PROGS:-1}" = 0 ] || run_nvcc_progs
     [ "${RGPU_CUDA12:-1}" = 0 ] || run_cuda12
+    [ "${RGPU_MINOR:-1}" = 0 ] || run_minor
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
     [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi
     if [ $((ITEMS_PASSED + ITEMS_FAILED + ITEMS_SKIPPED)) -gt 0 ]; then
