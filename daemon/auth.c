@@ -252,14 +252,14 @@ static void check_digests(int fd, const struct rgpu_hello *h)
                 lib = server_libs[k];
         if (!lib)
             auth_refuse(fd, RGPU_EVERSION, "the client (%s) uses library %s, which this server (%s, "
-                   "protocol %d) does not serve: install the same rgpu on both machines",
-                   h->client_name, h->libs[i].name, rgpu_version_string(), RGPU_PROTO_VERSION);
+                        "protocol %d) does not serve: install the same rgpu on both machines",
+                        h->client_name, h->libs[i].name, rgpu_version_string(), RGPU_PROTO_VERSION);
         rgpu_lib_digest(lib, mine);
         if (memcmp(mine, h->libs[i].digest, RGPU_DIGEST_LEN) != 0)
             auth_refuse(fd, RGPU_EVERSION, "library %s differs between the client (%s) and this "
-                   "server (%s, protocol %d): their procedure tables come from other builds; "
-                   "install the same rgpu build on both machines", lib->name, h->client_name,
-                   rgpu_version_string(), RGPU_PROTO_VERSION);
+                        "server (%s, protocol %d): their procedure tables come from other builds; "
+                        "install the same rgpu build on both machines", lib->name, h->client_name,
+                        rgpu_version_string(), RGPU_PROTO_VERSION);
     }
 }
 
@@ -275,8 +275,8 @@ static void check_majors(int fd, const struct rgpu_hello *h)
         int client = rgpu_soname_major(h->libs[i].soname);
         if (mine && client > rgpu_soname_major(mine))
             auth_refuse(fd, RGPU_EVERSION, "the client (%s) loaded %s, newer than this server's %s "
-                   "(%s): run it against a server with %s", h->client_name, h->libs[i].soname,
-                   mine, rgpu_version_string(), h->libs[i].soname);
+                        "(%s): run it against a server with %s", h->client_name, h->libs[i].soname,
+                        mine, rgpu_version_string(), h->libs[i].soname);
     }
 }
 
@@ -314,9 +314,9 @@ static void check_peer(int fd, const struct rgpud_options *opt, struct rgpu_welc
     }
     if (opt->have_gid)
         auth_refuse(fd, RGPU_EAUTH, "uid %ld is not in group %s (rgpud lets in its own user, root "
-               "and that group's members)", (long)cr.uid, opt->group_name);
+                    "and that group's members)", (long)cr.uid, opt->group_name);
     auth_refuse(fd, RGPU_EAUTH, "uid %ld is not rgpud's user (uid %ld) or root, and rgpud allows "
-           "no group (--group)", (long)cr.uid, (long)geteuid());
+                "no group (--group)", (long)cr.uid, (long)geteuid());
 }
 
 static void check_key(int fd, const struct rgpud_options *opt, const struct rgpu_hello *h,
@@ -337,11 +337,11 @@ static void check_key(int fd, const struct rgpud_options *opt, const struct rgpu
         _exit(0);
     if (rc < 0 || m.type != RGPU_MSG_AUTH)
         auth_refuse(fd, RGPU_EAUTH, "this server requires a key, and the client did not answer its "
-               "challenge (%s)", rc < 0 ? why : "another message came");
+                    "challenge (%s)", rc < 0 ? why : "another message came");
     const struct rgpu_auth *a = &m.u.auth;
     if (!a->key_id[0] || !a->has_mac)
         auth_refuse(fd, RGPU_EAUTH, "this server requires a key: set RGPU_KEY_FILE (or keep it in "
-               "~/.config/rgpu/key); rgpud --new-client-key NAME on the server makes one");
+                    "~/.config/rgpu/key); rgpud --new-client-key NAME on the server makes one");
     /* Unknown key and wrong MAC get the same answer; the log tells which. */
     snprintf(path, sizeof path, "%s/%s", opt->key_dir, a->key_id);
     if (!rgpu_key_id_valid(a->key_id) || rgpu_key_load(path, &key, why, sizeof why) < 0 ||
@@ -400,8 +400,8 @@ void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *
     const struct rgpu_hello *h = &m.u.hello;
     if (h->proto != RGPU_PROTO_VERSION)
         auth_refuse(fd, RGPU_EVERSION, "server speaks protocol %d (%s), client '%s' protocol %d: "
-               "install the same rgpu version on both machines", RGPU_PROTO_VERSION,
-               rgpu_version_string(), h->client_name, h->proto);
+                    "install the same rgpu version on both machines", RGPU_PROTO_VERSION,
+                    rgpu_version_string(), h->client_name, h->proto);
     check_majors(fd, h);        /* first: a newer major's table differs too */
     check_digests(fd, h);
     note_client_libs(h, client);
