@@ -78,7 +78,7 @@ static int listed(char **names, int n, const char *name)
 struct leaf {
     char space[96];         /* "" for the parameter, "@64*" for what a pointer there points at */
     long offset;            /* in bits */
-    char type[160];
+    char *type;             /* spelled out whole, as the signature has it */
     char name[64];
     int reserved;
     int record;             /* a record's own entry: type holds "{SIZE" */
@@ -108,10 +108,18 @@ static void add_leaf(struct leaves *out, const char *space, long offset, const c
     l->outer = record && first;
     snprintf(l->space, sizeof l->space, "%s", space);
     l->offset = offset;
-    snprintf(l->type, sizeof l->type, "%.*s", (int)(typelen < sizeof l->type ? typelen : sizeof l->type - 1), type);
+    l->type = xcalloc(1, typelen + 1);
+    memcpy(l->type, type, typelen);
     snprintf(l->name, sizeof l->name, "%s", name);
     l->reserved = reserved;
     l->record = record;
+}
+
+static void free_leaves(struct leaves *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->v[i].type);
+    free(l->v);
 }
 
 /* Fields the headers keep for later: reserved, _internal_padding, pad... */
@@ -267,8 +275,8 @@ static int extends_as(const char *old_sig, const char *new_sig, char *added, siz
         if (strstr(added, l->name) == NULL && len + strlen(l->name) + 3 < addedlen)
             snprintf(added + len, addedlen - len, "%s%s", len ? ", " : "", l->name);
     }
-    free(o.v);
-    free(n.v);
+    free_leaves(&o);
+    free_leaves(&n);
     return ok;
 }
 
@@ -291,8 +299,8 @@ static int extended(struct compat_fn *c, const struct gen_func *newf, const stru
         if (!extends(oldf->params[k].abi, newf->params[k].abi, added, sizeof added))
             return 0;
         size_t len = strlen(all);
-        snprintf(all + len, sizeof all - len, "%sparameter %d (%s): CUDA %s adds %s", len ? "; " : "",
-                 k + 1, oldf->params[k].type, new_release,
+        snprintf(all + len, sizeof all - len, "%sparameter %d (%s): CUDA %s adds %s",
+                 len ? "; " : "", k + 1, oldf->params[k].type, new_release,
                  added[0] ? added : "nothing named (only reserved bytes change)");
     }
     snprintf(c->detail, sizeof c->detail, "extended, the same bytes: %s", all);

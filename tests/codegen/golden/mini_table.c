@@ -72,6 +72,10 @@ const struct rgpu_proc rgpu_mini_procs[13] = {
     { "miniInit", 0xf2553a62u, 0, 1, p_miniInit, 0 },
 };
 
+#ifndef RGPU_STUB_VERSION
+#define RGPU_STUB_VERSION 1020
+#endif
+
 const struct rgpu_lib rgpu_mini_lib = {
-    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, MINI_ERROR_INVALID, 0, 13, rgpu_mini_procs, MINI_ERROR_INVALID, 1020,
+    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, MINI_ERROR_INVALID, 0, 13, rgpu_mini_procs, MINI_ERROR_INVALID, RGPU_STUB_VERSION,
 };
