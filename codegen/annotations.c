@@ -4,6 +4,16 @@
  *   header FILE             a header to parse (several allowed)
  *   header-local FILE       a header of ours, beside the annotation file: what
  *                           the library exports but no NVIDIA header declares
+ *   procedures FILE         a header of ours, beside the annotation file,
+ *                           declaring rgpu's own procedures of this library:
+ *                           calls of the wire that no library exports
+ *                           (array copies, module loads...).  Each is a
+ *                           function named rgpu_*, marshalled by the codec
+ *                           as any other (arg rules apply); the client
+ *                           function is generated, for the hand-written
+ *                           stubs to call; the server calls serve_NAME,
+ *                           written by hand in daemon/ (NAME_serve.h
+ *                           declares them)
  *   variant -DMACRO ...     parse the headers again with these defines, to
  *                           see the _ptds/_ptsz names they produce
  *   status TYPE NOTSUP UNAVAIL INVALID  the status type, its not-supported
@@ -214,6 +224,12 @@ static char *local_path(const char *ann_path, const char *file)
         *slash = '\0';
     else
         snprintf(dir, sizeof dir, ".");
+    /* Absolute, as the parser takes only such a path for one of ours. */
+    char *abs = realpath(dir, NULL);
+    if (!abs)
+        die("%s: cannot resolve its directory", ann_path);
+    snprintf(dir, sizeof dir, "%s", abs);
+    free(abs);
     char *out = malloc(strlen(dir) + strlen(file) + 2);
     if (!out)
         die("out of memory");
@@ -255,6 +271,11 @@ static void parse_line(struct annotations *ann, char *p, int line)
         if (ann->nheaders == 8)
             die("%s:%d: too many headers", ann->path, line);
         ann->headers[ann->nheaders++] = local_path(ann->path, next_token(&p, ann->path, line));
+    } else if (strcmp(word, "procedures") == 0) {
+        if (ann->nheaders == 8 || ann->procedures)
+            die("%s:%d: too many headers, or a second procedures file", ann->path, line);
+        ann->procedures = local_path(ann->path, next_token(&p, ann->path, line));
+        ann->headers[ann->nheaders++] = ann->procedures;
     } else if (strcmp(word, "variant") == 0) {
         if (ann->nvariants == 8)
             die("%s:%d: too many variants", ann->path, line);

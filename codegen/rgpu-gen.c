@@ -365,9 +365,11 @@ struct gen {
     const char *outdir;
     struct export_fn *exp;
     int nexp;
-    struct export_fn **procs;   /* exports with a procedure, sorted by id */
+    struct export_fn **procs;   /* exports with a procedure and rgpu's own, sorted by id */
     int nprocs;
     unsigned version;           /* the headers' version of the library (`version`) */
+    struct export_fn *own;      /* rgpu's own procedures (procedures FILE) */
+    int nown;
 };
 
 static FILE *out_open(const struct gen *g, const char *suffix)
@@ -427,10 +429,18 @@ static void emit_param_row(FILE *f, const struct gen *g, const struct gen_param 
     fprintf(f, " },\n");
 }
 
+/* The library's headers; ours (header-local, procedures: absolute paths
+ * here) by file name, from codegen/ on the include path, so that the
+ * generated files name no path of the build machine. */
 static void emit_includes(FILE *f, const struct gen *g)
 {
-    for (int i = 0; i < g->ann->nheaders; i++)
-        fprintf(f, "#include <%s>\n", g->ann->headers[i]);
+    for (int i = 0; i < g->ann->nheaders; i++) {
+        const char *h = g->ann->headers[i], *base = strrchr(h, '/');
+        if (h[0] == '/')
+            fprintf(f, "#include \"%s\"\n", base + 1);
+        else
+            fprintf(f, "#include <%s>\n", h);
+    }
 }
 
 static void emit_procs_h(const struct gen *g)
@@ -541,16 +551,37 @@ static void print_param_type(FILE *f, const struct gen_param *p)
         fputc('*', f);
 }
 
-static void emit_prototype(FILE *f, const struct gen_func *fn)
+/* "RET PREFIXNAME(PARAMS)" followed by end. */
+static void emit_signature(FILE *f, const struct gen_func *fn, const char *prefix,
+                           const char *end)
 {
-    fprintf(f, "RGPU_EXPORT %s %s(", fn->ret, fn->name);
+    fprintf(f, "%s %s%s(", fn->ret, prefix, fn->name);
     if (fn->nparams == 0)
         fprintf(f, "void");
     for (int k = 0; k < fn->nparams; k++) {
         fprintf(f, "%s", k ? ", " : "");
         print_param_decl(f, &fn->params[k]);
     }
-    fprintf(f, ")\n");
+    fprintf(f, ")%s", end);
+}
+
+static void emit_prototype(FILE *f, const struct gen_func *fn)
+{
+    fprintf(f, "RGPU_EXPORT ");
+    emit_signature(f, fn, "", "\n");
+}
+
+/* The argument vector the marshaller walks: a pointer to each argument. */
+static void emit_argv(FILE *f, const struct gen_func *fn)
+{
+    if (fn->nparams) {
+        fprintf(f, "    const void *argv[] = {");
+        for (int k = 0; k < fn->nparams; k++)
+            fprintf(f, "%s&%s", k ? ", " : " ", fn->params[k].name);
+        fprintf(f, " };\n");
+    } else {
+        fprintf(f, "    const void *const *argv = 0;\n");
+    }
 }
 
 static void emit_client_c(const struct gen *g)
@@ -569,14 +600,18 @@ static void emit_client_c(const struct gen *g)
         fprintf(f, "\n#undef %s\n", fn->name);
         emit_prototype(f, fn);
         fprintf(f, "{\n");
-        if (fn->nparams) {
-            fprintf(f, "    const void *argv[] = {");
-            for (int k = 0; k < fn->nparams; k++)
-                fprintf(f, "%s&%s", k ? ", " : " ", fn->params[k].name);
-            fprintf(f, " };\n");
-        } else {
-            fprintf(f, "    const void *const *argv = 0;\n");
-        }
+        emit_argv(f, fn);
+        fprintf(f, "    return (%s)rgpu_call(&rgpu_%s_lib, RGPU_%s_%s, argv);\n}\n", fn->ret,
+                g->lib, up, fn->name);
+    }
+    /* rgpu's own procedures: called by the hand-written stubs, exported by
+     * none (the version script lists the library's exports alone). */
+    for (int i = 0; i < g->nown; i++) {
+        const struct gen_func *fn = g->own[i].proto;
+        fprintf(f, "\n");
+        emit_signature(f, fn, "", "\n");
+        fprintf(f, "{\n");
+        emit_argv(f, fn);
         fprintf(f, "    return (%s)rgpu_call(&rgpu_%s_lib, RGPU_%s_%s, argv);\n}\n", fn->ret,
                 g->lib, up, fn->name);
     }
@@ -620,17 +655,35 @@ static void emit_thunk(FILE *f, const struct gen_func *fn)
     fprintf(f, ");\n}\n");
 }
 
+/* NAME_serve.h: the server functions of rgpu's own procedures, which
+ * daemon/ defines by hand; the generated table calls them. */
+static void emit_serve_h(const struct gen *g)
+{
+    FILE *f = out_open(g, "_serve.h");
+    fprintf(f, "#pragma once\n");
+    emit_includes(f, g);
+    fprintf(f, "\n");
+    for (int i = 0; i < g->nown; i++)
+        emit_signature(f, g->own[i].proto, "serve_", ";\n");
+    fclose(f);
+}
+
 static void emit_server_c(const struct gen *g)
 {
     FILE *f = out_open(g, "_server.c");
-    fprintf(f, "#include \"%s_procs.h\"\n", g->lib);
-    emit_includes(f, g);
+    fprintf(f, "#include \"%s_procs.h\"\n#include \"%s_serve.h\"\n", g->lib, g->lib);
     for (int i = 0; i < g->nprocs; i++)
         emit_thunk(f, g->procs[i]->proto);
     fprintf(f, "\nconst struct rgpu_server_proc rgpu_%s_server_procs[%d] = {\n", g->lib,
             g->nprocs);
-    for (int i = 0; i < g->nprocs; i++)
-        fprintf(f, "    { &rgpu_%s_procs[%d], t_%s },\n", g->lib, i, g->procs[i]->name);
+    for (int i = 0; i < g->nprocs; i++) {
+        const struct export_fn *e = g->procs[i];
+        if (e->disp == D_OWN)
+            fprintf(f, "    { &rgpu_%s_procs[%d], t_%s, (void *)serve_%s },\n", g->lib, i,
+                    e->name, e->name);
+        else
+            fprintf(f, "    { &rgpu_%s_procs[%d], t_%s, 0 },\n", g->lib, i, e->name);
+    }
     fprintf(f, "};\n");
     fclose(f);
 }
@@ -690,62 +743,102 @@ static void emit_map(const struct gen *g)
 
 static const char *disp_name(enum disposition d)
 {
-    static const char *const names[] = { "generated", "client-hand", "hand", "local", "refused" };
+    static const char *const names[] = { "generated", "client-hand", "hand", "local", "refused",
+                                         "own" };
     return names[d];
 }
 
 /* ---- where hand-written functions live ---------------------------------------------- */
 
-/* The stub file defining each hand-written export (RGPU_EXPORT ... NAME(),
- * found in the stubs/ folder beside codegen/, so that the coverage report
- * can say where a function's client code is; its server side is named at
- * the top of that file. */
+/* Names found in the hand-written files beside codegen/, so that the
+ * coverage report can say where a function's code is: the stub file
+ * defining each hand-written export (RGPU_EXPORT ... NAME(); its server
+ * side is named at the top of that file), the stub file calling each of
+ * rgpu's own procedures and the daemon file serving it (TYPE serve_NAME(
+ * at the start of a line).  The first place seen is kept. */
 struct defined_in {
     char *name, *file;
 };
-static struct defined_in *defs;
-static int ndefs;
+struct file_index {
+    struct defined_in *v;
+    int n;
+};
+static struct file_index defs, callers, serves;
 
-static void index_stub_file(const char *dir, const char *file)
+static void note(struct file_index *ix, const char *name, size_t len, const char *sub,
+                 const char *file)
 {
-    char path[8192], line[1024];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path)
-        return;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "RGPU_EXPORT ", 12) != 0)
-            continue;
-        char *paren = strchr(line, '(');
-        if (!paren)
-            continue;
-        char *end = paren, *start;
-        while (end > line && isspace((unsigned char)end[-1]))
-            end--;
-        for (start = end; start > line && (isalnum((unsigned char)start[-1]) || start[-1] == '_');)
-            start--;
-        if (start == end)
-            continue;
-        defs = realloc(defs, (size_t)(ndefs + 1) * sizeof *defs);
-        if (!defs)
-            die("out of memory");
-        defs[ndefs].name = strndup(start, (size_t)(end - start));
-        defs[ndefs].file = malloc(strlen(file) + 7);
-        if (!defs[ndefs].file)
-            die("out of memory");
-        sprintf(defs[ndefs].file, "stubs/%s", file);
-        ndefs++;
-    }
-    fclose(f);
+    ix->v = realloc(ix->v, (size_t)(ix->n + 1) * sizeof *ix->v);
+    if (!ix->v)
+        die("out of memory");
+    struct defined_in *d = &ix->v[ix->n++];
+    d->name = strndup(name, len);
+    d->file = malloc(strlen(sub) + strlen(file) + 2);
+    if (!d->name || !d->file)
+        die("out of memory");
+    sprintf(d->file, "%s/%s", sub, file);
 }
 
-static void index_stubs(const char *ann_path)
+static const char *lookup(const struct file_index *ix, const char *name)
 {
-    char dir[4096];
+    for (int i = 0; i < ix->n; i++)
+        if (strcmp(ix->v[i].name, name) == 0)
+            return ix->v[i].file;
+    return NULL;
+}
+
+static int is_ident(int c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* RGPU_EXPORT ... NAME(: a hand-written export. */
+static void note_export(const char *line, const char *file)
+{
+    const char *paren = strchr(line, '('), *end, *start;
+    if (strncmp(line, "RGPU_EXPORT ", 12) != 0 || !paren)
+        return;
+    for (end = paren; end > line && isspace((unsigned char)end[-1]);)
+        end--;
+    for (start = end; start > line && is_ident(start[-1]);)
+        start--;
+    if (start != end)
+        note(&defs, start, (size_t)(end - start), "stubs", file);
+}
+
+/* rgpu_NAME( anywhere: a call of one of rgpu's own procedures, perhaps. */
+static void note_own_calls(const char *line, const char *file)
+{
+    for (const char *at = strstr(line, "rgpu_"); at; at = strstr(at + 1, "rgpu_")) {
+        size_t n = 0;
+        while (is_ident(at[n]))
+            n++;
+        if (at[n] == '(' && (at == line || !is_ident(at[-1])))
+            note(&callers, at, n, "stubs", file);
+    }
+}
+
+static void note_stub_line(const char *line, const char *file)
+{
+    note_export(line, file);
+    note_own_calls(line, file);
+}
+
+static void note_serve_line(const char *line, const char *file)
+{
+    const char *at = strstr(line, " serve_rgpu_"), *paren;
+    if (at && !isspace((unsigned char)line[0]) && (paren = strchr(at, '(')))
+        note(&serves, at + 7, (size_t)(paren - at - 7), "daemon", file);
+}
+
+/* Each line of each .c file in the folder sub beside codegen/. */
+static void scan_folder(const char *ann_path, const char *sub,
+                        void (*per_line)(const char *line, const char *file))
+{
+    char dir[4096], path[8192], line[1024];
     const char *slash = strrchr(ann_path, '/');
     int len = slash ? (int)(slash - ann_path) : 1;
-    if ((size_t)snprintf(dir, sizeof dir, "%.*s/../stubs", len, slash ? ann_path : ".") >=
+    if ((size_t)snprintf(dir, sizeof dir, "%.*s/../%s", len, slash ? ann_path : ".", sub) >=
         sizeof dir)
         return;
     DIR *d = opendir(dir);
@@ -753,23 +846,33 @@ static void index_stubs(const char *ann_path)
         return;
     for (struct dirent *e; (e = readdir(d));) {
         size_t n = strlen(e->d_name);
-        if (n > 2 && strcmp(e->d_name + n - 2, ".c") == 0)
-            index_stub_file(dir, e->d_name);
+        if (n <= 2 || strcmp(e->d_name + n - 2, ".c") != 0 ||
+            (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path)
+            continue;
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        while (fgets(line, sizeof line, f))
+            per_line(line, e->d_name);
+        fclose(f);
     }
     closedir(d);
 }
 
+static void index_hand_written(const char *ann_path)
+{
+    scan_folder(ann_path, "stubs", note_stub_line);
+    scan_folder(ann_path, "daemon", note_serve_line);
+}
+
 static const char *defining_file(const char *name)
 {
-    for (int i = 0; i < ndefs; i++)
-        if (strcmp(defs[i].name, name) == 0)
-            return defs[i].file;
-    return NULL;
+    return lookup(&defs, name);
 }
 
 static void emit_coverage(const struct gen *g)
 {
-    int count[5] = { 0 };
+    int count[6] = { 0 };
     char path[2048];
     for (int i = 0; i < g->nexp; i++)
         count[g->exp[i].disp]++;
@@ -802,7 +905,58 @@ static void emit_coverage(const struct gen *g)
             fprintf(f, " [%s]", file);
         fprintf(f, "\n");
     }
+    if (g->nown)
+        fprintf(f, "\nrgpu's own procedures (codegen/%s): %d\n",
+                strrchr(g->ann->procedures, '/') + 1, g->nown);
+    for (int i = 0; i < g->nown; i++) {
+        const char *client = lookup(&callers, g->own[i].name);
+        const char *server = lookup(&serves, g->own[i].name);
+        fprintf(f, "%-50s own [client: %s] [server: %s]\n", g->own[i].name,
+                client ? client : "none", server ? server : "none");
+    }
     fclose(f);
+}
+
+/* ---- rgpu's own procedures ---------------------------------------------------- */
+
+/* Whether fn was declared in the header at path (by its file name: the
+ * parser may spell the directory otherwise). */
+static int declared_in(const struct gen_func *fn, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *colon = strrchr(fn->where, ':');
+    size_t n = strlen(base);
+    if (!colon || (size_t)(colon - fn->where) < n || strncmp(colon - n, base, n) != 0)
+        return 0;
+    return colon - n == fn->where || colon[-(long)n - 1] == '/';
+}
+
+static void collect_own(struct gen *g, struct annotations *ann, struct gen_func *funcs,
+                        int nfuncs)
+{
+    if (!ann->procedures)
+        return;
+    g->own = xcalloc((size_t)nfuncs, sizeof *g->own);
+    for (int i = 0; i < nfuncs; i++) {
+        if (!declared_in(&funcs[i], ann->procedures))
+            continue;
+        if (strncmp(funcs[i].name, "rgpu_", 5) != 0) {
+            problem("%s: %s: rgpu's own procedures are named rgpu_*", funcs[i].where,
+                    funcs[i].name);
+            continue;
+        }
+        struct export_fn *e = &g->own[g->nown++];
+        e->name = funcs[i].name;
+        e->proto = &funcs[i];
+        e->disp = D_OWN;
+        apply_param_rules(e, ann);
+        check_generated(e, ann);
+        classify_handles(e, ann);
+        g->procs[g->nprocs++] = e;
+    }
+    if (!g->nown)
+        problem("%s declares no rgpu_* procedure", ann->procedures);
 }
 
 /* ---- main ------------------------------------------------------------------- */
@@ -869,7 +1023,11 @@ int main(int argc, char **argv)
         die("usage: rgpu-gen ANNOTATIONS CUDA_ROOT REFERENCE_LIB SONAME OUTDIR");
     ann_load(argv[1], &ann);
     struct gen_func *funcs = parse_headers(&ann, argv[2], &nfuncs);
-    char **exports = elf_exported_functions(argv[3], &nexports);
+    /* "-": a library of rgpu's own procedures alone (the client core's). */
+    char **exports = strcmp(argv[3], "-") == 0 ? NULL
+                                               : elf_exported_functions(argv[3], &nexports);
+    if (!exports)
+        nexports = 0;
 
     for (int i = 0; i < nfuncs; i++) {
         const char *r = funcs[i].ret;
@@ -883,7 +1041,7 @@ int main(int argc, char **argv)
     g.version = parse_version(&ann, argv[2]);
     g.nexp = nexports;
     g.exp = xcalloc((size_t)nexports, sizeof *g.exp);
-    g.procs = xcalloc((size_t)nexports, sizeof *g.procs);
+    g.procs = xcalloc((size_t)(nexports + nfuncs), sizeof *g.procs);
     for (int i = 0; i < nexports; i++) {
         struct export_fn *e = &g.exp[i];
         e->name = exports[i];
@@ -906,6 +1064,7 @@ int main(int argc, char **argv)
                 e->proto->where, e->name, e->proto->ret);
         }
     }
+    collect_own(&g, &ann, funcs, nfuncs);
     check_rules_used(&ann, funcs, nfuncs);
     if (nproblems)
         die("%d functions need annotations or fixes in %s", nproblems, ann.path);
@@ -915,11 +1074,12 @@ int main(int argc, char **argv)
         if (rgpu_proc_id(g.lib, g.procs[i]->name) == rgpu_proc_id(g.lib, g.procs[i - 1]->name))
             die("procedure id collision: %s and %s", g.procs[i]->name, g.procs[i - 1]->name);
 
-    index_stubs(argv[1]);
+    index_hand_written(argv[1]);
     emit_procs_h(&g);
     emit_table_c(&g);
     emit_client_c(&g);
     emit_refused_c(&g);
+    emit_serve_h(&g);
     emit_server_c(&g);
     if (ann.errors_enum)
         emit_errors_c(&g, argv[2]);

@@ -48,7 +48,8 @@ struct gen_func {
 };
 
 /* What the annotations decide for one exported function. */
-enum disposition { D_GENERATED, D_CLIENT_HAND, D_HAND, D_LOCAL, D_REFUSED };
+enum disposition { D_GENERATED, D_CLIENT_HAND, D_HAND, D_LOCAL, D_REFUSED,
+                   D_OWN };    /* rgpu's own procedure (procedures FILE) */
 
 struct export_fn {
     char *name;
@@ -90,6 +91,7 @@ struct annotations {
     char *invalid_value;        /* cudaErrorInvalidValue: a refused pointer */
     char *headers[8];
     int nheaders;
+    char *procedures;           /* procedures FILE: rgpu's own, as an absolute path */
     char *variants[8];          /* extra -D sets to parse with */
     int nvariants;
     char *typedefs;             /* cudaTypedefs.h: emit the proc-address table */

@@ -24,56 +24,6 @@
 #define RGPU_H_DTOH_2D       "rgpu.dtoh2d"
 /* [dst, dpitch, src, spitch, width, height, stream] -> []  2D device to device */
 #define RGPU_H_DTOD_2D       "rgpu.dtod2d"
-/* CUDA arrays and texture objects (daemon/hand_arrays.c); x in bytes, y in rows:
- * [array, x, y, width, height, stream, bin rows] -> []     host rows into an array */
-#define RGPU_H_HTOA_2D       "rgpu.htoa2d"
-/* [array, x, y, width, height, stream] -> [bin rows]       an array's rows to the host */
-#define RGPU_H_ATOH_2D       "rgpu.atoh2d"
-/* [array, x, y, src, spitch, width, height, stream] -> []  device rows into an array */
-#define RGPU_H_DTOA_2D       "rgpu.dtoa2d"
-/* [dst, dpitch, array, x, y, width, height, stream] -> []  an array's rows to the device */
-#define RGPU_H_ATOD_2D       "rgpu.atod2d"
-/* cudaMemcpy3D, one layer z at a time (x and width in bytes):
- * [array, x, y, z, width, height, stream, bin rows] -> [] */
-#define RGPU_H_HTOA_3D       "rgpu.htoa3d"
-/* [array, x, y, z, width, height, stream] -> [bin rows] */
-#define RGPU_H_ATOH_3D       "rgpu.atoh3d"
-/* [[type, array or device address, bin channel format, width, height, pitch, size],
- *  bin cudaTextureDesc, bin cudaResourceViewDesc or nil] -> [texture object] */
-#define RGPU_H_TEX_CREATE    "rgpu.tex_create"
-/* [texture object] -> [] */
-#define RGPU_H_TEX_DESTROY   "rgpu.tex_destroy"
-/* [texture object, which] -> [descriptor]: the resource descriptor as
- * RGPU_H_TEX_CREATE takes it, or the texture or view descriptor's bytes */
-#define RGPU_H_TEX_QUERY     "rgpu.tex_query"
-enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
-/* Surface objects: [resource as RGPU_H_TEX_CREATE's] -> [surface object] */
-#define RGPU_H_SURF_CREATE   "rgpu.surf_create"
-/* [surface object] -> [] */
-#define RGPU_H_SURF_DESTROY  "rgpu.surf_destroy"
-/* [surface object] -> [resource] */
-#define RGPU_H_SURF_QUERY    "rgpu.surf_query"
-/* The driver's (stubs/cuda_arrays.c), one layer z of an array at a time:
- * [array, x, y, z, width, height, stream, bin rows] -> []      host rows into an array */
-#define RGPU_H_CU_HTOA       "rgpu.cu_htoa"
-/* [array, x, y, z, width, height, stream] -> [bin rows]         an array's rows to the host */
-#define RGPU_H_CU_ATOH       "rgpu.cu_atoh"
-/* [src, spitch, array, x, y, z, width, height, stream] -> []    device rows into an array */
-#define RGPU_H_CU_DTOA       "rgpu.cu_dtoa"
-/* [dst, dpitch, array, x, y, z, width, height, stream] -> []    an array's rows to the device */
-#define RGPU_H_CU_ATOD       "rgpu.cu_atod"
-/* [[type, array or device address, format, channels, width, height, pitch, size, flags],
- *  bin CUDA_TEXTURE_DESC, bin CUDA_RESOURCE_VIEW_DESC or nil] -> [texture object] */
-#define RGPU_H_CU_TEX_CREATE "rgpu.cu_tex_create"
-/* [texture object] -> [] */
-#define RGPU_H_CU_TEX_DESTROY "rgpu.cu_tex_destroy"
-/* [texture object, which] -> [descriptor]: as RGPU_H_TEX_QUERY */
-#define RGPU_H_CU_TEX_QUERY  "rgpu.cu_tex_query"
-/* The driver's surface objects, as the runtime's (resources as
- * RGPU_H_CU_TEX_CREATE's) */
-#define RGPU_H_CU_SURF_CREATE  "rgpu.cu_surf_create"
-#define RGPU_H_CU_SURF_DESTROY "rgpu.cu_surf_destroy"
-#define RGPU_H_CU_SURF_QUERY   "rgpu.cu_surf_query"
 /* [image]  -> [library handle]   load a fatbin/cubin/PTX (runtime; image: below) */
 #define RGPU_H_LIB_LOAD      "rgpu.lib_load"
 /* [library, name] -> [kernel, [[offset, size]...]]  kernel and its layout */
@@ -87,13 +37,6 @@ enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
  * (no reply unless the attributes need the runtime's checks; the attribute
  * list: common/rgpu_launch_attrs.h) */
 #define RGPU_H_LAUNCH_EX     "rgpu.launch_ex"
-/* [kernel] -> [function]  cudaGetFuncBySymbol: the kernel's CUfunction in
- * the serving thread's current context */
-#define RGPU_H_FUNC_BY_SYMBOL "rgpu.func_by_symbol"
-/* [kernel] -> [bin struct cudaFuncAttributes] cudaFuncGetAttributes */
-#define RGPU_H_FUNC_ATTRS    "rgpu.func_attrs"
-/* [kernel, attr, value] -> []                cudaFuncSetAttribute */
-#define RGPU_H_FUNC_SET_ATTR "rgpu.func_set_attr"
 
 /* [lib name, bin digest] -> []  a library the client loaded after its hello:
  * RGPU_EVERSION when the server's table differs (lib "rgpu"; rgpu_hello.h) */
@@ -125,15 +68,6 @@ enum { RGPU_TEX_QUERY_RESOURCE, RGPU_TEX_QUERY_TEXTURE, RGPU_TEX_QUERY_VIEW };
  * or "cudnn"; see daemon/liblog.c); no reply */
 #define RGPU_H_LOG_SETTINGS  "rgpu.log_settings"
 
-/* [max_size] -> [message]  cudnnGetLastErrorString of the serving thread */
-#define RGPU_H_CUDNN_LAST_ERROR "rgpu.last_error_string"
-
-/* [handle, plan, [[name, type, count, bin elements]...]] -> []
- * cudnnBackendExecute with a variant pack the client kept (its attributes
- * as set); the server makes the pack, runs it, destroys it (library
- * "cudnn"; stubs/cudnn_variant_pack.c, daemon/hand_cudnn.c) */
-#define RGPU_H_CUDNN_EXECUTE "rgpu.cudnn_execute"
-
 /* NVML (library "nvml"; stubs/nvml_hand.c, daemon/hand_nvml.c): the
  * queries whose array is sized by a count in memory.
  * [list, device, arg, capacity] -> [count, bin entries]: list one of
@@ -155,10 +89,6 @@ enum {
 };
 #define RGPU_NVML_LIST_MAX   1024
 
-/* [kernel, blockSize, dynamicSMemSize, flags] -> [numBlocks] */
-#define RGPU_H_OCCUPANCY      "rgpu.occupancy"
-/* [kernel, numBlocks, blockSize] -> [bytes] */
-#define RGPU_H_OCCUPANCY_SMEM "rgpu.occupancy_smem"
 
 /* Module images.  An image argument ("image" below) is a bin, or, for an
  * image larger than RGPU_IMAGE_INLINE_MAX, the image's size: its bytes

@@ -113,6 +113,9 @@ typedef int (*rgpu_thunk)(void *fn, void **argv);
 struct rgpu_server_proc {
     const struct rgpu_proc *proc;
     rgpu_thunk thunk;
+    /* rgpu's own procedures: the server function the thunk calls (daemon/),
+     * in place of the library's (NULL: looked up in the library). */
+    void *own;
 };
 
 /* Largest number of parameters a remoted function may have. */

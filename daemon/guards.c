@@ -94,18 +94,28 @@ static const struct guard guards[] = {
     { "cudnn", "cudnnBackendGetAttribute", pre_backend_get, NULL },
 };
 
+const struct guard *guard_in(const struct guard *table, size_t n, const char *lib,
+                             const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(table[i].lib, lib) == 0 && strcmp(table[i].name, name) == 0)
+            return &table[i];
+    return NULL;
+}
+
 const struct guard *guard_for(const char *lib, const char *name)
 {
-    for (size_t i = 0; i < sizeof guards / sizeof guards[0]; i++)
-        if (strcmp(guards[i].lib, lib) == 0 && strcmp(guards[i].name, name) == 0)
-            return &guards[i];
-    const struct guard *g = lt_guard_for(lib, name);
+    const struct guard *g = GUARD_IN(guards, lib, name);
+    if (!g)
+        g = lt_guard_for(lib, name);
     if (!g)
         g = graph_guard_for(lib, name);
     if (!g)
         g = ipc_guard_for(lib, name);
     if (!g)
         g = nvml_guard_for(lib, name);
+    if (!g)
+        g = array_guard_for(lib, name);
     return g ? g : memguard_for(lib, name);
 }
 

@@ -1,19 +1,27 @@
-/* CUDA arrays and texture objects, server side (client side:
- * stubs/cudart_arrays.c; argument lists: common/rgpu_hand_procs.h).
+/* CUDA arrays, server side: the copies with an array side (rgpu's own
+ * procedures, codegen/cudart_own.h and codegen/cuda_own.h; client side
+ * stubs/cudart_arrays.c and stubs/cuda_arrays.c) and the guards of the
+ * generated texture and surface object calls.
  *
- * An array handle from the wire is used only when the session's handle
- * table holds it (cudaMallocArray's generated procedure added it); a
- * device range only when the session owns it (daemon/owned.c).  The real
- * runtime checks offsets and extents against the array itself.  Texture
- * objects are 64-bit values the driver hands out; the session keeps those
- * it created in the handle table too, under a class of its own, so that a
- * client cannot name one it never made. */
+ * Array and stream handles reach these functions only when the session's
+ * handle table holds them (the codec checks them by their type); device
+ * ranges are checked here over their whole pitched extent.  The real
+ * libraries check offsets and extents against the array itself.
+ *
+ * A texture or surface object's resource descriptor holds an array handle
+ * or a device range in a union that the codec passes as bytes: the guards
+ * check the member its type names, and the session keeps the objects it
+ * created in the handle table under a class of its own (the runtime's
+ * objects are the driver's: one class each for both), so that a client
+ * can name no object it never made. */
 #include "rgpud.h"
 #include "owned.h"
 #include "owned_handles.h"
 #include "rgpu_handles.h"
-#include "rgpu_hand_procs.h"
+#include "rgpu_log.h"
 #include "rgpu_proto.h"
+#include "cuda_serve.h"
+#include "cudart_serve.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -21,25 +29,9 @@
 #include <string.h>
 
 #define REAL(name) ((__typeof__(&name))backend_sym("cudart", #name))
-#define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
-#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
-
-/* The runtime's array handles (cudaArray_t is struct cudaArray *), and the
- * session's own class for texture objects (the runtime's are the
- * driver's: one class for both). */
-static uint32_t array_class(void) { return rgpu_handle_class("cudaArray"); }
-static uint32_t texture_class(void) { return rgpu_handle_class("rgpu.texture object"); }
-
-/* Refuses, before the runtime sees them, an array or a stream the session
- * never handed out: nouts empty outputs and the runtime's bad-handle status. */
-static int refuse_unknown(struct hand_call *c, uint64_t array, uint64_t stream, unsigned nouts)
-{
-    if (!handles_contains(array_class(), array))
-        return hand_refuse_handle(c, nouts, "CUDA array", cudaErrorInvalidResourceHandle);
-    if (!handles_valid(H_STREAM, stream))
-        return hand_refuse_handle(c, nouts, "stream", cudaErrorInvalidResourceHandle);
-    return 0;
-}
+#define REAL_CU(name) ((__typeof__(&name))backend_sym("cuda", #name))
+/* A server function without its library function cannot run at all. */
+#define NEED(fn) do { if (!(fn)) return serve_transport(RGPU_ENOSYM); } while (0)
 
 static int owned_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height)
 {
@@ -47,109 +39,108 @@ static int owned_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t heigh
     return owned_extent_2d(pitch, width, height, &extent) == 0 && owned_range(ptr, extent);
 }
 
-/* A copy on stream is done before the reply (the request's host bytes go
- * with it); the caller resolved cudaStreamSynchronize. */
-static int sync_after(uint64_t stream, int rc)
+/* A pitched device side: NULL only for an empty copy, else owned. */
+static int device_side_ok(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height)
+{
+    if (!width || !height)
+        return 1;
+    return ptr && owned_2d(ptr, pitch, width, height);
+}
+
+/* ---- the runtime's copies ------------------------------------------------------- */
+
+/* A copy on stream is done before the reply: the request's host bytes go
+ * with it, or the reply's come back in it. */
+static cudaError_t sync_after(cudaStream_t stream, cudaError_t rc)
 {
     if (rc != cudaSuccess)
         return rc;
-    return REAL(cudaStreamSynchronize)((cudaStream_t)stream);
+    return REAL(cudaStreamSynchronize)(stream);
 }
 
-/* ---- copies ------------------------------------------------------------------ */
-
-/* [array, x, y, width, height, stream, bin rows] -> [] */
-static int h_htoa_2d(struct hand_call *c)
+/* Packed rows of a band: rows_size must be width * height exactly. */
+static int band_fits(size_t width, size_t height, size_t rows_size)
 {
-    uint64_t v[6];
-    const void *rows;
-    size_t n;
-    PROTO_IF(args_count(c, 7) || arg_u64s(c, 6, v) || arg_bin(c, 6, &rows, &n));
-    PROTO_IF((v[3] && v[4] > n / v[3]) || v[3] * v[4] != n);
-    int refused = refuse_unknown(c, v[0], v[5], 0);
-    if (refused)
-        return refused;
+    return (!width || height <= rows_size / width) && width * height == rows_size;
+}
+
+cudaError_t serve_rgpu_array_from_host(cudaArray_t array, size_t x, size_t y, size_t width,
+                                       size_t height, cudaStream_t stream, const void *rows,
+                                       size_t rows_size)
+{
     NEED(REAL(cudaMemcpy2DToArrayAsync) && REAL(cudaStreamSynchronize));
-    msgpack_pack_array(c->out, 0);
-    return sync_after(v[5], REAL(cudaMemcpy2DToArrayAsync)(
-                                (cudaArray_t)v[0], v[1], v[2], rows, v[3], v[3], v[4],
-                                cudaMemcpyHostToDevice, (cudaStream_t)v[5]));
+    if (!band_fits(width, height, rows_size))
+        return serve_transport(RGPU_EPROTO);
+    return sync_after(stream, REAL(cudaMemcpy2DToArrayAsync)(array, x, y, rows, width, width,
+                                                             height, cudaMemcpyHostToDevice,
+                                                             stream));
 }
 
-/* [array, x, y, width, height, stream] -> [bin rows] */
-static int h_atoh_2d(struct hand_call *c)
+cudaError_t serve_rgpu_array_to_host(cudaArray_const_t array, size_t x, size_t y, size_t width,
+                                     size_t height, cudaStream_t stream, void *rows,
+                                     size_t rows_size)
 {
-    uint64_t v[6];
-    PROTO_IF(args_count(c, 6) || arg_u64s(c, 6, v));
-    if (v[3] && v[4] > (RGPU_FRAME_MAX - 4096) / v[3])
-        return -RGPU_ETOOBIG;
-    int refused = refuse_unknown(c, v[0], v[5], 1);
-    if (refused)
-        return refused;
     NEED(REAL(cudaMemcpy2DFromArrayAsync) && REAL(cudaStreamSynchronize));
-    size_t n = v[3] * v[4];
-    void *buf = malloc(n ? n : 1);
-    if (!buf)
-        return -RGPU_ENOMEM;
-    int rc = sync_after(v[5], REAL(cudaMemcpy2DFromArrayAsync)(
-                                  buf, v[3], (cudaArray_const_t)v[0], v[1], v[2], v[3], v[4],
-                                  cudaMemcpyDeviceToHost, (cudaStream_t)v[5]));
-    msgpack_pack_array(c->out, 1);
-    hand_payload(c, buf, rc == cudaSuccess ? n : 0);
-    return rc;
+    if (!band_fits(width, height, rows_size))
+        return serve_transport(RGPU_EPROTO);
+    return sync_after(stream, REAL(cudaMemcpy2DFromArrayAsync)(rows, width, array, x, y, width,
+                                                               height, cudaMemcpyDeviceToHost,
+                                                               stream));
 }
 
-/* [array, x, y, src, spitch, width, height, stream] -> [] */
-static int h_dtoa_2d(struct hand_call *c)
+cudaError_t serve_rgpu_array_from_device(cudaArray_t array, size_t x, size_t y, const void *src,
+                                         size_t spitch, size_t width, size_t height,
+                                         cudaStream_t stream)
 {
-    uint64_t v[8];
-    PROTO_IF(args_count(c, 8) || arg_u64s(c, 8, v));
-    int refused = refuse_unknown(c, v[0], v[7], 0);
-    if (refused)
-        return refused;
     NEED(REAL(cudaMemcpy2DToArrayAsync));
-    msgpack_pack_array(c->out, 0);
-    if ((!v[3] && v[5] && v[6]) || !owned_2d(v[3], v[4], v[5], v[6]))
+    if (!device_side_ok((uint64_t)(uintptr_t)src, spitch, width, height))
         return cudaErrorInvalidValue;
-    return REAL(cudaMemcpy2DToArrayAsync)((cudaArray_t)v[0], v[1], v[2], (const void *)v[3],
-                                          v[4], v[5], v[6], cudaMemcpyDeviceToDevice,
-                                          (cudaStream_t)v[7]);
+    return REAL(cudaMemcpy2DToArrayAsync)(array, x, y, src, spitch, width, height,
+                                          cudaMemcpyDeviceToDevice, stream);
 }
 
-/* [dst, dpitch, array, x, y, width, height, stream] -> [] */
-static int h_atod_2d(struct hand_call *c)
+cudaError_t serve_rgpu_array_to_device(void *dst, size_t dpitch, cudaArray_const_t array,
+                                       size_t x, size_t y, size_t width, size_t height,
+                                       cudaStream_t stream)
 {
-    uint64_t v[8];
-    PROTO_IF(args_count(c, 8) || arg_u64s(c, 8, v));
-    int refused = refuse_unknown(c, v[2], v[7], 0);
-    if (refused)
-        return refused;
     NEED(REAL(cudaMemcpy2DFromArrayAsync));
-    msgpack_pack_array(c->out, 0);
-    if ((!v[0] && v[5] && v[6]) || !owned_2d(v[0], v[1], v[5], v[6]))
+    if (!device_side_ok((uint64_t)(uintptr_t)dst, dpitch, width, height))
         return cudaErrorInvalidValue;
-    return REAL(cudaMemcpy2DFromArrayAsync)((void *)v[0], v[1], (cudaArray_const_t)v[2], v[3],
-                                            v[4], v[5], v[6], cudaMemcpyDeviceToDevice,
-                                            (cudaStream_t)v[7]);
+    return REAL(cudaMemcpy2DFromArrayAsync)(dst, dpitch, array, x, y, width, height,
+                                            cudaMemcpyDeviceToDevice, stream);
 }
 
-static uint64_t format_bytes(const struct cudaChannelFormatDesc *f);
+/* Bytes per element of a channel format: 0 when a channel's size is not a
+ * whole, non-negative number of bytes. */
+static uint64_t format_bytes(const struct cudaChannelFormatDesc *f)
+{
+    int bits[4] = { f->x, f->y, f->z, f->w };
+    uint64_t total = 0;
+    for (int i = 0; i < 4; i++) {
+        if (bits[i] < 0 || bits[i] % 8 || bits[i] > 64)
+            return 0;
+        total += (uint64_t)bits[i] / 8;
+    }
+    return total;
+}
 
 /* One layer of a cudaMemcpy3D between host bytes and an array: x and
  * width in bytes, which the array's element size turns into the elements
  * cudaMemcpy3D counts in. */
-static int layer_3d(void *host, uint64_t array, uint64_t x, uint64_t y, uint64_t z,
-                    uint64_t w, uint64_t h, int to_array, uint64_t stream)
+static cudaError_t layer_3d(void *host, cudaArray_const_t array, size_t x, size_t y, size_t z,
+                            size_t w, size_t h, int to_array, cudaStream_t stream)
 {
     struct cudaChannelFormatDesc desc;
     struct cudaExtent ext;
     unsigned flags;
-    int rc = REAL(cudaArrayGetInfo)(&desc, &ext, &flags, (cudaArray_t)array);
+    cudaError_t rc = REAL(cudaArrayGetInfo)(&desc, &ext, &flags, (cudaArray_t)array);
     if (rc != cudaSuccess)
         return rc;
     uint64_t elem = format_bytes(&desc);
     if (!elem || x % elem || w % elem)
         return cudaErrorInvalidValue;
+    if (!w || !h)
+        return cudaSuccess;
     struct cudaMemcpy3DParms p;
     memset(&p, 0, sizeof p);
     struct cudaPitchedPtr lin = { host, w, w / elem, h };
@@ -168,247 +159,40 @@ static int layer_3d(void *host, uint64_t array, uint64_t x, uint64_t y, uint64_t
     p.extent.width = w / elem;
     p.extent.height = h;
     p.extent.depth = 1;
-    return sync_after(stream, REAL(cudaMemcpy3DAsync)(&p, (cudaStream_t)stream));
+    return sync_after(stream, REAL(cudaMemcpy3DAsync)(&p, stream));
 }
 
 #define NEED_3D() \
     NEED(REAL(cudaArrayGetInfo) && REAL(cudaMemcpy3DAsync) && REAL(cudaStreamSynchronize))
 
-/* [array, x, y, z, width, height, stream, bin rows] -> [] */
-static int h_htoa_3d(struct hand_call *c)
+cudaError_t serve_rgpu_array_layer_from_host(cudaArray_t array, size_t x, size_t y, size_t z,
+                                             size_t width, size_t height, cudaStream_t stream,
+                                             const void *rows, size_t rows_size)
 {
-    uint64_t v[7];
-    const void *rows;
-    size_t n;
-    PROTO_IF(args_count(c, 8) || arg_u64s(c, 7, v) || arg_bin(c, 7, &rows, &n));
-    PROTO_IF((v[4] && v[5] > n / v[4]) || v[4] * v[5] != n);
-    int refused = refuse_unknown(c, v[0], v[6], 0);
-    if (refused)
-        return refused;
     NEED_3D();
-    msgpack_pack_array(c->out, 0);
-    if (!n)
-        return cudaSuccess;
-    return layer_3d((void *)rows, v[0], v[1], v[2], v[3], v[4], v[5], 1, v[6]);
+    if (!band_fits(width, height, rows_size))
+        return serve_transport(RGPU_EPROTO);
+    return layer_3d((void *)(uintptr_t)rows, array, x, y, z, width, height, 1, stream);
 }
 
-/* [array, x, y, z, width, height, stream] -> [bin rows] */
-static int h_atoh_3d(struct hand_call *c)
+cudaError_t serve_rgpu_array_layer_to_host(cudaArray_const_t array, size_t x, size_t y,
+                                           size_t z, size_t width, size_t height,
+                                           cudaStream_t stream, void *rows, size_t rows_size)
 {
-    uint64_t v[7];
-    PROTO_IF(args_count(c, 7) || arg_u64s(c, 7, v));
-    if (v[4] && v[5] > (RGPU_FRAME_MAX - 4096) / v[4])
-        return -RGPU_ETOOBIG;
-    int refused = refuse_unknown(c, v[0], v[6], 1);
-    if (refused)
-        return refused;
     NEED_3D();
-    size_t n = v[4] * v[5];
-    void *buf = malloc(n ? n : 1);
-    if (!buf)
-        return -RGPU_ENOMEM;
-    int rc = n ? layer_3d(buf, v[0], v[1], v[2], v[3], v[4], v[5], 0, v[6]) : cudaSuccess;
-    msgpack_pack_array(c->out, 1);
-    hand_payload(c, buf, rc == cudaSuccess ? n : 0);
-    return rc;
+    if (!band_fits(width, height, rows_size))
+        return serve_transport(RGPU_EPROTO);
+    return layer_3d(rows, array, x, y, z, width, height, 0, stream);
 }
 
-/* ---- texture objects ------------------------------------------------------------ */
-
-/* Bytes per element of a channel format: 0 when a channel's size is not a
- * whole, non-negative number of bytes. */
-static uint64_t format_bytes(const struct cudaChannelFormatDesc *f)
-{
-    int bits[4] = { f->x, f->y, f->z, f->w };
-    uint64_t total = 0;
-    for (int i = 0; i < 4; i++) {
-        if (bits[i] < 0 || bits[i] % 8 || bits[i] > 64)
-            return 0;
-        total += (uint64_t)bits[i] / 8;
-    }
-    return total;
-}
-
-/* The resource descriptor from its wire form (RGPU_H_TEX_CREATE), every
- * array and device range checked: 0, or -1 when refused. */
-static int resource_from_wire(const msgpack_object *o, struct cudaResourceDesc *r)
-{
-    uint64_t v[7];
-    struct cudaChannelFormatDesc fmt;
-    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 7 ||
-        o->via.array.ptr[2].type != MSGPACK_OBJECT_BIN ||
-        o->via.array.ptr[2].via.bin.size != sizeof fmt)
-        return -1;
-    for (unsigned i = 0; i < 7; i++) {
-        if (i == 2)
-            continue;
-        if (o->via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            return -1;
-        v[i] = o->via.array.ptr[i].via.u64;
-    }
-    memcpy(&fmt, o->via.array.ptr[2].via.bin.ptr, sizeof fmt);
-    memset(r, 0, sizeof *r);
-    r->resType = (enum cudaResourceType)v[0];
-    uint64_t elem = format_bytes(&fmt);
-    switch (v[0]) {
-    case cudaResourceTypeArray:
-        r->res.array.array = (cudaArray_t)v[1];
-        return handles_contains(array_class(), v[1]) ? 0 : -1;
-    case cudaResourceTypeLinear:
-        r->res.linear.devPtr = (void *)v[1];
-        r->res.linear.desc = fmt;
-        r->res.linear.sizeInBytes = v[6];
-        return v[1] && owned_range(v[1], v[6]) ? 0 : -1;
-    case cudaResourceTypePitch2D:
-        r->res.pitch2D.devPtr = (void *)v[1];
-        r->res.pitch2D.desc = fmt;
-        r->res.pitch2D.width = v[3];
-        r->res.pitch2D.height = v[4];
-        r->res.pitch2D.pitchInBytes = v[5];
-        return v[1] && elem && v[3] <= UINT64_MAX / elem && owned_2d(v[1], v[5], v[3] * elem, v[4])
-                   ? 0 : -1;
-    default:
-        return -1;
-    }
-}
-
-static void pack_resource(msgpack_packer *pk, const struct cudaResourceDesc *r)
-{
-    uint64_t where = 0, w = 0, h = 0, pitch = 0, size = 0;
-    struct cudaChannelFormatDesc fmt;
-    memset(&fmt, 0, sizeof fmt);
-    if (r->resType == cudaResourceTypeArray) {
-        where = (uint64_t)(uintptr_t)r->res.array.array;
-    } else if (r->resType == cudaResourceTypeLinear) {
-        where = (uint64_t)(uintptr_t)r->res.linear.devPtr;
-        fmt = r->res.linear.desc;
-        size = r->res.linear.sizeInBytes;
-    } else if (r->resType == cudaResourceTypePitch2D) {
-        where = (uint64_t)(uintptr_t)r->res.pitch2D.devPtr;
-        fmt = r->res.pitch2D.desc;
-        w = r->res.pitch2D.width;
-        h = r->res.pitch2D.height;
-        pitch = r->res.pitch2D.pitchInBytes;
-    }
-    msgpack_pack_array(pk, 7);
-    msgpack_pack_uint64(pk, (uint64_t)r->resType);
-    msgpack_pack_uint64(pk, where);
-    msgpack_pack_bin(pk, sizeof fmt);
-    msgpack_pack_bin_body(pk, &fmt, sizeof fmt);
-    msgpack_pack_uint64(pk, w);
-    msgpack_pack_uint64(pk, h);
-    msgpack_pack_uint64(pk, pitch);
-    msgpack_pack_uint64(pk, size);
-}
-
-/* [resource, bin texture descriptor, bin view descriptor or nil] -> [object] */
-static int h_tex_create(struct hand_call *c)
-{
-    struct cudaResourceDesc res;
-    struct cudaTextureDesc tex;
-    struct cudaResourceViewDesc view;
-    const void *p;
-    size_t n;
-    PROTO_IF(args_count(c, 3) || arg_bin(c, 1, &p, &n) || n != sizeof tex);
-    memcpy(&tex, p, sizeof tex);
-    const msgpack_object *view_arg = &c->args->via.array.ptr[2];
-    int has_view = view_arg->type != MSGPACK_OBJECT_NIL;
-    if (has_view) {
-        PROTO_IF(arg_bin(c, 2, &p, &n) || n != sizeof view);
-        memcpy(&view, p, sizeof view);
-    }
-    NEED(REAL(cudaCreateTextureObject));
-    msgpack_pack_array(c->out, 1);
-    if (resource_from_wire(&c->args->via.array.ptr[0], &res) != 0) {
-        msgpack_pack_nil(c->out);
-        return cudaErrorInvalidValue;
-    }
-    cudaTextureObject_t obj = 0;
-    int rc = REAL(cudaCreateTextureObject)(&obj, &res, &tex, has_view ? &view : NULL);
-    if (rc == cudaSuccess && obj)
-        handles_add(texture_class(), obj);
-    msgpack_pack_uint64(c->out, rc == cudaSuccess ? obj : 0);
-    return rc;
-}
-
-/* [object] -> [] */
-static int h_tex_destroy(struct hand_call *c)
-{
-    uint64_t obj;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &obj));
-    if (!handles_contains(texture_class(), obj))
-        return hand_refuse_handle(c, 0, "texture object", cudaErrorInvalidValue);
-    NEED(REAL(cudaDestroyTextureObject));
-    int rc = REAL(cudaDestroyTextureObject)(obj);
-    if (rc == cudaSuccess)
-        handles_remove(texture_class(), obj);
-    msgpack_pack_array(c->out, 0);
-    return rc;
-}
-
-/* The texture object's resource descriptor, in its wire form. */
-static int query_resource(struct hand_call *c, uint64_t obj)
-{
-    struct cudaResourceDesc res;
-    NEED(REAL(cudaGetTextureObjectResourceDesc));
-    int rc = REAL(cudaGetTextureObjectResourceDesc)(&res, obj);
-    msgpack_pack_array(c->out, 1);
-    if (rc == cudaSuccess)
-        pack_resource(c->out, &res);
-    else
-        msgpack_pack_nil(c->out);
-    return rc;
-}
-
-/* The texture or view descriptor, as its bytes (neither holds a pointer). */
-static int query_bytes(struct hand_call *c, uint64_t obj, uint64_t which)
-{
-    __typeof__(&cudaGetTextureObjectTextureDesc) tex_fn = REAL(cudaGetTextureObjectTextureDesc);
-    __typeof__(&cudaGetTextureObjectResourceViewDesc) view_fn =
-        REAL(cudaGetTextureObjectResourceViewDesc);
-    int is_tex = which == RGPU_TEX_QUERY_TEXTURE;
-    size_t n = is_tex ? sizeof(struct cudaTextureDesc) : sizeof(struct cudaResourceViewDesc);
-    NEED(is_tex ? (void *)tex_fn : (void *)view_fn);
-    void *buf = calloc(1, n);
-    if (!buf)
-        return -RGPU_ENOMEM;
-    int rc = is_tex ? tex_fn(buf, obj) : view_fn(buf, obj);
-    msgpack_pack_array(c->out, 1);
-    hand_payload(c, buf, rc == cudaSuccess ? n : 0);
-    return rc;
-}
-
-/* [object, which] -> [descriptor] */
-static int h_tex_query(struct hand_call *c)
-{
-    uint64_t obj, which;
-    PROTO_IF(args_count(c, 2) || arg_u64(c, 0, &obj) || arg_u64(c, 1, &which) ||
-             which > RGPU_TEX_QUERY_VIEW);
-    if (!handles_contains(texture_class(), obj))
-        return hand_refuse_handle(c, 1, "texture object", cudaErrorInvalidValue);
-    return which == RGPU_TEX_QUERY_RESOURCE ? query_resource(c, obj) : query_bytes(c, obj, which);
-}
-
-/* ---- the driver's: copies layer by layer, texture objects -------------------- */
-
-#define REAL_CU(name) ((__typeof__(&name))backend_sym("cuda", #name))
-
-static uint32_t cu_array_class(void) { return rgpu_handle_class("CUarray_st"); }
-
-static int cu_refuse_unknown(struct hand_call *c, uint64_t array, uint64_t stream, unsigned nouts)
-{
-    if (!handles_contains(cu_array_class(), array))
-        return hand_refuse_handle(c, nouts, "CUDA array", CUDA_ERROR_INVALID_HANDLE);
-    if (!handles_valid(H_STREAM, stream))
-        return hand_refuse_handle(c, nouts, "stream", CUDA_ERROR_INVALID_HANDLE);
-    return 0;
-}
+/* ---- the driver's copies, one layer z at a time ------------------------------------ */
 
 /* One layer between linear memory (host or device) and an array, on
- * stream; to_array picks the direction. */
-static int cu_copy_layer(const void *host, uint64_t dev, uint64_t pitch, uint64_t array,
-                         uint64_t x, uint64_t y, uint64_t z, uint64_t w, uint64_t h,
-                         int to_array, uint64_t stream)
+ * stream; to_array picks the direction.  A copy with a host side is done
+ * before the reply. */
+static CUresult cu_copy_layer(const void *host, CUdeviceptr dev, size_t pitch, CUarray array,
+                              size_t x, size_t y, size_t z, size_t w, size_t h, int to_array,
+                              CUstream stream)
 {
     CUDA_MEMCPY3D p;
     memset(&p, 0, sizeof p);
@@ -420,18 +204,18 @@ static int cu_copy_layer(const void *host, uint64_t dev, uint64_t pitch, uint64_
         p.srcPitch = pitch;
         p.srcHeight = h;
         p.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-        p.dstArray = (CUarray)array;
+        p.dstArray = array;
         p.dstXInBytes = x;
         p.dstY = y;
         p.dstZ = z;
     } else {
         p.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-        p.srcArray = (CUarray)array;
+        p.srcArray = array;
         p.srcXInBytes = x;
         p.srcY = y;
         p.srcZ = z;
         p.dstMemoryType = lin;
-        p.dstHost = (void *)host;
+        p.dstHost = (void *)(uintptr_t)host;
         p.dstDevice = dev;
         p.dstPitch = pitch;
         p.dstHeight = h;
@@ -439,76 +223,106 @@ static int cu_copy_layer(const void *host, uint64_t dev, uint64_t pitch, uint64_
     p.WidthInBytes = w;
     p.Height = h;
     p.Depth = 1;
-    int rc = REAL_CU(cuMemcpy3DAsync_v2)(&p, (CUstream)stream);
-    if (rc == CUDA_SUCCESS && host)     /* the host bytes are the request's or the reply's */
-        rc = REAL_CU(cuStreamSynchronize)((CUstream)stream);
+    CUresult rc = REAL_CU(cuMemcpy3DAsync_v2)(&p, stream);
+    if (rc == CUDA_SUCCESS && host)
+        rc = REAL_CU(cuStreamSynchronize)(stream);
     return rc;
 }
 
 #define NEED_CU_COPY() NEED(REAL_CU(cuMemcpy3DAsync_v2) && REAL_CU(cuStreamSynchronize))
 
-/* [array, x, y, z, width, height, stream, bin rows] -> [] */
-static int h_cu_htoa(struct hand_call *c)
+CUresult serve_rgpu_cu_array_from_host(CUarray array, size_t x, size_t y, size_t z,
+                                       size_t width, size_t height, CUstream stream,
+                                       const void *rows, size_t rows_size)
 {
-    uint64_t v[7];
-    const void *rows;
-    size_t n;
-    PROTO_IF(args_count(c, 8) || arg_u64s(c, 7, v) || arg_bin(c, 7, &rows, &n));
-    PROTO_IF((v[4] && v[5] > n / v[4]) || v[4] * v[5] != n);
-    int refused = cu_refuse_unknown(c, v[0], v[6], 0);
-    if (refused)
-        return refused;
     NEED_CU_COPY();
-    msgpack_pack_array(c->out, 0);
-    if (!n)
+    if (!band_fits(width, height, rows_size))
+        return serve_transport(RGPU_EPROTO);
+    if (!rows_size)
         return CUDA_SUCCESS;
-    return cu_copy_layer(rows, 0, v[4], v[0], v[1], v[2], v[3], v[4], v[5], 1, v[6]);
+    return cu_copy_layer(rows, 0, width, array, x, y, z, width, height, 1, stream);
 }
 
-/* [array, x, y, z, width, height, stream] -> [bin rows] */
-static int h_cu_atoh(struct hand_call *c)
+CUresult serve_rgpu_cu_array_to_host(CUarray array, size_t x, size_t y, size_t z, size_t width,
+                                     size_t height, CUstream stream, void *rows,
+                                     size_t rows_size)
 {
-    uint64_t v[7];
-    PROTO_IF(args_count(c, 7) || arg_u64s(c, 7, v));
-    if (v[4] && v[5] > (RGPU_FRAME_MAX - 4096) / v[4])
-        return -RGPU_ETOOBIG;
-    int refused = cu_refuse_unknown(c, v[0], v[6], 1);
-    if (refused)
-        return refused;
     NEED_CU_COPY();
-    size_t n = v[4] * v[5];
-    void *buf = malloc(n ? n : 1);
-    if (!buf)
-        return -RGPU_ENOMEM;
-    int rc = n ? cu_copy_layer(buf, 0, v[4], v[0], v[1], v[2], v[3], v[4], v[5], 0, v[6])
-               : CUDA_SUCCESS;
-    msgpack_pack_array(c->out, 1);
-    hand_payload(c, buf, rc == CUDA_SUCCESS ? n : 0);
-    return rc;
+    if (!band_fits(width, height, rows_size))
+        return serve_transport(RGPU_EPROTO);
+    if (!rows_size)
+        return CUDA_SUCCESS;
+    return cu_copy_layer(rows, 0, width, array, x, y, z, width, height, 0, stream);
 }
 
-/* [dev, pitch, array, x, y, z, width, height, stream] -> []: to_array picks
- * the direction. */
-static int cu_device_array(struct hand_call *c, int to_array)
+CUresult serve_rgpu_cu_array_from_device(CUarray array, size_t x, size_t y, size_t z,
+                                         CUdeviceptr src, size_t spitch, size_t width,
+                                         size_t height, CUstream stream)
 {
-    uint64_t v[9];
-    PROTO_IF(args_count(c, 9) || arg_u64s(c, 9, v));
-    int refused = cu_refuse_unknown(c, v[2], v[8], 0);
-    if (refused)
-        return refused;
     NEED_CU_COPY();
-    msgpack_pack_array(c->out, 0);
-    if (!v[6] || !v[7])
+    if (!width || !height)
         return CUDA_SUCCESS;
-    if (!v[0] || !owned_2d(v[0], v[1], v[6], v[7]))
+    if (!device_side_ok(src, spitch, width, height))
         return CUDA_ERROR_INVALID_VALUE;
-    return cu_copy_layer(NULL, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], to_array, v[8]);
+    return cu_copy_layer(NULL, src, spitch, array, x, y, z, width, height, 1, stream);
 }
 
-static int h_cu_dtoa(struct hand_call *c) { return cu_device_array(c, 1); }
-static int h_cu_atod(struct hand_call *c) { return cu_device_array(c, 0); }
+CUresult serve_rgpu_cu_array_to_device(CUdeviceptr dst, size_t dpitch, CUarray array, size_t x,
+                                       size_t y, size_t z, size_t width, size_t height,
+                                       CUstream stream)
+{
+    NEED_CU_COPY();
+    if (!width || !height)
+        return CUDA_SUCCESS;
+    if (!device_side_ok(dst, dpitch, width, height))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cu_copy_layer(NULL, dst, dpitch, array, x, y, z, width, height, 0, stream);
+}
 
-static uint64_t cu_format_bytes(uint64_t f)
+/* ---- resource descriptors ---------------------------------------------------------- */
+
+/* The runtime's array handles (cudaArray_t is struct cudaArray *), the
+ * driver's, and the session's own classes for texture and surface
+ * objects. */
+static uint32_t array_class(void) { return rgpu_handle_class("cudaArray"); }
+static uint32_t cu_array_class(void) { return rgpu_handle_class("CUarray_st"); }
+static uint32_t texture_class(void) { return rgpu_handle_class("rgpu.texture object"); }
+static uint32_t surface_class(void) { return rgpu_handle_class("rgpu.surface object"); }
+
+/* Whether the runtime's resource descriptor names only what the session
+ * owns, in the union member its type selects (the others are zeroed, so
+ * that no unchecked bytes reach the runtime).  Mipmapped arrays are
+ * refused: rgpu creates none, so none can be the session's. */
+static int resource_ok(struct cudaResourceDesc *r, int arrays_only)
+{
+    struct cudaResourceDesc c;
+    memset(&c, 0, sizeof c);
+    c.resType = r->resType;
+    c.flags = r->flags;
+    switch (r->resType) {
+    case cudaResourceTypeArray:
+        c.res.array.array = r->res.array.array;
+        *r = c;
+        return handles_contains(array_class(), (uint64_t)(uintptr_t)c.res.array.array);
+    case cudaResourceTypeLinear:
+        c.res.linear = r->res.linear;
+        *r = c;
+        return !arrays_only && c.res.linear.devPtr &&
+               owned_range((uint64_t)(uintptr_t)c.res.linear.devPtr, c.res.linear.sizeInBytes);
+    case cudaResourceTypePitch2D: {
+        c.res.pitch2D = r->res.pitch2D;
+        *r = c;
+        uint64_t elem = format_bytes(&c.res.pitch2D.desc), w = c.res.pitch2D.width;
+        return !arrays_only && c.res.pitch2D.devPtr && elem && w <= UINT64_MAX / elem &&
+               owned_2d((uint64_t)(uintptr_t)c.res.pitch2D.devPtr, c.res.pitch2D.pitchInBytes,
+                        w * elem, c.res.pitch2D.height);
+    }
+    default:
+        return 0;
+    }
+}
+
+static uint64_t cu_format_bytes(CUarray_format f)
 {
     switch (f) {
     case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8:
@@ -522,272 +336,164 @@ static uint64_t cu_format_bytes(uint64_t f)
     }
 }
 
-/* The driver's resource descriptor from its wire form, checked: 0 or -1. */
-static int cu_resource_from_wire(const msgpack_object *o, CUDA_RESOURCE_DESC *r)
+/* The driver's resource descriptor, as resource_ok. */
+static int cu_resource_ok(CUDA_RESOURCE_DESC *r, int arrays_only)
 {
-    uint64_t v[9];
-    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 9)
-        return -1;
-    for (unsigned i = 0; i < 9; i++) {
-        if (o->via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            return -1;
-        v[i] = o->via.array.ptr[i].via.u64;
-    }
-    memset(r, 0, sizeof *r);
-    r->resType = (CUresourcetype)v[0];
-    r->flags = (unsigned)v[8];
-    uint64_t elem = cu_format_bytes(v[2]) * (v[3] <= 4 ? v[3] : 0);
-    switch (v[0]) {
+    CUDA_RESOURCE_DESC c;
+    memset(&c, 0, sizeof c);
+    c.resType = r->resType;
+    c.flags = r->flags;
+    switch (r->resType) {
     case CU_RESOURCE_TYPE_ARRAY:
-        r->res.array.hArray = (CUarray)v[1];
-        return handles_contains(cu_array_class(), v[1]) ? 0 : -1;
+        c.res.array.hArray = r->res.array.hArray;
+        *r = c;
+        return handles_contains(cu_array_class(), (uint64_t)(uintptr_t)c.res.array.hArray);
     case CU_RESOURCE_TYPE_LINEAR:
-        r->res.linear.devPtr = v[1];
-        r->res.linear.format = (CUarray_format)v[2];
-        r->res.linear.numChannels = (unsigned)v[3];
-        r->res.linear.sizeInBytes = v[7];
-        return v[1] && owned_range(v[1], v[7]) ? 0 : -1;
-    case CU_RESOURCE_TYPE_PITCH2D:
-        r->res.pitch2D.devPtr = v[1];
-        r->res.pitch2D.format = (CUarray_format)v[2];
-        r->res.pitch2D.numChannels = (unsigned)v[3];
-        r->res.pitch2D.width = v[4];
-        r->res.pitch2D.height = v[5];
-        r->res.pitch2D.pitchInBytes = v[6];
-        return v[1] && elem && v[4] <= UINT64_MAX / elem && owned_2d(v[1], v[6], v[4] * elem, v[5])
-                   ? 0 : -1;
+        c.res.linear.devPtr = r->res.linear.devPtr;
+        c.res.linear.format = r->res.linear.format;
+        c.res.linear.numChannels = r->res.linear.numChannels;
+        c.res.linear.sizeInBytes = r->res.linear.sizeInBytes;
+        *r = c;
+        return !arrays_only && c.res.linear.devPtr &&
+               owned_range(c.res.linear.devPtr, c.res.linear.sizeInBytes);
+    case CU_RESOURCE_TYPE_PITCH2D: {
+        c.res.pitch2D.devPtr = r->res.pitch2D.devPtr;
+        c.res.pitch2D.format = r->res.pitch2D.format;
+        c.res.pitch2D.numChannels = r->res.pitch2D.numChannels;
+        c.res.pitch2D.width = r->res.pitch2D.width;
+        c.res.pitch2D.height = r->res.pitch2D.height;
+        c.res.pitch2D.pitchInBytes = r->res.pitch2D.pitchInBytes;
+        *r = c;
+        uint64_t channels = c.res.pitch2D.numChannels, w = c.res.pitch2D.width;
+        uint64_t elem = cu_format_bytes(c.res.pitch2D.format) * (channels <= 4 ? channels : 0);
+        return !arrays_only && c.res.pitch2D.devPtr && elem && w <= UINT64_MAX / elem &&
+               owned_2d(c.res.pitch2D.devPtr, c.res.pitch2D.pitchInBytes, w * elem,
+                        c.res.pitch2D.height);
+    }
     default:
-        return -1;
+        return 0;
     }
 }
 
-static void cu_pack_resource(msgpack_packer *pk, const CUDA_RESOURCE_DESC *r)
+/* ---- guards of the texture and surface object calls ----------------------------- */
+
+/* argv[i] points at the decoded argument: for a pointer kind, at the
+ * pointer to the frame's copy of the bytes (NULL when the client sent
+ * NULL, which the library answers itself). */
+static void *arg_ptr(void **argv, int i)
 {
-    uint64_t v[9] = { (uint64_t)r->resType, 0, 0, 0, 0, 0, 0, 0, r->flags };
-    if (r->resType == CU_RESOURCE_TYPE_ARRAY) {
-        v[1] = (uint64_t)(uintptr_t)r->res.array.hArray;
-    } else if (r->resType == CU_RESOURCE_TYPE_LINEAR) {
-        v[1] = r->res.linear.devPtr;
-        v[2] = (uint64_t)r->res.linear.format;
-        v[3] = r->res.linear.numChannels;
-        v[7] = r->res.linear.sizeInBytes;
-    } else if (r->resType == CU_RESOURCE_TYPE_PITCH2D) {
-        v[1] = r->res.pitch2D.devPtr;
-        v[2] = (uint64_t)r->res.pitch2D.format;
-        v[3] = r->res.pitch2D.numChannels;
-        v[4] = r->res.pitch2D.width;
-        v[5] = r->res.pitch2D.height;
-        v[6] = r->res.pitch2D.pitchInBytes;
-    }
-    msgpack_pack_array(pk, 9);
-    for (int i = 0; i < 9; i++)
-        msgpack_pack_uint64(pk, v[i]);
+    return *(void **)argv[i];
 }
 
-/* [resource, bin texture descriptor, bin view descriptor or nil] -> [object] */
-static int h_cu_tex_create(struct hand_call *c)
+static uint64_t arg_val(void **argv, int i)
 {
-    CUDA_RESOURCE_DESC res;
-    CUDA_TEXTURE_DESC tex;
-    CUDA_RESOURCE_VIEW_DESC view;
-    const void *p;
-    size_t n;
-    PROTO_IF(args_count(c, 3) || arg_bin(c, 1, &p, &n) || n != sizeof tex);
-    memcpy(&tex, p, sizeof tex);
-    int has_view = c->args->via.array.ptr[2].type != MSGPACK_OBJECT_NIL;
-    if (has_view) {
-        PROTO_IF(arg_bin(c, 2, &p, &n) || n != sizeof view);
-        memcpy(&view, p, sizeof view);
-    }
-    NEED(REAL_CU(cuTexObjectCreate));
-    msgpack_pack_array(c->out, 1);
-    if (cu_resource_from_wire(&c->args->via.array.ptr[0], &res) != 0) {
-        msgpack_pack_nil(c->out);
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    CUtexObject obj = 0;
-    int rc = REAL_CU(cuTexObjectCreate)(&obj, &res, &tex, has_view ? &view : NULL);
-    if (rc == CUDA_SUCCESS && obj)
-        handles_add(texture_class(), obj);
-    msgpack_pack_uint64(c->out, rc == CUDA_SUCCESS ? obj : 0);
-    return rc;
+    return *(uint64_t *)argv[i];
 }
 
-/* [object] -> [] */
-static int h_cu_tex_destroy(struct hand_call *c)
+/* (object *, resource, ...): the resource checked.  The status codes the
+ * refusals return are the same numbers in both APIs. */
+static int pre_texture_create(void **argv)
 {
-    uint64_t obj;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &obj));
-    if (!handles_contains(texture_class(), obj))
-        return hand_refuse_handle(c, 0, "texture object", CUDA_ERROR_INVALID_VALUE);
-    NEED(REAL_CU(cuTexObjectDestroy));
-    int rc = REAL_CU(cuTexObjectDestroy)(obj);
-    if (rc == CUDA_SUCCESS)
-        handles_remove(texture_class(), obj);
-    msgpack_pack_array(c->out, 0);
-    return rc;
+    struct cudaResourceDesc *r = arg_ptr(argv, 1);
+    return !r || resource_ok(r, 0) ? 0 : cudaErrorInvalidValue;
 }
 
-/* [object, which] -> [descriptor] */
-static int h_cu_tex_query(struct hand_call *c)
+static int pre_surface_create(void **argv)
 {
-    uint64_t obj, which;
-    PROTO_IF(args_count(c, 2) || arg_u64(c, 0, &obj) || arg_u64(c, 1, &which) ||
-             which > RGPU_TEX_QUERY_VIEW);
-    if (!handles_contains(texture_class(), obj))
-        return hand_refuse_handle(c, 1, "texture object", CUDA_ERROR_INVALID_VALUE);
-    if (which == RGPU_TEX_QUERY_RESOURCE) {
-        CUDA_RESOURCE_DESC res;
-        NEED(REAL_CU(cuTexObjectGetResourceDesc));
-        int rc = REAL_CU(cuTexObjectGetResourceDesc)(&res, obj);
-        msgpack_pack_array(c->out, 1);
-        if (rc == CUDA_SUCCESS)
-            cu_pack_resource(c->out, &res);
-        else
-            msgpack_pack_nil(c->out);
-        return rc;
-    }
-    __typeof__(&cuTexObjectGetTextureDesc) tex_fn = REAL_CU(cuTexObjectGetTextureDesc);
-    __typeof__(&cuTexObjectGetResourceViewDesc) view_fn = REAL_CU(cuTexObjectGetResourceViewDesc);
-    int is_tex = which == RGPU_TEX_QUERY_TEXTURE;
-    size_t n = is_tex ? sizeof(CUDA_TEXTURE_DESC) : sizeof(CUDA_RESOURCE_VIEW_DESC);
-    NEED(is_tex ? (void *)tex_fn : (void *)view_fn);
-    void *buf = calloc(1, n);
-    if (!buf)
-        return -RGPU_ENOMEM;
-    int rc = is_tex ? tex_fn(buf, obj) : view_fn(buf, obj);
-    msgpack_pack_array(c->out, 1);
-    hand_payload(c, buf, rc == CUDA_SUCCESS ? n : 0);
-    return rc;
+    struct cudaResourceDesc *r = arg_ptr(argv, 1);
+    return !r || resource_ok(r, 1) ? 0 : cudaErrorInvalidValue;
 }
 
-/* ---- surface objects (runtime and driver) ------------------------------------- */
-
-static uint32_t surface_class(void) { return rgpu_handle_class("rgpu.surface object"); }
-
-/* [resource] -> [object] */
-static int h_surf_create(struct hand_call *c)
+static int pre_cu_texture_create(void **argv)
 {
-    struct cudaResourceDesc res;
-    PROTO_IF(args_count(c, 1));
-    NEED(REAL(cudaCreateSurfaceObject));
-    msgpack_pack_array(c->out, 1);
-    if (resource_from_wire(&c->args->via.array.ptr[0], &res) != 0) {
-        msgpack_pack_nil(c->out);
-        return cudaErrorInvalidValue;
-    }
-    cudaSurfaceObject_t obj = 0;
-    int rc = REAL(cudaCreateSurfaceObject)(&obj, &res);
-    if (rc == cudaSuccess && obj)
-        handles_add(surface_class(), obj);
-    msgpack_pack_uint64(c->out, rc == cudaSuccess ? obj : 0);
-    return rc;
+    CUDA_RESOURCE_DESC *r = arg_ptr(argv, 1);
+    return !r || cu_resource_ok(r, 0) ? 0 : CUDA_ERROR_INVALID_VALUE;
 }
 
-static int h_cu_surf_create(struct hand_call *c)
+static int pre_cu_surface_create(void **argv)
 {
-    CUDA_RESOURCE_DESC res;
-    PROTO_IF(args_count(c, 1));
-    NEED(REAL_CU(cuSurfObjectCreate));
-    msgpack_pack_array(c->out, 1);
-    if (cu_resource_from_wire(&c->args->via.array.ptr[0], &res) != 0) {
-        msgpack_pack_nil(c->out);
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    CUsurfObject obj = 0;
-    int rc = REAL_CU(cuSurfObjectCreate)(&obj, &res);
-    if (rc == CUDA_SUCCESS && obj)
-        handles_add(surface_class(), obj);
-    msgpack_pack_uint64(c->out, rc == CUDA_SUCCESS ? obj : 0);
-    return rc;
+    CUDA_RESOURCE_DESC *r = arg_ptr(argv, 1);
+    return !r || cu_resource_ok(r, 1) ? 0 : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* [object] -> []; the status codes of both APIs are the same numbers. */
-static int surf_destroy(struct hand_call *c, int (*destroy)(uint64_t))
+/* The object a create wrote (argument 0), kept on success. */
+static void post_texture_create(void **argv, int status)
 {
-    uint64_t obj;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &obj));
-    if (!handles_contains(surface_class(), obj))
-        return hand_refuse_handle(c, 0, "surface object", cudaErrorInvalidValue);
-    int rc = destroy(obj);
-    if (rc == cudaSuccess)
-        handles_remove(surface_class(), obj);
-    msgpack_pack_array(c->out, 0);
-    return rc;
+    const uint64_t *obj = arg_ptr(argv, 0);
+    if (status == 0 && obj && *obj)
+        handles_add(texture_class(), *obj);
 }
 
-static int rt_surf_destroy(uint64_t obj) { return REAL(cudaDestroySurfaceObject)(obj); }
-static int cu_surf_destroy(uint64_t obj) { return REAL_CU(cuSurfObjectDestroy)(obj); }
-
-static int h_surf_destroy(struct hand_call *c)
+static void post_surface_create(void **argv, int status)
 {
-    NEED(REAL(cudaDestroySurfaceObject));
-    return surf_destroy(c, rt_surf_destroy);
+    const uint64_t *obj = arg_ptr(argv, 0);
+    if (status == 0 && obj && *obj)
+        handles_add(surface_class(), *obj);
 }
 
-static int h_cu_surf_destroy(struct hand_call *c)
+/* A destroy or a query names an object the session made: argument 0 for
+ * a destroy, 1 for a query (its descriptor comes first). */
+static int object_known(uint32_t cls, const char *what, uint64_t obj)
 {
-    NEED(REAL_CU(cuSurfObjectDestroy));
-    return surf_destroy(c, cu_surf_destroy);
+    if (handles_contains(cls, obj))
+        return 0;
+    rgpu_warn("refused a %s the session never handed out: 0x%llx", what,
+              (unsigned long long)obj);
+    return cudaErrorInvalidValue;
 }
 
-/* [object] -> [resource] */
-static int h_surf_query(struct hand_call *c)
+static int pre_texture_known0(void **argv)
 {
-    uint64_t obj;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &obj));
-    if (!handles_contains(surface_class(), obj))
-        return hand_refuse_handle(c, 1, "surface object", cudaErrorInvalidValue);
-    NEED(REAL(cudaGetSurfaceObjectResourceDesc));
-    struct cudaResourceDesc res;
-    int rc = REAL(cudaGetSurfaceObjectResourceDesc)(&res, obj);
-    msgpack_pack_array(c->out, 1);
-    if (rc == cudaSuccess)
-        pack_resource(c->out, &res);
-    else
-        msgpack_pack_nil(c->out);
-    return rc;
+    return object_known(texture_class(), "texture object", arg_val(argv, 0));
 }
 
-static int h_cu_surf_query(struct hand_call *c)
+static int pre_texture_known1(void **argv)
 {
-    uint64_t obj;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &obj));
-    if (!handles_contains(surface_class(), obj))
-        return hand_refuse_handle(c, 1, "surface object", CUDA_ERROR_INVALID_VALUE);
-    NEED(REAL_CU(cuSurfObjectGetResourceDesc));
-    CUDA_RESOURCE_DESC res;
-    int rc = REAL_CU(cuSurfObjectGetResourceDesc)(&res, obj);
-    msgpack_pack_array(c->out, 1);
-    if (rc == CUDA_SUCCESS)
-        cu_pack_resource(c->out, &res);
-    else
-        msgpack_pack_nil(c->out);
-    return rc;
+    return object_known(texture_class(), "texture object", arg_val(argv, 1));
 }
 
-const struct hand_proc hand_array_procs[] = {
-    { "cudart", RGPU_H_HTOA_2D, h_htoa_2d },
-    { "cudart", RGPU_H_ATOH_2D, h_atoh_2d },
-    { "cudart", RGPU_H_DTOA_2D, h_dtoa_2d },
-    { "cudart", RGPU_H_ATOD_2D, h_atod_2d },
-    { "cudart", RGPU_H_HTOA_3D, h_htoa_3d },
-    { "cudart", RGPU_H_ATOH_3D, h_atoh_3d },
-    { "cudart", RGPU_H_TEX_CREATE, h_tex_create },
-    { "cudart", RGPU_H_TEX_DESTROY, h_tex_destroy },
-    { "cudart", RGPU_H_TEX_QUERY, h_tex_query },
-    { "cudart", RGPU_H_SURF_CREATE, h_surf_create },
-    { "cudart", RGPU_H_SURF_DESTROY, h_surf_destroy },
-    { "cudart", RGPU_H_SURF_QUERY, h_surf_query },
-    { "cuda", RGPU_H_CU_SURF_CREATE, h_cu_surf_create },
-    { "cuda", RGPU_H_CU_SURF_DESTROY, h_cu_surf_destroy },
-    { "cuda", RGPU_H_CU_SURF_QUERY, h_cu_surf_query },
-    { "cuda", RGPU_H_CU_HTOA, h_cu_htoa },
-    { "cuda", RGPU_H_CU_ATOH, h_cu_atoh },
-    { "cuda", RGPU_H_CU_DTOA, h_cu_dtoa },
-    { "cuda", RGPU_H_CU_ATOD, h_cu_atod },
-    { "cuda", RGPU_H_CU_TEX_CREATE, h_cu_tex_create },
-    { "cuda", RGPU_H_CU_TEX_DESTROY, h_cu_tex_destroy },
-    { "cuda", RGPU_H_CU_TEX_QUERY, h_cu_tex_query },
+static int pre_surface_known0(void **argv)
+{
+    return object_known(surface_class(), "surface object", arg_val(argv, 0));
+}
+
+static int pre_surface_known1(void **argv)
+{
+    return object_known(surface_class(), "surface object", arg_val(argv, 1));
+}
+
+static void post_texture_destroyed(void **argv, int status)
+{
+    if (status == 0)
+        handles_remove(texture_class(), arg_val(argv, 0));
+}
+
+static void post_surface_destroyed(void **argv, int status)
+{
+    if (status == 0)
+        handles_remove(surface_class(), arg_val(argv, 0));
+}
+
+static const struct guard array_guards[] = {
+    { "cudart", "cudaCreateTextureObject", pre_texture_create, post_texture_create },
+    { "cudart", "cudaDestroyTextureObject", pre_texture_known0, post_texture_destroyed },
+    { "cudart", "cudaGetTextureObjectResourceDesc", pre_texture_known1, NULL },
+    { "cudart", "cudaGetTextureObjectTextureDesc", pre_texture_known1, NULL },
+    { "cudart", "cudaGetTextureObjectResourceViewDesc", pre_texture_known1, NULL },
+    { "cudart", "cudaCreateSurfaceObject", pre_surface_create, post_surface_create },
+    { "cudart", "cudaDestroySurfaceObject", pre_surface_known0, post_surface_destroyed },
+    { "cudart", "cudaGetSurfaceObjectResourceDesc", pre_surface_known1, NULL },
+    { "cuda", "cuTexObjectCreate", pre_cu_texture_create, post_texture_create },
+    { "cuda", "cuTexObjectDestroy", pre_texture_known0, post_texture_destroyed },
+    { "cuda", "cuTexObjectGetResourceDesc", pre_texture_known1, NULL },
+    { "cuda", "cuTexObjectGetTextureDesc", pre_texture_known1, NULL },
+    { "cuda", "cuTexObjectGetResourceViewDesc", pre_texture_known1, NULL },
+    { "cuda", "cuSurfObjectCreate", pre_cu_surface_create, post_surface_create },
+    { "cuda", "cuSurfObjectDestroy", pre_surface_known0, post_surface_destroyed },
+    { "cuda", "cuSurfObjectGetResourceDesc", pre_surface_known1, NULL },
 };
-const int hand_array_nprocs = sizeof hand_array_procs / sizeof hand_array_procs[0];
+
+const struct guard *array_guard_for(const char *lib, const char *name)
+{
+    return GUARD_IN(array_guards, lib, name);
+}

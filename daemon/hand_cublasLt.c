@@ -421,10 +421,7 @@ static const struct guard lt_guards[] = {
 
 const struct guard *lt_guard_for(const char *lib, const char *name)
 {
-    for (size_t i = 0; i < sizeof lt_guards / sizeof lt_guards[0]; i++)
-        if (strcmp(lt_guards[i].lib, lib) == 0 && strcmp(lt_guards[i].name, name) == 0)
-            return &lt_guards[i];
-    return NULL;
+    return GUARD_IN(lt_guards, lib, name);
 }
 
 /* [[[attr, ptr]...], [the generated procedure's arguments]]: each attr a

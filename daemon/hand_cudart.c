@@ -7,6 +7,7 @@
 #include "owned.h"
 #include "owned_handles.h"
 #include "rgpu_hand_procs.h"
+#include "cudart_serve.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
 
@@ -454,94 +455,66 @@ static int h_launch_ex(struct hand_call *c)
     return launch(c, v, params, n, attrs, nattrs);
 }
 
-/* [kernel] -> [function]: the driver's CUfunction for a kernel this
- * session resolved, in the serving thread's context (the runtime's own,
- * made current first when the thread has none yet). */
-static int h_func_by_symbol(struct hand_call *c)
+/* The kernels' own procedures (codegen/cudart_own.h): the codec checked
+ * the kernel as one the session handed out; the runtime's answers are for
+ * kernels it registered from the session's libraries. */
+cudaError_t serve_rgpu_func_by_symbol(cudaFunction_t *function, cudaKernel_t kernel)
 {
-    uint64_t kern;
-    CUfunction f = NULL;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &kern));
     __typeof__(&cuKernelGetFunction) get =
         (__typeof__(&cuKernelGetFunction))backend_sym("cuda", "cuKernelGetFunction");
-    NEED(get);
-    NEED(REAL(cudaFree));
-    int rc = cudaErrorInvalidDeviceFunction;
-    if (find_kernel(kern)) {
-        CUresult r = get(&f, (CUkernel)kern);
-        if (r == CUDA_ERROR_INVALID_CONTEXT && REAL(cudaFree)(NULL) == cudaSuccess)
-            r = get(&f, (CUkernel)kern);
-        /* The runtime numbers the driver's codes alike, but for handles. */
-        rc = r == CUDA_ERROR_INVALID_HANDLE ? cudaErrorInvalidDeviceFunction : (int)r;
-    }
-    if (rc == cudaSuccess)
-        handles_add(H_FUNCTION, (uint64_t)(uintptr_t)f);
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_uint64(c->out, rc == cudaSuccess ? (uint64_t)(uintptr_t)f : 0);
-    return rc;
-}
-
-/* [kernel] -> [bin struct cudaFuncAttributes] */
-static int h_func_attrs(struct hand_call *c)
-{
-    uint64_t kern;
-    struct cudaFuncAttributes attr;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &kern));
-    NEED(REAL(cudaFuncGetAttributes));
-    memset(&attr, 0, sizeof attr);
-    int rc = find_kernel(kern) ? REAL(cudaFuncGetAttributes)(&attr, (const void *)kern)
-                               : cudaErrorInvalidDeviceFunction;
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_bin(c->out, sizeof attr);
-    msgpack_pack_bin_body(c->out, &attr, sizeof attr);
-    return rc;
-}
-
-/* [kernel, blockSize, dynamicSMemSize, flags] -> [numBlocks] */
-static int h_occupancy(struct hand_call *c)
-{
-    uint64_t kern, block, smem, flags;
-    int blocks = 0;
-    PROTO_IF(args_count(c, 4) || arg_u64(c, 0, &kern) || arg_u64(c, 1, &block) ||
-             arg_u64(c, 2, &smem) || arg_u64(c, 3, &flags));
-    NEED(REAL(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags));
-    int rc = find_kernel(kern)
-                 ? REAL(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)(
-                       &blocks, (const void *)kern, (int)block, smem, (unsigned)flags)
-                 : cudaErrorInvalidDeviceFunction;
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_int(c->out, blocks);
-    return rc;
-}
-
-/* [kernel, numBlocks, blockSize] -> [bytes] */
-static int h_occupancy_smem(struct hand_call *c)
-{
-    uint64_t kern, nblocks, block;
-    size_t bytes = 0;
-    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &kern) || arg_u64(c, 1, &nblocks) ||
-             arg_u64(c, 2, &block));
-    NEED(REAL(cudaOccupancyAvailableDynamicSMemPerBlock));
-    int rc = find_kernel(kern) ? REAL(cudaOccupancyAvailableDynamicSMemPerBlock)(
-                                     &bytes, (const void *)kern, (int)nblocks, (int)block)
-                               : cudaErrorInvalidDeviceFunction;
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_uint64(c->out, bytes);
-    return rc;
-}
-
-/* [kernel, attr, value] */
-static int h_func_set_attr(struct hand_call *c)
-{
-    uint64_t kern, attr, value;
-    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &kern) || arg_u64(c, 1, &attr) ||
-             arg_u64(c, 2, &value));
-    NEED(REAL(cudaFuncSetAttribute));
-    msgpack_pack_array(c->out, 0);
-    if (!find_kernel(kern))
+    if (!get || !REAL(cudaFree))
+        return serve_transport(RGPU_ENOSYM);
+    if (!function)
+        return cudaErrorInvalidValue;
+    if (!find_kernel((uint64_t)(uintptr_t)kernel))
         return cudaErrorInvalidDeviceFunction;
-    return REAL(cudaFuncSetAttribute)((const void *)kern, (enum cudaFuncAttribute)attr,
-                                      (int)(int64_t)value);
+    CUfunction f = NULL;
+    CUresult r = get(&f, (CUkernel)kernel);
+    if (r == CUDA_ERROR_INVALID_CONTEXT && REAL(cudaFree)(NULL) == cudaSuccess)
+        r = get(&f, (CUkernel)kernel);
+    *function = (cudaFunction_t)f;
+    /* The runtime numbers the driver's codes alike, but for handles. */
+    return r == CUDA_ERROR_INVALID_HANDLE ? cudaErrorInvalidDeviceFunction : (cudaError_t)r;
+}
+
+cudaError_t serve_rgpu_func_attrs(struct cudaFuncAttributes *attr, cudaKernel_t kernel)
+{
+    if (!REAL(cudaFuncGetAttributes))
+        return serve_transport(RGPU_ENOSYM);
+    if (!find_kernel((uint64_t)(uintptr_t)kernel))
+        return cudaErrorInvalidDeviceFunction;
+    return REAL(cudaFuncGetAttributes)(attr, (const void *)kernel);
+}
+
+cudaError_t serve_rgpu_func_set_attr(cudaKernel_t kernel, enum cudaFuncAttribute attr, int value)
+{
+    if (!REAL(cudaFuncSetAttribute))
+        return serve_transport(RGPU_ENOSYM);
+    if (!find_kernel((uint64_t)(uintptr_t)kernel))
+        return cudaErrorInvalidDeviceFunction;
+    return REAL(cudaFuncSetAttribute)((const void *)kernel, attr, value);
+}
+
+cudaError_t serve_rgpu_occupancy(int *num_blocks, cudaKernel_t kernel, int block_size,
+                                 size_t dynamic_smem, unsigned int flags)
+{
+    if (!REAL(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags))
+        return serve_transport(RGPU_ENOSYM);
+    if (!find_kernel((uint64_t)(uintptr_t)kernel))
+        return cudaErrorInvalidDeviceFunction;
+    return REAL(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)(
+        num_blocks, (const void *)kernel, block_size, dynamic_smem, flags);
+}
+
+cudaError_t serve_rgpu_occupancy_smem(size_t *bytes, cudaKernel_t kernel, int num_blocks,
+                                      int block_size)
+{
+    if (!REAL(cudaOccupancyAvailableDynamicSMemPerBlock))
+        return serve_transport(RGPU_ENOSYM);
+    if (!find_kernel((uint64_t)(uintptr_t)kernel))
+        return cudaErrorInvalidDeviceFunction;
+    return REAL(cudaOccupancyAvailableDynamicSMemPerBlock)(bytes, (const void *)kernel,
+                                                           num_blocks, block_size);
 }
 
 /* The error-text function of a library, as one signature. */
@@ -635,10 +608,5 @@ const struct hand_proc hand_cudart_procs[] = {
     { "cudart", RGPU_H_GLOBAL_GET, h_global_get },
     { "cudart", RGPU_H_LAUNCH, h_launch },
     { "cudart", RGPU_H_LAUNCH_EX, h_launch_ex },
-    { "cudart", RGPU_H_FUNC_BY_SYMBOL, h_func_by_symbol },
-    { "cudart", RGPU_H_FUNC_ATTRS, h_func_attrs },
-    { "cudart", RGPU_H_FUNC_SET_ATTR, h_func_set_attr },
-    { "cudart", RGPU_H_OCCUPANCY, h_occupancy },
-    { "cudart", RGPU_H_OCCUPANCY_SMEM, h_occupancy_smem },
 };
 const int hand_cudart_nprocs = sizeof hand_cudart_procs / sizeof hand_cudart_procs[0];

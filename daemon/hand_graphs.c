@@ -972,8 +972,5 @@ static const struct guard graph_guards[] = {
 
 const struct guard *graph_guard_for(const char *lib, const char *name)
 {
-    for (size_t i = 0; i < sizeof graph_guards / sizeof graph_guards[0]; i++)
-        if (strcmp(graph_guards[i].lib, lib) == 0 && strcmp(graph_guards[i].name, name) == 0)
-            return &graph_guards[i];
-    return NULL;
+    return GUARD_IN(graph_guards, lib, name);
 }

@@ -261,8 +261,5 @@ static const struct guard ipc_guards[] = {
 
 const struct guard *ipc_guard_for(const char *lib, const char *name)
 {
-    for (size_t i = 0; i < sizeof ipc_guards / sizeof ipc_guards[0]; i++)
-        if (strcmp(ipc_guards[i].lib, lib) == 0 && strcmp(ipc_guards[i].name, name) == 0)
-            return &ipc_guards[i];
-    return NULL;
+    return GUARD_IN(ipc_guards, lib, name);
 }

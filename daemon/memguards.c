@@ -242,10 +242,7 @@ static const struct guard memguards[] = {
 
 const struct guard *memguard_for(const char *lib, const char *name)
 {
-    for (size_t i = 0; i < sizeof memguards / sizeof memguards[0]; i++)
-        if (strcmp(memguards[i].lib, lib) == 0 && strcmp(memguards[i].name, name) == 0)
-            return &memguards[i];
-    return NULL;
+    return GUARD_IN(memguards, lib, name);
 }
 
 /* ---- where a call's scalars live, asked of the server-side library -------------- */

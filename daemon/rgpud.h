@@ -137,6 +137,15 @@ void record_frame(const char *frame, size_t len);
 
 /* ---- guards.c: checks around generated procedures ---------------------------- */
 
+/* ---- session.c: rgpu's own procedures ----------------------------------------- */
+
+/* A serve_ function (daemon/, for rgpu's own procedures: codegen/<lib>_own.h)
+ * that cannot carry out its call at all says why with an RGPU_E* status,
+ * which the reply carries as its transport status: returns 0, the API
+ * status to return with it.  RGPU_EPROTO ends the session, as any request
+ * that does not match its procedure. */
+int serve_transport(int status);
+
 struct guard {
     const char *lib, *name;
     int (*pre)(void **argv);                /* nonzero: return this instead */
@@ -144,8 +153,14 @@ struct guard {
 };
 
 const struct guard *guard_for(const char *lib, const char *name);
+/* The guard of lib/name in a table of n, or NULL (each file's *_guard_for). */
+const struct guard *guard_in(const struct guard *table, size_t n, const char *lib,
+                             const char *name);
+#define GUARD_IN(table, lib, name) guard_in(table, sizeof table / sizeof table[0], lib, name)
 /* hand_cublasLt.c: the guards of the calls that take a matmul descriptor. */
 const struct guard *lt_guard_for(const char *lib, const char *name);
+/* hand_arrays.c: the texture and surface object calls' guards. */
+const struct guard *array_guard_for(const char *lib, const char *name);
 /* memguards.c: the guards that keep the table of owned device memory. */
 const struct guard *memguard_for(const char *lib, const char *name);
 /* hand_graphs.c: the graph calls' guards (node handles a destroyed graph
@@ -255,8 +270,6 @@ extern const struct hand_proc hand_cuda_launch_procs[];   /* hand_cuda_launch.c 
 extern const int hand_cuda_launch_nprocs;
 extern const struct hand_proc hand_module_procs[];    /* hand_cuda_modules.c */
 extern const int hand_module_nprocs;
-extern const struct hand_proc hand_cudnn_procs[];
-extern const int hand_cudnn_nprocs;
 extern const struct hand_proc hand_liblog_procs[];     /* liblog.c */
 extern const int hand_liblog_nprocs;
 extern const struct hand_proc hand_auth_procs[];      /* auth.c */
@@ -269,8 +282,6 @@ extern const struct hand_proc hand_graph_procs[];     /* hand_graphs.c */
 extern const int hand_graph_nprocs;
 extern const struct hand_proc hand_graph_conditional_procs[]; /* hand_graph_conditionals.c */
 extern const int hand_graph_conditional_nprocs;
-extern const struct hand_proc hand_array_procs[];     /* hand_arrays.c */
-extern const int hand_array_nprocs;
 extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
 extern const int hand_cublasLt_nprocs;
 extern const struct hand_proc hand_host_function_procs[]; /* host_functions.c */

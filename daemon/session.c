@@ -157,17 +157,17 @@ static struct served_lib served[] = {
 #define NSERVED (sizeof served / sizeof served[0])
 
 static const struct hand_proc *const hand_tables[] = {
-    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs, hand_cudnn_procs,
+    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs,
     hand_liblog_procs, hand_cublasLt_procs, hand_auth_procs, hand_session_procs,
     hand_cuda_export_procs, hand_module_procs, hand_host_function_procs, hand_graph_procs,
-    hand_array_procs, hand_nvml_procs, hand_graph_conditional_procs,
+    hand_nvml_procs, hand_graph_conditional_procs,
 };
 #define NHAND (sizeof hand_tables / sizeof hand_tables[0])
 static const int *const hand_counts[NHAND] = {
-    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs, &hand_cudnn_nprocs,
+    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs,
     &hand_liblog_nprocs, &hand_cublasLt_nprocs, &hand_auth_nprocs, &hand_session_nprocs,
     &hand_cuda_export_nprocs, &hand_module_nprocs, &hand_host_function_nprocs,
-    &hand_graph_nprocs, &hand_array_nprocs, &hand_nvml_nprocs,
+    &hand_graph_nprocs, &hand_nvml_nprocs,
     &hand_graph_conditional_nprocs,
 };
 static uint32_t *hand_ids[NHAND];
@@ -219,6 +219,8 @@ static int find_generated(uint32_t id, struct served_lib **lib, size_t *index)
 
 static void *resolve(struct served_lib *l, size_t index)
 {
+    if (l->server[index].own)
+        return l->server[index].own;    /* rgpu's own procedure: its serve_ function */
     if (!l->fn[index]) {
         void *fn = backend_sym(l->lib->name, l->lib->procs[index].name);
         l->fn[index] = fn ? fn : (void *)-1;
@@ -357,6 +359,16 @@ static void protocol_error(uint64_t serial, int status, const char *why)
 
 /* ---- executing one request ----------------------------------------------------- */
 
+/* What a serve_ function of rgpu's own procedures said of its call's
+ * transport (serve_transport), for run_generated. */
+static __thread int serve_status;
+
+int serve_transport(int status)
+{
+    serve_status = status;
+    return 0;
+}
+
 static int run_generated(struct served_lib *l, size_t index, const msgpack_object *args,
                          msgpack_packer *outs, int *transport)
 {
@@ -379,7 +391,12 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
             api = g->pre(frame.argv);
         if (api == 0) {
             uint64_t forgotten = handles_before_call(proc, &frame);
+            serve_status = RGPU_OK;
             api = l->server[index].thunk(fn, frame.argv);
+            if (serve_status != RGPU_OK) {
+                *transport = serve_status;
+                api = 0;
+            }
             handles_after_call(proc, &frame, api, forgotten);
         }
         if (g && g->post)

@@ -4,6 +4,7 @@
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "client_ranges.h"
+#include "cudart_own.h"
 #include "cudart_procs.h"
 #include "rgpu_launch_attrs.h"
 
@@ -727,7 +728,7 @@ RGPU_EXPORT cudaError_t __cudaGetProcAddress(void)
 #define OCC_SLOTS 16            /* occupancy answers kept per kernel and device */
 
 struct occ_answer {
-    uint32_t proc;              /* which query (0: none) */
+    unsigned query;             /* enum occupancy_query, 0: none */
     uint64_t a, b, c;           /* its arguments */
     uint64_t result;
 };
@@ -786,8 +787,6 @@ static struct kernel_facts *facts_of(struct kernel *k, int dev, unsigned epoch)
 
 RGPU_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
     struct kernel *k = kernel_by_host_fn(func);
     int rc;
 
@@ -807,16 +806,8 @@ RGPU_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, c
     if (known)
         return cudaSuccess;
 
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_FUNC_ATTRS), 0);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_uint64(&req.pk, k->handle);
-    rc = rgpu_req_exchange(LIB, RGPU_H_FUNC_ATTRS, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    const msgpack_object *o = rgpu_reply_bin(&reply, 0);
-    if (rc == cudaSuccess && o && o->via.bin.size == sizeof *attr) {
-        memcpy(attr, o->via.bin.ptr, sizeof *attr);
+    rc = rgpu_func_attrs(attr, (cudaKernel_t)(uintptr_t)k->handle);
+    if (rc == cudaSuccess) {
         pthread_mutex_lock(&facts_lock);
         if ((f = facts_of(k, dev, epoch)) != NULL) {
             f->attrs = *attr;
@@ -824,7 +815,6 @@ RGPU_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, c
         }
         pthread_mutex_unlock(&facts_lock);
     }
-    rgpu_reply_free(&reply);
     return rc;
 }
 
@@ -840,7 +830,6 @@ static int attribute_is(const struct kernel_facts *f, enum cudaFuncAttribute att
 RGPU_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr,
                                              int value)
 {
-    struct rgpu_req req;
     struct kernel *k = kernel_by_host_fn(func);
     int rc;
 
@@ -857,12 +846,7 @@ RGPU_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttr
     if (same)
         return cudaSuccess;
 
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_FUNC_SET_ATTR), 0);
-    msgpack_pack_array(&req.pk, 3);
-    msgpack_pack_uint64(&req.pk, k->handle);
-    msgpack_pack_uint64(&req.pk, (uint64_t)attr);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uint32_t)value);
-    rc = rgpu_req_status(LIB, RGPU_H_FUNC_SET_ATTR, &req);
+    rc = rgpu_func_set_attr((cudaKernel_t)(uintptr_t)k->handle, attr, value);
     if (rc != cudaSuccess)
         return rc;
     pthread_mutex_lock(&facts_lock);
@@ -927,8 +911,6 @@ RGPU_EXPORT cudaError_t cudaFuncGetParamCount(const void *func, size_t *paramCou
  * the kernel's other facts (a reset or another context forgets it). */
 RGPU_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
     struct kernel *k = kernel_by_host_fn(symbolPtr);
     uint64_t function = 0;
     int rc;
@@ -947,20 +929,13 @@ RGPU_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const v
         function = f->function;
     pthread_mutex_unlock(&facts_lock);
     if (!function) {
-        rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_FUNC_BY_SYMBOL), 0);
-        msgpack_pack_array(&req.pk, 1);
-        msgpack_pack_uint64(&req.pk, k->handle);
-        rc = rgpu_req_exchange(LIB, "cudaGetFuncBySymbol", &req, &reply);
-        if (rc != RGPU_REPLY_READY)
-            return rc;
-        rc = rgpu_reply_status(LIB, &reply);
-        function = rgpu_reply_u64(&reply, 0);
-        rgpu_reply_free(&reply);
+        /* The function handle is noted as this process's by the codec:
+         * driver calls on it may go without waiting. */
+        cudaFunction_t fn = NULL;
+        rc = rgpu_func_by_symbol(&fn, (cudaKernel_t)(uintptr_t)k->handle);
         if (rc != cudaSuccess)
             return rc;
-        /* Driver calls on it may go without waiting, as on any function
-         * the driver stub was handed. */
-        rgpu_handle_note(rgpu_handle_class("CUfunc_st"), function, 0);
+        function = (uint64_t)(uintptr_t)fn;
         pthread_mutex_lock(&facts_lock);
         if ((f = facts_of(k, dev, epoch)) != NULL)
             f->function = function;
@@ -973,12 +948,14 @@ RGPU_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const v
 /* Occupancy is the server's answer for the kernel's real resources, kept
  * per kernel and device by the query's arguments: a pure function of the
  * kernel, the GPU and the attributes set (see above). */
-static int occupancy_known(struct kernel_facts *f, uint32_t proc, uint64_t a, uint64_t b,
+enum occupancy_query { OCC_BLOCKS = 1, OCC_SMEM };
+
+static int occupancy_known(struct kernel_facts *f, unsigned query, uint64_t a, uint64_t b,
                            uint64_t c, uint64_t *result)
 {
     for (unsigned i = 0; f && i < OCC_SLOTS; i++) {
         const struct occ_answer *o = &f->occ[i];
-        if (o->proc == proc && o->a == a && o->b == b && o->c == c) {
+        if (o->query == query && o->a == a && o->b == b && o->c == c) {
             *result = o->result;
             return 1;
         }
@@ -986,11 +963,25 @@ static int occupancy_known(struct kernel_facts *f, uint32_t proc, uint64_t a, ui
     return 0;
 }
 
-static cudaError_t occupancy(const void *func, uint32_t proc, uint64_t a, uint64_t b, uint64_t c,
-                             int nargs, uint64_t *result)
+/* The server's answer to query (a, b, c as the query's arguments). */
+static cudaError_t occupancy_ask(cudaKernel_t kernel, unsigned query, uint64_t a, uint64_t b,
+                                 uint64_t c, uint64_t *result)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
+    if (query == OCC_BLOCKS) {
+        int n = 0;
+        cudaError_t rc = rgpu_occupancy(&n, kernel, (int)a, (size_t)b, (unsigned)c);
+        *result = (uint64_t)n;
+        return rc;
+    }
+    size_t bytes = 0;
+    cudaError_t rc = rgpu_occupancy_smem(&bytes, kernel, (int)a, (int)b);
+    *result = bytes;
+    return rc;
+}
+
+static cudaError_t occupancy(const void *func, unsigned query, uint64_t a, uint64_t b, uint64_t c,
+                             uint64_t *result)
+{
     struct kernel *k = kernel_by_host_fn(func);
     int rc;
 
@@ -1001,29 +992,17 @@ static cudaError_t occupancy(const void *func, uint32_t proc, uint64_t a, uint64
     unsigned epoch = rgpu_contexts_epoch();
     int dev = current_device();
     pthread_mutex_lock(&facts_lock);
-    int known = occupancy_known(facts_of(k, dev, epoch), proc, a, b, c, result);
+    int known = occupancy_known(facts_of(k, dev, epoch), query, a, b, c, result);
     pthread_mutex_unlock(&facts_lock);
     if (known)
         return cudaSuccess;
 
-    rgpu_req_begin(&req, proc, 0);
-    msgpack_pack_array(&req.pk, (uint32_t)nargs + 1);
-    msgpack_pack_uint64(&req.pk, k->handle);
-    msgpack_pack_uint64(&req.pk, a);
-    msgpack_pack_uint64(&req.pk, b);
-    if (nargs == 3)
-        msgpack_pack_uint64(&req.pk, c);
-    rc = rgpu_req_exchange(LIB, "cudaOccupancy", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    *result = rgpu_reply_u64(&reply, 0);
-    rgpu_reply_free(&reply);
+    rc = occupancy_ask((cudaKernel_t)(uintptr_t)k->handle, query, a, b, c, result);
     if (rc == cudaSuccess) {
         pthread_mutex_lock(&facts_lock);
         struct kernel_facts *f = facts_of(k, dev, epoch);
         if (f) {
-            f->occ[f->occ_next++ % OCC_SLOTS] = (struct occ_answer){ proc, a, b, c, *result };
+            f->occ[f->occ_next++ % OCC_SLOTS] = (struct occ_answer){ query, a, b, c, *result };
         }
         pthread_mutex_unlock(&facts_lock);
     }
@@ -1036,8 +1015,7 @@ static cudaError_t max_active_blocks(int *numBlocks, const void *func, int block
     uint64_t n = 0;
     if (!numBlocks || blockSize <= 0)
         return RESULT(cudaErrorInvalidValue);
-    int rc = occupancy(func, rgpu_proc_id("cudart", RGPU_H_OCCUPANCY), (uint64_t)blockSize,
-                       dynamicSMemSize, flags, 3, &n);
+    int rc = occupancy(func, OCC_BLOCKS, (uint64_t)blockSize, dynamicSMemSize, flags, &n);
     if (rc == cudaSuccess)
         *numBlocks = (int)n;
     return rc;
@@ -1064,8 +1042,7 @@ RGPU_EXPORT cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynami
     uint64_t n = 0;
     if (!dynamicSmemSize)
         return RESULT(cudaErrorInvalidValue);
-    int rc = occupancy(func, rgpu_proc_id("cudart", RGPU_H_OCCUPANCY_SMEM), (uint64_t)numBlocks,
-                       (uint64_t)blockSize, 0, 2, &n);
+    int rc = occupancy(func, OCC_SMEM, (uint64_t)numBlocks, (uint64_t)blockSize, 0, &n);
     if (rc == cudaSuccess)
         *dynamicSmemSize = (size_t)n;
     return rc;

@@ -2,7 +2,7 @@
  * server's cuDNN and the alpha/beta sizes; the callbacks are in
  * cudnn_logger.c.  Everything else is generated from codegen/cudnn.ann. */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
+#include "cudnn_own.h"
 #include "cudnn_procs.h"
 
 #include <cudnn.h>
@@ -52,23 +52,11 @@ RGPU_EXPORT const char *cudnnGetErrorString(cudnnStatus_t status)
  * thread that serves this one.  Empty when it cannot be asked. */
 RGPU_EXPORT void cudnnGetLastErrorString(char *message, size_t max_size)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
     if (!message || !max_size)
         return;
-    message[0] = '\0';
-    rgpu_req_begin(&req, rgpu_proc_id("cudnn", RGPU_H_CUDNN_LAST_ERROR), 0);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_uint64(&req.pk, max_size);
-    if (rgpu_req_exchange(LIB, "cudnnGetLastErrorString", &req, &reply) != RGPU_REPLY_READY)
-        return;
-    const msgpack_object *o = rgpu_reply_out(&reply, 0);
-    if (o && o->type == MSGPACK_OBJECT_STR) {
-        size_t n = o->via.str.size < max_size - 1 ? o->via.str.size : max_size - 1;
-        memcpy(message, o->via.str.ptr, n);
-        message[n] = '\0';
-    }
-    rgpu_reply_free(&reply);
+    if (rgpu_cudnn_last_error(message, max_size) != CUDNN_STATUS_SUCCESS)
+        message[0] = '\0';
+    message[max_size - 1] = '\0';
 }
 
 /* ---- alpha and beta: float unless the data is double ------------------------------ */

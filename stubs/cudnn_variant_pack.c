@@ -6,12 +6,13 @@
  * destroy.  Served on the server each of those but the execute waited for
  * the network, six round trips a convolution.  Here the pack is a record
  * of its attributes on the client; cudnnBackendExecute sends the plan and
- * the record in one request (rgpu.cudnn_execute, daemon/hand_cudnn.c),
+ * the record in one request (rgpu_cudnn_execute, codegen/cudnn_own.h;
+ * server side daemon/hand_cudnn.c),
  * which builds the pack on the server, runs it and destroys it, without
  * waiting when the handle and the plan are ones this process holds.
  * Every other kind of backend descriptor is served as before. */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
+#include "cudnn_own.h"
 #include "cudnn_procs.h"
 
 #include <cudnn_graph.h>
@@ -185,37 +186,31 @@ RGPU_EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descript
 
 /* ---- execute: the plan and the pack's record in one request ------------------------ */
 
-/* [handle, plan, [[name, type, count, bin]...]] -> [] (see rgpu_hand_procs.h) */
+/* The pack's attributes as a table and one run of their bytes
+ * (rgpu_cudnn_execute, codegen/cudnn_own.h); the call goes without waiting
+ * when the handle and the plan are ones this process holds (async). */
 static cudnnStatus_t execute_pack(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
                                   const struct variant_pack *p)
 {
-    struct rgpu_req req;
-    uint32_t cls = rgpu_handle_class("cudnnBackendDescriptor_t");
-    int wait = !rgpu_may_skip_reply() ||
-               !rgpu_handle_known(rgpu_handle_class("cudnnContext"), (uint64_t)(uintptr_t)handle) ||
-               !rgpu_handle_known(cls, (uint64_t)(uintptr_t)plan);
+    struct rgpu_cudnn_pack_attr attrs[MAX_ATTRS];
+    size_t size[MAX_ATTRS], total = 0;
     if (!p->finalized)
         return CUDNN_STATUS_BAD_PARAM;
-    rgpu_req_begin(&req, rgpu_proc_id("cudnn", RGPU_H_CUDNN_EXECUTE), wait ? 0 : RGPU_CALL_NOREPLY);
-    msgpack_pack_array(&req.pk, 3);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)handle);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)plan);
-    msgpack_pack_array(&req.pk, p->n);
     for (unsigned i = 0; i < p->n; i++) {
         const struct pack_attr *a = &p->attr[i];
-        msgpack_pack_array(&req.pk, 4);
-        msgpack_pack_int64(&req.pk, a->name);
-        msgpack_pack_int64(&req.pk, a->type);
-        msgpack_pack_int64(&req.pk, a->count);
-        msgpack_pack_bin_with_body(&req.pk, a->bytes,
-                                   (size_t)a->count * rgpu_cudnn_type_size((int)a->type));
+        size[i] = (size_t)a->count * rgpu_cudnn_type_size((int)a->type);
+        attrs[i] = (struct rgpu_cudnn_pack_attr){ a->name, a->type, a->count, total };
+        total += size[i];
     }
-    if (wait)
-        return (cudnnStatus_t)rgpu_req_status(LIB, RGPU_H_CUDNN_EXECUTE, &req);
-    rgpu_stats_name(req.proc_id, RGPU_H_CUDNN_EXECUTE);
-    int rc = rgpu_req_send(&req, NULL);
-    return rc == RGPU_OK ? CUDNN_STATUS_SUCCESS
-                         : (cudnnStatus_t)rgpu_transport_status(LIB, RGPU_H_CUDNN_EXECUTE, rc);
+    char *bytes = malloc(total ? total : 1);
+    if (!bytes)
+        return CUDNN_STATUS_ALLOC_FAILED;
+    for (unsigned i = 0; i < p->n; i++)
+        if (size[i])
+            memcpy(bytes + attrs[i].offset, p->attr[i].bytes, size[i]);
+    cudnnStatus_t rc = rgpu_cudnn_execute(handle, plan, attrs, p->n, bytes, total);
+    free(bytes);
+    return rc;
 }
 
 #undef cudnnBackendExecute

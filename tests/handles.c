@@ -309,7 +309,7 @@ static int run_launch_cases(int fd, int *failures)
         else if (cases[i].kind == 1)
             rc = callf(fd, "cuda", RGPU_H_CU_NAME, &api, NULL, "uu", cases[i].arg, FORGED);
         else
-            rc = callf(fd, "cudart", RGPU_H_FUNC_BY_SYMBOL, &api, NULL, "u", FORGED);
+            rc = callf(fd, "cudart", "rgpu_func_by_symbol", &api, NULL, "ou", FORGED);
         if (rc == 0 && api != cases[i].want)
             rc = fail("status %llu, wanted %llu", (unsigned long long)api,
                       (unsigned long long)cases[i].want);
@@ -424,11 +424,13 @@ int main(int argc, char **argv)
     static const char rows[16];
     uint64_t api_rt = 0, api_cu = 0, api_tex = 0;
     before = refusals();
-    if (callf(a, "cudart", RGPU_H_HTOA_2D, &api_rt, NULL, "uuuuuub", FORGED, (uint64_t)0,
-              (uint64_t)0, (uint64_t)16, (uint64_t)1, (uint64_t)0, rows, sizeof rows) < 0 ||
-        callf(a, "cuda", RGPU_H_CU_ATOH, &api_cu, NULL, "uuuuuuu", FORGED, (uint64_t)0,
-              (uint64_t)0, (uint64_t)0, (uint64_t)16, (uint64_t)1, (uint64_t)0) < 0 ||
-        callf(a, "cudart", RGPU_H_TEX_DESTROY, &api_tex, NULL, "u", FORGED) < 0 ||
+    if (callf(a, "cudart", "rgpu_array_from_host", &api_rt, NULL, "uuuuuubu", FORGED,
+              (uint64_t)0, (uint64_t)0, (uint64_t)16, (uint64_t)1, (uint64_t)0, rows,
+              sizeof rows, (uint64_t)sizeof rows) < 0 ||
+        callf(a, "cuda", "rgpu_cu_array_to_host", &api_cu, NULL, "uuuuuuuuu", FORGED,
+              (uint64_t)0, (uint64_t)0, (uint64_t)0, (uint64_t)16, (uint64_t)1, (uint64_t)0,
+              (uint64_t)sizeof rows, (uint64_t)sizeof rows) < 0 ||
+        callf(a, "cudart", "cudaDestroyTextureObject", &api_tex, NULL, "u", FORGED) < 0 ||
         (api_rt != cudaErrorInvalidResourceHandle && fail("array copy: status %llu",
                                                           (unsigned long long)api_rt)) ||
         (api_cu != CUDA_ERROR_INVALID_HANDLE && fail("driver array copy: status %llu",
@@ -441,7 +443,8 @@ int main(int argc, char **argv)
         printf("FAIL forged-array-and-texture: %s\n", why);
         failures++;
     } else {
-        printf("ok forged-array-and-texture (rgpu.htoa2d, rgpu.cu_atoh, rgpu.tex_destroy)\n");
+        printf("ok forged-array-and-texture (rgpu_array_from_host, rgpu_cu_array_to_host, "
+               "cudaDestroyTextureObject)\n");
     }
     /* The handles made earlier still work after all the refusals. */
     if (must(a, "cublas", "cublasSetStream_v2", NULL, "uu", H.blas, H.stream) < 0 ||

@@ -27,6 +27,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudnn_graph.h>
+#include "cudnn_own.h"
 
 /* The native invalid-value statuses the checks answer with. */
 enum {
@@ -306,6 +307,20 @@ static void cudnn_scalars(uint64_t dev)
     expect("cudnnSetTensor value as a session address",
            CALL("cudnn", "cudnnSetTensor", NULL, 0, U(h), U(0), U(dev), U(elf_addr)),
            CUDNN_BAD_PARAM);
+    /* A kept variant pack's data pointer (rgpu_cudnn_execute) naming the
+     * session's heap. */
+    uint64_t plan = 0;
+    if (CALL("cudnn", "cudnnBackendCreateDescriptor", &plan, 8,
+             U(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR), U(8)) != 0 || !plan) {
+        printf("FAIL cudnnBackendCreateDescriptor: %s\n", why);
+        failures++;
+        return;
+    }
+    struct rgpu_cudnn_pack_attr attr = { CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                                         CUDNN_TYPE_VOID_PTR, 1, 0 };
+    expect("variant pack data pointer as a session address",
+           CALL("cudnn", "rgpu_cudnn_execute", NULL, 0, U(h), U(plan), B(&attr, sizeof attr),
+                U(1), B(&heap_addr, 8), U(8)), CUDNN_BAD_PARAM);
 }
 
 /* cuBLASLt: one descriptor made by rgpu.lt_materialize from kind, create

@@ -16,6 +16,7 @@
  * its own input; what the reset does not undo (contexts made with
  * cuCtxCreate, library handles, the guards' tables) lives on, as in a
  * session. */
+#include "owned_handles.h"
 #include "procs.h"
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
@@ -51,6 +52,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void *resolve(unsigned lib, size_t index)
 {
     void **slot = &resolved[lib][index];
+    if (fuzz_gen[lib].server[index].own)
+        return fuzz_gen[lib].server[index].own;     /* rgpu's own procedure */
     if (!*slot) {
         void *fn = backend_sym(fuzz_gen[lib].lib->name, fuzz_gen[lib].lib->procs[index].name);
         *slot = fn ? fn : (void *)-1;
@@ -72,10 +75,23 @@ static int run_generated(unsigned sel, unsigned index, const msgpack_object *arg
     if (transport == RGPU_OK && !fn)
         transport = RGPU_ENOSYM;
     if (transport == RGPU_OK) {
-        const struct guard *g = guard_for(fuzz_gen[lib].lib->name, proc->name);
-        int api = g && g->pre ? g->pre(frame.argv) : 0;
-        if (api == 0)
+        const struct rgpu_lib *rl = fuzz_gen[lib].lib;
+        const struct guard *g = guard_for(rl->name, proc->name);
+        /* The checks session.c makes before any call: rgpu's own
+         * procedures count on them as the real libraries do. */
+        int api = handles_check_call(rl, proc, &frame);
+        if (api == 0 && rgpu_check_args(rl, proc, &frame) != RGPU_OK)
+            api = rl->invalid_value;
+        if (api == 0 && g && g->pre)
+            api = g->pre(frame.argv);
+        if (api == 0) {
+            uint64_t forgotten = handles_before_call(proc, &frame);
+            fuzz_serve_status = RGPU_OK;
             api = fuzz_gen[lib].server[k].thunk(fn, frame.argv);
+            if (fuzz_serve_status != RGPU_OK)
+                transport = fuzz_serve_status;
+            handles_after_call(proc, &frame, api, forgotten);
+        }
         if (g && g->post)
             g->post(frame.argv, api);
         rgpu_encode_outs(outs, proc, &frame);

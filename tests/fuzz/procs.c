@@ -20,14 +20,14 @@ const struct fuzz_gen fuzz_gen[FUZZ_NGEN] = {
 };
 
 const struct hand_proc *const fuzz_hand[FUZZ_NHAND] = {
-    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs, hand_cudnn_procs,
+    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs,
     hand_liblog_procs, hand_cublasLt_procs, hand_cuda_export_procs, hand_module_procs,
-    hand_graph_procs, hand_array_procs, hand_nvml_procs,
+    hand_graph_procs, hand_nvml_procs,
 };
 const int *const fuzz_hand_count[FUZZ_NHAND] = {
-    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs, &hand_cudnn_nprocs,
+    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs,
     &hand_liblog_nprocs, &hand_cublasLt_nprocs, &hand_cuda_export_nprocs, &hand_module_nprocs,
-    &hand_graph_nprocs, &hand_array_nprocs, &hand_nvml_nprocs,
+    &hand_graph_nprocs, &hand_nvml_nprocs,
 };
 
 const struct rgpu_proc *fuzz_pick_generated(unsigned sel, unsigned index, unsigned *lib)

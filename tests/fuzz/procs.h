@@ -16,7 +16,7 @@
 #include "rgpud.h"
 
 #define FUZZ_NGEN 6             /* generated libraries */
-#define FUZZ_NHAND 11           /* hand-written tables */
+#define FUZZ_NHAND 9            /* hand-written tables */
 
 struct fuzz_gen {
     const struct rgpu_lib *lib;
@@ -26,6 +26,10 @@ struct fuzz_gen {
 extern const struct fuzz_gen fuzz_gen[FUZZ_NGEN];
 extern const struct hand_proc *const fuzz_hand[FUZZ_NHAND];
 extern const int *const fuzz_hand_count[FUZZ_NHAND];
+
+/* What the last serve_ function said of its call's transport
+ * (session_stub.c's serve_transport). */
+extern int fuzz_serve_status;
 
 /* The generated procedure a selector and index name. */
 const struct rgpu_proc *fuzz_pick_generated(unsigned sel, unsigned index, unsigned *lib);

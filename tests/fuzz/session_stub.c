@@ -20,6 +20,15 @@ void session_send(const msgpack_sbuffer *sb)
     }
 }
 
+int fuzz_serve_status;
+
+/* session.c's: what a serve_ function says of its call's transport. */
+int serve_transport(int status)
+{
+    fuzz_serve_status = status;
+    return 0;
+}
+
 /* What session.c's run_generated does for a hand-written procedure that
  * wraps a generated one (hand_cublasLt.c): decode, the handle and pointer
  * checks, the guard, the call, the outputs. */
@@ -32,7 +41,8 @@ int session_run_generated(const char *lib, const char *name, const msgpack_objec
         return -RGPU_ENOPROC;
     const struct rgpu_proc *proc = fuzz_pick_generated(sel, index, &l);
     const struct rgpu_lib *rl = fuzz_gen[l].lib;
-    void *fn = backend_sym(rl->name, proc->name);
+    void *fn = fuzz_gen[l].server[index].own ? fuzz_gen[l].server[index].own
+                                              : backend_sym(rl->name, proc->name);
     int transport = rgpu_decode_args(args, proc, &frame), api = 0;
     if (transport == RGPU_OK && !fn)
         transport = RGPU_ENOSYM;
@@ -45,7 +55,10 @@ int session_run_generated(const char *lib, const char *name, const msgpack_objec
             api = g->pre(frame.argv);
         if (api == 0) {
             uint64_t forgotten = handles_before_call(proc, &frame);
+            fuzz_serve_status = RGPU_OK;
             api = fuzz_gen[l].server[index].thunk(fn, frame.argv);
+            if (fuzz_serve_status != RGPU_OK)
+                transport = fuzz_serve_status;
             handles_after_call(proc, &frame, api, forgotten);
         }
         if (g && g->post)

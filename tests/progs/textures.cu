@@ -144,6 +144,37 @@ static void array_3d(void)
     check_cuda(cudaFreeArray(arr), "cudaFreeArray 3D");
 }
 
+// A copy taller than one request carries (16 MiB of rows): the rows go in
+// bands, from and to pitched host memory, and come back whole.
+static void tall_copy(void)
+{
+    enum { TW = 4096, TH = 4608, TP = TW + 4 };
+    unsigned char *in = (unsigned char *)malloc((size_t)TP * TH);
+    unsigned char *out = (unsigned char *)calloc((size_t)TP, TH);
+    if (!in || !out) {
+        check(0, "tall copy buffers", "out of host memory");
+        return;
+    }
+    for (size_t y = 0; y < TH; y++)
+        for (size_t x = 0; x < TP; x++)
+            in[y * TP + x] = (unsigned char)(x * 7 + y * 13);
+    cudaChannelFormatDesc fmt = cudaCreateChannelDesc<unsigned char>();
+    cudaArray_t arr = NULL;
+    if (check_cuda(cudaMallocArray(&arr, &fmt, TW, TH, 0), "cudaMallocArray tall")) {
+        check_cuda(cudaMemcpy2DToArray(arr, 0, 0, in, TP, TW, TH, cudaMemcpyHostToDevice),
+                   "cudaMemcpy2DToArray of 18 MiB");
+        check_cuda(cudaMemcpy2DFromArray(out, TP, arr, 0, 0, TW, TH, cudaMemcpyDeviceToHost),
+                   "cudaMemcpy2DFromArray of 18 MiB");
+        int same = 1;
+        for (size_t y = 0; y < TH && same; y++)
+            same = memcmp(in + y * TP, out + y * TP, TW) == 0 && out[y * TP + TW] == 0;
+        check(same, "tall array round trip", "row %d differs", TH - 1);
+        check_cuda(cudaFreeArray(arr), "cudaFreeArray tall");
+    }
+    free(in);
+    free(out);
+}
+
 // A kernel writes a surface-capable array through a surface object; the
 // array read back.
 static void surface_write(void)
@@ -215,6 +246,7 @@ int main(void)
     check_cuda(cudaFreeArray(arr), "cudaFreeArray");
     cudaFree(dev_out);
     array_3d();
+    tall_copy();
     surface_write();
     check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     return check_failures ? 1 : 0;

@@ -2,6 +2,7 @@
 #include "rgpu_client.h"
 #include "mini_procs.h"
 #include <mini.h>
+#include "mini_own.h"
 
 #undef miniFind
 RGPU_EXPORT miniStatus miniFind(int * device, const char * name)
@@ -92,4 +93,10 @@ RGPU_EXPORT miniStatus miniStreamSync(miniStream stream)
 {
     const void *argv[] = { &stream };
     return (miniStatus)rgpu_call(&rgpu_mini_lib, RGPU_MINI_miniStreamSync, argv);
+}
+
+miniStatus rgpu_miniFill(miniStream s, const void * bytes, size_t n)
+{
+    const void *argv[] = { &s, &bytes, &n };
+    return (miniStatus)rgpu_call(&rgpu_mini_lib, RGPU_MINI_rgpu_miniFill, argv);
 }

@@ -1,0 +1,62 @@
+/* rgpu's own procedures of libcudart (codegen/cudart.ann, "procedures"):
+ * requests of the wire that are no runtime function, declared as C
+ * functions so that the one codec marshals them as it does the library's.
+ * The client function of each is generated and called by the hand-written
+ * stub named beside it; the server runs serve_<name>, written by hand in
+ * the daemon file named.  Parameters follow the library's conventions:
+ * handles are checked against the session's table by their type, device
+ * pointers by their annotation, buffers by their length parameter. */
+#ifndef RGPU_CUDART_OWN_H
+#define RGPU_CUDART_OWN_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+/* ---- CUDA arrays: stubs/cudart_arrays.c, daemon/hand_arrays.c ------------------
+ * x and width count bytes, y and height rows.  Host rows travel packed
+ * (rows_size = width * height), done before the reply as the runtime's
+ * synchronous copies are.  Device sides name a pitched device range that
+ * the server checks over its whole extent. */
+
+/* cudaMemcpy2DToArray(Async) from host memory. */
+cudaError_t rgpu_array_from_host(cudaArray_t array, size_t x, size_t y, size_t width,
+                                 size_t height, cudaStream_t stream, const void *rows,
+                                 size_t rows_size);
+/* cudaMemcpy2DFromArray(Async) to host memory. */
+cudaError_t rgpu_array_to_host(cudaArray_const_t array, size_t x, size_t y, size_t width,
+                               size_t height, cudaStream_t stream, void *rows, size_t rows_size);
+/* cudaMemcpy2DToArray(Async) from device memory. */
+cudaError_t rgpu_array_from_device(cudaArray_t array, size_t x, size_t y, const void *src,
+                                   size_t spitch, size_t width, size_t height,
+                                   cudaStream_t stream);
+/* cudaMemcpy2DFromArray(Async) to device memory. */
+cudaError_t rgpu_array_to_device(void *dst, size_t dpitch, cudaArray_const_t array, size_t x,
+                                  size_t y, size_t width, size_t height, cudaStream_t stream);
+/* One layer z of a cudaMemcpy3D between host memory and an array. */
+cudaError_t rgpu_array_layer_from_host(cudaArray_t array, size_t x, size_t y, size_t z,
+                                       size_t width, size_t height, cudaStream_t stream,
+                                       const void *rows, size_t rows_size);
+cudaError_t rgpu_array_layer_to_host(cudaArray_const_t array, size_t x, size_t y, size_t z,
+                                     size_t width, size_t height, cudaStream_t stream,
+                                     void *rows, size_t rows_size);
+
+/* ---- kernels: stubs/cudart_hand.c, daemon/hand_cudart.c ------------------------
+ * A kernel is the server's handle the client learnt for a host stub
+ * (rgpu.kernel_get); one the session never handed out is refused with
+ * cudaErrorInvalidDeviceFunction, as an unknown host stub is natively. */
+
+/* cudaGetFuncBySymbol: the kernel's function in the serving thread's
+ * current context. */
+cudaError_t rgpu_func_by_symbol(cudaFunction_t *function, cudaKernel_t kernel);
+/* cudaFuncGetAttributes. */
+cudaError_t rgpu_func_attrs(struct cudaFuncAttributes *attr, cudaKernel_t kernel);
+/* cudaFuncSetAttribute. */
+cudaError_t rgpu_func_set_attr(cudaKernel_t kernel, enum cudaFuncAttribute attr, int value);
+/* cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags. */
+cudaError_t rgpu_occupancy(int *num_blocks, cudaKernel_t kernel, int block_size,
+                           size_t dynamic_smem, unsigned int flags);
+/* cudaOccupancyAvailableDynamicSMemPerBlock. */
+cudaError_t rgpu_occupancy_smem(size_t *bytes, cudaKernel_t kernel, int num_blocks,
+                                int block_size);
+
+#endif
