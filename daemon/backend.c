@@ -131,11 +131,6 @@ static int open_cuda12_libs(const char *dirs, const struct client_libs *client, 
 int backend_open(const char *lib_dir, const char *cuda12_dirs, const struct client_libs *client,
                  char *why, size_t whylen)
 {
-    if (cuda12_dirs && !backend12_available()) {
-        snprintf(why, whylen, "this rgpud was built without CUDA 12 stubs (-Dcuda12=) and "
-                 "cannot serve CUDA 12 libraries: leave --cuda12-lib-dir out");
-        return -2;
-    }
     /* libcuda first: every runtime, 12's or 13's, needs it. */
     for (size_t i = 0; i < NLIBS_OPENED; i++) {
         if (i == 1 && open_cuda12_libs(cuda12_dirs, client, why, whylen) < 0)

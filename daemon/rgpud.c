@@ -378,6 +378,14 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (opt.cuda12_dirs && !*opt.cuda12_dirs)
+        opt.cuda12_dirs = NULL;
+    if (opt.cuda12_dirs && !backend12_available()) {
+        rgpu_error("this rgpud was built without CUDA 12 stubs (-Dcuda12=) and cannot serve "
+                   "CUDA 12 clients with CUDA 12's libraries: leave --cuda12-lib-dir (and "
+                   "RGPUD_CUDA12_LIB_DIR) out");
+        return 2;
+    }
     if (ipc_daemon_secret() < 0)         /* before any fork: sessions inherit it */
         rgpu_warn("no random bytes for the IPC handles' key: CUDA IPC is refused");
     int lfd = auth_prepare(&opt) < 0 ? -1 : auth_listen(&opt);

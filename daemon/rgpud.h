@@ -95,7 +95,8 @@ const char *backend_soname(const char *lib);
  * handle; or rgpud's own for one that needs it (cudaGetDeviceProperties,
  * whose CUDA 12 layout differs); NULL when none takes those bytes. */
 void *backend12_sym(void *handle, const char *lib, const char *name);
-/* Whether this rgpud knows CUDA 12's libraries (built with -Dcuda12). */
+/* Whether this rgpud can serve CUDA 12's libraries (built with -Dcuda12):
+ * checked at start, before --cuda12-lib-dir is taken. */
 int backend12_available(void);
 /* The welcome's list of the session's libraries and their versions. */
 struct rgpu_welcome;
