@@ -1107,17 +1107,16 @@ int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int tran
                      : lib->not_supported;
         return lib->is_runtime ? rgpu_runtime_result(st) : st;
     }
-    if (transport == RGPU_ENOSYM && first_mention(lib->name, what)) {
+    if (transport == RGPU_ENOSYM) {
         const struct rgpu_lib_version *theirs = server_lib(lib->name);
-        if (theirs)
+        if (!first_mention(lib->name, what))
+            ;                           /* said once already */
+        else if (theirs)
             rgpu_warn("%s: the server's %s (version %d) lacks it (this client's %s is "
-                      "version %d's; logged once)", what, theirs->soname, theirs->version,
+                      "version %d; logged once)", what, theirs->soname, theirs->version,
                       stub_soname(lib), lib->version);
         else
             rgpu_warn("%s: the server has no %s (logged once)", what, lib->soname);
-    }
-    else if (transport == RGPU_ENOSYM) {
-        /* said already */
     }
     else if (transport != RGPU_EIO)     /* already reported once */
         rgpu_error("%s: %s", what, rgpu_status_name(transport));
