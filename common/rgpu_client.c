@@ -1095,6 +1095,19 @@ static int first_mention(const char *lib, const char *what)
     return first;
 }
 
+/* The server's session has no such function: its library is older, or
+ * none was loaded. */
+static void say_server_lacks(const struct rgpu_lib *lib, const char *what)
+{
+    const struct rgpu_lib_version *theirs = server_lib(lib->name);
+    if (theirs)
+        rgpu_warn("%s: the server's %s (version %d) lacks it (this client's %s is version %d; "
+                  "logged once)", what, theirs->soname, theirs->version, stub_soname(lib),
+                  lib->version);
+    else
+        rgpu_warn("%s: the server has no %s (logged once)", what, lib->soname);
+}
+
 int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int transport)
 {
     if (transport == RGPU_ENOTPERMITTED) {
@@ -1108,15 +1121,8 @@ int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int tran
         return lib->is_runtime ? rgpu_runtime_result(st) : st;
     }
     if (transport == RGPU_ENOSYM) {
-        const struct rgpu_lib_version *theirs = server_lib(lib->name);
-        if (!first_mention(lib->name, what))
-            ;                           /* said once already */
-        else if (theirs)
-            rgpu_warn("%s: the server's %s (version %d) lacks it (this client's %s is "
-                      "version %d; logged once)", what, theirs->soname, theirs->version,
-                      stub_soname(lib), lib->version);
-        else
-            rgpu_warn("%s: the server has no %s (logged once)", what, lib->soname);
+        if (first_mention(lib->name, what))
+            say_server_lacks(lib, what);
     }
     else if (transport != RGPU_EIO)     /* already reported once */
         rgpu_error("%s: %s", what, rgpu_status_name(transport));
