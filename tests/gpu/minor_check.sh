@@ -23,23 +23,9 @@ for f in "$prog" "$build/daemon/rgpud" "$build/stubs/libcudart.so.13"; do
     [ -e "$f" ] || { echo "minor_check: $f is missing (build with -Dcuda13=13.5)"; exit 2; }
 done
 
-tmp=$(mktemp -d /tmp/rgpu-minor.XXXXXX)
-daemon=
-cleanup() {
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-failed=0
-check() {       # NAME OK(0|1) [DETAIL FILE]
-    if [ "$2" = 0 ]; then
-        echo "minor_check: $1: ok"
-    else
-        echo "minor_check: $1: FAIL"
-        [ -n "${3:-}" ] && sed 's/^/    /' "$3" | tail -n 30
-        failed=1
-    fi
-}
+tag=minor_check
+# shellcheck source=tests/gpu/check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
 
 env -u RGPU_SERVER LD_LIBRARY_PATH="$cuda_lib" timeout 60 "$prog" compare \
     > "$tmp/native.out" 2> "$tmp/native.err"
@@ -49,35 +35,14 @@ env -u RGPU_SERVER LD_LIBRARY_PATH="$cuda_lib" timeout 60 "$prog" full \
 grep -q '^minor: ok$' "$tmp/native-full.out"
 check "native full mode (the newer functions looked up, none called)" $? "$tmp/native-full.err"
 
-LD_LIBRARY_PATH="$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    "$build/daemon/rgpud" --foreground -v --listen "unix:$tmp/rgpud.sock" --group none \
-    > "$tmp/rgpud.log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do [ -S "$tmp/rgpud.sock" ] && break; sleep 0.1; done
-[ -S "$tmp/rgpud.sock" ] || { check "rgpud started" 1 "$tmp/rgpud.log"; exit 1; }
-
-through_rgpu() {    # TAG ARGS...
-    local tag=$1
-    shift
-    LD_LIBRARY_PATH="$build/stubs" RGPU_SERVER="unix:$tmp/rgpud.sock" RGPU_LOG=info \
-        timeout 60 "$prog" "$@" > "$tmp/$tag.out" 2> "$tmp/$tag.err"
-}
-through_rgpu rgpu compare
+start_rgpud rgpud
+through_rgpu rgpud rgpu compare
 check "rgpu run (rgpu's CUDA 13.5 libcudart.so.13, served by the host's 13.0)" $? "$tmp/rgpu.err"
 diff -u "$tmp/native.out" "$tmp/rgpu.out" > "$tmp/diff"
 check "output identical to native" $? "$tmp/diff"
-through_rgpu full full
+through_rgpu rgpud full full
 grep -q '^minor: ok$' "$tmp/full.out" &&
     grep -q "cudaGraphGetId: the server's libcudart.so.13 is version 130[0-9]0, and cudaGraphGetId came with version 13010: refused" "$tmp/full.err"
 check "full mode through rgpu (13.1's functions refused, naming both versions)" $? "$tmp/full.err"
 
-echo "--- native output"
-cat "$tmp/native.out"
-if [ $failed = 0 ]; then
-    echo "minor_check: PASS"
-    exit 0
-fi
-echo "--- rgpud log (end)"
-tail -n 40 "$tmp/rgpud.log"
-echo "minor_check: FAIL"
-exit 1
+finish "$tmp/native.out"

@@ -451,45 +451,26 @@ run_nvcc_progs() {
     done
 }
 
-# The CUDA 12 program against the real libcudart.so.12 and through rgpu
-# (tests/gpu/cuda12_check.sh, with its own rgpud): one item.
-run_cuda12() {
+# run_check_script TITLE SCRIPT PROGRAM: one of the single-program checks
+# (a CUDA 12 program, tests/gpu/cuda12_check.sh; one built against the
+# stubs' newer CUDA 13, minor_check.sh), each with its own rgpud: one item.
+run_check_script() {
+    local title=$1 script=$2 prog=$3 rc
     say ""
-    say "== CUDA 12: tests/gpu/cuda12_check.sh"
-    if [ ! -x "$BUILD/tests/cuda12_prog" ]; then
-        say "(no tests/cuda12_prog in the build: skipped)"
+    say "== $title: tests/gpu/$script.sh"
+    if [ ! -x "$BUILD/tests/$prog" ]; then
+        say "(no tests/$prog in the build: skipped)"
         count_item SKIP
         return
     fi
-    "$GPU_DIR/cuda12_check.sh" "$BUILD" > "$WORK/cuda12.out" 2>&1
-    local rc=$?
-    grep '^cuda12_check: ' "$WORK/cuda12.out" | tee -a "$SUMMARY"
+    "$GPU_DIR/$script.sh" "$BUILD" > "$WORK/$script.out" 2>&1
+    rc=$?
+    grep "^$script: " "$WORK/$script.out" | tee -a "$SUMMARY"
     if [ $rc = 0 ]; then
         count_item PASS
     else
         count_item FAIL
-        log_file "cuda12_check.sh" "$WORK/cuda12.out"
-    fi
-}
-
-# A program built against the stubs' newer CUDA 13 (13.5) on this 13.0 host,
-# natively and through rgpu (tests/gpu/minor_check.sh, with its own rgpud).
-run_minor() {
-    say ""
-    say "== CUDA 13.x on a 13.0 host: tests/gpu/minor_check.sh"
-    if [ ! -x "$BUILD/tests/minor_prog" ]; then
-        say "(no tests/minor_prog in the build: skipped)"
-        count_item SKIP
-        return
-    fi
-    "$GPU_DIR/minor_check.sh" "$BUILD" > "$WORK/minor.out" 2>&1
-    local rc=$?
-    grep '^minor_check: ' "$WORK/minor.out" | tee -a "$SUMMARY"
-    if [ $rc = 0 ]; then
-        count_item PASS
-    else
-        count_item FAIL
-        log_file "minor_check.sh" "$WORK/minor.out"
+        log_file "$script.sh" "$WORK/$script.out"
     fi
 }
 
@@ -859,8 +840,9 @@ main() {
         say "== no test programs in $PROGS"
     fi
     [ "${RGPU_NVCC_PROGS:-1}" = 0 ] || run_nvcc_progs
-    [ "${RGPU_CUDA12:-1}" = 0 ] || run_cuda12
-    [ "${RGPU_MINOR:-1}" = 0 ] || run_minor
+    [ "${RGPU_CUDA12:-1}" = 0 ] || run_check_script "CUDA 12" cuda12_check cuda12_prog
+    [ "${RGPU_MINOR:-1}" = 0 ] ||
+        run_check_script "CUDA 13.x on a 13.0 host" minor_check minor_prog
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
     [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi
     if [ $((ITEMS_PASSED + ITEMS_FAILED + ITEMS_SKIPPED)) -gt 0 ]; then
