@@ -59,4 +59,10 @@ cudaError_t rgpu_occupancy(int *num_blocks, cudaKernel_t kernel, int block_size,
 cudaError_t rgpu_occupancy_smem(size_t *bytes, cudaKernel_t kernel, int num_blocks,
                                 int block_size);
 
+/* ---- memory: stubs/cudart_memory.c, daemon/hand_cudart.c -----------------------
+ * The device of memory the session owns, for cudaPointerGetAttributes
+ * (asked once per allocation whose device the client did not learn when
+ * it was made). */
+cudaError_t rgpu_pointer_device(int *device, const void *ptr);
+
 #endif

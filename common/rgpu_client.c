@@ -31,6 +31,7 @@ struct rgpu_server_info {
     char name[128];
     int nlibs;
     struct rgpu_lib_version libs[RGPU_HELLO_MAX_LIBS];
+    int cuda_devices;           /* -1: the server cannot say */
 };
 
 /* ---- the session ---------------------------------------------------------- */
@@ -308,6 +309,26 @@ static void note_other_versions(void)
     pthread_mutex_unlock(&L.lock);
 }
 
+/* CUDA_VISIBLE_DEVICES narrows the server's GPUs as natively it narrows a
+ * host's: the session applies it before its driver starts, so it travels
+ * in the hello, read when the process first needs the server, as the
+ * driver reads it at cuInit. */
+static void hello_visible(struct rgpu_visible *v)
+{
+    const char *e = getenv("CUDA_VISIBLE_DEVICES");
+    v->set = e != NULL;
+    if (!e)
+        return;
+    if (strlen(e) >= sizeof v->list)
+        rgpu_warn("CUDA_VISIBLE_DEVICES is longer than %zu characters: the rest is left out",
+                  sizeof v->list - 1);
+    if (strstr(e, "MIG-"))
+        rgpu_warn("CUDA_VISIBLE_DEVICES names a MIG instance: rgpud serves whole GPUs, so "
+                  "that entry names none and ends the list (name the GPU: GPU-..., or its "
+                  "index)");
+    snprintf(v->list, sizeof v->list, "%s", e);
+}
+
 /* Hello / welcome: who we are, what our tables are, and a key if the
  * server asks for one (common/rgpu_hello.h); learn the server's CUDA. */
 static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
@@ -321,6 +342,7 @@ static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
     for (int i = 0; i < L.n; i++)
         rgpu_hello_add_lib(&h, L.libs[i], stub_soname(L.libs[i]));
     pthread_mutex_unlock(&L.lock);
+    hello_visible(&h.visible);
     int rc = rgpu_hs_client(fd, addr->kind == RGPU_ADDR_TCP, &h, &w, how, sizeof how, why,
                             sizeof why);
     if (rc < 0) {
@@ -337,6 +359,7 @@ static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
     snprintf(S.info.name, sizeof S.info.name, "%s", w.server_name);
     S.info.nlibs = w.nlibs;
     memcpy(S.info.libs, w.libs, sizeof w.libs);
+    S.info.cuda_devices = w.cuda_devices;
     rgpu_debug("authenticated by %s (server: %s)", how, w.message);
     return 0;
 }
@@ -452,6 +475,11 @@ __attribute__((constructor)) static void watch_forks(void)
 int rgpu_session_started(void)
 {
     return atomic_load(&S.connected) && !S.broken;
+}
+
+int rgpu_server_devices(void)
+{
+    return atomic_load(&S.connected) ? S.info.cuda_devices : -1;
 }
 
 /* ---- replies: whoever waits, reads ----------------------------------------- */
@@ -1194,14 +1222,16 @@ enum call_mode {
 
 /* Whether this call may go without waiting: an asynchronous procedure
  * that fills no host memory and names only handles this process holds
- * (one it never had must fail at once, as the library would). */
+ * (one it never had must fail at once, as the library would), none of
+ * them of another device than the call allows. */
 static int goes_unwaited(const struct rgpu_proc *proc, const void *const *argv,
                          const struct rgpu_scalar_policy *pol, enum call_mode mode)
 {
     if (mode == UNWAITED)
         return 1;
     return mode == AS_DECLARED && (proc->flags & RGPU_PROC_ASYNC) && rgpu_may_skip_reply() &&
-           !rgpu_has_host_outputs(proc, argv, pol) && rgpu_handles_known_in(proc, argv);
+           !rgpu_has_host_outputs(proc, argv, pol) && rgpu_handles_known_in(proc, argv) &&
+           rgpu_devices_agree_in(proc, argv);
 }
 
 /* The library's status for a failure found on the client. */

@@ -245,6 +245,17 @@ void rgpu_graph_keep_bodies(uint64_t graph, uint64_t *bodies, unsigned n);
 /* Known, or a default stream (NULL, legacy, per-thread). */
 int rgpu_handle_known(uint32_t cls, uint64_t h);
 int rgpu_stream_known(uint64_t stream);
+/* How many GPUs the session's CUDA sees (the welcome's; -1: unknown). */
+int rgpu_server_devices(void);
+/* A kernel, or an event record, cannot go to a stream of another device:
+ * natively the call fails at once, so it waits unless the client knows
+ * the two are one device (rgpu_lazy.c).  Whether a kernel on stream may go
+ * without waiting, and whether a record of event on stream may. */
+int rgpu_stream_fits_current(uint64_t stream);
+int rgpu_event_fits_stream(uint64_t event, uint64_t stream);
+/* The same for a generated call: 0 for an event record that may not go
+ * without waiting. */
+int rgpu_devices_agree_in(const struct rgpu_proc *proc, const void *const *argv);
 /* Whether every handle argument of a generated call is known. */
 int rgpu_handles_known_in(const struct rgpu_proc *proc, const void *const *argv);
 /* After a generated call: record the handles it returned (waited and
@@ -313,8 +324,23 @@ int rgpu_callbacks_outstanding(void);
 void rgpu_callbacks_wait_idle(void);
 /* Whether this thread is running a host function. */
 int rgpu_in_callback(void);
-/* A [CALLBACK, id, status] frame arrived (the core's reader, S.lock held). */
+/* A callback frame arrived (the core's reader, S.lock held):
+ * [CALLBACK, id, status] for a host function, [CALLBACK, run, status,
+ * token(, bin)] for a graph's host node (rgpu_graph_host.c). */
 void rgpu_callback_arrived(const msgpack_object *frame);
+/* Start the callback thread, if it is not running: before anything that
+ * may make the server send callback frames. */
+void rgpu_callbacks_start(void);
+/* An outstanding entry that runs nothing: it ends when the server's
+ * [CALLBACK, id, 0] for it arrives (a graph launch's marker), or when it
+ * is cancelled (its request failed, or enqueued no marker).  0: no room. */
+uint64_t rgpu_callback_marker(void);
+void rgpu_callback_cancel(uint64_t id);
+/* Send req, which puts entry id on a stream on the server, and wait: the
+ * library's status, and the reply's first nouts unsigned outputs in outs
+ * (0 on failure).  A request that failed cancels id. */
+int rgpu_callback_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,
+                           uint64_t id, uint64_t *outs, unsigned nouts);
 /* Read frames (taking the reader role when it is free) until until() holds
  * or the session breaks (-1). */
 int rgpu_core_listen(int (*until)(void));
@@ -323,6 +349,97 @@ int rgpu_core_send_frame(const msgpack_sbuffer *buf);
 /* One output frame [RGPU_MSG_OUTPUT, fd, bin], read whole: write its bytes
  * to fd 1 or 2 behind what the program's stream holds.  -1: malformed. */
 int rgpu_output_frame(const char *frame, size_t len);
+
+/* ---- graph host nodes and host copies (rgpu_graph_host.c) ------------------
+
+ * What the server's graph names with a token in place of the program's
+ * function and data, or of a copy's host region (kept for the process). */
+enum rgpu_token_kind {
+    RGPU_TOKEN_HOST_FN = 1,     /* fn(data) */
+    RGPU_TOKEN_STREAM_CB,       /* fn(stream, status, data): a captured stream callback */
+    RGPU_TOKEN_TO_DEVICE,       /* the bytes of host go to the device */
+    RGPU_TOKEN_TO_HOST,         /* the device's bytes come into host */
+};
+/* A copy's host or device side: base address, row pitch and rows per
+ * plane (0: the extent's, packed), and the start within it (x in bytes). */
+struct rgpu_copy_side {
+    uint64_t ptr;
+    size_t pitch, height, x, y, z;
+};
+/* A copy's extent: bytes per row, rows, planes. */
+struct rgpu_extent {
+    size_t width, height, depth;
+};
+struct rgpu_token {
+    enum rgpu_token_kind kind;
+    void *fn, *data;
+    uint64_t stream;                /* a stream callback's stream, as the program named it */
+    struct rgpu_copy_side host;     /* a copy's region */
+    struct rgpu_extent extent;
+};
+/* The token of what want describes (the same one each time); 0 when no
+ * more can be made. */
+uint64_t rgpu_token_register(const struct rgpu_token *want);
+/* The token id names, or NULL. */
+const struct rgpu_token *rgpu_token_find(uint64_t id);
+/* Whether any token exists (graphs may then hold host nodes of ours). */
+int rgpu_tokens_in_use(void);
+/* A copy token's bytes, packed row after row; gathered from and
+ * scattered into its host region. */
+size_t rgpu_token_bytes(const struct rgpu_token *t);
+void rgpu_token_gather(const struct rgpu_token *t, void *packed);
+void rgpu_token_scatter(const struct rgpu_token *t, const void *packed);
+
+/* A node operation: op ADD (owner the graph, deps its dependencies), SET
+ * (node), EXEC_SET (owner the executable graph, node). */
+struct rgpu_graph_node_req {
+    unsigned op;
+    uint64_t owner, node;
+    void *const *deps;
+    size_t ndeps;
+};
+/* Start a request's arguments: an array of nargs, the first four op,
+ * owner, node and the dependencies as a bin of u64 handles (the node
+ * calls of common/rgpu_hand_procs.h); the caller packs the rest. */
+void rgpu_graph_pack_node_req(struct rgpu_req *req, const struct rgpu_graph_node_req *r,
+                              unsigned nargs);
+/* A host node running fn(data); *made: the node added (op ADD).  The
+ * library's status. */
+int rgpu_graph_host_node(const struct rgpu_lib *lib, const char *what,
+                         const struct rgpu_graph_node_req *r, void *fn, void *data,
+                         uint64_t *made);
+/* A host node's function and data. */
+int rgpu_graph_host_params(const struct rgpu_lib *lib, const char *what, uint64_t node,
+                           void **fn, void **data);
+/* A copy node between host memory (h) and device memory (d) of extent e:
+ * dir RGPU_COPY_TO_DEVICE or RGPU_COPY_TO_HOST; ctx the driver's copy
+ * context (0 for the runtime). */
+int rgpu_graph_host_copy(const struct rgpu_lib *lib, const char *what,
+                         const struct rgpu_graph_node_req *r, uint64_t ctx, int dir,
+                         const struct rgpu_copy_side *h, const struct rgpu_copy_side *d,
+                         const struct rgpu_extent *e, uint64_t *made);
+/* While a capture is under way: such a copy on stream becomes a node of
+ * the capture (*captured 1) when the stream captures, as natively; else
+ * *captured is 0 and the caller copies as usual. */
+int rgpu_capture_host_copy(const struct rgpu_lib *lib, const char *what, uint64_t stream,
+                           int ptsz, int dir, const struct rgpu_copy_side *h,
+                           const struct rgpu_copy_side *d, const struct rgpu_extent *e,
+                           int *captured);
+/* Whether a copy's side at p is device memory as unified addressing sees
+ * it (allocated, or mapped and managed memory, whose GPU copy it names:
+ * rgpu_mapped.c): 1 with the GPU's address in *dev, else 0 (host memory). */
+int rgpu_copy_side_on_device(uint64_t p, uint64_t *dev);
+/* A 1D asynchronous copy of count bytes between host and dev on stream,
+ * tried as a node of a capture (rgpu_capture_host_copy) while one is under
+ * way; *captured 0 otherwise. */
+int rgpu_capture_copy_1d(const struct rgpu_lib *lib, const char *what, uint64_t stream, int dir,
+                         uint64_t host, uint64_t dev, size_t count, int *captured);
+/* cudaGraphLaunch and cuGraphLaunch (proc: the generated procedure, which
+ * serves graphs that hold no host node of ours). */
+int rgpu_graph_launch(const struct rgpu_lib *lib, const char *what, const struct rgpu_proc *proc,
+                      uint64_t exec, uint64_t stream, int ptsz);
+/* The info word rgpu_handle_note recorded: 1 with *info when h is held. */
+int rgpu_handle_info(uint32_t cls, uint64_t h, uint32_t *info);
 
 /* A synchronise (a generated call with no outputs): a fault already known
  * poisons it at once, as on a GPU; lazy (the policy above allowed it), it

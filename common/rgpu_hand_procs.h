@@ -50,12 +50,16 @@
  * has reported yet, of every client thread, forgotten once told (asked
  * at exit, so that none is lost; library "rgpu", daemon/session.c) */
 #define RGPU_H_UNREPORTED    "rgpu.unreported"
-/* [variant, stream, id, flags] -> []  enqueue a host function on stream: the
- * server sends [CALLBACK, id, status] when the stream reaches it and the
- * stream waits for [CALLBACK_DONE, id] (common/rgpu_proto.h).  variant: 0
- * cudaLaunchHostFunc, 1 its _ptsz, 2 cudaStreamAddCallback, 3 its _ptsz,
- * 4 cuLaunchHostFunc, 5 its _ptsz, 6 cuStreamAddCallback, 7 its _ptsz; flags
- * are the AddCallback's (library "rgpu", daemon/host_functions.c) */
+/* [variant, stream, id, flags(, token)] -> [captured]  enqueue a host
+ * function on stream: the server sends [CALLBACK, id, status] when the
+ * stream reaches it and the stream waits for [CALLBACK_DONE, id]
+ * (common/rgpu_proto.h).  variant: 0 cudaLaunchHostFunc, 1 its _ptsz, 2
+ * cudaStreamAddCallback, 3 its _ptsz, 4 cuLaunchHostFunc, 5 its _ptsz, 6
+ * cuStreamAddCallback, 7 its _ptsz; flags are the AddCallback's.  token:
+ * sent while a capture is under way; when the stream captures, the
+ * function becomes a host node of the capture that names token, as a
+ * graph's host node (below), and captured is 1 (library "rgpu",
+ * daemon/host_functions.c) */
 #define RGPU_H_HOST_FUNC     "rgpu.host_func"
 
 /* [lib] -> [[code, string]...]  a server library's own error texts */
@@ -88,6 +92,7 @@ enum {
     RGPU_NVML_LIST_KINDS
 };
 #define RGPU_NVML_LIST_MAX   1024
+
 
 
 /* Module images.  An image argument ("image" below) is a bin, or, for an
@@ -193,6 +198,40 @@ enum rgpu_graph_node_op { RGPU_GRAPH_NODE_ADD, RGPU_GRAPH_NODE_SET, RGPU_GRAPH_E
 #define RGPU_H_GRAPH_COND_NODE      "rgpu.graph_cond_node"
 /* the same for the driver (ctx the node's context) */
 #define RGPU_H_CU_GRAPH_COND_NODE   "rgpu.cu_graph_cond_node"
+/* Graph host nodes and copies to or from host memory (library "cudart" or
+ * "cuda": the runtime's or the driver's calls; daemon/graph_host.c, client
+ * common/rgpu_graph_host.c).  A token names, on the client, the program's
+ * function and data or a copy's host region; the server's node sends
+ * [CALLBACK, run, 0, token(, bin)] each time it runs and waits for
+ * [CALLBACK_DONE, run(, bin)] (common/rgpu_proto.h).
+ *
+ * [op, owner, node, bin dependencies, token] -> [node]   a host node, added
+ * (op ADD: owner the graph), set (SET: node) or set in an executable graph
+ * (EXEC_SET: owner the executable graph, node) */
+#define RGPU_H_GRAPH_HOST_NODE      "rgpu.graph_host_node"
+/* [node] -> [token]   cudaGraphHostNodeGetParams */
+#define RGPU_H_GRAPH_HOST_PARAMS    "rgpu.graph_host_params"
+/* [op, owner, node, bin dependencies, ctx, direction, token, width, height,
+ *  depth, device ptr, pitch, rows, x, y, z] -> [node]   a copy node between
+ * the host region token names (width x height x depth bytes) and device
+ * memory (pitch and rows per plane of the device side, 0 for packed; x in
+ * bytes); ctx the driver's copy context, 0 for the runtime */
+#define RGPU_H_GRAPH_HOST_COPY      "rgpu.graph_host_copy"
+enum rgpu_copy_direction { RGPU_COPY_TO_DEVICE = 1, RGPU_COPY_TO_HOST = 2 };
+/* The most bytes a graph copy to or from host memory carries: they travel
+ * in one callback frame each time the node runs. */
+#define RGPU_GRAPH_COPY_MAX         (64u << 20)
+/* [stream, ptsz, direction, token, width, height, depth, device ptr, pitch,
+ *  rows, x, y, z] -> [captured]   such a copy on a capturing stream becomes a
+ * node of the capture (captured 1); a stream that does not capture: 0,
+ * nothing done (ptsz: a stream 0 is the per-thread one) */
+#define RGPU_H_CAPTURE_HOST_COPY    "rgpu.capture_host_copy"
+/* [exec, stream, marker, ptsz] -> [marked, plain]   cudaGraphLaunch: when
+ * the executable graph holds host nodes of the session's, a marker host
+ * function follows it on the stream and sends [CALLBACK, marker, 0] once
+ * the graph has passed (no acknowledgement), and marked is 1; plain: it
+ * holds none */
+#define RGPU_H_GRAPH_LAUNCH         "rgpu.graph_launch"
 /* [function] -> [[[offset, size]...]] */
 #define RGPU_H_CU_PARAM_LAYOUT "rgpu.cu_param_layout"
 /* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] -> []

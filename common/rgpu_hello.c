@@ -50,7 +50,7 @@ static void pack_bin(msgpack_packer *pk, const unsigned char *p, size_t n)
 
 static void pack_hello(msgpack_packer *pk, const struct rgpu_hello *h)
 {
-    msgpack_pack_array(pk, 6);
+    msgpack_pack_array(pk, 7);
     msgpack_pack_int(pk, RGPU_MSG_HELLO);
     msgpack_pack_int(pk, h->proto);
     pack_str(pk, h->client_name);
@@ -65,11 +65,15 @@ static void pack_hello(msgpack_packer *pk, const struct rgpu_hello *h)
         pack_str(pk, h->libs[i].name);
         pack_str(pk, h->libs[i].soname);
     }
+    if (h->visible.set)
+        pack_str(pk, h->visible.list);
+    else
+        msgpack_pack_nil(pk);
 }
 
 static void pack_welcome(msgpack_packer *pk, const struct rgpu_welcome *w)
 {
-    msgpack_pack_array(pk, 9);
+    msgpack_pack_array(pk, 10);
     msgpack_pack_int(pk, RGPU_MSG_WELCOME);
     msgpack_pack_int(pk, w->proto);
     msgpack_pack_int(pk, w->status);
@@ -88,6 +92,7 @@ static void pack_welcome(msgpack_packer *pk, const struct rgpu_welcome *w)
         pack_str(pk, w->libs[i].soname);
         msgpack_pack_int(pk, w->libs[i].version);
     }
+    msgpack_pack_int(pk, w->cuda_devices);
 }
 
 int rgpu_hs_send(int fd, const struct rgpu_hs_msg *m)
@@ -205,11 +210,15 @@ static int decode_hello(const msgpack_object *f, uint32_t n, struct rgpu_hello *
             get_text(&f[2], h->client_name, sizeof h->client_name);
         return 0;
     }
-    if (n != 6 || get_str(&f[2], h->client_name, sizeof h->client_name) < 0 ||
+    if (n != 7 || get_str(&f[2], h->client_name, sizeof h->client_name) < 0 ||
         f[3].type != MSGPACK_OBJECT_MAP || get_bin(&f[4], h->nonce, RGPU_NONCE_LEN) < 0 ||
-        f[5].type != MSGPACK_OBJECT_MAP)
-        return WHY("hello is not [HELLO, %d, name, {lib: digest}, nonce(32), {lib: soname}]",
-                   RGPU_PROTO_VERSION);
+        f[5].type != MSGPACK_OBJECT_MAP ||
+        (f[6].type != MSGPACK_OBJECT_NIL &&
+         get_str(&f[6], h->visible.list, sizeof h->visible.list) < 0))
+        return WHY("hello is not [HELLO, %d, name, {lib: digest}, nonce(32), {lib: soname}, "
+                   "CUDA_VISIBLE_DEVICES (str of at most %d bytes, or nil)]",
+                   RGPU_PROTO_VERSION, RGPU_VISIBLE_MAX - 1);
+    h->visible.set = f[6].type != MSGPACK_OBJECT_NIL;
     const msgpack_object_map *m = &f[3].via.map;
     if (m->size > RGPU_HELLO_MAX_LIBS)
         return WHY("hello names %u libraries, more than %d", m->size, RGPU_HELLO_MAX_LIBS);
@@ -257,6 +266,10 @@ static int decode_welcome(const msgpack_object *f, uint32_t n, struct rgpu_welco
     /* 9 elements from protocol 6 on: the session's libraries. */
     if (n >= 9 && decode_lib_versions(&f[8], w) < 0)
         return WHY("the welcome's libraries are not [[name, soname, version]...]");
+    /* 10 from protocol 7 on: the session's GPUs. */
+    w->cuda_devices = -1;
+    if (n >= 10 && get_int(&f[9], &w->cuda_devices) < 0)
+        return WHY("the welcome's GPU count is not a number");
     return 0;
 }
 

@@ -2,15 +2,16 @@
  * client core, the launcher's probe and rgpud, plus the cryptography they
  * need (OpenSSL's libcrypto) and the key files.
  *
- *   hello     client -> server  [HELLO, 6, client_name, {lib: digest},
- *                                client_nonce(bin 32), {lib: soname}]
+ *   hello     client -> server  [HELLO, 7, client_name, {lib: digest},
+ *                                client_nonce(bin 32), {lib: soname},
+ *                                cuda_visible_devices (str, or nil: unset)]
  *   challenge server -> client  [CHALLENGE, server_nonce(bin 32)]
  *                               (only where the server wants a key: TCP)
  *   auth      client -> server  [AUTH, key_id, mac(bin 32)]
  *             mac = HMAC-SHA256(key, "rgpu-client" | client_nonce | server_nonce)
- *   welcome   server -> client  [WELCOME, 6, status, runtime, driver,
+ *   welcome   server -> client  [WELCOME, 7, status, runtime, driver,
  *                                server_name, message, server_proof,
- *                                [[lib, soname, version]...]]
+ *                                [[lib, soname, version]...], cuda_devices]
  *             server_proof = HMAC-SHA256(key, "rgpu-server" | server_nonce |
  *                                        client_nonce), nil without a key
  *
@@ -27,7 +28,13 @@
  * and the welcome's list which libraries the session loaded, of which
  * version (0: not loaded), for the client's messages and `rgpu info`.
  * The welcome's list is its last element, so a client of protocol 5
- * still reads the rest. */
+ * still reads the rest.
+ *
+ * cuda_visible_devices is the client's CUDA_VISIBLE_DEVICES, which narrows
+ * the GPUs the server offers as it narrows a host's (daemon/devices.c);
+ * cuda_devices, how many GPUs the session's CUDA then sees (-1: it cannot
+ * say), tells the client whether work can go to a stream of another
+ * device than the one meant (common/rgpu_lazy.c). */
 #ifndef RGPU_HELLO_H
 #define RGPU_HELLO_H
 
@@ -56,12 +63,21 @@ struct rgpu_lib_version {
     int version;            /* its own numbering (13000, 130100, 91300); 0: not loaded */
 };
 
+/* A CUDA_VISIBLE_DEVICES: 64 GPUs' UUIDs fit. */
+#define RGPU_VISIBLE_MAX 4096
+
+struct rgpu_visible {
+    int set;                /* 0: the variable is unset */
+    char list[RGPU_VISIBLE_MAX];
+};
+
 struct rgpu_hello {
     int proto;
     char client_name[128];
     int nlibs;
     struct rgpu_lib_digest libs[RGPU_HELLO_MAX_LIBS];
     unsigned char nonce[RGPU_NONCE_LEN];
+    struct rgpu_visible visible;
 };
 
 struct rgpu_auth {
@@ -81,6 +97,7 @@ struct rgpu_welcome {
     unsigned char proof[RGPU_MAC_LEN];
     int nlibs;
     struct rgpu_lib_version libs[RGPU_HELLO_MAX_LIBS];
+    int cuda_devices;
 };
 
 struct rgpu_hs_msg {

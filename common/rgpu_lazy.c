@@ -14,7 +14,10 @@
  * - the device ranges this process allocated (client_ranges.c), for
  *   copies;
  * - host functions not yet run (rgpu_callbacks.c): while there are any,
- *   every call waits. */
+ *   every call waits;
+ * - on a server with several GPUs, the device of each stream and event
+ *   (below): work that cannot go to a stream of another device waits
+ *   unless it is known to go to its own. */
 #include "rgpu_client.h"
 #include "rgpu_handle_table.h"
 #include "rgpu_log.h"
@@ -67,6 +70,27 @@ __attribute__((constructor)) static void classes_init(void)
 }
 
 static struct rgpu_handle_table held = RGPU_HANDLE_TABLE_INIT(rgpu_handle_shared);
+
+/* A stream's or an event's facts hold the device it was made on, plus
+ * one (0: unknown): the thread's device when the call that made it
+ * returned, where the client knew it (a driver context made current
+ * leaves it unknown). */
+#define DEVICE_SHIFT 16
+#define DEVICE_MASK (0xffu << DEVICE_SHIFT)
+
+static uint32_t device_tag(void)
+{
+    int dev;
+    return rgpu_thread_device(&dev) && dev >= 0 && dev < 255
+               ? (uint32_t)(dev + 1) << DEVICE_SHIFT
+               : 0;
+}
+
+/* The device a handle's facts name, or -1. */
+static int tag_device(uint32_t info)
+{
+    return (int)((info & DEVICE_MASK) >> DEVICE_SHIFT) - 1;
+}
 
 void rgpu_handle_note(uint32_t cls, uint64_t h, uint32_t info)
 {
@@ -142,6 +166,11 @@ int rgpu_handle_known(uint32_t cls, uint64_t h)
     uint32_t alias = rgpu_handle_alias(cls);
     return rgpu_handle_default_stream(cls, h) || rgpu_htab_get(&held, cls, h, NULL) ||
            (alias && rgpu_htab_get(&held, alias, h, NULL));
+}
+
+int rgpu_handle_info(uint32_t cls, uint64_t h, uint32_t *info)
+{
+    return rgpu_htab_get(&held, cls, h, info);
 }
 
 int rgpu_stream_known(uint64_t stream)
@@ -220,10 +249,13 @@ void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *ar
         if ((prm->kind == RGPU_OUT || prm->kind == RGPU_OUT_BUF) && waited && status == 0) {
             const unsigned char *out = *(const void *const *)argv[i];
             size_t n = out ? rgpu_param_bytes_client(proc, i, argv) / 8 : 0;
+            uint32_t info = prm->handle_class == C_STREAM || prm->handle_class == C_EVENT
+                                ? device_tag()
+                                : 0;
             for (size_t k = 0; k < n; k++) {
                 uint64_t h;
                 memcpy(&h, out + 8 * k, 8);
-                rgpu_handle_note(prm->handle_class, h, 0);
+                rgpu_handle_note(prm->handle_class, h, info);
             }
         }
     }
@@ -237,7 +269,61 @@ void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *ar
 
 void rgpu_event_note_flags(uint64_t event, unsigned flags)
 {
-    rgpu_handle_note(C_EVENT, event, EVENT_FLAGS_KNOWN | flags);
+    uint32_t info = 0;
+    rgpu_htab_get(&held, C_EVENT, event, &info);
+    rgpu_handle_note(C_EVENT, event, EVENT_FLAGS_KNOWN | flags | (info & DEVICE_MASK));
+}
+
+/* ---- the device of streams and events ------------------------------------------- */
+
+/* The device work on stream goes to: a created stream's, a default
+ * stream's the thread's current device; -1 when the client cannot say. */
+static int stream_device(uint64_t stream)
+{
+    uint32_t info = 0;
+    int dev;
+    if (rgpu_handle_default_stream(C_STREAM, stream))
+        return rgpu_thread_device(&dev) ? dev : -1;
+    return rgpu_htab_get(&held, C_STREAM, stream, &info) ? tag_device(info) : -1;
+}
+
+/* With one GPU (or none) no stream is of another device. */
+static int one_device(void)
+{
+    int n = rgpu_server_devices();
+    return n >= 0 && n <= 1;
+}
+
+int rgpu_stream_fits_current(uint64_t stream)
+{
+    int dev;
+    if (one_device() || rgpu_handle_default_stream(C_STREAM, stream))
+        return 1;
+    return rgpu_thread_device(&dev) && stream_device(stream) == dev;
+}
+
+int rgpu_devices_agree_in(const struct rgpu_proc *proc, const void *const *argv)
+{
+    uint64_t event = 0, stream = 0;
+    if (one_device() || !strstr(proc->name, "EventRecord"))
+        return 1;
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        const struct rgpu_param *prm = &proc->params[i];
+        if (prm->kind == RGPU_HANDLE && prm->handle_class == C_EVENT)
+            event = value_of(prm, argv[i]);
+        else if (prm->kind == RGPU_HANDLE && prm->handle_class == C_STREAM)
+            stream = value_of(prm, argv[i]);
+    }
+    return rgpu_event_fits_stream(event, stream);
+}
+
+int rgpu_event_fits_stream(uint64_t event, uint64_t stream)
+{
+    uint32_t info = 0;
+    if (one_device())
+        return 1;
+    int dev = stream_device(stream);
+    return dev >= 0 && rgpu_htab_get(&held, C_EVENT, event, &info) && tag_device(info) == dev;
 }
 
 /* ---- stream capture ------------------------------------------------------------- */

@@ -18,6 +18,7 @@ const char *rgpu_status_name(int status)
         [RGPU_ETIMEDOUT] = "server did not answer in time",
         [RGPU_EREFUSED] = "argument refused by the server's checks",
         [RGPU_ENOTPERMITTED] = "CUDA called from a host function",
+        [RGPU_ENODEV] = "a GPU of the server's is missing",
     };
     if (status < 0 || (unsigned)status >= sizeof names / sizeof names[0] || !names[status])
         return "unknown status";

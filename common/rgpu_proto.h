@@ -5,8 +5,9 @@
  * is told (where it can be) and the connection is closed.
  *
  *   hello    client -> server  [RGPU_MSG_HELLO, proto_version, client_name,
- *                               {lib: digest}, client_nonce]
- *   (challenge and auth where the server wants a key: common/rgpu_hello.h)
+ *                               {lib: digest}, client_nonce, ...]
+ *   (every field, and the challenge and auth where the server wants a
+ *   key: common/rgpu_hello.h)
  *   welcome  server -> client  [RGPU_MSG_WELCOME, proto_version, transport_status,
  *                               cuda_runtime_version, cuda_driver_version,
  *                               server_name, message, server_proof]
@@ -18,8 +19,8 @@
  *                               [details...]]
  *   data     server -> client  [RGPU_MSG_DATA, serial, bin]
  *   output   server -> client  [RGPU_MSG_OUTPUT, fd, bin]
- *   callback server -> client  [RGPU_MSG_CALLBACK, id, status]
- *   callback_done client -> server  [RGPU_MSG_CALLBACK_DONE, id]
+ *   callback server -> client  [RGPU_MSG_CALLBACK, id, status(, token(, bin))]
+ *   callback_done client -> server  [RGPU_MSG_CALLBACK_DONE, id(, bin)]
  *
  * transport_status says whether the server could carry out the call at all
  * (RGPU_OK, or an RGPU_E* code); api_status is what the CUDA function itself
@@ -55,7 +56,14 @@
  * status the driver passed; the stream waits until the client has run the
  * program's function and answered callback_done with that id.  The answer
  * is no request: it gets no reply and is read at once, whatever requests
- * wait (daemon/host_functions.c, common/rgpu_callbacks.c).
+ * wait (daemon/host_functions.c, common/rgpu_callbacks.c).  A graph's host
+ * node sends the token that names the program's function or a copy's host
+ * region (common/rgpu_graph_host.c), with id one of rgpud's (bit 63 set);
+ * a copy to the host carries the bytes for the program's memory, the
+ * answer of a copy to the device the bytes read from it.  A graph
+ * launch's marker comes as a host function's frame and is not answered.
+ * Clients that make no graph host nodes never see the longer forms, so
+ * the protocol version stays.
  *
  * Procedure ids are a hash of "library/function" (rgpu_proc_id()), so they
  * never change across builds or CUDA versions; hand-written procedures use
@@ -66,7 +74,7 @@
 
 #include <stdint.h>
 
-#define RGPU_PROTO_VERSION      6
+#define RGPU_PROTO_VERSION      7
 #define RGPU_DEFAULT_PORT       9713
 #define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
 /* Bulk copies travel in chunks: each a frame, which the server pipelines
@@ -117,6 +125,7 @@ enum rgpu_status {
     RGPU_ETIMEDOUT = 10,    /* the server stayed silent too long (client side) */
     RGPU_EREFUSED = 11,     /* an argument names memory the session does not own */
     RGPU_ENOTPERMITTED = 12, /* a CUDA call from a host function (client side only) */
+    RGPU_ENODEV = 13,       /* a GPU the server serves is gone (at hello) */
 };
 
 const char *rgpu_status_name(int status);

@@ -230,7 +230,8 @@ static void send_welcome(int fd, struct rgpu_welcome *w)
         rgpu_info("client gone before its welcome: %s", strerror(errno));
 }
 
-void auth_refuse(int fd, int status, const char *fmt, ...)
+__attribute__((format(printf, 3, 4), noreturn))
+static void refuse(int fd, int status, const char *fmt, ...)
 {
     struct rgpu_welcome w = { .status = status };
     va_list ap;
@@ -251,15 +252,15 @@ static void check_digests(int fd, const struct rgpu_hello *h)
             if (strcmp(server_libs[k]->name, h->libs[i].name) == 0)
                 lib = server_libs[k];
         if (!lib)
-            auth_refuse(fd, RGPU_EVERSION, "the client (%s) uses library %s, which this server (%s, "
-                        "protocol %d) does not serve: install the same rgpu on both machines",
-                        h->client_name, h->libs[i].name, rgpu_version_string(), RGPU_PROTO_VERSION);
+            refuse(fd, RGPU_EVERSION, "the client (%s) uses library %s, which this server (%s, "
+                   "protocol %d) does not serve: install the same rgpu on both machines",
+                   h->client_name, h->libs[i].name, rgpu_version_string(), RGPU_PROTO_VERSION);
         rgpu_lib_digest(lib, mine);
         if (memcmp(mine, h->libs[i].digest, RGPU_DIGEST_LEN) != 0)
-            auth_refuse(fd, RGPU_EVERSION, "library %s differs between the client (%s) and this "
-                        "server (%s, protocol %d): their procedure tables come from other builds; "
-                        "install the same rgpu build on both machines", lib->name, h->client_name,
-                        rgpu_version_string(), RGPU_PROTO_VERSION);
+            refuse(fd, RGPU_EVERSION, "library %s differs between the client (%s) and this "
+                   "server (%s, protocol %d): their procedure tables come from other builds; "
+                   "install the same rgpu build on both machines", lib->name, h->client_name,
+                   rgpu_version_string(), RGPU_PROTO_VERSION);
     }
 }
 
@@ -274,9 +275,9 @@ static void check_majors(int fd, const struct rgpu_hello *h)
         const char *mine = backend_soname(h->libs[i].name);
         int client = rgpu_soname_major(h->libs[i].soname);
         if (mine && client > rgpu_soname_major(mine))
-            auth_refuse(fd, RGPU_EVERSION, "the client (%s) loaded %s, newer than this server's %s "
-                        "(%s): run it against a server with %s", h->client_name, h->libs[i].soname,
-                        mine, rgpu_version_string(), h->libs[i].soname);
+            refuse(fd, RGPU_EVERSION, "the client (%s) loaded %s, newer than this server's %s "
+                   "(%s): run it against a server with %s", h->client_name, h->libs[i].soname,
+                   mine, rgpu_version_string(), h->libs[i].soname);
     }
 }
 
@@ -301,7 +302,7 @@ static void check_peer(int fd, const struct rgpud_options *opt, struct rgpu_welc
     struct ucred cr;
     socklen_t len = sizeof cr;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
-        auth_refuse(fd, RGPU_EAUTH, "cannot tell who connected: %s", strerror(errno));
+        refuse(fd, RGPU_EAUTH, "cannot tell who connected: %s", strerror(errno));
     if (cr.uid == geteuid() || cr.uid == 0 || (opt->have_gid && peer_in_group(fd, &cr, opt->gid))) {
         snprintf(w->message, sizeof w->message, "uid %ld let in by its Unix-socket credentials",
                  (long)cr.uid);
@@ -313,10 +314,10 @@ static void check_peer(int fd, const struct rgpud_options *opt, struct rgpu_welc
         return;
     }
     if (opt->have_gid)
-        auth_refuse(fd, RGPU_EAUTH, "uid %ld is not in group %s (rgpud lets in its own user, root "
-                    "and that group's members)", (long)cr.uid, opt->group_name);
-    auth_refuse(fd, RGPU_EAUTH, "uid %ld is not rgpud's user (uid %ld) or root, and rgpud allows "
-                "no group (--group)", (long)cr.uid, (long)geteuid());
+        refuse(fd, RGPU_EAUTH, "uid %ld is not in group %s (rgpud lets in its own user, root "
+               "and that group's members)", (long)cr.uid, opt->group_name);
+    refuse(fd, RGPU_EAUTH, "uid %ld is not rgpud's user (uid %ld) or root, and rgpud allows "
+           "no group (--group)", (long)cr.uid, (long)geteuid());
 }
 
 static void check_key(int fd, const struct rgpud_options *opt, const struct rgpu_hello *h,
@@ -328,7 +329,7 @@ static void check_key(int fd, const struct rgpud_options *opt, const struct rgpu
     char path[PATH_MAX], why[512];
 
     if (rgpu_random(nonce, sizeof nonce) < 0)
-        auth_refuse(fd, RGPU_EAUTH, "the server has no random bytes for a challenge");
+        refuse(fd, RGPU_EAUTH, "the server has no random bytes for a challenge");
     memcpy(m.u.server_nonce, nonce, sizeof nonce);
     if (rgpu_hs_send(fd, &m) < 0)
         _exit(0);
@@ -336,19 +337,19 @@ static void check_key(int fd, const struct rgpud_options *opt, const struct rgpu
     if (rc == -1)
         _exit(0);
     if (rc < 0 || m.type != RGPU_MSG_AUTH)
-        auth_refuse(fd, RGPU_EAUTH, "this server requires a key, and the client did not answer its "
-                    "challenge (%s)", rc < 0 ? why : "another message came");
+        refuse(fd, RGPU_EAUTH, "this server requires a key, and the client did not answer its "
+               "challenge (%s)", rc < 0 ? why : "another message came");
     const struct rgpu_auth *a = &m.u.auth;
     if (!a->key_id[0] || !a->has_mac)
-        auth_refuse(fd, RGPU_EAUTH, "this server requires a key: set RGPU_KEY_FILE (or keep it in "
-                    "~/.config/rgpu/key); rgpud --new-client-key NAME on the server makes one");
+        refuse(fd, RGPU_EAUTH, "this server requires a key: set RGPU_KEY_FILE (or keep it in "
+               "~/.config/rgpu/key); rgpud --new-client-key NAME on the server makes one");
     /* Unknown key and wrong MAC get the same answer; the log tells which. */
     snprintf(path, sizeof path, "%s/%s", opt->key_dir, a->key_id);
     if (!rgpu_key_id_valid(a->key_id) || rgpu_key_load(path, &key, why, sizeof why) < 0 ||
         strcmp(key.id, a->key_id) != 0) {
         rgpu_warn("key '%s': %s", a->key_id,
                   rgpu_key_id_valid(a->key_id) ? why : "not a valid key name");
-        auth_refuse(fd, RGPU_EAUTH, "authentication failed for key '%s'", a->key_id);
+        refuse(fd, RGPU_EAUTH, "authentication failed for key '%s'", a->key_id);
     }
     rgpu_hs_mac(key.secret, RGPU_MAC_CLIENT, h->nonce, nonce, want);
     int good = rgpu_mac_equal(want, a->mac);
@@ -359,7 +360,7 @@ static void check_key(int fd, const struct rgpud_options *opt, const struct rgpu
     rgpu_wipe(&key, sizeof key);
     rgpu_wipe(want, sizeof want);
     if (!good)
-        auth_refuse(fd, RGPU_EAUTH, "authentication failed for key '%s'", a->key_id);
+        refuse(fd, RGPU_EAUTH, "authentication failed for key '%s'", a->key_id);
     w->has_proof = 1;
     snprintf(w->message, sizeof w->message, "key '%s' (HMAC-SHA256)", a->key_id);
     rgpu_info("client let in with key '%s'", a->key_id);
@@ -381,7 +382,7 @@ static void note_client_libs(const struct rgpu_hello *h, struct client_libs *cli
 }
 
 void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w,
-                  struct client_libs *client)
+                  struct rgpu_visible *visible, struct client_libs *client)
 {
     struct rgpu_hs_msg m;
     char why[512];
@@ -399,9 +400,9 @@ void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *
     }
     const struct rgpu_hello *h = &m.u.hello;
     if (h->proto != RGPU_PROTO_VERSION)
-        auth_refuse(fd, RGPU_EVERSION, "server speaks protocol %d (%s), client '%s' protocol %d: "
-                    "install the same rgpu version on both machines", RGPU_PROTO_VERSION,
-                    rgpu_version_string(), h->client_name, h->proto);
+        refuse(fd, RGPU_EVERSION, "server speaks protocol %d (%s), client '%s' protocol %d: "
+               "install the same rgpu version on both machines", RGPU_PROTO_VERSION,
+               rgpu_version_string(), h->client_name, h->proto);
     check_majors(fd, h);        /* first: a newer major's table differs too */
     check_digests(fd, h);
     note_client_libs(h, client);
@@ -414,6 +415,7 @@ void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *
                  "no authentication (rgpud --insecure-tcp-no-auth)");
         ipc_identity("unauthenticated");    /* every such client is one identity */
     }
+    *visible = h->visible;
     rgpu_wipe(&m, sizeof m);
 }
 
@@ -422,6 +424,15 @@ void auth_welcome(int fd, struct rgpu_welcome *w)
     w->status = RGPU_OK;
     send_welcome(fd, w);
     rgpu_wipe(w->proof, sizeof w->proof);
+}
+
+void auth_welcome_refusal(int fd, struct rgpu_welcome *w, int status, const char *why)
+{
+    w->status = status;
+    snprintf(w->message, sizeof w->message, "%s", why);
+    rgpu_warn("refusing a client: %s", why);
+    send_welcome(fd, w);
+    _exit(2);
 }
 
 /* ---- a library the client loaded after its hello ------------------------------ */

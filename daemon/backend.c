@@ -32,7 +32,7 @@ static struct backend_lib libs[] = {
 };
 #define NLIBS_OPENED (sizeof libs / sizeof libs[0])
 
-static void *open_lib(const char *dir, const char *soname)
+void *backend_dlopen(const char *dir, const char *soname)
 {
     char path[4096];
     if (!dir)
@@ -138,7 +138,7 @@ int backend_open(const char *lib_dir, const char *cuda12_dirs, const struct clie
         if (libs[i].handle)
             continue;           /* CUDA 12's */
         snprintf(libs[i].opened, sizeof libs[i].opened, "%s", libs[i].soname);
-        libs[i].handle = open_lib(lib_dir, libs[i].soname);
+        libs[i].handle = backend_dlopen(lib_dir, libs[i].soname);
         if (!libs[i].handle && strcmp(libs[i].lib, "nvml") == 0)
             rgpu_info("cannot load %s: %s; NVML calls will be refused", libs[i].soname,
                       dlerror());

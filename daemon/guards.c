@@ -111,6 +111,8 @@ const struct guard *guard_for(const char *lib, const char *name)
     if (!g)
         g = graph_guard_for(lib, name);
     if (!g)
+        g = graph_host_guard_for(lib, name);
+    if (!g)
         g = ipc_guard_for(lib, name);
     if (!g)
         g = nvml_guard_for(lib, name);

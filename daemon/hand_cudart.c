@@ -517,6 +517,23 @@ cudaError_t serve_rgpu_occupancy_smem(size_t *bytes, cudaKernel_t kernel, int nu
                                                            num_blocks, block_size);
 }
 
+/* The device of memory the session owns (the codec checked ptr as
+ * such), asked of the driver: its device ordinals are the runtime's. */
+cudaError_t serve_rgpu_pointer_device(int *device, const void *ptr)
+{
+    CUresult (*attribute)(void *, CUpointer_attribute, CUdeviceptr) =
+        (CUresult (*)(void *, CUpointer_attribute, CUdeviceptr))backend_sym(
+            "cuda", "cuPointerGetAttribute");
+    if (!attribute)
+        return serve_transport(RGPU_ENOSYM);
+    if (!ptr || !device)
+        return cudaErrorInvalidValue;
+    *device = -1;
+    return attribute(device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                     (CUdeviceptr)(uintptr_t)ptr) == CUDA_SUCCESS ? cudaSuccess
+                                                                  : cudaErrorInvalidValue;
+}
+
 /* The error-text function of a library, as one signature. */
 static const char *error_text(const char *lib, int code)
 {

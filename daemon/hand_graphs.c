@@ -857,12 +857,22 @@ static int copy_side_owned(CUmemorytype type, CUdeviceptr base, size_t x, size_t
     return owned_range(start, extent);
 }
 
-/* The runtime's record: pitched pointers only (no arrays), x in bytes. */
+int graph_copy_side_owned(uint64_t base, uint64_t x, uint64_t y, uint64_t z, uint64_t pitch,
+                          uint64_t rows, uint64_t w, uint64_t h, uint64_t d)
+{
+    const struct copy_shape e = { w, h, d };
+    return copy_side_owned(CU_MEMORYTYPE_DEVICE, (CUdeviceptr)base, x, y, z, pitch, rows, &e);
+}
+
+/* The runtime's record: pitched pointers only (no arrays), x in bytes.  A
+ * setter's node (set: argument 0, 1 in an executable graph) may be a copy
+ * node with host memory (graph_host.c), which keeps it. */
 static int rt_memcpy_at(void **argv, int i, const char *what)
 {
     const struct cudaMemcpy3DParms *p = *(const struct cudaMemcpy3DParms *const *)argv[i];
-    if (!p)
-        return 0;
+    int refused = i == 4 ? 0 : graph_host_refuse_copy_node(val(argv, i - 1), 1, i == 2, what);
+    if (!p || refused)
+        return refused;
     const struct copy_shape e = { p->extent.width, p->extent.height, p->extent.depth };
     if (p->srcArray || p->dstArray ||
         !copy_side_owned(CU_MEMORYTYPE_DEVICE, (CUdeviceptr)(uintptr_t)p->srcPtr.ptr,
@@ -895,8 +905,9 @@ static int pre_rt_exec_memcpy_set(void **argv)
 static int cu_memcpy_at(void **argv, int i, const char *what)
 {
     const CUDA_MEMCPY3D *p = *(const CUDA_MEMCPY3D *const *)argv[i];
-    if (!p)
-        return 0;
+    int refused = i == 4 ? 0 : graph_host_refuse_copy_node(val(argv, i - 1), 0, i == 2, what);
+    if (!p || refused)
+        return refused;
     const struct copy_shape e = { p->WidthInBytes, p->Height, p->Depth };
     if (!copy_side_owned(p->srcMemoryType, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
                          p->srcPitch, p->srcHeight, &e) ||
@@ -925,6 +936,16 @@ static int pre_cu_exec_memcpy_set(void **argv)
 
 /* Instantiation with parameters: the upload stream inside the record is a
  * handle like any other (the generated check sees only arguments). */
+static void post_rt_instantiate_params(void **argv, int status)
+{
+    graph_host_instantiated(argv, status, 1);
+}
+
+static void post_cu_instantiate_params(void **argv, int status)
+{
+    graph_host_instantiated(argv, status, 0);
+}
+
 static int pre_rt_instantiate_params(void **argv)
 {
     const cudaGraphInstantiateParams *p = *(const cudaGraphInstantiateParams *const *)argv[2];
@@ -964,10 +985,14 @@ static const struct guard graph_guards[] = {
     { "cuda", "cuGraphExecMemsetNodeSetParams", pre_cu_exec_memset_set, NULL },
     { "cuda", "cuGraphMemcpyNodeSetParams", pre_cu_memcpy_set, NULL },
     { "cuda", "cuGraphExecMemcpyNodeSetParams", pre_cu_exec_memcpy_set, NULL },
-    { "cudart", "cudaGraphInstantiateWithParams", pre_rt_instantiate_params, NULL },
-    { "cudart", "cudaGraphInstantiateWithParams_ptsz", pre_rt_instantiate_params, NULL },
-    { "cuda", "cuGraphInstantiateWithParams", pre_cu_instantiate_params, NULL },
-    { "cuda", "cuGraphInstantiateWithParams_ptsz", pre_cu_instantiate_params, NULL },
+    { "cudart", "cudaGraphInstantiateWithParams", pre_rt_instantiate_params,
+      post_rt_instantiate_params },
+    { "cudart", "cudaGraphInstantiateWithParams_ptsz", pre_rt_instantiate_params,
+      post_rt_instantiate_params },
+    { "cuda", "cuGraphInstantiateWithParams", pre_cu_instantiate_params,
+      post_cu_instantiate_params },
+    { "cuda", "cuGraphInstantiateWithParams_ptsz", pre_cu_instantiate_params,
+      post_cu_instantiate_params },
 };
 
 const struct guard *graph_guard_for(const char *lib, const char *name)

@@ -34,15 +34,16 @@ void nvml_allow_settings(int allow)
     settings_allowed = allow;
 }
 
-void backend_init_nvml(void)
+int backend_init_nvml(void)
 {
     nvmlReturn_t (*init)(void) = (nvmlReturn_t (*)(void))backend_sym("nvml", "nvmlInit_v2");
     if (!init)
-        return;         /* no NVML on this host: its calls are refused */
+        return -1;      /* no NVML on this host: its calls are refused */
     nvmlReturn_t rc = init();
     if (rc != NVML_SUCCESS)
         rgpu_info("nvmlInit before the sandbox: %d (the client's NVML calls will see it)",
                   (int)rc);
+    return rc == NVML_SUCCESS ? 0 : -1;
 }
 
 /* ---- the client's own initialisation ------------------------------------------------ */
@@ -100,11 +101,93 @@ static const char *const setting_calls[] = {
     "nvmlDeviceSetApplicationsClocks", "nvmlDeviceResetApplicationsClocks",
 };
 
+/* ---- the served GPUs only (daemon/devices.c) ------------------------------------------
+ *
+ * NVML ignores CUDA_VISIBLE_DEVICES, so the session renumbers it itself:
+ * the served GPUs from 0 in rgpud's order, as its CUDA sees them.  Every
+ * NVML device handle a client can hold comes from these calls (or names a
+ * MIG instance of a served GPU), so a GPU outside the subset never enters
+ * the session's handle table: asked by UUID or PCI bus id it is "not
+ * found", by index past the count "invalid argument", as natively for a
+ * GPU that does not exist.  With no list (rgpud could not ask the driver
+ * at its start), NVML's own answers stand. */
+
+/* argv[i] of a generated call: the decoded value, or for an output the
+ * pointer the library writes through. */
+#define ARG(type, i) (*(type *)argv[i])
+
+static void post_count(void **argv, int status)
+{
+    unsigned *count = ARG(unsigned *, 0);
+    if (status == NVML_SUCCESS && count && devices_nvml_count() >= 0)
+        *count = (unsigned)devices_nvml_count();
+}
+
+/* nvmlDeviceGetHandleByIndex(index, device): NVML's index of the GPU
+ * served at that position. */
+static int pre_by_index(void **argv)
+{
+    int rc = pre_initialised(argv);
+    if (rc || devices_nvml_count() < 0)
+        return rc;
+    return devices_nvml_index(ARG(unsigned, 0), &ARG(unsigned, 0)) < 0
+               ? NVML_ERROR_INVALID_ARGUMENT
+               : 0;
+}
+
+/* nvmlDeviceGetHandleByUUID / ByPciBusId(name, device): asked first, and
+ * a GPU that is not served is not found. */
+static int served_by_name(void **argv, const char *fn)
+{
+    nvmlReturn_t (*find)(const char *, nvmlDevice_t *) =
+        (nvmlReturn_t (*)(const char *, nvmlDevice_t *))backend_sym("nvml", fn);
+    nvmlDevice_t h;
+    int rc = pre_initialised(argv);
+    if (rc || devices_nvml_count() < 0)
+        return rc;
+    if (!find || !ARG(const char *, 0))
+        return 0;   /* the call itself answers */
+    rc = (int)find(ARG(const char *, 0), &h);
+    if (rc == NVML_SUCCESS && devices_nvml_position(h) < 0)
+        return NVML_ERROR_NOT_FOUND;
+    return rc;
+}
+
+static int pre_by_uuid(void **argv)
+{
+    return served_by_name(argv, "nvmlDeviceGetHandleByUUID");
+}
+
+static int pre_by_pci(void **argv)
+{
+    return served_by_name(argv, "nvmlDeviceGetHandleByPciBusId_v2");
+}
+
+/* nvmlDeviceGetIndex(device, index): the position it is served at. */
+static void post_index(void **argv, int status)
+{
+    unsigned *index = ARG(unsigned *, 1);
+    int pos = devices_nvml_position(ARG(const void *, 0));
+    if (status == NVML_SUCCESS && index && pos >= 0)
+        *index = (unsigned)pos;
+}
+
 static const struct guard nvml_guards[] = {
     { "nvml", "(initialisation)", NULL, post_init },
     { "nvml", "nvmlShutdown", pre_initialised, post_shutdown },
     { "nvml", "(setting calls)", pre_setting, NULL },
     { "nvml", "(every other call)", pre_initialised, NULL },
+};
+
+static const struct guard device_guards[] = {
+    { "nvml", "nvmlDeviceGetCount", pre_initialised, post_count },
+    { "nvml", "nvmlDeviceGetCount_v2", pre_initialised, post_count },
+    { "nvml", "nvmlDeviceGetHandleByIndex", pre_by_index, NULL },
+    { "nvml", "nvmlDeviceGetHandleByIndex_v2", pre_by_index, NULL },
+    { "nvml", "nvmlDeviceGetHandleByUUID", pre_by_uuid, NULL },
+    { "nvml", "nvmlDeviceGetHandleByPciBusId", pre_by_pci, NULL },
+    { "nvml", "nvmlDeviceGetHandleByPciBusId_v2", pre_by_pci, NULL },
+    { "nvml", "nvmlDeviceGetIndex", pre_initialised, post_index },
 };
 
 const struct guard *nvml_guard_for(const char *lib, const char *name)
@@ -118,6 +201,9 @@ const struct guard *nvml_guard_for(const char *lib, const char *name)
     for (size_t i = 0; i < sizeof setting_calls / sizeof setting_calls[0]; i++)
         if (strcmp(setting_calls[i], name) == 0)
             return &nvml_guards[2];
+    for (size_t i = 0; i < sizeof device_guards / sizeof device_guards[0]; i++)
+        if (strcmp(device_guards[i].name, name) == 0)
+            return &device_guards[i];
     return &nvml_guards[3];
 }
 

@@ -15,7 +15,14 @@
  * its inline worker before the first one is enqueued).  Nothing from the
  * client is trusted: its id is a number matched against our own table; an
  * unknown or repeated acknowledgement is logged and ignored.  A session
- * whose client goes away exits, and with it any waiting driver thread. */
+ * whose client goes away exits, and with it any waiting driver thread.
+ *
+ * A graph's host node (daemon/graph_host.c) runs on the client the same
+ * way, each time its graph runs: [CALLBACK, run, status, token(, bytes)],
+ * run an id of ours (bit 63 set, so that it never meets a client's id),
+ * answered [CALLBACK_DONE, run(, bytes)]; what waits is on the driver's
+ * thread's stack.  A graph launch's marker (a host function after the
+ * graph) only tells the client that the graph has passed. */
 #include "rgpud.h"
 #include "owned_handles.h"
 #include "rgpu_hand_procs.h"
@@ -39,31 +46,93 @@ struct pending {
     int done;                   /* acknowledged */
 };
 
+/* A graph host node's run, waiting for the client (on the driver's
+ * thread's stack). */
+struct node_run {
+    uint64_t id;
+    void *recv;                 /* where the answer's bytes go, recv_len of them */
+    size_t recv_len;
+    int done;
+    struct node_run *next;
+};
+
+#define RUN_ID_BIT (1ull << 63)
+
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t acked;
     struct pending *slot[MAX_PENDING];
     int count;
-} P = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { 0 }, 0 };
+    struct node_run *runs;
+    int nruns;
+    uint64_t next_run;
+} P = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { 0 }, 0, NULL, 0, 0 };
 
 int host_functions_pending(void)
 {
-    return __atomic_load_n(&P.count, __ATOMIC_RELAXED);
+    return __atomic_load_n(&P.count, __ATOMIC_RELAXED) +
+           __atomic_load_n(&P.nruns, __ATOMIC_RELAXED);
 }
 
-/* [CALLBACK, id, status] */
-static void send_callback(uint64_t id, int status)
+/* [CALLBACK, id, status(, token(, bin))]: token 0 for a host function. */
+static void send_callback(uint64_t id, int status, uint64_t token, const void *bytes,
+                          size_t len)
 {
     msgpack_sbuffer sb;
     msgpack_packer pk;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 3);
+    msgpack_pack_array(&pk, !token ? 3 : bytes ? 5 : 4);
     msgpack_pack_int(&pk, RGPU_MSG_CALLBACK);
     msgpack_pack_uint64(&pk, id);
     msgpack_pack_int(&pk, status);
+    if (token)
+        msgpack_pack_uint64(&pk, token);
+    if (token && bytes) {
+        msgpack_pack_bin(&pk, len);
+        msgpack_pack_bin_body(&pk, bytes, len);
+    }
     session_send(&sb);
     msgpack_sbuffer_destroy(&sb);
+}
+
+void host_functions_run_node(uint64_t token, int status, const void *send, size_t send_len,
+                             void *recv, size_t recv_len)
+{
+    struct node_run r = { 0, recv, recv_len, 0, NULL };
+    pthread_mutex_lock(&P.lock);
+    r.id = RUN_ID_BIT | ++P.next_run;
+    r.next = P.runs;
+    P.runs = &r;
+    __atomic_add_fetch(&P.nruns, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&P.lock);
+    send_callback(r.id, status, token, send, send_len);
+    pthread_mutex_lock(&P.lock);
+    while (!r.done)
+        pthread_cond_wait(&P.acked, &P.lock);
+    for (struct node_run **pp = &P.runs; *pp; pp = &(*pp)->next)
+        if (*pp == &r) {
+            *pp = r.next;
+            break;
+        }
+    __atomic_sub_fetch(&P.nruns, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&P.lock);
+}
+
+/* A graph launch's marker: the client learns that the graph has passed. */
+static void CUDA_CB marker_fn(void *data)
+{
+    send_callback((uint64_t)(uintptr_t)data, 0, 0, NULL, 0);
+}
+
+int host_function_marker(int runtime, int ptsz, uint64_t stream, uint64_t id)
+{
+    typedef int (*launch_fn)(void *stream, void (*fn)(void *), void *data);
+    const char *name = runtime ? (ptsz ? "cudaLaunchHostFunc_ptsz" : "cudaLaunchHostFunc")
+                               : (ptsz ? "cuLaunchHostFunc_ptsz" : "cuLaunchHostFunc");
+    launch_fn launch = (launch_fn)backend_sym(runtime ? "cudart" : "cuda", name);
+    return launch ? launch((void *)(uintptr_t)stream, marker_fn, (void *)(uintptr_t)id)
+                  : -RGPU_ENOSYM;
 }
 
 static void release(struct pending *p)
@@ -82,7 +151,7 @@ static void release(struct pending *p)
 /* On the driver's thread, when the stream reaches the host function. */
 static void run_on_client(struct pending *p, int status)
 {
-    send_callback(p->id, status);
+    send_callback(p->id, status, 0, NULL, 0);
     pthread_mutex_lock(&P.lock);
     while (!p->done)
         pthread_cond_wait(&P.acked, &P.lock);
@@ -101,11 +170,37 @@ static void CUDA_CB stream_callback(CUstream stream, CUresult status, void *data
     run_on_client(data, (int)status);
 }
 
-void host_function_done(uint64_t id)
+/* The client's answer to a graph node's run: its bytes, when the run
+ * takes some, land where it said (the run waits until done is set, and
+ * only this thread, the session's reader, sets it). */
+static int node_run_done(uint64_t id, const void *bytes, size_t len)
+{
+    pthread_mutex_lock(&P.lock);
+    struct node_run *r = P.runs;
+    while (r && (r->id != id || r->done))
+        r = r->next;
+    pthread_mutex_unlock(&P.lock);
+    if (!r)
+        return 0;
+    if (r->recv && bytes && len == r->recv_len)
+        memcpy(r->recv, bytes, len);
+    else if (r->recv || bytes)
+        rgpu_warn("client answered a graph copy with %zu bytes where it takes %zu: the copy "
+                  "keeps the bytes it had", bytes ? len : 0, r->recv ? r->recv_len : 0);
+    pthread_mutex_lock(&P.lock);
+    r->done = 1;
+    pthread_cond_broadcast(&P.acked);
+    pthread_mutex_unlock(&P.lock);
+    return 1;
+}
+
+void host_function_done(uint64_t id, const void *bytes, size_t len)
 {
     int found = 0;
+    if (id & RUN_ID_BIT)
+        found = node_run_done(id, bytes, len);
     pthread_mutex_lock(&P.lock);
-    for (int i = 0; i < MAX_PENDING && !found; i++)
+    for (int i = 0; i < MAX_PENDING && !found && !(id & RUN_ID_BIT); i++)
         if (P.slot[i] && P.slot[i]->id == id && !P.slot[i]->done) {
             P.slot[i]->done = 1;
             found = 1;
@@ -113,6 +208,9 @@ void host_function_done(uint64_t id)
     if (found)
         pthread_cond_broadcast(&P.acked);
     pthread_mutex_unlock(&P.lock);
+    if (found && bytes && !(id & RUN_ID_BIT))
+        rgpu_debug("client answered host function %llu with bytes: ignored",
+                   (unsigned long long)id);
     if (!found) {
         /* A client's mistake or a hostile one's: said once, then in the debug log. */
         static int warned;
@@ -127,6 +225,8 @@ void host_function_done(uint64_t id)
 
 static struct pending *reserve(uint64_t id)
 {
+    if (id & RUN_ID_BIT)
+        return NULL;    /* ids of ours: a client's would meet a graph node's run */
     struct pending *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
@@ -167,8 +267,9 @@ static const struct variant {
 
 /* Whether stream (as the variant names it: 0 is the per-thread stream for
  * the _ptsz ones) is being captured.  A host function captured into a
- * graph would run each time the graph is launched, long after its record
- * here is gone: rgpu does not serve that (yet). */
+ * graph runs each time the graph is launched, long after a record here
+ * would be gone: it becomes a graph host node naming the client's token
+ * (graph_host.c). */
 static int capturing(uint64_t stream, int ptsz)
 {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -179,30 +280,44 @@ static int capturing(uint64_t stream, int ptsz)
            status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-/* [variant, stream, id, flags] -> [] */
+/* A host function on a capturing stream: a host node of the capture,
+ * naming the client's token, or refused when the client sent none. */
+static int captured(struct hand_call *c, const struct variant *var, const uint64_t *v,
+                    int runtime)
+{
+    uint64_t token = 0;
+    if (c->args->via.array.size == 5 && arg_u64(c, 4, &token) == 0 && token)
+        return graph_host_capture_function(var->lib, var->name, var->is_callback, v[1], token,
+                                           (unsigned)v[3]);
+    static int logged;
+    if (!logged++)
+        rgpu_warn("%s on a capturing stream refused: the client named no token for it",
+                  var->name);
+    /* cudaErrorStreamCaptureUnsupported, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+    return runtime ? cudaErrorStreamCaptureUnsupported : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+/* [variant, stream, id, flags(, token)] -> [captured] */
 static int h_host_func(struct hand_call *c)
 {
     uint64_t v[4];
-    PROTO_IF(args_count(c, 4) || arg_u64s(c, 4, v));
+    PROTO_IF((args_count(c, 4) && args_count(c, 5)) || arg_u64s(c, 4, v));
     PROTO_IF(v[0] >= sizeof variants / sizeof variants[0] || v[3] > UINT32_MAX);
     const struct variant *var = &variants[v[0]];
     int runtime = strcmp(var->lib, "cudart") == 0;
-    msgpack_pack_array(c->out, 0);
-    if (!handles_valid(H_STREAM, v[1])) {
-        rgpu_warn("refused a host function on a stream the session never handed out");
-        return runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
-    }
     void *fn = backend_sym(var->lib, var->name);
     if (!fn)
         return -RGPU_ENOSYM;
-    if (capturing(v[1], (v[0] & 1) != 0)) {
-        static int logged;
-        if (!logged++)
-            rgpu_warn("%s on a capturing stream refused: rgpu does not serve host functions "
-                      "in graphs", var->name);
-        /* cudaErrorStreamCaptureUnsupported, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
-        return runtime ? cudaErrorStreamCaptureUnsupported : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    msgpack_pack_array(c->out, 1);
+    if (!handles_valid(H_STREAM, v[1])) {
+        msgpack_pack_uint32(c->out, 0);
+        rgpu_warn("refused a host function on a stream the session never handed out");
+        return runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
     }
+    int in_capture = capturing(v[1], (v[0] & 1) != 0);
+    msgpack_pack_uint32(c->out, in_capture ? 1 : 0);
+    if (in_capture)
+        return captured(c, var, v, runtime);
     struct pending *p = reserve(v[2]);
     if (!p) {
         rgpu_warn("host function %llu refused: %d are waiting already, or its id is in use",

@@ -90,6 +90,10 @@ static void usage(FILE *f)
             "      --sandbox-audit      sandbox on, but a forbidden system call fails with\n"
             "                           EPERM and is logged instead of killing the session\n"
             "                           (to find what a driver needs)\n"
+            "  -d, --devices LIST       serve only these GPUs, renumbered from 0 in this\n"
+            "                           order: indices or UUIDs (GPU-..., or enough of one\n"
+            "                           to name it), comma-separated, as CUDA_VISIBLE_DEVICES\n"
+            "                           takes them (env RGPUD_DEVICES; default: all)\n"
             "      --nvml-settings      let clients change GPU settings through NVML (power\n"
             "                           limits, clocks, persistence and compute modes);\n"
             "                           refused by default\n"
@@ -303,6 +307,7 @@ int main(int argc, char **argv)
         { "no-sandbox", no_argument, NULL, 'S' },
         { "sandbox-audit", no_argument, NULL, 'A' },
         { "nvml-settings", no_argument, NULL, 'P' },
+        { "devices", required_argument, NULL, 'd' },
         { NULL, 0, NULL, 0 },
     };
     struct rgpud_options opt = { .listen = RGPU_DEFAULT_SERVER, .key_dir = RGPUD_KEY_DIR,
@@ -316,7 +321,7 @@ int main(int argc, char **argv)
     int verbose = 0, c;
 
     rgpu_log_init("rgpud", getenv("RGPU_LOG"));
-    while ((c = getopt_long(argc, argv, "l:g:k:L:m:s:fvh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "l:g:k:L:m:s:d:fvh", longopts, NULL)) != -1) {
         switch (c) {
         case 'l': opt.listen = optarg; break;
         case 'g': opt.group = optarg; break;
@@ -346,6 +351,7 @@ int main(int argc, char **argv)
         case 'S': opt.no_sandbox = 1; break;
         case 'A': opt.sandbox_audit = 1; break;
         case 'P': opt.nvml_settings = 1; break;
+        case 'd': opt.devices = optarg; break;
         default: usage(stderr); return 2;
         }
     }
@@ -363,6 +369,14 @@ int main(int argc, char **argv)
         rgpu_log_set_level(verbose > 1 ? RGPU_LOG_DEBUG : RGPU_LOG_INFO);
     if (new_key)
         return auth_new_client_key(opt.key_dir, new_key) < 0 ? 1 : 0;
+    /* The configuration file's RGPUD_DEVICES= may be left empty: all. */
+    const char *devices_name = "--devices";
+    if (!opt.devices && getenv("RGPUD_DEVICES") && *getenv("RGPUD_DEVICES")) {
+        opt.devices = getenv("RGPUD_DEVICES");
+        devices_name = "RGPUD_DEVICES";
+    }
+    if (devices_start(opt.devices, devices_name, opt.lib_dir) < 0)
+        return 1;
 
     sigset_t handled;
     sigemptyset(&handled);

@@ -36,6 +36,7 @@ struct rgpud_options {
     int nvml_settings;          /* --nvml-settings: NVML's setting calls reach the GPU */
     uint64_t session_memory;    /* RLIMIT_DATA of a session; 0: the default */
     uint64_t staging_limit;     /* module images in pieces (image_stage.c); 0: default */
+    const char *devices;        /* --devices / RGPUD_DEVICES; NULL: every GPU */
 };
 
 /* ---- auth.c: who may connect ------------------------------------------------ */
@@ -58,19 +59,22 @@ struct client_libs {
 /* In the session, before any CUDA library is loaded: read the hello and
  * let the client in (peer credentials, or the key challenge on TCP), or
  * answer it with a refusing welcome and end the session.  w gets the
- * message and server proof for the welcome, client the libraries the
- * hello named. */
+ * message and server proof for the welcome, visible the client's
+ * CUDA_VISIBLE_DEVICES, client the libraries the hello named. */
 void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w,
-                  struct client_libs *client);
-/* Answer the hello with a welcome refusing the session (status, and the
- * message a user reads), and end the session. */
-void auth_refuse(int fd, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
+                  struct rgpu_visible *visible, struct client_libs *client);
 /* Send the welcome auth_session prepared (the caller has filled in the
  * CUDA versions), then forget its proof. */
 void auth_welcome(int fd, struct rgpu_welcome *w);
+/* Or refuse the client after all, with status and why in the welcome, and
+ * end the session. */
+void auth_welcome_refusal(int fd, struct rgpu_welcome *w, int status, const char *why)
+    __attribute__((noreturn));
 
 /* ---- backend.c: the real (or fake) CUDA libraries, loaded per session ---- */
+
+/* dlopen dir/soname, or soname by the loader's search where dir is NULL. */
+void *backend_dlopen(const char *dir, const char *soname);
 
 /* Load every library we serve; missing ones are logged and their calls
  * answered RGPU_ENOSYM.  A client whose hello names CUDA 12 libraries gets
@@ -103,9 +107,35 @@ struct rgpu_welcome;
 void backend_lib_versions(struct rgpu_welcome *w);
 /* cuInit, before the session is sandboxed (backend.c says why). */
 void backend_init_driver(void);
-/* nvmlInit, before the sandbox too, where the host has NVML (hand_nvml.c). */
-void backend_init_nvml(void);
+/* nvmlInit, before the sandbox too, where the host has NVML (hand_nvml.c):
+ * 0 when NVML is up. */
+int backend_init_nvml(void);
 int backend_driver_version(void);
+
+/* ---- devices.c: the GPUs rgpud serves ---------------------------------------- */
+
+/* At start, before listening: list the host's GPUs (in a child process)
+ * and pick those spec names (NULL or "all": every GPU); name is the
+ * setting's, for messages (--devices, RGPUD_DEVICES).  -1 after logging
+ * why rgpud must not start. */
+int devices_start(const char *spec, const char *name, const char *lib_dir);
+/* In a session, before CUDA is loaded: its driver's CUDA_VISIBLE_DEVICES,
+ * the served GPUs narrowed by the client's own variable. */
+void devices_session_select(const struct rgpu_visible *client);
+/* After cuInit: 0 when the driver sees exactly the GPUs chosen, else -1
+ * with why (for the welcome). */
+int devices_session_check(char *why, size_t len);
+/* How many GPUs the session's CUDA sees (-1: it cannot say), for the
+ * welcome. */
+int devices_session_count(void);
+/* After nvmlInit: NVML's handles of the served GPUs. */
+void devices_nvml_map(void);
+/* The NVML view (hand_nvml.c): how many served GPUs NVML shows (-1: no
+ * list, NVML's own answers stand), NVML's index of the one at a position,
+ * and the position of a handle (-1: not a served GPU). */
+int devices_nvml_count(void);
+int devices_nvml_index(unsigned position, unsigned *index);
+int devices_nvml_position(const void *handle);
 
 /* ---- session.c -------------------------------------------------------------- */
 
@@ -291,9 +321,47 @@ extern const struct hand_proc hand_nvml_procs[];      /* hand_nvml.c */
 extern const int hand_nvml_nprocs;
 
 /* Host functions (host_functions.c): how many wait for the client, and the
- * client's acknowledgement of one, read by the session's reader. */
+ * client's acknowledgement of one (with the bytes it carried, or NULL),
+ * read by the session's reader. */
 int host_functions_pending(void);
-void host_function_done(uint64_t id);
+void host_function_done(uint64_t id, const void *bytes, size_t len);
+/* A graph host node's run on the client, on the driver's thread: sends
+ * [CALLBACK, run, status, token(, send)] and waits for the answer, whose
+ * bytes land in recv when they are exactly recv_len (else recv keeps what
+ * it had).  A session whose client goes away exits meanwhile. */
+void host_functions_run_node(uint64_t token, int status, const void *send, size_t send_len,
+                             void *recv, size_t recv_len);
+/* After a graph launch: a host function on stream that sends [CALLBACK,
+ * id, 0] once the stream reaches it (runtime or driver, the _ptsz form or
+ * not).  The library's status. */
+int host_function_marker(int runtime, int ptsz, uint64_t stream, uint64_t id);
+
+/* Graph host nodes and host copies (graph_host.c). */
+extern const struct hand_proc hand_graph_host_procs[];
+extern const int hand_graph_host_nprocs;
+const struct guard *graph_host_guard_for(const char *lib, const char *name);
+/* A host function (lib's name, a stream callback or not) on a capturing
+ * stream, captured as a host node naming the client's token.  The
+ * library's status. */
+int graph_host_capture_function(const char *lib, const char *name, int is_callback,
+                                uint64_t stream, uint64_t token, unsigned flags);
+/* Whether a session procedure may make graph host nodes run: from the first
+ * such request on, the session's reader must stay free (session.c). */
+int graph_host_proc(uint32_t proc_id);
+/* After a successful instantiation (argv: the generated call's, the
+ * executable graph's out pointer first, the graph second): whether it
+ * holds host nodes, whose launches the client then waits for. */
+void graph_host_instantiated(void **argv, int status, int runtime);
+/* Whether node is a copy node of ours (a child graph node standing for a
+ * copy to or from host memory); the status that refuses new device-only
+ * parameters for one (exec: in an executable graph), else 0. */
+int graph_host_is_copy_node(uint64_t node, int runtime);
+int graph_host_refuse_copy_node(uint64_t node, int runtime, int exec, const char *what);
+/* hand_graphs.c: whether the device side of a copy (base, start x in bytes,
+ * y, z, pitch and rows per plane, 0 for the extent's) is the session's
+ * memory over the whole w x h x d extent. */
+int graph_copy_side_owned(uint64_t base, uint64_t x, uint64_t y, uint64_t z, uint64_t pitch,
+                          uint64_t rows, uint64_t w, uint64_t h, uint64_t d);
 
 /* Argument helpers for handlers: -1 when the argument is missing or of the
  * wrong type (the handler then answers -RGPU_EPROTO). */

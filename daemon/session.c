@@ -160,14 +160,14 @@ static const struct hand_proc *const hand_tables[] = {
     hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs,
     hand_liblog_procs, hand_cublasLt_procs, hand_auth_procs, hand_session_procs,
     hand_cuda_export_procs, hand_module_procs, hand_host_function_procs, hand_graph_procs,
-    hand_nvml_procs, hand_graph_conditional_procs,
+    hand_graph_host_procs, hand_nvml_procs, hand_graph_conditional_procs,
 };
 #define NHAND (sizeof hand_tables / sizeof hand_tables[0])
 static const int *const hand_counts[NHAND] = {
     &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs,
     &hand_liblog_nprocs, &hand_cublasLt_nprocs, &hand_auth_nprocs, &hand_session_nprocs,
     &hand_cuda_export_nprocs, &hand_module_nprocs, &hand_host_function_nprocs,
-    &hand_graph_nprocs, &hand_nvml_nprocs,
+    &hand_graph_nprocs, &hand_graph_host_nprocs, &hand_nvml_nprocs,
     &hand_graph_conditional_nprocs,
 };
 static uint32_t *hand_ids[NHAND];
@@ -697,7 +697,7 @@ static int is_host_function(const struct request *rq)
     static uint32_t id;
     if (!id)
         id = rgpu_proc_id("rgpu", RGPU_H_HOST_FUNC);
-    return rq->proc_id == id;
+    return rq->proc_id == id || graph_host_proc(rq->proc_id);
 }
 
 /* ---- the session's own procedures ---------------------------------------------- */
@@ -788,17 +788,26 @@ static size_t streamed_head(size_t len, long deadline)
     return hp && hand_streamed(hp) ? head : 0;
 }
 
-/* [CALLBACK_DONE, id]: the client ran a host function (daemon/host_functions.c).
- * Handled here and now, never queued behind requests that may wait for it. */
+/* [CALLBACK_DONE, id(, bin)]: the client ran a host function, or a graph's
+ * host node with the bytes a copy to the device takes
+ * (daemon/host_functions.c).  Handled here and now, never queued behind
+ * requests that may wait for it. */
 static int acknowledgement(const msgpack_object *root)
 {
     uint64_t msg, id;
-    if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size != 2 ||
-        rgpu_obj_u64(&root->via.array.ptr[0], &msg) < 0 || msg != RGPU_MSG_CALLBACK_DONE)
+    const msgpack_object *o = root->via.array.ptr;
+    if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size < 2 ||
+        root->via.array.size > 3 || rgpu_obj_u64(&o[0], &msg) < 0 ||
+        msg != RGPU_MSG_CALLBACK_DONE)
         return 0;
-    if (rgpu_obj_u64(&root->via.array.ptr[1], &id) < 0)
+    if (rgpu_obj_u64(&o[1], &id) < 0)
         protocol_error(0, RGPU_EPROTO, "host function acknowledgement without an id");
-    host_function_done(id);
+    if (root->via.array.size == 3 && o[2].type != MSGPACK_OBJECT_BIN)
+        protocol_error(0, RGPU_EPROTO, "host function acknowledgement with bytes of no bin");
+    if (root->via.array.size == 3)
+        host_function_done(id, o[2].via.bin.ptr, o[2].via.bin.size);
+    else
+        host_function_done(id, NULL, 0);
     return 1;
 }
 
@@ -982,11 +991,29 @@ static void start_keepalive(void)
     pthread_detach(t);
 }
 
+/* The client's GPUs, before its CUDA loads and after (daemon/devices.c):
+ * a GPU gone since rgpud started is the client's refusal, not a crash. */
+static void choose_devices(int fd, struct rgpu_welcome *w, const struct rgpu_visible *visible,
+                           const struct rgpud_options *opt, const struct client_libs *client)
+{
+    char why[sizeof w->message];
+    devices_session_select(visible);
+    int opened = backend_open(opt->lib_dir, opt->cuda12_dirs, client, why, sizeof why);
+    if (opened == -2)           /* CUDA 12 libraries the configuration requires */
+        auth_welcome_refusal(fd, w, RGPU_EVERSION, why);
+    if (opened < 0)
+        rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
+                   opt->lib_dir ? " from " : "", opt->lib_dir ? opt->lib_dir : "");
+    backend_init_driver();
+    if (devices_session_check(why, sizeof why) < 0)
+        auth_welcome_refusal(fd, w, RGPU_ENODEV, why);
+}
+
 void session_run(int fd, const struct rgpud_options *opt)
 {
+    static struct rgpu_visible visible;     /* 4 KiB: not on the stack */
     struct rgpu_welcome w;
     struct client_libs client;
-    char why[512];
     S.fd = fd;
     S.spin_ns = opt->spin_ns;
     S.frame_timeout_ms = opt->frame_timeout_s * 1000;
@@ -995,22 +1022,18 @@ void session_run(int fd, const struct rgpud_options *opt)
     session_socket(fd, opt);
     /* Who the client is, first: one not let in never makes us load CUDA. */
     hello_deadline(opt->hello_timeout_s);
-    auth_session(fd, opt, &w, &client);
+    auth_session(fd, opt, &w, &visible, &client);
     alarm(0);
     output_capture();           /* before a library can print */
     init_tables();
-    int opened = backend_open(opt->lib_dir, opt->cuda12_dirs, &client, why, sizeof why);
-    if (opened == -2)
-        auth_refuse(fd, RGPU_EVERSION, "%s", why);
-    if (opened < 0)
-        rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
-                   opt->lib_dir ? " from " : "", opt->lib_dir ? opt->lib_dir : "");
-    backend_init_driver();
+    choose_devices(fd, &w, &visible, opt, &client);
     nvml_allow_settings(opt->nvml_settings);
-    backend_init_nvml();
+    if (backend_init_nvml() == 0)
+        devices_nvml_map();
     sandbox_session(opt);       /* before anything else the client sends is read */
     w.runtime_version = backend_runtime_version();
     w.driver_version = backend_driver_version();
+    w.cuda_devices = devices_session_count();
     backend_lib_versions(&w);
     auth_welcome(fd, &w);
     output_start();             /* output frames only after the welcome */

@@ -9,6 +9,7 @@ struct range {
     uint64_t base;
     size_t size;
     int kind;
+    int device;                 /* -1: not known yet */
 };
 
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -31,6 +32,11 @@ static size_t lower_bound(uint64_t p)
 
 RGPU_EXPORT void rgpu_ranges_add(uint64_t base, size_t size, int kind)
 {
+    rgpu_ranges_add_on(base, size, kind, -1);
+}
+
+RGPU_EXPORT void rgpu_ranges_add_on(uint64_t base, size_t size, int kind, int device)
+{
     pthread_rwlock_wrlock(&lock);
     if (count == cap) {
         size_t ncap = cap ? cap * 2 : 256;
@@ -47,6 +53,7 @@ RGPU_EXPORT void rgpu_ranges_add(uint64_t base, size_t size, int kind)
     ranges[i].base = base;
     ranges[i].size = size ? size : 1;
     ranges[i].kind = kind;
+    ranges[i].device = device;
     count++;
     if (kind == RGPU_RANGE_PINNED)
         __atomic_add_fetch(&pinned, 1, __ATOMIC_RELAXED);
@@ -80,6 +87,26 @@ RGPU_EXPORT int rgpu_ranges_find(uint64_t p, uint64_t *base, size_t *size)
     }
     pthread_rwlock_unlock(&lock);
     return found;
+}
+
+RGPU_EXPORT int rgpu_ranges_device(uint64_t p)
+{
+    int device = -1;
+    pthread_rwlock_rdlock(&lock);
+    size_t i = lower_bound(p);
+    if (i > 0 && p - ranges[i - 1].base < ranges[i - 1].size)
+        device = ranges[i - 1].device;
+    pthread_rwlock_unlock(&lock);
+    return device;
+}
+
+RGPU_EXPORT void rgpu_ranges_set_device(uint64_t base, int device)
+{
+    pthread_rwlock_wrlock(&lock);
+    size_t i = lower_bound(base);
+    if (i > 0 && ranges[i - 1].base == base)
+        ranges[i - 1].device = device;
+    pthread_rwlock_unlock(&lock);
 }
 
 RGPU_EXPORT int rgpu_ranges_any_pinned(void)

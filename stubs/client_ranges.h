@@ -16,10 +16,16 @@ enum rgpu_range_kind {
 };
 
 void rgpu_ranges_add(uint64_t base, size_t size, int kind);
+/* The same, with the device the memory is on (-1: not known yet). */
+void rgpu_ranges_add_on(uint64_t base, size_t size, int kind, int device);
 void rgpu_ranges_remove(uint64_t base);
 /* The kind of the recorded range holding p (0: none); base and size
  * describe it where not NULL. */
 int rgpu_ranges_find(uint64_t p, uint64_t *base, size_t *size);
+/* The device recorded for the range holding p (-1: none, or not known),
+ * and a device learnt later for the range at base. */
+int rgpu_ranges_device(uint64_t p);
+void rgpu_ranges_set_device(uint64_t base, int device);
 /* Whether any range of kind RGPU_RANGE_PINNED is recorded (one relaxed load). */
 int rgpu_ranges_any_pinned(void);
 

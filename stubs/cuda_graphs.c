@@ -1,7 +1,8 @@
 /* CUDA graphs built node by node through the driver: kernel nodes, whose
  * arguments travel packed by the function's layout (or as the caller's
  * own `extra` buffer), as cuLaunchKernel's do, and come back packed when
- * queried; memcpy nodes between device buffers; node and edge lists;
+ * queried; node and edge lists (memcpy and host nodes:
+ * stubs/cuda_graph_host.c);
  * memory-allocation nodes; the dot description, written here; and stream
  * capture, counted on the client as the runtime's is (a statically linked
  * runtime builds and captures its graphs through these).  Server side:
@@ -46,15 +47,9 @@ static void pack_node(struct rgpu_req *req, const struct node_op *o, const void 
                       size_t len)
 {
     const CUDA_KERNEL_NODE_PARAMS *p = o->p;
-    msgpack_pack_array(&req->pk, 14);
-    msgpack_pack_uint32(&req->pk, o->op);
-    msgpack_pack_uint64(&req->pk, o->owner);
-    msgpack_pack_uint64(&req->pk, o->node);
-    msgpack_pack_bin(&req->pk, o->ndeps * sizeof(uint64_t));
-    for (size_t i = 0; i < o->ndeps; i++) {
-        uint64_t h = (uint64_t)(uintptr_t)o->deps[i];
-        msgpack_pack_bin_body(&req->pk, &h, sizeof h);
-    }
+    struct rgpu_graph_node_req r = { o->op, o->owner, o->node, (void *const *)o->deps,
+                                     o->ndeps };
+    rgpu_graph_pack_node_req(req, &r, 14);
     msgpack_pack_uint64(&req->pk, (uint64_t)(uintptr_t)node_function(p));
     msgpack_pack_uint32(&req->pk, p->gridDimX);
     msgpack_pack_uint32(&req->pk, p->gridDimY);
@@ -129,69 +124,7 @@ RGPU_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
     return node_call(&o, NULL);
 }
 
-/* ---- memcpy nodes and node lists ------------------------------------------------------ */
-
-static int device_side(CUmemorytype type, CUdeviceptr p)
-{
-    return (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) &&
-           rgpu_ranges_find((uint64_t)p, NULL, NULL) == RGPU_RANGE_DEVICE;
-}
-
-/* A copy between device buffers runs on the server as the graph runs (the
- * server checks every byte of both extents).  Host memory would be read or
- * written when the graph is launched, in the client's memory; CUDA arrays
- * are not remoted: both refused. */
-static int copy_served(const CUDA_MEMCPY3D *p)
-{
-    return device_side(p->srcMemoryType, p->srcDevice) &&
-           device_side(p->dstMemoryType, p->dstDevice);
-}
-
-static CUresult refuse_host_copy(const char *what)
-{
-    static int logged;
-    return (CUresult)rgpu_refused(LIB, what,
-                                  "a graph's copy to or from host memory runs when the graph "
-                                  "is launched, in the client's memory, and CUDA arrays are "
-                                  "not remoted yet (copies between device buffers are served)",
-                                  &logged);
-}
-
-RGPU_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-                                          const CUgraphNode *dependencies,
-                                          size_t numDependencies,
-                                          const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
-{
-    if (!copyParams)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!copy_served(copyParams))
-        return refuse_host_copy("cuGraphAddMemcpyNode with host memory or arrays");
-    const void *argv[] = { &phGraphNode, &hGraph, &dependencies, &numDependencies,
-                           &copyParams, &ctx };
-    return (CUresult)rgpu_call(LIB, RGPU_CUDA_cuGraphAddMemcpyNode, argv);
-}
-
-RGPU_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams)
-{
-    if (!nodeParams)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!copy_served(nodeParams))
-        return refuse_host_copy("cuGraphMemcpyNodeSetParams with host memory or arrays");
-    const void *argv[] = { &hNode, &nodeParams };
-    return (CUresult)rgpu_call(LIB, RGPU_CUDA_cuGraphMemcpyNodeSetParams, argv);
-}
-
-RGPU_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
-                                                    const CUDA_MEMCPY3D *copyParams,
-                                                    CUcontext ctx)
-{
-    if (!copyParams)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!copy_served(copyParams))
-        return refuse_host_copy("cuGraphExecMemcpyNodeSetParams with host memory or arrays");
-    const void *argv[] = { &hGraphExec, &hNode, &copyParams, &ctx };
-    return (CUresult)rgpu_call(LIB, RGPU_CUDA_cuGraphExecMemcpyNodeSetParams, argv);
-}
+/* ---- node lists ------------------------------------------------------------------------ */
 
 /* A graph's nodes (which 0) or roots (1), as the runtime's
  * (stubs/cudart_graphs.c): with nodes NULL, the count; else the caller's

@@ -273,11 +273,23 @@ RGPU_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost,
     return htod(dstDevice, srcHost, ByteCount, NULL);
 }
 
+/* Into a capture, a copy with host memory is a node that moves the bytes
+ * each time the graph runs (rgpu_graph_host.c); *done when it was. */
+static CUresult captured(int dir, uint64_t host, uint64_t dev, size_t count, CUstream stream,
+                         int *done)
+{
+    return (CUresult)rgpu_capture_copy_1d(LIB, "cuMemcpyAsync", (uint64_t)(uintptr_t)stream,
+                                          dir, host, dev, count, done);
+}
+
 #undef cuMemcpyHtoDAsync
 RGPU_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
                                           size_t ByteCount, CUstream hStream)
 {
-    return htod(dstDevice, srcHost, ByteCount, hStream);
+    int done = 0;
+    CUresult rc = captured(RGPU_COPY_TO_DEVICE, (uint64_t)(uintptr_t)srcHost, dstDevice,
+                           ByteCount, hStream, &done);
+    return rc != CUDA_SUCCESS || done ? rc : htod(dstDevice, srcHost, ByteCount, hStream);
 }
 
 #undef cuMemcpyDtoH
@@ -290,7 +302,10 @@ RGPU_EXPORT CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_
 RGPU_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
                                           CUstream hStream)
 {
-    return dtoh(dstHost, srcDevice, ByteCount, hStream);
+    int done = 0;
+    CUresult rc = captured(RGPU_COPY_TO_HOST, (uint64_t)(uintptr_t)dstHost, srcDevice,
+                           ByteCount, hStream, &done);
+    return rc != CUDA_SUCCESS || done ? rc : dtoh(dstHost, srcDevice, ByteCount, hStream);
 }
 
 /* ---- unified copies and virtual memory ---------------------------------------- */
@@ -332,6 +347,10 @@ static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t count, CUs
     if (d && s)
         return async ? cuMemcpyDtoDAsync_v2(dst, src, count, stream)
                      : cuMemcpyDtoD_v2(dst, src, count);
+    if (d && async)
+        return cuMemcpyHtoDAsync_v2(dst, (const void *)(uintptr_t)src, count, stream);
+    if (s && async)
+        return cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dst, src, count, stream);
     if (d)
         return htod(dst, (const void *)(uintptr_t)src, count, stream);
     if (s)

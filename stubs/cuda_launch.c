@@ -137,15 +137,18 @@ struct launch {
 };
 
 /* A launch goes without waiting only when the driver's checks can be made
- * here: a function and a stream this process was handed (else the
- * server's answer, the driver's own error, comes back at once), and
+ * here: a function and a stream this process was handed, the stream of
+ * the current device (else the server's answer, the driver's own error,
+ * comes back at once), and
  * attributes whose every check the client can make
  * (rgpu_launch_attrs_checked: events it created for them, values in
  * range; a cooperative grid or a cluster depends on the kernel and waits). */
 static int launch_must_wait(const struct launch *L)
 {
     uint64_t h = (uint64_t)(uintptr_t)L->f;
-    return !rgpu_may_skip_reply() || !rgpu_stream_known((uint64_t)(uintptr_t)L->stream) ||
+    uint64_t stream = (uint64_t)(uintptr_t)L->stream;
+    return !rgpu_may_skip_reply() || !rgpu_stream_known(stream) ||
+           !rgpu_stream_fits_current(stream) ||
            !(rgpu_handle_known(rgpu_handle_class("CUfunc_st"), h) ||
              rgpu_handle_known(rgpu_handle_class("CUkern_st"), h)) ||
            !rgpu_launch_attrs_checked(L->attrs, L->nattrs, rgpu_event_untimed);

@@ -2,8 +2,8 @@
  * cannot describe.  Kernel nodes carry their arguments packed by the
  * kernel's layout, as launches do (one procedure adds a node, sets a
  * node's parameters, or sets them in an executable graph), and come back
- * packed when queried; memcpy nodes are served between device buffers
- * only; node and edge lists come back as handles; memory-allocation nodes
+ * packed when queried; node and edge lists come back as handles (memcpy
+ * and host nodes: stubs/cudart_graph_host.c); memory-allocation nodes
  * travel as the parts of their record; the dot description is written
  * here; a capture into an existing graph is counted as captures are.
  * Server side: daemon/hand_graphs.c; the rest of the graph calls are
@@ -49,15 +49,9 @@ static void pack_node(struct rgpu_req *req, const struct node_op *o, uint64_t ke
                       const void *params, size_t len)
 {
     const struct cudaKernelNodeParams *p = o->p;
-    msgpack_pack_array(&req->pk, 13);
-    msgpack_pack_uint32(&req->pk, o->op);
-    msgpack_pack_uint64(&req->pk, o->owner);
-    msgpack_pack_uint64(&req->pk, o->node);
-    msgpack_pack_bin(&req->pk, o->ndeps * sizeof(uint64_t));
-    for (size_t i = 0; i < o->ndeps; i++) {
-        uint64_t h = (uint64_t)(uintptr_t)o->deps[i];
-        msgpack_pack_bin_body(&req->pk, &h, sizeof h);
-    }
+    struct rgpu_graph_node_req r = { o->op, o->owner, o->node, (void *const *)o->deps,
+                                     o->ndeps };
+    rgpu_graph_pack_node_req(req, &r, 13);
     msgpack_pack_uint64(&req->pk, kernel);
     msgpack_pack_uint32(&req->pk, p->gridDim.x);
     msgpack_pack_uint32(&req->pk, p->gridDim.y);
@@ -132,116 +126,6 @@ RGPU_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(
                          (uint64_t)(uintptr_t)hGraphExec, (uint64_t)(uintptr_t)node, NULL, 0,
                          pNodeParams };
     return node_call(&o, NULL);
-}
-
-/* ---- memcpy nodes ------------------------------------------------------------------ */
-
-static int device_range(const void *p, size_t count)
-{
-    uint64_t base;
-    size_t size;
-    uint64_t a = (uint64_t)(uintptr_t)p;
-    return rgpu_ranges_find(a, &base, &size) == RGPU_RANGE_DEVICE && a - base <= size &&
-           count <= size - (a - base);
-}
-
-/* A copy between device buffers runs on the server as the graph runs.  A
- * host buffer would be read or written when the graph is launched, long
- * after this call, in the client's memory: not served. */
-static int copy_served(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-    return (kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyDefault) &&
-           device_range(dst, count) && device_range(src, count);
-}
-
-static int refuse_host_copy(const char *what)
-{
-    static int logged;
-    return rgpu_refused(LIB, what,
-                        "a graph's copy to or from host memory runs when the graph is "
-                        "launched, in the client's memory, and CUDA arrays are not remoted "
-                        "yet (copies between device buffers are served)", &logged);
-}
-
-#undef cudaGraphMemcpyNodeSetParams1D
-RGPU_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void *dst,
-                                                       const void *src, size_t count,
-                                                       enum cudaMemcpyKind kind)
-{
-    if (!copy_served(dst, src, count, kind))
-        return refuse_host_copy("cudaGraphMemcpyNodeSetParams1D with host memory");
-    const void *argv[] = { &node, &dst, &src, &count, &kind };
-    return rgpu_call(LIB, RGPU_CUDART_cudaGraphMemcpyNodeSetParams1D, argv);
-}
-
-#undef cudaGraphExecMemcpyNodeSetParams1D
-RGPU_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t hGraphExec,
-                                                           cudaGraphNode_t node, void *dst,
-                                                           const void *src, size_t count,
-                                                           enum cudaMemcpyKind kind)
-{
-    if (!copy_served(dst, src, count, kind))
-        return refuse_host_copy("cudaGraphExecMemcpyNodeSetParams1D with host memory");
-    const void *argv[] = { &hGraphExec, &node, &dst, &src, &count, &kind };
-    return rgpu_call(LIB, RGPU_CUDART_cudaGraphExecMemcpyNodeSetParams1D, argv);
-}
-
-/* A 3D copy between pitched device buffers (no CUDA arrays, which are not
- * remoted): both sides device memory this process was handed. */
-static int copy3d_served(const struct cudaMemcpy3DParms *p)
-{
-    return !p->srcArray && !p->dstArray &&
-           (p->kind == cudaMemcpyDeviceToDevice || p->kind == cudaMemcpyDefault) &&
-           device_range(p->srcPtr.ptr, 0) && device_range(p->dstPtr.ptr, 0);
-}
-
-RGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
-                                               const cudaGraphNode_t *pDependencies,
-                                               size_t numDependencies,
-                                               const struct cudaMemcpy3DParms *pCopyParams)
-{
-    if (!pCopyParams)
-        return RESULT(cudaErrorInvalidValue);
-    if (!copy3d_served(pCopyParams))
-        return refuse_host_copy("cudaGraphAddMemcpyNode with host memory or arrays");
-    const void *argv[] = { &pGraphNode, &graph, &pDependencies, &numDependencies, &pCopyParams };
-    return rgpu_call(LIB, RGPU_CUDART_cudaGraphAddMemcpyNode, argv);
-}
-
-RGPU_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node,
-                                                     const struct cudaMemcpy3DParms *pNodeParams)
-{
-    if (!pNodeParams)
-        return RESULT(cudaErrorInvalidValue);
-    if (!copy3d_served(pNodeParams))
-        return refuse_host_copy("cudaGraphMemcpyNodeSetParams with host memory or arrays");
-    const void *argv[] = { &node, &pNodeParams };
-    return rgpu_call(LIB, RGPU_CUDART_cudaGraphMemcpyNodeSetParams, argv);
-}
-
-RGPU_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams(
-    cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams)
-{
-    if (!pNodeParams)
-        return RESULT(cudaErrorInvalidValue);
-    if (!copy3d_served(pNodeParams))
-        return refuse_host_copy("cudaGraphExecMemcpyNodeSetParams with host memory or arrays");
-    const void *argv[] = { &hGraphExec, &node, &pNodeParams };
-    return rgpu_call(LIB, RGPU_CUDART_cudaGraphExecMemcpyNodeSetParams, argv);
-}
-
-#undef cudaGraphAddMemcpyNode1D
-RGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
-                                                 const cudaGraphNode_t *pDependencies,
-                                                 size_t numDependencies, void *dst,
-                                                 const void *src, size_t count,
-                                                 enum cudaMemcpyKind kind)
-{
-    if (!copy_served(dst, src, count, kind))
-        return refuse_host_copy("cudaGraphAddMemcpyNode1D with host memory");
-    const void *argv[] = { &pGraphNode, &graph, &pDependencies, &numDependencies, &dst, &src,
-                           &count, &kind };
-    return rgpu_call(LIB, RGPU_CUDART_cudaGraphAddMemcpyNode1D, argv);
 }
 
 /* ---- the dot description ------------------------------------------------------------ */

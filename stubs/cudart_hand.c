@@ -448,12 +448,15 @@ static cudaError_t refuse_attribute(const struct launch *L, unsigned id)
 }
 
 /* A launch only enqueues work: it does not wait for the server, unless
- * its stream is one this process does not hold or an attribute needs the
- * runtime's checks (the error must come now; rgpu_launch_attrs_checked),
- * or RGPU_SYNC=blocking. */
+ * its stream is one this process does not hold, or may be of another
+ * device than the current one, or an attribute needs the runtime's checks
+ * (the error must come now; rgpu_launch_attrs_checked), or
+ * RGPU_SYNC=blocking. */
 static int launch_must_wait(const struct launch *L)
 {
-    return !rgpu_may_skip_reply() || !rgpu_stream_known((uint64_t)(uintptr_t)L->stream) ||
+    uint64_t stream = (uint64_t)(uintptr_t)L->stream;
+    return !rgpu_may_skip_reply() || !rgpu_stream_known(stream) ||
+           !rgpu_stream_fits_current(stream) ||
            !rgpu_launch_attrs_checked(driver_attrs(L->attrs), L->nattrs, rgpu_event_untimed);
 }
 

@@ -6,6 +6,7 @@
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 #include "client_ranges.h"
+#include "cudart_own.h"
 #include "cudart_procs.h"
 
 #include <cuda_runtime_api.h>
@@ -17,6 +18,15 @@
 
 /* ---- allocations ------------------------------------------------------------ */
 
+/* The device new memory goes to, where the client knows it without asking
+ * (the thread's device, once known): recorded with the range for
+ * cudaPointerGetAttributes; -1 leaves it to be asked there, once. */
+static int current_device_known(void)
+{
+    int dev;
+    return rgpu_thread_device(&dev) ? dev : -1;
+}
+
 #undef cudaMalloc
 RGPU_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
@@ -25,7 +35,8 @@ RGPU_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
         return RESULT(cudaErrorInvalidValue);
     int rc = rgpu_call(LIB, RGPU_CUDART_cudaMalloc, argv);
     if (rc == cudaSuccess && *devPtr)
-        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, size, RGPU_RANGE_DEVICE);
+        rgpu_ranges_add_on((uint64_t)(uintptr_t)*devPtr, size, RGPU_RANGE_DEVICE,
+                           current_device_known());
     return rc;
 }
 
@@ -37,7 +48,8 @@ RGPU_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t wid
         return RESULT(cudaErrorInvalidValue);
     int rc = rgpu_call(LIB, RGPU_CUDART_cudaMallocPitch, argv);
     if (rc == cudaSuccess && *devPtr)
-        rgpu_ranges_add((uint64_t)(uintptr_t)*devPtr, *pitch * height, RGPU_RANGE_DEVICE);
+        rgpu_ranges_add_on((uint64_t)(uintptr_t)*devPtr, *pitch * height, RGPU_RANGE_DEVICE,
+                           current_device_known());
     return rc;
 }
 
@@ -124,12 +136,28 @@ RGPU_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
     /* Page-aligned like the real thing, so programs that rely on it work. */
     if (posix_memalign(ptr, 4096, size ? size : 1) != 0)
         return RESULT(cudaErrorMemoryAllocation);
-    rgpu_ranges_add((uint64_t)(uintptr_t)*ptr, size, RGPU_RANGE_PINNED);
+    rgpu_ranges_add_on((uint64_t)(uintptr_t)*ptr, size, RGPU_RANGE_PINNED,
+                       current_device_known());
     return cudaSuccess;
 }
 
 /* cudaHostAlloc, cudaFreeHost, cudaHostRegister, cudaHostUnregister,
  * cudaHostGetFlags and cudaHostGetDevicePointer: stubs/cudart_mapped.c. */
+
+/* The device of the server memory at base (a range of this process's),
+ * recorded at allocation or asked once and kept; -1 when the server
+ * cannot say. */
+static int range_device(uint64_t base)
+{
+    int dev = rgpu_ranges_device(base);
+    if (dev >= 0)
+        return dev;
+    if (rgpu_pointer_device(&dev, (const void *)(uintptr_t)base) != cudaSuccess)
+        return -1;
+    if (dev >= 0)
+        rgpu_ranges_set_device(base, dev);
+    return dev;
+}
 
 RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
                                                  const void *ptr)
@@ -142,12 +170,14 @@ RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a
     uint64_t host, dev, p = (uint64_t)(uintptr_t)ptr;
     if (kind == RGPU_RANGE_MANAGED) {
         attributes->type = cudaMemoryTypeManaged;
-        attributes->device = 0;
+        attributes->device = range_device(base);
         attributes->hostPointer = attributes->devicePointer = (void *)ptr;
     } else if (kind == RGPU_RANGE_PINNED || kind == RGPU_RANGE_MAPPED) {
-        /* Mapped host memory has a device address (rgpu_mapped.c). */
+        /* Mapped host memory has a device address (rgpu_mapped.c).  Host
+         * memory is the client's: its device is the one current when it
+         * was made, where known. */
         attributes->type = cudaMemoryTypeHost;
-        attributes->device = 0;
+        attributes->device = rgpu_ranges_device(base) >= 0 ? rgpu_ranges_device(base) : 0;
         attributes->hostPointer = (void *)ptr;
         if (rgpu_mapped_find(p, kind == RGPU_RANGE_MAPPED, &host, &dev, NULL, NULL)) {
             uint64_t off = p - (kind == RGPU_RANGE_MAPPED ? dev : host);
@@ -156,7 +186,7 @@ RGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a
         }
     } else if (kind == RGPU_RANGE_DEVICE) {
         attributes->type = cudaMemoryTypeDevice;
-        attributes->device = 0;     /* TODO: record the device per range */
+        attributes->device = range_device(base);
         attributes->devicePointer = (void *)ptr;
     } else {
         attributes->type = cudaMemoryTypeUnregistered;
@@ -259,6 +289,19 @@ static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cud
         src = (const void *)(uintptr_t)mapped_src;
         kind = cudaMemcpyDeviceToDevice;
     }
+    /* Into a capture, a copy with host memory is a node that moves the
+     * bytes each time the graph runs (rgpu_graph_host.c). */
+    int captured = 0, rc = 0;
+    if (async && (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToHost))
+        rc = kind == cudaMemcpyHostToDevice
+                 ? rgpu_capture_copy_1d(LIB, "cudaMemcpyAsync", (uint64_t)(uintptr_t)stream,
+                                        RGPU_COPY_TO_DEVICE, (uint64_t)(uintptr_t)src,
+                                        (uint64_t)(uintptr_t)dst, count, &captured)
+                 : rgpu_capture_copy_1d(LIB, "cudaMemcpyAsync", (uint64_t)(uintptr_t)stream,
+                                        RGPU_COPY_TO_HOST, (uint64_t)(uintptr_t)dst,
+                                        (uint64_t)(uintptr_t)src, count, &captured);
+    if (rc != 0 || captured)
+        return rc;
     switch (kind) {
     case cudaMemcpyHostToHost:
         memmove(dst, src, count);

@@ -187,14 +187,15 @@ static void msg_end(struct msg *m, msgpack_sbuffer *out)
     msgpack_sbuffer_destroy(&m->sb);
 }
 
-/* A hello of this protocol naming no library ([HELLO, 6, name, {}, nonce,
- * {}]), or for any other version the protocol-1 layout [HELLO, version, name]. */
+/* A hello of this protocol naming no library and no CUDA_VISIBLE_DEVICES
+ * ([HELLO, 7, name, {}, nonce, {}, nil]), or for any other version the
+ * protocol-1 layout [HELLO, version, name]. */
 static void put_hello(msgpack_sbuffer *out, uint64_t version)
 {
     static const char nonce[32] = "badinput: a nonce, not random";
     struct msg m;
     msg_begin(&m);
-    msgpack_pack_array(&m.pk, version == RGPU_PROTO_VERSION ? 6 : 3);
+    msgpack_pack_array(&m.pk, version == RGPU_PROTO_VERSION ? 7 : 3);
     msgpack_pack_int(&m.pk, RGPU_MSG_HELLO);
     msgpack_pack_uint64(&m.pk, version);
     msgpack_pack_str_with_body(&m.pk, "test", 4);
@@ -202,6 +203,7 @@ static void put_hello(msgpack_sbuffer *out, uint64_t version)
         msgpack_pack_map(&m.pk, 0);
         msgpack_pack_bin_with_body(&m.pk, nonce, sizeof nonce);
         msgpack_pack_map(&m.pk, 0);
+        msgpack_pack_nil(&m.pk);
     }
     msg_end(&m, out);
 }
@@ -304,7 +306,7 @@ static int expect_welcome(int fd, int want)
     if (read_answer(fd, &a) < 0)
         return fail_prefix("welcome");
     int rc = 0;
-    if (a.n != 9 || field(&a, 0) != RGPU_MSG_WELCOME)
+    if (a.n != 10 || field(&a, 0) != RGPU_MSG_WELCOME)
         rc = fail("not a welcome (%u elements)", a.n);
     else if (!status_matches(field(&a, 2), want))
         rc = fail("welcome status %lld, wanted %d", (long long)field(&a, 2), want);
@@ -758,6 +760,9 @@ struct bad_case {
     int64_t serial;     /* the reply's serial; -1: not checked */
 };
 
+static void b_host_node_deps(msgpack_sbuffer *out);
+static void b_ack_not_bin(msgpack_sbuffer *out);
+
 static const struct bad_case cases[] = {
     { "truncated-frame", b_truncated, 1, 1, CLOSE_ONLY, 0, -1 },
     { "oversized-length", b_oversized, 1, 0, REPLY, RGPU_ETOOBIG, -1 },
@@ -784,6 +789,8 @@ static const struct bad_case cases[] = {
     { "copy-bin-beyond-frame", b_bin_beyond_frame, 1, 0, REPLY, RGPU_EPROTO, -1 },
     { "copy-bin-short-of-frame", b_bin_short_of_frame, 1, 0, REPLY, RGPU_EPROTO, -1 },
     { "big-bin-to-other-procedure", b_big_bin_elsewhere, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "host-node-deps-not-handles", b_host_node_deps, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "callback-done-bytes-not-bin", b_ack_not_bin, 1, 0, REPLY, RGPU_EPROTO, -1 },
     { "wrong-version-hello", b_bad_version, 0, 0, WELCOME, RGPU_EVERSION, -1 },
     { "garbage-before-hello", b_garbage, 0, 0, CLOSE_ONLY, 0, -1 },
     { "call-before-hello", b_call_before_hello, 0, 0, CLOSE_ONLY, 0, -1 },
@@ -987,6 +994,130 @@ done:
     return rc;
 }
 
+/* ---- graph host nodes: what a client names ------------------------------------- */
+
+#define RUN_ID (1ull << 63)     /* the server's ids of graph host node runs */
+
+/* [CALLBACK_DONE, id, bin of n bytes] */
+static void put_ack_bytes(msgpack_sbuffer *out, uint64_t id, size_t n)
+{
+    static const char zeros[64];
+    struct msg m;
+    msg_begin(&m);
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_int(&m.pk, RGPU_MSG_CALLBACK_DONE);
+    msgpack_pack_uint64(&m.pk, id);
+    msgpack_pack_bin(&m.pk, n);
+    msgpack_pack_bin_body(&m.pk, zeros, n);
+    msg_end(&m, out);
+}
+
+/* A runtime graph procedure's call: nargs unsigneds, the fourth a bin of
+ * deps_len bytes when deps_len is not (size_t)-1. */
+static void put_graph_call(msgpack_sbuffer *out, uint64_t serial, const char *name,
+                           const uint64_t *args, unsigned nargs, size_t deps_len)
+{
+    static const char zeros[64];
+    struct msg m;
+    msg_begin(&m);
+    pack_call_head(&m, serial, rgpu_proc_id("cudart", name));
+    msgpack_pack_array(&m.pk, nargs);
+    for (unsigned i = 0; i < nargs; i++) {
+        if (i == 3 && deps_len != (size_t)-1) {
+            msgpack_pack_bin(&m.pk, deps_len);
+            msgpack_pack_bin_body(&m.pk, zeros, deps_len);
+        } else {
+            msgpack_pack_uint64(&m.pk, args[i]);
+        }
+    }
+    msg_end(&m, out);
+}
+
+/* The next frame must be the reply to serial, with API status api (no
+ * callback or marker frame before it). */
+static int graph_reply(int fd, uint64_t serial, uint64_t api, const char *what)
+{
+    struct answer a;
+    if (read_skipping_keepalives(fd, &a) < 0)
+        return fail_prefix(what);
+    int rc = a.n == 6 && field(&a, 0) == RGPU_MSG_REPLY && field(&a, 1) == serial &&
+                     field(&a, 2) == RGPU_OK && field(&a, 3) == api
+                 ? 0
+                 : fail("%s: frame %lld, api %lld, wanted a reply with %llu", what,
+                        (long long)field(&a, 0), (long long)field(&a, 3),
+                        (unsigned long long)api);
+    answer_free(&a);
+    return rc;
+}
+
+/* A forged acknowledgement of a graph node run (with bytes or without) is
+ * ignored; a host function may not take an id of the server's runs; a host
+ * node, a host copy node or a launch naming a graph or executable graph the
+ * session never handed out is refused with the invalid-handle status, a
+ * capture copy of device memory the session never owned or in no
+ * direction with invalid value, and nothing runs on the client: the
+ * session goes on. */
+static int graph_host_requests(void)
+{
+    msgpack_sbuffer out;
+    uint64_t serial = 1;
+    int rc = -1;
+    int fd = open_session();
+    if (fd < 0)
+        return fail_prefix("session");
+    msgpack_sbuffer_init(&out);
+    put_ack(&out, RUN_ID | 99);
+    put_ack_bytes(&out, RUN_ID | 99, 16);
+    put_host_func(&out, ++serial, 0, RUN_ID | 5);
+    if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 2, "host function with a run id") < 0)
+        goto done;
+    const uint64_t node[5] = { 0, 0xdead000, 0, 0, 5 };
+    put_graph_call(&out, ++serial, RGPU_H_GRAPH_HOST_NODE, node, 5, 0);
+    if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 400, "host node on a forged graph") < 0)
+        goto done;
+    const uint64_t copy[16] = { 0, 0xdead000, 0, 0, 0, 1, 3, 64, 1, 1, 0x1000, 0, 0, 0, 0, 0 };
+    put_graph_call(&out, ++serial, RGPU_H_GRAPH_HOST_COPY, copy, 16, 0);
+    if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 400, "copy node on a forged graph") < 0)
+        goto done;
+    const uint64_t capture[13] = { 0, 0, 1, 3, 64, 1, 1, 0x1000, 0, 0, 0, 0, 0 };
+    put_graph_call(&out, ++serial, RGPU_H_CAPTURE_HOST_COPY, capture, 13, (size_t)-1);
+    if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 1, "capture copy of foreign memory") < 0)
+        goto done;
+    const uint64_t nowhere[13] = { 0, 0, 9, 3, 64, 1, 1, 0x1000, 0, 0, 0, 0, 0 };
+    put_graph_call(&out, ++serial, RGPU_H_CAPTURE_HOST_COPY, nowhere, 13, (size_t)-1);
+    if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 1, "capture copy in no direction") < 0)
+        goto done;
+    const uint64_t launch[4] = { 0xdead000, 0, 77, 0 };
+    put_graph_call(&out, ++serial, RGPU_H_GRAPH_LAUNCH, launch, 4, (size_t)-1);
+    if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 400, "launch of a forged graph") < 0)
+        goto done;
+    rc = good_call(fd, ++serial);
+done:
+    msgpack_sbuffer_destroy(&out);
+    close(fd);
+    return rc;
+}
+
+/* A graph host node's dependencies that are no whole handles: a malformed
+ * request. */
+static void b_host_node_deps(msgpack_sbuffer *out)
+{
+    const uint64_t node[5] = { 0, 0xdead000, 0, 0, 5 };
+    put_graph_call(out, BAD_SERIAL, RGPU_H_GRAPH_HOST_NODE, node, 5, 7);
+}
+
+/* An acknowledgement whose bytes are no bin: a malformed frame. */
+static void b_ack_not_bin(msgpack_sbuffer *out)
+{
+    struct msg m;
+    msg_begin(&m);
+    msgpack_pack_array(&m.pk, 3);
+    msgpack_pack_int(&m.pk, RGPU_MSG_CALLBACK_DONE);
+    msgpack_pack_uint64(&m.pk, RUN_ID | 1);
+    msgpack_pack_uint32(&m.pk, 5);
+    msg_end(&m, out);
+}
+
 /* tests/ptrcheck.c includes this file for its helpers. */
 #ifndef BADINPUT_HELPERS_ONLY
 int main(int argc, char **argv)
@@ -1037,6 +1168,13 @@ int main(int argc, char **argv)
         failures++;
     } else {
         printf("ok host-function-acks\n");
+    }
+
+    if (graph_host_requests() < 0 || still_serving(a, &serial) < 0) {
+        printf("FAIL graph-host-requests: %s\n", why);
+        failures++;
+    } else {
+        printf("ok graph-host-requests\n");
     }
 
     close(a);

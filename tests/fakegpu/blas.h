@@ -80,3 +80,9 @@ int fgb_reg_has(const void *p, enum fgb_kind kind);
 void fgb_reg_del(const void *p);
 
 #pragma GCC visibility pop
+
+// The fake libcuda's (driver_exec.c): a handle's device is the one
+// current at its creation; whether a stream can take its kernels.
+int fakegpu_current_device(void);
+int fakegpu_stream_fits(CUstream s, int dev);
+

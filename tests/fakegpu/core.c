@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -116,6 +117,13 @@ void fg_handle_drop(uint64_t h)
     free_head = (uint32_t)(s - slots);
 }
 
+struct fg_ctx *fg_handle_owner(uint64_t h)
+{
+    struct slot *s = slot_of(h);
+
+    return s && s->obj ? s->owner : NULL;
+}
+
 void fg_handle_each_owned(struct fg_ctx *owner,
                           void (*fn)(enum fg_kind, void *, uint64_t))
 {
@@ -137,15 +145,119 @@ static struct fg_ctx *primaries[FG_MAX_DEVICES];
 static unsigned primary_refs[FG_MAX_DEVICES];
 static int primary_live[FG_MAX_DEVICES];
 
+// ---- Devices: physical and visible -------------------------------------------------------
+//
+// The host has RGPU_FAKEGPU_DEVICES physical devices (or the number in the
+// file RGPU_FAKEGPU_DEVICES_FILE names, read once per process: a test
+// makes a device vanish between rgpud's start and a session's).  CUDA sees
+// those CUDA_VISIBLE_DEVICES picks, in its order, as NVIDIA's driver
+// does: entries are indices or GPU- UUID prefixes (unambiguous), parsed
+// like strtoul (leading blanks, digits, the rest ignored); the first
+// invalid entry ends the list, a device named twice empties it, and an
+// empty variable leaves no device (cuInit: CUDA_ERROR_NO_DEVICE).  NVML
+// sees every physical device (nvml.c), as NVIDIA's ignores the variable.
+// A device's identity (UUID, PCI bus) is its physical index's.
+
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+static int nphysical, nvisible;
+static int visible[FG_MAX_DEVICES];     // visible ordinal -> physical index
+
+static int physical_from_env(void)
+{
+    const char *file = getenv("RGPU_FAKEGPU_DEVICES_FILE");
+    const char *e = getenv("RGPU_FAKEGPU_DEVICES");
+    char buf[16] = "";
+    int n;
+    if (file) {
+        FILE *f = fopen(file, "r");
+        if (f) {
+            if (!fgets(buf, sizeof buf, f))
+                buf[0] = '\0';
+            fclose(f);
+        }
+        e = buf;
+    }
+    n = e ? atoi(e) : 1;
+    return n < 1 ? 1 : n > FG_MAX_DEVICES ? FG_MAX_DEVICES : n;
+}
+
+// A physical device's 16 UUID bytes: "N-rgpu-fakegpu-0", N its index, so
+// that UUIDs differ from their first digits on (GPU-302d..., GPU-312d...)
+// and a short prefix names one, as with NVIDIA's random ones.
+static void physical_uuid(int p, unsigned char b[16])
+{
+    memcpy(b, "0-rgpu-fakegpu-0", 16);
+    b[0] = (unsigned char)('0' + p);
+}
+
+void fg_physical_uuid_text(int p, char out[FG_UUID_TEXT])
+{
+    unsigned char b[16];
+    physical_uuid(p, b);
+    snprintf(out, FG_UUID_TEXT,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
+// The physical device an entry names, or -1.
+static int visible_entry(const char *e, size_t len)
+{
+    while (len && (*e == ' ' || *e == '\t')) {
+        e++;
+        len--;
+    }
+    while (len && (e[len - 1] == ' ' || e[len - 1] == '\t'))
+        len--;
+    if (len > 4 && strncmp(e, "GPU-", 4) == 0) {
+        int found = -1;
+        for (int p = 0; p < nphysical; p++) {
+            char u[FG_UUID_TEXT];
+            fg_physical_uuid_text(p, u);
+            if (strlen(u) >= len && strncmp(u, e, len) == 0) {
+                if (found >= 0)
+                    return -1;          // ambiguous
+                found = p;
+            }
+        }
+        return found;
+    }
+    if (!len || e[0] < '0' || e[0] > '9')
+        return -1;                      // MIG- entries too: no MIG here
+    long v = strtol(e, NULL, 10);
+    return v < nphysical ? (int)v : -1;
+}
+
+static void devices_init(void)
+{
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    nphysical = physical_from_env();
+    if (!cvd) {
+        for (nvisible = 0; nvisible < nphysical; nvisible++)
+            visible[nvisible] = nvisible;
+        return;
+    }
+    for (const char *e = cvd; *e && nvisible < FG_MAX_DEVICES;) {
+        size_t len = strcspn(e, ",");
+        int p = visible_entry(e, len);
+        if (p < 0)
+            break;
+        for (int k = 0; k < nvisible; k++)
+            if (visible[k] == p) {
+                nvisible = 0;           // a device named twice: none
+                return;
+            }
+        visible[nvisible++] = p;
+        if (!e[len])
+            break;
+        e += len + 1;
+    }
+}
+
 int fg_device_count(void)
 {
-    static int count;
-    if (!count) {
-        const char *e = getenv("RGPU_FAKEGPU_DEVICES");
-        int n = e ? atoi(e) : 1;
-        count = n < 1 ? 1 : n > FG_MAX_DEVICES ? FG_MAX_DEVICES : n;
-    }
-    return count;
+    pthread_once(&devices_once, devices_init);
+    return nvisible;
 }
 
 int fg_device_valid(CUdevice dev)
@@ -153,11 +265,38 @@ int fg_device_valid(CUdevice dev)
     return dev >= 0 && dev < fg_device_count();
 }
 
-// For the fake NVML (nvml.c): the devices it describes.
+int fg_device_physical(CUdevice dev)
+{
+    return fg_device_valid(dev) ? visible[dev] : -1;
+}
+
+int fg_physical_count(void)
+{
+    pthread_once(&devices_once, devices_init);
+    return nphysical;
+}
+
+// For the fake NVML (nvml.c): the physical devices, what it needs of
+// each, and the visible ordinal of one (-1: not visible to CUDA here).
 int fakegpu_device_count(void);
 int fakegpu_device_count(void)
 {
-    return fg_device_count();
+    return fg_physical_count();
+}
+
+void fakegpu_uuid_text(int physical, char out[FG_UUID_TEXT]);
+void fakegpu_uuid_text(int physical, char out[FG_UUID_TEXT])
+{
+    fg_physical_uuid_text(physical, out);
+}
+
+int fakegpu_visible_ordinal(int physical);
+int fakegpu_visible_ordinal(int physical)
+{
+    for (int d = 0; d < fg_device_count(); d++)
+        if (visible[d] == physical)
+            return d;
+    return -1;
 }
 
 // A primary context that was released or reset is inactive.
@@ -269,6 +408,8 @@ CUresult CUDAAPI cuInit(unsigned int flags)
 
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (fg_device_count() == 0)
+        return CUDA_ERROR_NO_DEVICE;    // CUDA_VISIBLE_DEVICES left none
     fg_lock();
     if (!inited) {
         r = fg_mem_init();
@@ -702,6 +843,22 @@ static const int attrs[CU_DEVICE_ATTRIBUTE_MAX] = {
     [CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID] = -1,
 };
 
+int fg_physical_attribute(int physical, CUdevice_attribute attrib)
+{
+    if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
+        return 0;
+    // Devices sit on buses 0, 1, ... of one domain, by physical index; one
+    // board each.
+    return attrib == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID ? physical : attrs[attrib];
+}
+
+// For the fake NVML: a physical device's attribute.
+int fakegpu_physical_attribute(int physical, CUdevice_attribute attrib);
+int fakegpu_physical_attribute(int physical, CUdevice_attribute attrib)
+{
+    return fg_physical_attribute(physical, attrib);
+}
+
 CUresult CUDAAPI cuDeviceGet(CUdevice *dev, int ordinal)
 {
     if (!dev)
@@ -746,8 +903,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
         return r;
     if (!pi || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
         return CUDA_ERROR_INVALID_VALUE;
-    // Devices sit on buses 0, 1, ... of one domain; one board each.
-    *pi = attrib == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID ? dev : attrs[attrib];
+    *pi = fg_physical_attribute(fg_device_physical(dev), attrib);
     return CUDA_SUCCESS;
 }
 
@@ -765,16 +921,63 @@ CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 
 CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-    char id[16] = "rgpu-fakegpu-000";     // not NUL terminated; the last
-    CUresult r = check_device(dev);      // digit is the device's
+    CUresult r = check_device(dev);
 
     if (r != CUDA_SUCCESS)
         return r;
     if (!uuid)
         return CUDA_ERROR_INVALID_VALUE;
-    id[15] = (char)('0' + dev);
-    memcpy(uuid->bytes, id, sizeof uuid->bytes);
+    physical_uuid(fg_device_physical(dev), (unsigned char *)uuid->bytes);
     return CUDA_SUCCESS;
+}
+
+// "domain:bus:device.function", as CUDA writes it: 0000:01:00.0.
+static void bus_id_text(int physical, char *out, size_t len)
+{
+    snprintf(out, len, "%04x:%02x:%02x.0",
+             (unsigned)fg_physical_attribute(physical, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+             (unsigned)fg_physical_attribute(physical, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+             (unsigned)fg_physical_attribute(physical, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID));
+}
+
+CUresult CUDAAPI cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pciBusId || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    bus_id_text(fg_device_physical(dev), pciBusId, (size_t)len);
+    return CUDA_SUCCESS;
+}
+
+// The driver takes "domain:bus:device.function" or "bus:device.function",
+// hexadecimal, any case; a device CUDA does not see is not found.
+CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
+{
+    unsigned domain = 0, bus = 0, device = 0, function = 0;
+
+    if (!dev || !pciBusId)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (sscanf(pciBusId, "%x:%x:%x.%x", &domain, &bus, &device, &function) != 4) {
+        domain = 0;
+        if (sscanf(pciBusId, "%x:%x.%x", &bus, &device, &function) != 3)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (int d = 0; d < fg_device_count(); d++) {
+        int p = fg_device_physical(d);
+        if ((int)domain == fg_physical_attribute(p, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID) &&
+            (int)bus == fg_physical_attribute(p, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID) &&
+            (int)device == fg_physical_attribute(p, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID) &&
+            function == 0) {
+            *dev = d;
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_DEVICE;
 }
 
 /* ---- the one export-table slot rgpud asks for ---------------------------------

@@ -17,6 +17,7 @@
 #include <string.h>
 
 struct cublasContext {
+    CUdevice device;            // current at cublasCreate: the handle's
     CUstream stream;
     cublasPointerMode_t pointer_mode;
     cublasMath_t math_mode;
@@ -78,12 +79,17 @@ static int op(cublasOperation_t o)
     return o == CUBLAS_OP_N ? 0 : o == CUBLAS_OP_T || o == CUBLAS_OP_C ? 1 : -1;
 }
 
-// Every call on a handle starts here.
+// Every call on a handle starts here.  The handle's work runs on the
+// device it was made on, whichever the thread's is now: a stream of
+// another device cannot take its kernels (fakegpu_stream_fits).
 static cublasStatus_t enter(cublasHandle_t h)
 {
     if (!fgb_reg_has(h, FGB_CUBLAS))
         return CUBLAS_STATUS_NOT_INITIALIZED;
-    return fgb_init();
+    cublasStatus_t r = fgb_init();
+    if (r == CUBLAS_STATUS_SUCCESS && !fakegpu_stream_fits(h->stream, h->device))
+        r = CUBLAS_STATUS_EXECUTION_FAILED;
+    return r;
 }
 
 static cublasStatus_t scalar(cublasHandle_t h, const void *p, cudaDataType t,
@@ -151,6 +157,7 @@ cublasStatus_t CUBLASWINAPI cublasCreate_v2(cublasHandle_t *handle)
         free(h);
         return CUBLAS_STATUS_ALLOC_FAILED;
     }
+    h->device = fakegpu_current_device();
     *handle = h;
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -79,7 +79,7 @@ cublasStatus_t CUBLASWINAPI cublasLtLoggerForceDisable(void)
 }
 
 struct cublasLtContext {
-    int unused;                 // nothing to hold: it exists to be checked
+    CUdevice device;            // current at cublasLtCreate: the handle's (blas.h)
 };
 
 static void attrs_init(struct attrs *a, const struct attr_def *defs, size_t n)
@@ -188,6 +188,7 @@ cublasStatus_t CUBLASWINAPI cublasLtCreate(cublasLtHandle_t *handle)
         free(h);
         return CUBLAS_STATUS_ALLOC_FAILED;
     }
+    h->device = fakegpu_current_device();
     *handle = h;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -544,6 +545,8 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(
     if (p.g.m == 0 || p.g.n == 0)
         return CUBLAS_STATUS_SUCCESS;
     r = fgb_init();
+    if (r == CUBLAS_STATUS_SUCCESS && !fakegpu_stream_fits((CUstream)stream, h->device))
+        r = CUBLAS_STATUS_EXECUTION_FAILED;
     if (r == CUBLAS_STATUS_SUCCESS)
         r = fgb_scalar(stream, p.device_scalars, alpha, p.g.type, &p.g.alpha);
     if (r == CUBLAS_STATUS_SUCCESS)

@@ -129,6 +129,7 @@ API cudnnStatus_t cudnnCreate(cudnnHandle_t *handle)
         free(h);
         return CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
     }
+    h->device = fakegpu_current_device();
     *handle = (cudnnHandle_t)h;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -170,7 +171,10 @@ static cudnnStatus_t enter(cudnnHandle_t handle, struct dnn_handle **h)
     *h = dnn_handle(handle);
     if (!*h)
         return CUDNN_STATUS_BAD_PARAM;
-    return dnn_init();
+    cudnnStatus_t r = dnn_init();
+    if (r == CUDNN_STATUS_SUCCESS && !fakegpu_stream_fits((*h)->stream, (*h)->device))
+        r = CUDNN_STATUS_EXECUTION_FAILED;
+    return r;
 }
 
 // ---- Descriptors --------------------------------------------------------------------------

@@ -40,6 +40,10 @@ void dnn_reg_del(const void *p);
 
 struct dnn_handle {
     CUstream stream;
+    // Current at cudnnCreate: the handle's work runs there, whichever
+    // device the thread has when it calls, as NVIDIA's does; a created
+    // stream of another device cannot take it (fakegpu_stream_fits).
+    CUdevice device;
 };
 // The handle, or NULL when h is not a live handle.
 struct dnn_handle *dnn_handle(cudnnHandle_t h);
@@ -113,3 +117,9 @@ cudnnStatus_t dnn_conv_forward(CUstream s, const struct dnn_conv *cv, double alp
 const char *dnn_status_name(cudnnStatus_t s);
 
 #pragma GCC visibility pop
+
+// The fake libcuda's (driver_exec.c): the device current now; whether
+// stream s can take work of device dev.
+int fakegpu_current_device(void);
+int fakegpu_stream_fits(CUstream s, int dev);
+

@@ -34,12 +34,50 @@ static struct fg_event *event_get(CUevent h) { return fg_handle_get(h64(h), FG_E
 
 CUresult fg_check_stream(CUstream s)
 {
+    if (fg_capture_refused(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
         stream_get(s)) {
         fg_host_functions_wait(s);
         return CUDA_SUCCESS;
     }
     return CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUdevice fg_stream_device(CUstream s)
+{
+    struct fg_ctx *owner = stream_get(s) ? fg_handle_owner(h64(s)) : fg_ctx_current();
+
+    return owner ? owner->device : -1;
+}
+
+CUdevice fg_event_device(CUevent e)
+{
+    struct fg_ctx *owner = event_get(e) ? fg_handle_owner(h64(e)) : NULL;
+
+    return owner ? owner->device : -1;
+}
+
+// For the fake libraries (cublas.c, cublaslt.c, cudnn.c), whose handles
+// are bound to the device current at their creation, as NVIDIA's are:
+// that device's number (0 without a context), and whether stream s can
+// take the handle's kernels (a default stream always can: the handle's
+// device's; a created stream only if it is of that device).
+int fakegpu_current_device(void);
+int fakegpu_current_device(void)
+{
+    CUdevice dev = 0;
+
+    return cuCtxGetDevice(&dev) == CUDA_SUCCESS ? dev : 0;
+}
+
+int fakegpu_stream_fits(CUstream s, int dev);
+int fakegpu_stream_fits(CUstream s, int dev)
+{
+    fg_lock();
+    int fits = !stream_get(s) || fg_stream_device(s) == dev;
+    fg_unlock();
+    return fits;
 }
 
 // ---- Modules ------------------------------------------------------------------------------
@@ -838,6 +876,10 @@ static CUresult launch(CUfunction h, struct fg_dim g, struct fg_dim b,
     r = check_config(f, g, b, shmem);
     if (r == CUDA_SUCCESS)
         r = fg_check_stream(s);
+    // A kernel cannot go to a stream of another device (the CUDA
+    // programming guide, "Stream and Event Behavior").
+    if (r == CUDA_SUCCESS && fg_stream_device(s) != c->device)
+        r = CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS)
         r = check_attrs(f, g, b, shmem, attrs, nattrs, &e);
     if (r != CUDA_SUCCESS)
@@ -874,6 +916,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
 {
     CUresult r;
 
+    if (fg_capturing(s))
+        return fg_capture_kernel(f, gx, gy, gz, bx, by, bz, shmem, s, kernel_params, extra);
     fg_lock();
     r = launch(f, (struct fg_dim){ gx, gy, gz }, (struct fg_dim){ bx, by, bz },
                shmem, s, kernel_params, extra, NULL, 0);
@@ -1131,6 +1175,9 @@ CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s)
         r = CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS)
         r = fg_check_stream(s);
+    // An event records only on a stream of its own device.
+    if (r == CUDA_SUCCESS && fg_event_device(h) != fg_stream_device(s))
+        r = CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS) {
         ev->recorded = 1;
         ev->ns = now_ns();
@@ -1174,10 +1221,12 @@ CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
     r = fg_enter(0, &c, NULL);
     a = event_get(start);
     b = event_get(end);
-    // Unrecorded or timing-disabled events have no time to compare.
+    // Unrecorded or timing-disabled events have no time to compare, nor
+    // have events of two devices.
     if (r == CUDA_SUCCESS &&
         (!a || !b || !a->recorded || !b->recorded ||
-         ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)))
+         ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) ||
+         fg_event_device(start) != fg_event_device(end)))
         r = CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS)
         *ms = (float)((double)((int64_t)(b->ns - a->ns)) / 1e6);

@@ -142,6 +142,8 @@ static CUresult copy(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev,
 
     uint64_t idle = 0;
 
+    if (async && fg_capturing(s))
+        return fg_capture_copy(dst, src, n, s);
     fg_lock();
     if (!async)
         fg_output_flush_current();      // a blocking copy prints what kernels printed

@@ -81,9 +81,17 @@ struct fg_ctx {
 // error.  An FG_ENQUEUE call (launch, async copy, record) after a fault gets
 // *skip = 1: it must validate its arguments, then do nothing and succeed; any
 // other call turns the pending fault sticky and returns it.
-// How many devices there are (RGPU_FAKEGPU_DEVICES), and whether dev is one.
+// How many devices CUDA sees (RGPU_FAKEGPU_DEVICES, narrowed by
+// CUDA_VISIBLE_DEVICES: core.c), whether dev is one, and the physical
+// device a visible one is (-1: none).  Physical devices are told apart by
+// their UUID and PCI bus.
 int fg_device_count(void);
 int fg_device_valid(CUdevice dev);
+int fg_device_physical(CUdevice dev);
+int fg_physical_count(void);
+#define FG_UUID_TEXT 41             // "GPU-" and 8-4-4-4-12 hex digits, NUL
+void fg_physical_uuid_text(int physical, char out[FG_UUID_TEXT]);
+int fg_physical_attribute(int physical, CUdevice_attribute attrib);
 
 #define FG_CTX_OPTIONAL 1
 #define FG_ENQUEUE      2
@@ -97,6 +105,23 @@ struct fg_ctx *fg_ctx_current(void);
 // first waits for host functions in flight that work on s must follow
 // (host_functions.c).  Lock held (released while it waits).
 CUresult fg_check_stream(CUstream s);
+// The device whose work stream s (or event e) takes: a created one's
+// context's, else the current context's; -1 without one.  Lock held.
+CUdevice fg_stream_device(CUstream s);
+CUdevice fg_event_device(CUevent e);
+
+// Stream capture (capture.c).  Whether s captures (lock not held); work on
+// a capturing stream that capture does not model: the capture is
+// invalidated and 1 returned (lock held, from fg_check_stream).  A kernel
+// launch, an asynchronous copy and a host function on a capturing stream
+// become nodes of its graph instead (lock not held).
+int fg_capturing(CUstream s);
+int fg_capture_refused(CUstream s);
+CUresult fg_capture_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                           unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                           void **extra);
+CUresult fg_capture_copy(uintptr_t dst, uintptr_t src, size_t n, CUstream s);
+CUresult fg_capture_host(CUstream s, CUhostFn fn, void *data);
 
 // Host functions in flight (host_functions.c), lock held: whether work on s
 // would wait for one; wait for those, or for all (a context synchronise).
@@ -118,6 +143,8 @@ enum fg_kind { FG_CTX = 1, FG_STREAM, FG_EVENT, FG_MOD, FG_FUNC, FG_PHYS, FG_LIN
 uint64_t fg_handle_new(enum fg_kind kind, void *obj, struct fg_ctx *owner);
 void *fg_handle_get(uint64_t h, enum fg_kind kind);
 void fg_handle_drop(uint64_t h);
+// The context a live handle was made in (NULL: none, or not live).
+struct fg_ctx *fg_handle_owner(uint64_t h);
 // Calls fn for every live handle owned by ctx (fn may drop handles).
 void fg_handle_each_owned(struct fg_ctx *owner,
                           void (*fn)(enum fg_kind, void *obj, uint64_t h));

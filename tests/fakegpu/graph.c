@@ -4,11 +4,14 @@
 // executable graph is a private copy made at instantiation; a launch runs
 // its nodes in dependency order (each after all it depends on), one at a
 // time, through the public driver calls a program would make (the fake
-// runs work synchronously, so stream order is the order here).  Kernel
+// runs work synchronously, so stream order is the order here; a host node
+// is the stream's host function, cuLaunchHostFunc, which the nodes after
+// it wait for: host_functions.c).  Kernel
 // nodes keep their arguments packed by the function's layout, as the
 // driver copies them when a node is made or set.  Node kinds: kernel,
-// memcpy (linear memory, 1D to 3D), memset, empty, child graph, event
-// record and event wait, memory alloc and free, conditional (if, while,
+// memcpy (linear memory, 1D to 3D, device or host), memset, host, empty,
+// child graph, event record and event wait, memory alloc and free,
+// conditional (if, while,
 // switch: body graphs owned by the node, run by the value a kernel set
 // through fg_cond_set); the others are CUDA_ERROR_NOT_SUPPORTED.
 // cuGraphDebugDotPrint writes the nodes and edges as a dot digraph.
@@ -49,6 +52,7 @@ struct gnode {
     CUDA_MEMCPY3D copy;
     CUDA_MEMSET_NODE_PARAMS set;
     CUevent event;
+    CUDA_HOST_NODE_PARAMS host; // a host node's function and data
     struct fg_graph *child;     // a copy, owned by the node
     CUdeviceptr mem;            // memory nodes: the allocation
     int owns_mem;               // the alloc node it was made by (not a copy)
@@ -405,6 +409,7 @@ static CUresult run_node(struct gnode *n, CUstream s)
     case CU_GRAPH_NODE_TYPE_GRAPH: return run_graph(n->child, s);
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return cuEventRecord(n->event, s);
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return cuStreamWaitEvent(s, n->event, 0);
+    case CU_GRAPH_NODE_TYPE_HOST: return cuLaunchHostFunc(s, n->host.fn, n->host.userData);
     default: return CUDA_SUCCESS;       // empty
     }
 }
@@ -571,6 +576,15 @@ static CUresult fill_event(struct gnode *n, const void *ev)
     return CUDA_SUCCESS;
 }
 
+static CUresult fill_host(struct gnode *n, const void *arg)
+{
+    const CUDA_HOST_NODE_PARAMS *p = arg;
+    if (!p || !p->fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    n->host = *p;
+    return CUDA_SUCCESS;
+}
+
 static CUresult fill_child(struct gnode *n, const void *child)
 {
     struct fg_graph *c = handle_get(child, FG_GRAPH);
@@ -607,6 +621,12 @@ CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode *ph, CUgraph g, const CUgraphNo
                                      size_t ndeps)
 {
     return add_node(ph, g, deps, ndeps, CU_GRAPH_NODE_TYPE_EMPTY, NULL, NULL);
+}
+
+CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *ph, CUgraph g, const CUgraphNode *deps,
+                                    size_t ndeps, const CUDA_HOST_NODE_PARAMS *p)
+{
+    return add_node(ph, g, deps, ndeps, CU_GRAPH_NODE_TYPE_HOST, fill_host, p);
 }
 
 CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode *ph, CUgraph g, const CUgraphNode *deps,
@@ -1103,6 +1123,46 @@ CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec x, CUgraphNode h
     return set_in_exec(x, h, CU_GRAPH_NODE_TYPE_GRAPH, fill_child_same_shape, child);
 }
 
+// Node h when it is of type t and there is somewhere to answer (out);
+// else NULL.  Lock held.
+static struct gnode *typed_node(CUgraphNode h, CUgraphNodeType t, const void *out)
+{
+    struct gnode *n = handle_get(h, FG_GRAPH_NODE);
+    return n && out && n->type == t ? n : NULL;
+}
+
+// The node's own graph, not a copy: changes to it are the node's.
+CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode h, CUgraph *out)
+{
+    pthread_mutex_lock(&graph_lock);
+    struct gnode *n = typed_node(h, CU_GRAPH_NODE_TYPE_GRAPH, out);
+    if (n)
+        *out = n->child->handle;
+    pthread_mutex_unlock(&graph_lock);
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGraphHostNodeSetParams(CUgraphNode h, const CUDA_HOST_NODE_PARAMS *p)
+{
+    return set_in_graph(h, CU_GRAPH_NODE_TYPE_HOST, fill_host, p);
+}
+
+CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec x, CUgraphNode h,
+                                              const CUDA_HOST_NODE_PARAMS *p)
+{
+    return set_in_exec(x, h, CU_GRAPH_NODE_TYPE_HOST, fill_host, p);
+}
+
+CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode h, CUDA_HOST_NODE_PARAMS *p)
+{
+    pthread_mutex_lock(&graph_lock);
+    struct gnode *n = typed_node(h, CU_GRAPH_NODE_TYPE_HOST, p);
+    if (n)
+        *p = n->host;
+    pthread_mutex_unlock(&graph_lock);
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 // Whether b has a's shape: node types in order and the same edges.
 static CUgraphExecUpdateResult same_topology(const struct fg_graph *a, const struct fg_graph *b,
                                              CUgraphNode *bad)
@@ -1142,6 +1202,7 @@ static CUresult take_params(struct gnode *x, const struct gnode *y)
     x->copy = y->copy;
     x->set = y->set;
     x->event = y->event;
+    x->host = y->host;
     x->updated_from = y->handle;
     if (y->child) {
         struct fg_graph *c = graph_copy(y->child);
@@ -1194,6 +1255,7 @@ static const char *type_name(CUgraphNodeType t)
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return "WAIT_EVENT";
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return "MEM_ALLOC";
     case CU_GRAPH_NODE_TYPE_MEM_FREE: return "MEM_FREE";
+    case CU_GRAPH_NODE_TYPE_HOST: return "HOST";
     default: return "EMPTY";
     }
 }

@@ -101,6 +101,8 @@ static CUresult host_call(CUstream s, CUhostFn fn, CUstreamCallback callback, vo
 
     if ((!fn && !callback) || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (fn && fg_capturing(s))
+        return fg_capture_host(s, fn, data);    // a host node of the capture
     struct host_call *h = calloc(1, sizeof *h);
     if (!h)
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -25,10 +25,18 @@
 #define FAKE_FAN_SPEED      30          /* percent */
 #define FAKE_SERIAL         "1650000000001"
 
-/* The fake libcuda's: memory in use per device (driver_mem.c), and how many
- * devices there are (core.c, RGPU_FAKEGPU_DEVICES). */
-size_t fakegpu_memory_used(int dev);
+/* The fake libcuda's: the host's physical devices (core.c; NVML sees them
+ * all, whatever CUDA_VISIBLE_DEVICES says, as NVIDIA's does), each one's
+ * UUID and attributes, the ordinal CUDA knows it by in this process (-1:
+ * not visible), and memory in use per visible device (driver_mem.c). */
 int fakegpu_device_count(void);
+void fakegpu_uuid_text(int physical, char out[41]);
+int fakegpu_physical_attribute(int physical, CUdevice_attribute attrib);
+int fakegpu_visible_ordinal(int physical);
+size_t fakegpu_memory_used(int dev);
+
+#define FAKE_NAME           "rgpu fake GPU"     /* the fake libcuda's device name */
+#define FAKE_TOTAL_MEMORY   (16ull << 30)       /* and its memory */
 
 struct nvmlDevice_st {
     int index;
@@ -49,8 +57,6 @@ static int init_count;
 
 nvmlReturn_t nvmlInit_v2(void)
 {
-    if (cuInit(0) != CUDA_SUCCESS)
-        return NVML_ERROR_DRIVER_NOT_LOADED;
     __atomic_add_fetch(&init_count, 1, __ATOMIC_RELAXED);
     return NVML_SUCCESS;
 }
@@ -155,11 +161,8 @@ static nvmlReturn_t copy_out(const char *s, char *buf, unsigned int length)
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
-    char cuda_name[256];
     DEVICE_QUERY(device, name);
-    if (cuDeviceGetName(cuda_name, sizeof cuda_name, device->index) != CUDA_SUCCESS)
-        return NVML_ERROR_UNKNOWN;
-    return copy_out(cuda_name, name, length);
+    return copy_out(FAKE_NAME, name, length);
 }
 
 nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char *version, unsigned int length)
@@ -175,23 +178,11 @@ nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type)
     return NVML_SUCCESS;
 }
 
-/* "GPU-" and CUDA's 16 UUID bytes as 8-4-4-4-12 hex digits. */
-static void uuid_text(const CUuuid *u, char out[41])
-{
-    const unsigned char *b = (const unsigned char *)u->bytes;
-    snprintf(out, 41, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-             b[13], b[14], b[15]);
-}
-
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
-    CUuuid u;
     char text[41];
     DEVICE_QUERY(device, uuid);
-    if (cuDeviceGetUuid_v2(&u, device->index) != CUDA_SUCCESS)
-        return NVML_ERROR_UNKNOWN;
-    uuid_text(&u, text);
+    fakegpu_uuid_text(device->index, text);
     return copy_out(text, uuid, length);
 }
 
@@ -219,8 +210,14 @@ nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int
 
 static int attribute(CUdevice_attribute a, int index)
 {
-    int v = 0;
-    return cuDeviceGetAttribute(&v, a, index) == CUDA_SUCCESS ? v : 0;
+    return fakegpu_physical_attribute(index, a);
+}
+
+/* Memory this process holds on a device (the fake knows no other's). */
+static size_t memory_used(const struct nvmlDevice_st *d)
+{
+    int ordinal = fakegpu_visible_ordinal(d->index);
+    return ordinal < 0 ? 0 : fakegpu_memory_used(ordinal);
 }
 
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
@@ -274,15 +271,15 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
 
 static unsigned long long total_memory(const struct nvmlDevice_st *d)
 {
-    size_t bytes = 0;
-    return cuDeviceTotalMem_v2(&bytes, d->index) == CUDA_SUCCESS ? bytes : 0;
+    (void)d;
+    return FAKE_TOTAL_MEMORY;
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
     DEVICE_QUERY(device, memory);
     memory->total = total_memory(device);
-    memory->used = fakegpu_memory_used(device->index);
+    memory->used = memory_used(device);
     memory->free = memory->total - memory->used;
     return NVML_SUCCESS;
 }
@@ -294,7 +291,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     memory->total = total_memory(device);
     memory->reserved = 0;
-    memory->used = fakegpu_memory_used(device->index);
+    memory->used = memory_used(device);
     memory->free = memory->total - memory->used;
     return NVML_SUCCESS;
 }
@@ -513,7 +510,7 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
                                                      nvmlProcessInfo_t *infos)
 {
     DEVICE_QUERY(device, infoCount);
-    size_t used = fakegpu_memory_used(device->index);
+    size_t used = memory_used(device);
     unsigned n = used ? 1 : 0;
     if (*infoCount < n) {
         *infoCount = n;

@@ -42,12 +42,18 @@ CUresult CUDAAPI cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attri
         return CUDA_ERROR_INVALID_VALUE;
     if (!fg_device_valid(srcDevice) || !fg_device_valid(dstDevice) || srcDevice == dstDevice)
         return CUDA_ERROR_INVALID_DEVICE;
+    // Physical devices 0-1, 2-3, ... are pairs on one link (rank 0,
+    // native atomics); other pairs go through the host bridge (rank 1):
+    // the answers differ per pair, as on a real host.
+    int linked = fg_device_physical(srcDevice) / 2 == fg_device_physical(dstDevice) / 2;
     switch (attrib) {
     case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK:
-        *value = 0;
+        *value = !linked;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
+        *value = linked;
         return CUDA_SUCCESS;
     case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
-    case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
     case CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED:
         *value = 1;
         return CUDA_SUCCESS;

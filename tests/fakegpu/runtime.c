@@ -332,6 +332,7 @@ cudaError_t CUDARTAPI cudaGetDeviceCount(int *count)
 
     if (!count)
         return ret(cudaErrorInvalidValue);
+    *count = 0;
     if (r == CUDA_SUCCESS)
         r = cuDeviceGetCount(count);
     return ret(rt(r));
@@ -382,11 +383,11 @@ cudaError_t CUDARTAPI cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr att
     return ret(rt(r));
 }
 
-static int attr(CUdevice_attribute a)
+static int attr(CUdevice_attribute a, int device)
 {
     int v = 0;
 
-    cuDeviceGetAttribute(&v, a, 0);
+    cuDeviceGetAttribute(&v, a, device);
     return v;
 }
 
@@ -405,7 +406,7 @@ cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp *p,
     cuDeviceTotalMem_v2(&p->totalGlobalMem, device);
     cuDeviceGetName(p->name, sizeof p->name, device);
     cuDeviceGetUuid_v2(&p->uuid, device);
-#define A(field, a) p->field = attr(CU_DEVICE_ATTRIBUTE_##a);
+#define A(field, a) p->field = attr(CU_DEVICE_ATTRIBUTE_##a, device);
     RGPU_DEVICE_PROP_ATTRIBUTES(A)
 #undef A
     return cudaSuccess;
@@ -512,6 +513,30 @@ cudaError_t CUDARTAPI cudaMallocPitch(void **p, size_t *pitch, size_t width,
     if (e == cudaSuccess)
         *pitch = pp;
     return e;
+}
+
+// Device (or managed) memory as the fake driver knows it, with its device;
+// anything else is memory CUDA never saw (the fake pins nothing).
+cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
+{
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
+    int ordinal = 0;
+    unsigned managed = 0;
+    if (!a)
+        return ret(cudaErrorInvalidValue);
+    memset(a, 0, sizeof *a);
+    if (cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d) != CUDA_SUCCESS) {
+        a->type = cudaMemoryTypeUnregistered;
+        a->device = -2;
+        a->hostPointer = (void *)p;
+        return cudaSuccess;
+    }
+    cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, d);
+    a->type = managed ? cudaMemoryTypeManaged : cudaMemoryTypeDevice;
+    a->device = ordinal;
+    a->devicePointer = (void *)p;
+    a->hostPointer = managed ? (void *)p : NULL;
+    return cudaSuccess;
 }
 
 // cudaFree(NULL) does nothing but still reports a sticky error, which the
@@ -1178,21 +1203,25 @@ cudaError_t CUDARTAPI cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
                            (CUstream)stream));
 }
 
-// "domain:bus:device.function", as CUDA writes it: 0000:01:00.0.
 cudaError_t CUDARTAPI cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
 {
-    int domain = 0, bus = 0, dev = 0;
     CUresult r = cuInit(0);
     if (!pciBusId || len <= 0)
         return ret(cudaErrorInvalidValue);
     if (r == CUDA_SUCCESS)
-        r = cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, device);
+        r = cuDeviceGetPCIBusId(pciBusId, len, device);
+    return ret(rt(r));
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetByPCIBusId(int *device, const char *pciBusId)
+{
+    CUresult r = cuInit(0);
+    CUdevice dev = 0;
+    if (!device || !pciBusId)
+        return ret(cudaErrorInvalidValue);
     if (r == CUDA_SUCCESS)
-        r = cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, device);
+        r = cuDeviceGetByPCIBusId(&dev, pciBusId);
     if (r == CUDA_SUCCESS)
-        r = cuDeviceGetAttribute(&dev, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, device);
-    if (r == CUDA_SUCCESS)
-        snprintf(pciBusId, (size_t)len, "%04x:%02x:%02x.0", (unsigned)domain, (unsigned)bus,
-                 (unsigned)dev);
+        *device = dev;
     return ret(rt(r));
 }

@@ -391,6 +391,37 @@ cudaError_t CUDARTAPI cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t x, cudaGr
     CALL(cuGraphExecMemcpyNodeSetParams(x, n, &c, NULL));
 }
 
+_Static_assert(sizeof(struct cudaHostNodeParams) == sizeof(CUDA_HOST_NODE_PARAMS), "host node");
+
+cudaError_t CUDARTAPI cudaGraphAddHostNode(cudaGraphNode_t *n, cudaGraph_t g,
+                                           const cudaGraphNode_t *d, size_t nd,
+                                           const struct cudaHostNodeParams *p)
+{
+    CALL(cuGraphAddHostNode((CUgraphNode *)n, g, deps(d), nd, (const CUDA_HOST_NODE_PARAMS *)p));
+}
+
+cudaError_t CUDARTAPI cudaGraphHostNodeGetParams(cudaGraphNode_t n, struct cudaHostNodeParams *p)
+{
+    CALL(cuGraphHostNodeGetParams(n, (CUDA_HOST_NODE_PARAMS *)p));
+}
+
+cudaError_t CUDARTAPI cudaGraphHostNodeSetParams(cudaGraphNode_t n,
+                                                 const struct cudaHostNodeParams *p)
+{
+    CALL(cuGraphHostNodeSetParams(n, (const CUDA_HOST_NODE_PARAMS *)p));
+}
+
+cudaError_t CUDARTAPI cudaGraphExecHostNodeSetParams(cudaGraphExec_t x, cudaGraphNode_t n,
+                                                     const struct cudaHostNodeParams *p)
+{
+    CALL(cuGraphExecHostNodeSetParams(x, n, (const CUDA_HOST_NODE_PARAMS *)p));
+}
+
+cudaError_t CUDARTAPI cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t n, cudaGraph_t *g)
+{
+    CALL(cuGraphChildGraphNodeGetGraph(n, (CUgraph *)g));
+}
+
 cudaError_t CUDARTAPI cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t n, cudaEvent_t *ev)
 {
     CALL(cuGraphEventRecordNodeGetEvent(n, (CUevent *)ev));
@@ -460,4 +491,113 @@ cudaError_t CUDARTAPI cudaGraphAddNode(cudaGraphNode_t *n, cudaGraph_t g, const 
     if (e == cudaSuccess)
         p->conditional.phGraph_out = (cudaGraph_t *)q.conditional.phGraph_out;
     return fg_rt_ret(e);
+}
+
+// ---- stream capture (capture.c) -------------------------------------------------------
+
+SAME(cudaStreamCaptureStatusActive, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+SAME(cudaStreamCaptureModeRelaxed, CU_STREAM_CAPTURE_MODE_RELAXED);
+SAME(cudaStreamSetCaptureDependencies, CU_STREAM_SET_CAPTURE_DEPENDENCIES);
+
+// Declared by cuda.h only under per-thread default streams.
+CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph graph,
+                                                  const CUgraphNode *deps,
+                                                  const CUgraphEdgeData *edges, size_t n,
+                                                  CUstreamCaptureMode mode);
+CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream s, CUgraph *out);
+CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status);
+CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *status,
+                                                cuuint64_t *id, CUgraph *graph,
+                                                const CUgraphNode **deps,
+                                                const CUgraphEdgeData **edges, size_t *n);
+CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream s, CUgraphNode *deps,
+                                                           const CUgraphEdgeData *edges,
+                                                           size_t n, unsigned int flags);
+
+cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+    CALL(cuStreamBeginCapture_v2(s, (CUstreamCaptureMode)mode));
+}
+
+cudaError_t CUDARTAPI cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+    CALL(cuStreamBeginCapture_v2_ptsz(s, (CUstreamCaptureMode)mode));
+}
+
+cudaError_t CUDARTAPI cudaStreamBeginCaptureToGraph(cudaStream_t s, cudaGraph_t g,
+                                                    const cudaGraphNode_t *d,
+                                                    const cudaGraphEdgeData *e, size_t n,
+                                                    enum cudaStreamCaptureMode mode)
+{
+    CALL(cuStreamBeginCaptureToGraph(s, g, deps(d), (const CUgraphEdgeData *)e, n,
+                                     (CUstreamCaptureMode)mode));
+}
+
+cudaError_t CUDARTAPI cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t s, cudaGraph_t g,
+                                                         const cudaGraphNode_t *d,
+                                                         const cudaGraphEdgeData *e, size_t n,
+                                                         enum cudaStreamCaptureMode mode)
+{
+    CALL(cuStreamBeginCaptureToGraph_ptsz(s, g, deps(d), (const CUgraphEdgeData *)e, n,
+                                          (CUstreamCaptureMode)mode));
+}
+
+cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
+{
+    CALL(cuStreamEndCapture(s, (CUgraph *)g));
+}
+
+cudaError_t CUDARTAPI cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t *g)
+{
+    CALL(cuStreamEndCapture_ptsz(s, (CUgraph *)g));
+}
+
+cudaError_t CUDARTAPI cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *st)
+{
+    CALL(cuStreamIsCapturing(s, (CUstreamCaptureStatus *)st));
+}
+
+cudaError_t CUDARTAPI cudaStreamIsCapturing_ptsz(cudaStream_t s,
+                                                 enum cudaStreamCaptureStatus *st)
+{
+    CALL(cuStreamIsCapturing_ptsz(s, (CUstreamCaptureStatus *)st));
+}
+
+cudaError_t CUDARTAPI cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus *st,
+                                               unsigned long long *id, cudaGraph_t *g,
+                                               const cudaGraphNode_t **d,
+                                               const cudaGraphEdgeData **e, size_t *n)
+{
+    CALL(cuStreamGetCaptureInfo_v3(s, (CUstreamCaptureStatus *)st, (cuuint64_t *)id,
+                                   (CUgraph *)g, (const CUgraphNode **)d,
+                                   (const CUgraphEdgeData **)e, n));
+}
+
+cudaError_t CUDARTAPI cudaStreamGetCaptureInfo_ptsz(cudaStream_t s,
+                                                    enum cudaStreamCaptureStatus *st,
+                                                    unsigned long long *id, cudaGraph_t *g,
+                                                    const cudaGraphNode_t **d,
+                                                    const cudaGraphEdgeData **e, size_t *n)
+{
+    CALL(cuStreamGetCaptureInfo_v3_ptsz(s, (CUstreamCaptureStatus *)st, (cuuint64_t *)id,
+                                        (CUgraph *)g, (const CUgraphNode **)d,
+                                        (const CUgraphEdgeData **)e, n));
+}
+
+cudaError_t CUDARTAPI cudaStreamUpdateCaptureDependencies(cudaStream_t s, cudaGraphNode_t *d,
+                                                          const cudaGraphEdgeData *e, size_t n,
+                                                          unsigned int flags)
+{
+    CALL(cuStreamUpdateCaptureDependencies_v2(s, (CUgraphNode *)d, (const CUgraphEdgeData *)e,
+                                              n, flags));
+}
+
+cudaError_t CUDARTAPI cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t s,
+                                                               cudaGraphNode_t *d,
+                                                               const cudaGraphEdgeData *e,
+                                                               size_t n, unsigned int flags)
+{
+    CALL(cuStreamUpdateCaptureDependencies_v2_ptsz(s, (CUgraphNode *)d,
+                                                   (const CUgraphEdgeData *)e, n, flags));
 }

@@ -31,6 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         for (int i = 0; i < m.u.hello.nlibs; i++)
             check_terminated(m.u.hello.libs[i].name, sizeof m.u.hello.libs[i].name);
+        if (m.u.hello.visible.set)
+            check_terminated(m.u.hello.visible.list, sizeof m.u.hello.visible.list);
         break;
     case RGPU_MSG_AUTH:
         check_terminated(m.u.auth.key_id, sizeof m.u.auth.key_id);

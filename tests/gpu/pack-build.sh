@@ -5,8 +5,9 @@
 # object files or meson's state: the device tool carries at most 64 MiB and
 # a full build with the static-runtime test programs is larger.  Copies
 # daemon/rgpud, stubs/ (the libraries and their links), launcher/rgpu,
-# bench/rgpu-bench and rgpu-delay, and the test programs of tests/progs and
-# tests/progs/static (their debug information stripped), into DEST
+# bench/rgpu-bench and rgpu-delay, the test programs of tests/progs and
+# tests/progs/static and tests/devlist and tests/multidev (their debug
+# information stripped), into DEST
 # (default build-gpu, which git ignores).  Then: run tests/gpu/run.sh DEST.
 set -eu
 src=${1:-build}
@@ -46,5 +47,11 @@ copy_programs() {        # FROM TO: executables only, stripped of debug info
     done
 }
 copy_programs "$src/tests/progs" "$dest/tests/progs"
+# The device programs of tests/gpu/multigpu_check.sh.
+for p in devlist multidev; do
+    if [ -x "$src/tests/$p" ]; then
+        strip --strip-debug -o "$dest/tests/$p" "$src/tests/$p"
+    fi
+done
 copy_programs "$src/tests/progs/static" "$dest/tests/progs/static"
 echo "pack-build: $dest: $(du -sh "$dest" | cut -f1)"

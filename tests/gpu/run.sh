@@ -14,7 +14,8 @@
 # Exit status: 0 whatever the tests did (the summary says); 2 when the build
 # dir or the daemon is missing or the daemon does not start.
 #
-# Tunables: RGPU_PROG_TIMEOUT (s, default 60), RGPU_BENCH_TIMEOUT (s, 240),
+# Tunables: RGPU_PROG_LIST (names of the test programs to run, shared and
+# static builds alike; default all), RGPU_PROG_TIMEOUT (s, default 60), RGPU_BENCH_TIMEOUT (s, 240),
 # RGPU_BENCH_ARGS (e.g. --quick), CUDA_HOME (/usr/local/cuda); RGPU_PROGS=0 and
 # RGPU_BENCH=0 skip those parts, RGPU_LADDER=1 adds the PyTorch ladder
 # (RGPU_LADDER_RUNGS picks rungs), RGPUD_ARGS more options for rgpud (e.g.
@@ -51,7 +52,7 @@
 # here with plain nvcc (static cudart; RGPU_NVCC_BUILD_TIMEOUT, 240 s) and
 # run with RGPU_PROG_TIMEOUT; RGPU_FRAMEWORKS (1): the scripts
 # tests/gpu/frameworks/NAME_check.py for NAME in RGPU_FRAMEWORK_LIST (nvml
-# nvidia_smi cupy triton jax torch_linalg torch_model: nvml and nvidia_smi
+# nvidia_smi cupy triton jax torch_linalg torch_model torch_multigpu: nvml and nvidia_smi
 # compare NVML's values, read with ctypes and by nvidia-smi --query-gpu),
 # natively and through the launcher, each run at
 # most RGPU_FRAMEWORK_TIMEOUT (150 s), all of them RGPU_FRAMEWORK_BUDGET
@@ -65,6 +66,10 @@
 # CUDA 13 and by that CUDA 12 runtime (rgpud --cuda12-lib-dir), one item.
 # RGPU_MINOR (1): tests/gpu/minor_check.sh, a program built against CUDA
 # 13.5's headers natively and through rgpu on this 13.0 host, one item.
+# RGPU_MULTIGPU (1): tests/gpu/multigpu_check.sh, rgpud's --devices subset
+# (on one GPU too) and, with two GPUs or more, the multi-GPU programs
+# natively and through rgpu, one item; the PyTorch checks on two GPUs are
+# the framework script torch_multigpu (on one GPU: "SKIP (one GPU)").
 set -u
 
 BUILD_ARG=${1:-build}
@@ -291,6 +296,7 @@ run_progs() {
     for prog in "$dir"/*; do
         if [ ! -f "$prog" ] || [ ! -x "$prog" ]; then continue; fi
         name=$(basename "$prog")
+        picked "$name" || continue
         tag=${kind:+$kind-}$name
         check_loader "$prog"
         nrc=$(run_prog_as native "$tag" "$STUBS" "$prog" "$PROG_TIMEOUT")
@@ -308,6 +314,14 @@ run_progs() {
             "$(status_word "$rgrc")" "$same" "$result" | tee -a "$SUMMARY"
         [ -n "$kind" ] && count_item "$result"
     done
+}
+
+# picked NAME: whether RGPU_PROG_LIST (program names, blank-separated;
+# empty: every program) names it.
+picked() {
+    [ -z "${RGPU_PROG_LIST:-}" ] && return 0
+    case " $RGPU_PROG_LIST " in *" $1 "*) return 0 ;; esac
+    return 1
 }
 
 # count_item PASS|FAIL|SKIP: into the issue-11 items' closing count.
@@ -451,27 +465,60 @@ run_nvcc_progs() {
     done
 }
 
-# run_check_script TITLE SCRIPT PROGRAM: one of the single-program checks
-# (a CUDA 12 program, tests/gpu/cuda12_check.sh; one built against the
-# stubs' newer CUDA 13, minor_check.sh), each with its own rgpud: one item.
-run_check_script() {
-    local title=$1 script=$2 prog=$3 rc
+# The CUDA 12 program against the real libcudart.so.12 and through rgpu
+# (tests/gpu/cuda12_check.sh, with its own rgpud): one item.
+run_cuda12() {
+    run_program_check "CUDA 12" cuda12_check cuda12_prog
+}
+
+# A program built against the stubs' newer CUDA 13 (13.5) on this 13.0 host,
+# natively and through rgpu (tests/gpu/minor_check.sh, with its own rgpud).
+run_minor() {
+    run_program_check "CUDA 13.x on a 13.0 host" minor_check minor_prog
+}
+
+# run_program_check TITLE SCRIPT PROGRAM: tests/gpu/SCRIPT.sh, which runs
+# BUILD/tests/PROGRAM natively and through rgpu, as one item.
+run_program_check() {
     say ""
-    say "== $title: tests/gpu/$script.sh"
-    if [ ! -x "$BUILD/tests/$prog" ]; then
-        say "(no tests/$prog in the build: skipped)"
+    say "== $1: tests/gpu/$2.sh"
+    if [ ! -x "$BUILD/tests/$3" ]; then
+        say "(no tests/$3 in the build: skipped)"
         count_item SKIP
         return
     fi
-    "$GPU_DIR/$script.sh" "$BUILD" > "$WORK/$script.out" 2>&1
-    rc=$?
-    grep "^$script: " "$WORK/$script.out" | tee -a "$SUMMARY"
+    script_item "$2" "^$2: " "$GPU_DIR/$2.sh" "$BUILD"
+}
+
+# script_item NAME PATTERN SCRIPT ARGS...: a check script as one item: its
+# lines matching PATTERN into the summary, the whole output into logs.txt
+# when it fails (exit status not 0).
+script_item() {
+    local name=$1 pattern=$2
+    shift 2
+    "$@" > "$WORK/$name.out" 2>&1
+    local rc=$?
+    grep -- "$pattern" "$WORK/$name.out" | tee -a "$SUMMARY"
     if [ $rc = 0 ]; then
         count_item PASS
     else
         count_item FAIL
-        log_file "$script.sh" "$WORK/$script.out"
+        log_file "$*" "$WORK/$name.out"
     fi
+}
+
+# rgpud's device subset and several GPUs (tests/gpu/multigpu_check.sh,
+# with its own rgpud): one item.
+run_multigpu() {
+    say ""
+    say "== several GPUs and --devices: tests/gpu/multigpu_check.sh"
+    if [ ! -x "$BUILD/tests/devlist" ] || [ ! -x "$BUILD/tests/multidev" ]; then
+        say "(no tests/devlist or tests/multidev in the build: skipped)"
+        count_item SKIP
+        return
+    fi
+    script_item multigpu '^multigpu_check: \|^    native: \|^    rgpu smi: ' \
+        env RGPU_CUDA_LIB="$CUDA_LIB" "$GPU_DIR/multigpu_check.sh" "$BUILD"
 }
 
 # run_python MODE NAME SCRIPT LIMIT: a check script natively (the user's
@@ -506,7 +553,7 @@ run_frameworks() {
     else
         say "(no launcher in the build: through LD_PRELOAD of the stubs)"
     fi
-    for name in ${RGPU_FRAMEWORK_LIST:-nvml nvidia_smi cupy triton jax torch_linalg torch_model}; do
+    for name in ${RGPU_FRAMEWORK_LIST:-nvml nvidia_smi cupy triton jax torch_linalg torch_model torch_multigpu}; do
         script=$GPU_DIR/frameworks/${name}_check.py
         if [ ! -f "$script" ]; then
             say "$name: no $script"
@@ -840,9 +887,9 @@ main() {
         say "== no test programs in $PROGS"
     fi
     [ "${RGPU_NVCC_PROGS:-1}" = 0 ] || run_nvcc_progs
-    [ "${RGPU_CUDA12:-1}" = 0 ] || run_check_script "CUDA 12" cuda12_check cuda12_prog
-    [ "${RGPU_MINOR:-1}" = 0 ] ||
-        run_check_script "CUDA 13.x on a 13.0 host" minor_check minor_prog
+    [ "${RGPU_CUDA12:-1}" = 0 ] || run_cuda12
+    [ "${RGPU_MINOR:-1}" = 0 ] || run_minor
+    [ "${RGPU_MULTIGPU:-1}" = 0 ] || run_multigpu
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
     [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi
     if [ $((ITEMS_PASSED + ITEMS_FAILED + ITEMS_SKIPPED)) -gt 0 ]; then

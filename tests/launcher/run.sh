@@ -154,6 +154,19 @@ fi
 R smi --server "127.0.0.1:$(free_port)" >"$tmp/out" 2>&1
 expect "rgpu smi, unreachable" 1 $? "$tmp/out" 'cannot reach rgpud'
 
+# A private rgpud serving GPUs 2 and 0 of three (RGPUD_DEVICES reaches it):
+# rgpu smi and rgpu info show those two, renumbered, and not GPU 1.
+RGPU_FAKEGPU_DEVICES=3 RGPUD_DEVICES=2,0 R smi "${F[@]}" >"$tmp/out" 2>&1
+expect "rgpu smi under RGPUD_DEVICES=2,0" 0 $? "$tmp/out" \
+    '^\| +0  rgpu fake GPU +On \| 00000000:02:00\.0 +Off \|' \
+    '^\| +1  rgpu fake GPU +On \| 00000000:00:00\.0 +Off \|'
+if grep -q '00000000:01:00\.0' "$tmp/out"; then
+    fail "rgpu smi under RGPUD_DEVICES=2,0" "GPU 1, which rgpud does not serve, is listed"
+    show "$tmp/out"
+fi
+RGPU_FAKEGPU_DEVICES=3 RGPUD_DEVICES=2,0 R info "${F[@]}" >"$tmp/out" 2>&1
+expect "rgpu info under RGPUD_DEVICES=2,0" 0 $? "$tmp/out" '^GPUs +2$'
+
 "$rgpu" --version >"$tmp/out" 2>&1
 expect "rgpu --version" 0 $? "$tmp/out" '^rgpu [0-9]+\.[0-9]+'
 "$rgpu" --help >"$tmp/out" 2>&1

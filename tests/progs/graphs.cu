@@ -13,8 +13,9 @@
 //   graphs bad-handles  also: a destroyed graph, executable graph and a
 //                       destroyed graph's node give the invalid-handle
 //                       error, a memset node past its memory invalid
-//                       value, a copy node from host memory not-supported
-//                       (undefined or served natively: rgpu only)
+//                       value, a copy node from host memory past its
+//                       device memory invalid value (undefined natively:
+//                       rgpu only)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -478,9 +479,8 @@ static void test_decode(cudaStream_t s)
 // ---- capture into an existing graph ----------------------------------------------
 
 // An empty node, then k_inc captured after it into the same graph: two
-// launches of the graph make a = 2.  The fake GPU models no stream
-// capture: there the section says so and stops (its output is compared
-// natively against rgpu on a GPU only).
+// launches of the graph make a = 2.  A device without stream capture says
+// so and stops here (the fake GPU captures: tests/fakegpu/capture.c).
 static void test_capture_to_graph(cudaStream_t s)
 {
     int *a;
@@ -567,8 +567,8 @@ static void test_bad_handles(cudaStream_t s)
     check_err(cudaGraphInstantiateWithParams(&x, g2, &ip), cudaErrorInvalidResourceHandle,
               "bad: cudaGraphInstantiateWithParams with a destroyed upload stream");
     cudaGetLastError();
-    // A memset node reaching past its allocation, and a copy node with a
-    // host buffer (its bytes would be read when the graph runs).
+    // A memset node reaching past its allocation, and a copy node from a
+    // host buffer into more device memory than there is.
     int *dev;
     static int host[N];
     check_cuda(cudaMalloc(&dev, N * sizeof(int)), "bad: cudaMalloc");
@@ -581,9 +581,9 @@ static void test_bad_handles(cudaStream_t s)
     check_err(cudaGraphAddMemsetNode(&c, g2, NULL, 0, &m), cudaErrorInvalidValue,
               "bad: a memset node past its allocation");
     cudaGetLastError();
-    check_err(cudaGraphAddMemcpyNode1D(&c, g2, NULL, 0, dev, host, sizeof host,
+    check_err(cudaGraphAddMemcpyNode1D(&c, g2, NULL, 0, dev + 1, host, sizeof host,
                                        cudaMemcpyHostToDevice),
-              cudaErrorNotSupported, "bad: a copy node from host memory (not remoted)");
+              cudaErrorInvalidValue, "bad: a copy node from host memory past its device memory");
     cudaGetLastError();
     cudaFree(dev);
     check_cuda(cudaGraphDestroy(g2), "bad: cudaGraphDestroy another");
