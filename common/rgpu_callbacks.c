@@ -330,6 +330,12 @@ static void *callback_thread(void *arg)
             r->slot = &cb;
         }
         pthread_mutex_unlock(&C.lock);
+        /* The stream's earlier work is done: what it wrote into shared
+         * memory is the function's to read, as natively (rgpu_mapped.c;
+         * those copies use a stream of their own, which the host
+         * function's does not hold). */
+        if (rgpu_mapped_active())
+            rgpu_mapped_after_sync();
         run(r);
         pthread_mutex_lock(&C.lock);
         if (r->slot)

@@ -267,6 +267,17 @@ void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *ar
  * handle (parameter layouts) hold only within one generation, since the
  * driver reuses the handle values of unloaded functions. */
 unsigned rgpu_code_generation(void);
+/* Launch configurations the driver took (rgpu_lazy.c): key is what makes
+ * two launches alike to the driver (function, grid, block, shared memory,
+ * attributes: rgpu_launch_key); a configuration not known yet waits for
+ * the driver's verdict, one it took goes without waiting from then on. */
+uint64_t rgpu_launch_key(uint64_t func, const unsigned grid[3], const unsigned block[3],
+                         unsigned shmem, uint64_t attrs_hash);
+int rgpu_launch_known(uint64_t key);
+void rgpu_launch_took(uint64_t key);
+/* A setting of a function or context changed what its launches may use:
+ * every configuration is judged again (the generated setters do it). */
+void rgpu_launch_limits_changed(void);
 /* An event's creation flags (whether it may be timed). */
 void rgpu_event_note_flags(uint64_t event, unsigned flags);
 
@@ -475,6 +486,9 @@ int rgpu_mapped_find(uint64_t p, int by_dev, uint64_t *host, uint64_t *dev, size
                      int *flags);
 /* Whether any range exists (one relaxed load: the cost for everyone else). */
 int rgpu_mapped_active(void);
+/* The GPU copy's address of [p, p+count) when it lies in one shared range
+ * by the program's address (mapped, managed or named pinned memory), or 0. */
+uint64_t rgpu_mapped_gpu_copy(uint64_t p, size_t count);
 /* Hooks of the core: every request but a fence first sends what the
  * program changed; a synchronisation that succeeded (by the generated
  * call's name, or any copy to the host) brings the GPU's bytes back. */

@@ -250,6 +250,13 @@ enum rgpu_name_kind { RGPU_NAME_FUNCTION = 0, RGPU_NAME_KERNEL = 1 };
 /* [dst, stream, bin data] -> [] ; [src, count, stream] -> [bin] */
 #define RGPU_H_CU_HTOD         "rgpu.cu_htod"
 #define RGPU_H_CU_DTOH         "rgpu.cu_dtoh"
+/* [dst, 0, bin] -> [] and [src, count, 0] -> [bin]: the client's own copies
+ * between the program's copy of shared memory and its GPU copy
+ * (common/rgpu_mapped.c), on a non-blocking stream of the session's in
+ * the memory's context, never behind the program's work (library "rgpu",
+ * daemon/hand_cuda.c) */
+#define RGPU_H_SHARED_HTOD     "rgpu.shared_htod"
+#define RGPU_H_SHARED_DTOH     "rgpu.shared_dtoh"
 
 /* cuBLASLt (library "cublasLt"; client side stubs/cublasLt_desc.c, server
  * side daemon/hand_cublasLt.c): descriptors the client keeps by content,

@@ -171,6 +171,46 @@ static unsigned field_count(const struct attr_layout *l)
     return n;
 }
 
+static size_t field_bytes(enum field_kind kind)
+{
+    switch (kind) {
+    case F_BYTE:
+        return 1;
+    case F_U64:
+        return 8;
+    case F_INT:
+    case F_UINT:
+    case F_FLOAT:
+        return 4;
+    case F_END:
+        break;
+    }
+    return 0;
+}
+
+uint64_t rgpu_hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+uint64_t rgpu_launch_attrs_hash(const CUlaunchAttribute *attrs, unsigned n, uint64_t h)
+{
+    for (unsigned i = 0; i < n; i++) {
+        const struct attr_layout *l = layout_of(attrs[i].id);
+        unsigned id = attrs[i].id;
+        if (id == CU_LAUNCH_ATTRIBUTE_IGNORE)
+            continue;
+        h = rgpu_hash_bytes(h, &id, sizeof id);
+        for (unsigned k = 0; l && k < field_count(l); k++)
+            h = rgpu_hash_bytes(h, (const unsigned char *)&attrs[i].value + l->fields[k].offset,
+                    field_bytes(l->fields[k].kind));
+    }
+    return h;
+}
+
 static void pack_field(msgpack_packer *pk, const struct field *f, const unsigned char *value)
 {
     const unsigned char *p = value + f->offset;

@@ -58,6 +58,12 @@ int rgpu_launch_attrs_checked(const CUlaunchAttribute *attrs, unsigned n,
 
 /* Pack the attributes that travel (rgpu_launch_attrs_count of them) as one
  * msgpack array.  Every id must be served (rgpu_launch_attr_refusal). */
+/* FNV-1a: h mixed with n bytes at p (start from 0xcbf29ce484222325). */
+uint64_t rgpu_hash_bytes(uint64_t h, const void *p, size_t n);
+/* h mixed with what the attributes say (their ids and the members each
+ * one uses, not the rest of the union): equal for launches the driver
+ * judges alike. */
+uint64_t rgpu_launch_attrs_hash(const CUlaunchAttribute *attrs, unsigned n, uint64_t h);
 void rgpu_launch_attrs_pack(msgpack_packer *pk, const CUlaunchAttribute *attrs, unsigned n);
 
 /* The server's side: rebuild the array from the wire into out (zeroed

@@ -20,6 +20,7 @@
  *   unless it is known to go to its own. */
 #include "rgpu_client.h"
 #include "rgpu_handle_table.h"
+#include "rgpu_launch_attrs.h"
 #include "rgpu_log.h"
 #include "client_ranges.h"
 
@@ -228,11 +229,71 @@ static int resets_device(const char *name)
            strncmp(name, "cuDevicePrimaryCtxReset", strlen("cuDevicePrimaryCtxReset")) == 0;
 }
 
+/* ---- launch configurations the driver took ------------------------------------- */
+
+/* What the driver refuses at a launch depends on the function as well as on
+ * the configuration: its registers and __launch_bounds__ cap the block, its
+ * static shared memory and the maximum the program set cap the dynamic
+ * shared memory, the cluster it was compiled for must divide the grid.  The
+ * client cannot check those, and a refusal reported after the launch
+ * returned misleads: XLA's autotuner times a candidate whose launch failed
+ * as the fastest and keeps it.  So the first launch of a function with a
+ * configuration waits for the driver's answer, and once the driver took a
+ * configuration, later launches like it go without waiting (a training
+ * loop repeats its launches).  Keys are hashes, kept in a table that
+ * forgets on collision (a forgotten configuration waits once more); the
+ * code generation and an epoch that every function or context setting
+ * moves are part of the key, so what those change is asked again. */
+#define LAUNCH_KEYS 4096
+static uint64_t launch_keys[LAUNCH_KEYS];
+static unsigned launch_epoch;
+
+uint64_t rgpu_launch_key(uint64_t func, const unsigned grid[3], const unsigned block[3],
+                         unsigned shmem, uint64_t attrs_hash)
+{
+    unsigned gen[2] = { rgpu_code_generation(), __atomic_load_n(&launch_epoch, __ATOMIC_ACQUIRE) };
+    uint64_t h = rgpu_hash_bytes(0xcbf29ce484222325ull, &func, sizeof func);
+    h = rgpu_hash_bytes(h, grid, 3 * sizeof *grid);
+    h = rgpu_hash_bytes(h, block, 3 * sizeof *block);
+    h = rgpu_hash_bytes(h, &shmem, sizeof shmem);
+    h = rgpu_hash_bytes(h, &attrs_hash, sizeof attrs_hash);
+    h = rgpu_hash_bytes(h, gen, sizeof gen);
+    return h ? h : 1;       /* 0 marks a free slot */
+}
+
+int rgpu_launch_known(uint64_t key)
+{
+    return __atomic_load_n(&launch_keys[key % LAUNCH_KEYS], __ATOMIC_RELAXED) == key;
+}
+
+void rgpu_launch_limits_changed(void)
+{
+    __atomic_add_fetch(&launch_epoch, 1, __ATOMIC_ACQ_REL);
+}
+
+void rgpu_launch_took(uint64_t key)
+{
+    __atomic_store_n(&launch_keys[key % LAUNCH_KEYS], key, __ATOMIC_RELAXED);
+}
+
+/* Settings after which a function's launches may be judged otherwise. */
+static int changes_launch_limits(const char *name)
+{
+    static const char *const prefixes[] = { "cuFuncSet", "cuKernelSet", "cudaFuncSet",
+                                            "cuCtxSetLimit", "cudaDeviceSetLimit" };
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
 void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *argv,
                              int status, int waited)
 {
     if (status == 0 && resets_device(proc->name))
         code_unloaded();
+    if (changes_launch_limits(proc->name))
+        rgpu_launch_limits_changed();
     for (unsigned i = 0; i < proc->nparams; i++) {
         const struct rgpu_param *prm = &proc->params[i];
         if (!prm->handle_class)

@@ -32,6 +32,11 @@ void rgpu_log_set_level(int level)
     log_level = level;
 }
 
+const char *rgpu_log_prefix(void)
+{
+    return log_prefix;
+}
+
 void rgpu_log_set_fd(int fd)
 {
     log_fd = fd;

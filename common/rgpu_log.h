@@ -13,6 +13,8 @@ enum rgpu_log_level {
 
 void rgpu_log_init(const char *prefix, const char *level_name);
 void rgpu_log_set_level(int level);
+/* The program name that begins each line (rgpu_log_init's prefix). */
+const char *rgpu_log_prefix(void);
 /* Where log lines go (STDERR_FILENO until set); one write per line. */
 void rgpu_log_set_fd(int fd);
 int rgpu_log_fd(void);

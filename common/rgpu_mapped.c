@@ -5,11 +5,16 @@
  * Each range has three copies: the GPU's (device memory on the server,
  * which kernels use), the program's (client memory, at the same address
  * where it could be had) and a shadow of the program's as the GPU last
- * saw it.  Before any request leaves the client, the pages where the
+ * saw it.  Before any request leaves the client, the bytes where the
  * program's copy differs from the shadow go to the GPU (host-to-device
  * copies without replies, ahead of the request, so the server runs them
- * first); after a call that synchronises with the GPU, the GPU's copy
- * comes back into the program's and the shadow.  Comparing against a
+ * first); after a call that synchronises with the GPU, and before a host
+ * function runs, the bytes where the GPU's copy differs from the shadow
+ * come back into the program's and the shadow.  Bytes, not pages: the
+ * buffers a host allocator cuts from one pinned allocation share pages,
+ * and what the GPU wrote into one must survive what the program wrote
+ * into its neighbour.  These copies go on a stream of the session's own
+ * (daemon/hand_cuda.c), never behind the program's work.  Comparing against a
  * shadow, rather than write-protecting pages and catching faults, keeps
  * writes the kernel makes for the program (read(2) into the buffer, a
  * library's memcpy) visible without a signal handler and without
@@ -90,37 +95,81 @@ int rgpu_mapped_find(uint64_t p, int by_dev, uint64_t *host, uint64_t *dev, size
     return m != NULL;
 }
 
+uint64_t rgpu_mapped_gpu_copy(uint64_t p, size_t count)
+{
+    uint64_t host, dev;
+    size_t size;
+    if (!count || !rgpu_mapped_find(p, 0, &host, &dev, &size, NULL) || count > size - (p - host))
+        return 0;
+    return dev + (p - host);
+}
+
+/* Bytes that differ between two copies are found a block at a time. */
+#define COMPARE_BLOCK 64
+/* Changed bytes closer than this go in one copy to the GPU: a program
+ * rewriting an array sends one run, not one per byte that kept its value.
+ * What the GPU writes into shared memory between two synchronisations
+ * (a memset, a copy, a kernel's output) is a buffer of its own, further
+ * than this from the program's, so the gap never carries stale bytes
+ * over the GPU's. */
+#define PUSH_GAP 16
+
+/* The first offset from off on where a and b differ, or size. */
+static size_t next_change(const unsigned char *a, const unsigned char *b, size_t off,
+                          size_t size)
+{
+    while (off < size) {
+        size_t n = size - off < COMPARE_BLOCK ? size - off : COMPARE_BLOCK;
+        if (memcmp(a + off, b + off, n) != 0) {
+            while (a[off] == b[off])
+                off++;
+            return off;
+        }
+        off += n;
+    }
+    return size;
+}
+
+/* Where the changed run starting at off (a[off] != b[off]) ends: at the
+ * first gap of `gap` bytes that agree, or at size. */
+static size_t run_end(const unsigned char *a, const unsigned char *b, size_t off, size_t size,
+                      size_t gap)
+{
+    size_t end = off + 1;
+    for (size_t i = end; i < size && i - end < gap; i++)
+        if (a[i] != b[i])
+            end = i + 1;
+    return end;
+}
+
 /* Send [off, off+len) of m from the program's copy to the GPU's, without
- * waiting (a failure is reported by the next call that waits). */
+ * waiting (a failure is reported by the next call that waits).  The shadow
+ * takes the bytes first and they go from there, so the GPU gets exactly
+ * what the shadow records, even when another thread writes the program's
+ * copy meanwhile (that write differs from the shadow, and goes next time). */
 static void push_run(struct mapped *m, size_t off, size_t len)
 {
+    memcpy(m->shadow + off, (const char *)(uintptr_t)m->host + off, len);
     int rc = rgpu_copy_htod(m->lib, m->htod_id, "mapped memory to the device", m->dev + off,
-                            (const char *)(uintptr_t)m->host + off, len, 0, 0);
+                            m->shadow + off, len, 0, 0);
     if (rc != 0)
         rgpu_debug("mapped memory at %#llx: push of %zu bytes failed (%d)",
                    (unsigned long long)m->host + off, len, rc);
-    memcpy(m->shadow + off, (const char *)(uintptr_t)m->host + off, len);
 }
 
-/* The pages of m that the program changed, as runs of adjacent pages. */
+/* The bytes of m that the program changed since the GPU last saw them, as
+ * runs: only those reach the GPU's copy, so that what the GPU wrote beside
+ * them in the same page (another buffer cut from the same allocation)
+ * stays. */
 static void push_range(struct mapped *m)
 {
     const unsigned char *cur = (const unsigned char *)(uintptr_t)m->host;
-    size_t ps = page_size(), run = 0, run_len = 0;
-    for (size_t off = 0; off < m->size; off += ps) {
-        size_t n = m->size - off < ps ? m->size - off : ps;
-        if (memcmp(cur + off, m->shadow + off, n) != 0) {
-            if (!run_len)
-                run = off;
-            run_len += n;
-            continue;
-        }
-        if (run_len)
-            push_run(m, run, run_len);
-        run_len = 0;
+    size_t off = 0;
+    while ((off = next_change(cur, m->shadow, off, m->size)) < m->size) {
+        size_t end = run_end(cur, m->shadow, off, m->size, PUSH_GAP);
+        push_run(m, off, end - off);
+        off = end;
     }
-    if (run_len)
-        push_run(m, run, run_len);
 }
 
 void rgpu_mapped_before_request(uint32_t proc_id)
@@ -136,11 +185,12 @@ void rgpu_mapped_before_request(uint32_t proc_id)
     inside = 0;
 }
 
-/* The GPU's copy of m comes back; the pages where it differs from the
+/* The GPU's copy of m comes back; the bytes where it differs from the
  * shadow (what the GPU last got from the program) are the GPU's writes,
- * and only those replace the program's: a page the GPU left alone keeps
+ * and only those replace the program's: bytes the GPU left alone keep
  * whatever the program wrote since, even from another thread during the
- * synchronisation (it goes to the GPU with the next request). */
+ * synchronisation, in the same page too (they go to the GPU with the next
+ * request). */
 static void pull_range(struct mapped *m)
 {
     unsigned char *gpu = malloc(m->size);
@@ -157,13 +207,12 @@ static void pull_range(struct mapped *m)
         return;
     }
     unsigned char *cur = (unsigned char *)(uintptr_t)m->host;
-    size_t ps = page_size();
-    for (size_t off = 0; off < m->size; off += ps) {
-        size_t n = m->size - off < ps ? m->size - off : ps;
-        if (memcmp(gpu + off, m->shadow + off, n) == 0)
-            continue;
-        memcpy(cur + off, gpu + off, n);
-        memcpy(m->shadow + off, gpu + off, n);
+    size_t off = 0;
+    while ((off = next_change(gpu, m->shadow, off, m->size)) < m->size) {
+        size_t end = run_end(gpu, m->shadow, off, m->size, 1);
+        memcpy(cur + off, gpu + off, end - off);
+        memcpy(m->shadow + off, gpu + off, end - off);
+        off = end;
     }
     free(gpu);
 }
@@ -236,13 +285,13 @@ void rgpu_mapped_after_call(const char *name, int status)
 int rgpu_mapped_add(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,
                     int flags)
 {
-    int runtime = lib->is_runtime;
     struct mapped m = {
         .host = host, .dev = dev, .size = size, .lib = lib, .flags = flags,
-        .htod_id = rgpu_proc_id(runtime ? "cudart" : "cuda",
-                                runtime ? RGPU_H_HTOD : RGPU_H_CU_HTOD),
-        .dtoh_id = rgpu_proc_id(runtime ? "cudart" : "cuda",
-                                runtime ? RGPU_H_DTOH : RGPU_H_CU_DTOH),
+        /* On a stream of the session's own, never behind the program's
+         * work (daemon/hand_cuda.c): a pull may come from the host-function
+         * thread while a host function holds its stream. */
+        .htod_id = rgpu_proc_id("rgpu", RGPU_H_SHARED_HTOD),
+        .dtoh_id = rgpu_proc_id("rgpu", RGPU_H_SHARED_DTOH),
     };
     if (!size)
         return -1;

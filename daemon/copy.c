@@ -181,5 +181,6 @@ int hand_streamed(const struct hand_proc *hp)
 {
     return (strcmp(hp->lib, "cudart") == 0 && strcmp(hp->name, RGPU_H_HTOD) == 0) ||
            (strcmp(hp->lib, "cuda") == 0 && strcmp(hp->name, RGPU_H_CU_HTOD) == 0) ||
+           (strcmp(hp->lib, "rgpu") == 0 && strcmp(hp->name, RGPU_H_SHARED_HTOD) == 0) ||
            strcmp(hp->name, RGPU_H_IMAGE_PIECE) == 0;      /* daemon/image_stage.c */
 }

@@ -47,15 +47,9 @@ static int drv_sync(uint64_t stream)
 
 static const struct copy_api driver_copies = { drv_htod, drv_dtoh, drv_sync };
 
-/* [dst, stream, bin]; a large bin stays in the socket (daemon/copy.c). */
-static int h_htod(struct hand_call *c)
+/* The copy of [dst, stream, bin] once its stream is known good. */
+static int htod_on(struct hand_call *c, uint64_t dst, const void *p, size_t n, uint64_t stream)
 {
-    uint64_t dst, stream;
-    const void *p;
-    size_t n;
-    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &stream) ||
-             arg_bin(c, 2, &p, &n));
-    STREAM_OR_REFUSE(c, stream, 0);
     NEED(REAL(cuMemcpyHtoDAsync_v2));
     NEED(REAL(cuStreamSynchronize));
     if (c->in_len)
@@ -80,14 +74,9 @@ static int h_htod(struct hand_call *c)
     return rc;
 }
 
-/* [src, count, stream] -> [bin]; a large count comes in a data frame ahead
- * of the reply, whose bin is then empty (daemon/copy.c). */
-static int h_dtoh(struct hand_call *c)
+/* The copy of [src, count, stream] once its stream is known good. */
+static int dtoh_on(struct hand_call *c, uint64_t src, uint64_t count, uint64_t stream)
 {
-    uint64_t src, count, stream;
-    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &src) || arg_u64(c, 1, &count) ||
-             arg_u64(c, 2, &stream));
-    STREAM_OR_REFUSE(c, stream, 1);
     if (count > RGPU_FRAME_MAX - 4096)
         return -RGPU_ETOOBIG;
     NEED(REAL(cuMemcpyDtoHAsync_v2));
@@ -113,6 +102,108 @@ static int h_dtoh(struct hand_call *c)
         rc = drv_sync(stream);
     msgpack_pack_array(c->out, 1);
     hand_payload(c, buf, rc ? 0 : count);
+    return rc;
+}
+
+/* [dst, stream, bin]; a large bin stays in the socket (daemon/copy.c). */
+static int h_htod(struct hand_call *c)
+{
+    uint64_t dst, stream;
+    const void *p;
+    size_t n;
+    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &stream) ||
+             arg_bin(c, 2, &p, &n));
+    STREAM_OR_REFUSE(c, stream, 0);
+    return htod_on(c, dst, p, n, stream);
+}
+
+/* [src, count, stream] -> [bin]; a large count comes in a data frame ahead
+ * of the reply, whose bin is then empty (daemon/copy.c). */
+static int h_dtoh(struct hand_call *c)
+{
+    uint64_t src, count, stream;
+    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &src) || arg_u64(c, 1, &count) ||
+             arg_u64(c, 2, &stream));
+    STREAM_OR_REFUSE(c, stream, 1);
+    return dtoh_on(c, src, count, stream);
+}
+
+/* ---- the client's own copies of shared memory ---------------------------------- */
+
+/* What keeps the program's copy of shared memory and its GPU copy alike
+ * (common/rgpu_mapped.c) copies on a stream of its own: non-blocking, made
+ * for the copy in the context that owns the memory and destroyed after it.
+ * So such a copy never queues behind the program's work, above all behind
+ * a host function that waits for the client (which may be the one asking,
+ * from its host-function thread, which has no context current here), and
+ * sees the memory as the work finished so far left it. */
+struct shared_stream {
+    CUstream stream;
+    int pushed;                 /* a context was pushed for it */
+};
+
+static int shared_stream_open(uint64_t dev, struct shared_stream *s)
+{
+    CUcontext ctx = NULL;
+    s->stream = NULL;
+    s->pushed = 0;
+    NEED(REAL(cuPointerGetAttribute) && REAL(cuCtxPushCurrent_v2) && REAL(cuCtxPopCurrent_v2) &&
+         REAL(cuStreamCreate) && REAL(cuStreamDestroy_v2));
+    int rc = REAL(cuPointerGetAttribute)(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)dev);
+    if (rc == CUDA_SUCCESS && ctx && (rc = REAL(cuCtxPushCurrent_v2)(ctx)) == CUDA_SUCCESS)
+        s->pushed = 1;
+    if (rc == CUDA_SUCCESS)
+        rc = REAL(cuStreamCreate)(&s->stream, CU_STREAM_NON_BLOCKING);
+    return rc;
+}
+
+static void shared_stream_close(struct shared_stream *s)
+{
+    CUcontext ctx;
+    if (s->stream)
+        REAL(cuStreamDestroy_v2)(s->stream);
+    if (s->pushed)
+        REAL(cuCtxPopCurrent_v2)(&ctx);
+}
+
+/* [dst, 0, bin] -> []: the program's bytes to a GPU copy */
+static int h_shared_htod(struct hand_call *c)
+{
+    uint64_t dst, zero;
+    const void *p;
+    size_t n;
+    struct shared_stream s;
+    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &zero) ||
+             arg_bin(c, 2, &p, &n) || zero != 0);
+    /* The memory is the session's before the driver is asked about it. */
+    if (!owned_range(dst, c->in_len ? c->in_len : n))
+        return htod_on(c, dst, p, n, 0);        /* refused there */
+    int rc = shared_stream_open(dst, &s);
+    if (rc == CUDA_SUCCESS)
+        rc = htod_on(c, dst, p, n, (uint64_t)(uintptr_t)s.stream);
+    else if (rc > 0)
+        msgpack_pack_array(c->out, 0);
+    shared_stream_close(&s);
+    return rc;
+}
+
+/* [src, count, 0] -> [bin]: a GPU copy's bytes for the program's */
+static int h_shared_dtoh(struct hand_call *c)
+{
+    uint64_t src, count, zero;
+    struct shared_stream s;
+    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &src) || arg_u64(c, 1, &count) ||
+             arg_u64(c, 2, &zero) || zero != 0);
+    if (!owned_range(src, count))
+        return dtoh_on(c, src, count, 0);       /* refused there */
+    int rc = shared_stream_open(src, &s);
+    if (rc == CUDA_SUCCESS) {
+        rc = dtoh_on(c, src, count, (uint64_t)(uintptr_t)s.stream);
+    } else if (rc > 0) {
+        msgpack_pack_array(c->out, 1);
+        msgpack_pack_nil(c->out);
+    }
+    shared_stream_close(&s);
     return rc;
 }
 
@@ -149,5 +240,7 @@ const struct hand_proc hand_cuda_procs[] = {
     { "cuda", RGPU_H_CU_DEVICE_ATTRS, h_device_attrs },
     { "cuda", RGPU_H_CU_HTOD, h_htod },
     { "cuda", RGPU_H_CU_DTOH, h_dtoh },
+    { "rgpu", RGPU_H_SHARED_HTOD, h_shared_htod },
+    { "rgpu", RGPU_H_SHARED_DTOH, h_shared_dtoh },
 };
 const int hand_cuda_nprocs = sizeof hand_cuda_procs / sizeof hand_cuda_procs[0];

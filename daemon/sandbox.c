@@ -123,7 +123,8 @@ static void put_num(struct line *l, long v)
 static void line_start(struct line *l, const char *level)
 {
     l->len = 0;
-    put_str(l, "rgpud[");
+    put_str(l, rgpu_log_prefix());
+    put_str(l, "[");
     put_num(l, (long)getpid());
     put_str(l, "]: ");
     put_str(l, level);
@@ -176,9 +177,9 @@ static void cap_limit(int resource, const char *name, rlim_t max)
  * plenty, and bounds what a session can pin in the kernel. */
 #define SESSION_MAX_FILES 4096
 
-static void session_limits(const struct rgpud_options *opt)
+static void session_limits(const struct sandbox_profile *p)
 {
-    uint64_t mem = opt->session_memory ? opt->session_memory : SANDBOX_DEFAULT_SESSION_MEMORY;
+    uint64_t mem = p->memory ? p->memory : SANDBOX_DEFAULT_SESSION_MEMORY;
     cap_limit(RLIMIT_NOFILE, "open files", SESSION_MAX_FILES);
 #ifdef RGPUD_ASAN
     (void)mem;
@@ -792,7 +793,7 @@ static void allow_prefixed(const struct ll *ll, const char *dir, const char *pre
 
 /* What a session may touch.  /etc is named file by file: /etc/rgpu holds
  * the daemon's keys, which a session must not read. */
-static void ll_rules(const struct ll *ll, const struct rgpud_options *opt)
+static void ll_rules(const struct ll *ll, const struct sandbox_profile *p)
 {
     static const char *const lib_dirs[] = {
         "/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib32",
@@ -810,10 +811,11 @@ static void ll_rules(const struct ll *ll, const struct rgpud_options *opt)
     for (size_t i = 0; i < sizeof lib_dirs / sizeof lib_dirs[0]; i++)
         ll_allow(ll, lib_dirs[i], LL_READ_EXEC);
     allow_prefixed(ll, "/usr/local", "cuda", LL_READ_EXEC);
-    if (opt->lib_dir)
-        ll_allow(ll, opt->lib_dir, LL_READ_EXEC);
-    allow_path_list(ll, opt->cuda12_dirs, LL_READ_EXEC);
+    if (p->lib_dir)
+        ll_allow(ll, p->lib_dir, LL_READ_EXEC);
+    allow_path_list(ll, p->lib_dirs, LL_READ_EXEC);
     allow_path_list(ll, getenv("LD_LIBRARY_PATH"), LL_READ_EXEC);
+    allow_path_list(ll, p->read_paths, LL_READ);
     dl_iterate_phdr(allow_loaded_lib, (void *)ll);
     for (size_t i = 0; i < sizeof etc_files / sizeof etc_files[0]; i++)
         ll_allow(ll, etc_files[i], LL_READ);
@@ -854,7 +856,7 @@ static void note_early_threads(void)
 
 /* Landlock where the kernel has it; its absence (old kernels, gVisor and
  * the like) is logged and tolerated: seccomp and the unit still hold. */
-static void session_landlock(const struct rgpud_options *opt)
+static void session_landlock(const struct sandbox_profile *p)
 {
     struct ll_ruleset_attr attr = { 0 };
     struct ll ll;
@@ -890,7 +892,7 @@ static void session_landlock(const struct rgpud_options *opt)
                   strerror(errno));
         return;
     }
-    ll_rules(&ll, opt);
+    ll_rules(&ll, p);
     note_early_threads();
     if (syscall(SYS_landlock_restrict_self, ll.fd, 0) < 0)
         rgpu_warn("sandbox: cannot apply Landlock (ABI %d): %s", abi, strerror(errno));
@@ -921,47 +923,63 @@ static int layer_off(const char *layer)
     return 0;
 }
 
-void sandbox_session(const struct rgpud_options *opt)
+int sandbox_session_profile(const struct sandbox_profile *p)
 {
     no_jit_cache();
     if (!layer_off("limits"))
-        session_limits(opt);
-    if (opt->no_sandbox)
-        return;
-    audit_only = opt->sandbox_audit;
+        session_limits(p);
+    if (!p->confine)
+        return 0;
+    audit_only = p->audit;
     if (!layer_off("nodump") && no_privs_no_dumps() < 0)
-        _exit(3);
+        return -1;
     shm_dir_fd = open("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (!layer_off("landlock"))
-        session_landlock(opt);
+        session_landlock(p);
     if (!layer_off("seccomp") && session_seccomp() < 0) {
         rgpu_error("sandbox: refusing to serve this client unconfined (--no-sandbox turns "
                    "the sandbox off)");
-        _exit(3);
+        return -1;
     }
+    return 0;
 }
 
-void sandbox_listener(const struct rgpud_options *opt)
+void sandbox_session(const struct rgpud_options *opt)
+{
+    const struct sandbox_profile p = {
+        .memory = opt->session_memory, .confine = !opt->no_sandbox,
+        .audit = opt->sandbox_audit, .lib_dir = opt->lib_dir, .lib_dirs = opt->cuda12_dirs,
+    };
+    if (sandbox_session_profile(&p) < 0)
+        _exit(3);
+}
+
+int sandbox_listener_layers(void)
 {
     scmp_filter_ctx ctx;
     int rc;
 
+    if (no_privs_no_dumps() < 0)
+        return -1;
+    if (!(ctx = seccomp_init(SCMP_ACT_ALLOW))) {
+        rgpu_error("sandbox: seccomp_init failed");
+        return -1;
+    }
+    rc = RULES(ctx, SCMP_ACT_KILL_PROCESS, listener_killed);
+    if (rc == 0)
+        rc = load_filter(ctx, "listener");
+    seccomp_release(ctx);
+    return rc == 0 ? 0 : -1;
+}
+
+void sandbox_listener(const struct rgpud_options *opt)
+{
     no_jit_cache();
     if (opt->no_sandbox) {
         rgpu_warn("--no-sandbox: sessions run unconfined; a client that takes over its "
                   "session can do anything this user can");
         return;
     }
-    if (no_privs_no_dumps() < 0)
-        exit(1);
-    if (!(ctx = seccomp_init(SCMP_ACT_ALLOW))) {
-        rgpu_error("sandbox: seccomp_init failed");
-        exit(1);
-    }
-    rc = RULES(ctx, SCMP_ACT_KILL_PROCESS, listener_killed);
-    if (rc == 0)
-        rc = load_filter(ctx, "listener");
-    seccomp_release(ctx);
-    if (rc != 0)
+    if (sandbox_listener_layers() < 0)
         exit(1);
 }

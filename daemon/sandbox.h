@@ -20,6 +20,26 @@ int sandbox_parse_size(const char *s, uint64_t *out);
  * only a warning.  Exits when a layer it asked for cannot be set. */
 void sandbox_listener(const struct rgpud_options *opt);
 
+/* What a session's confinement is made of: rgpud's options
+ * (sandbox_session), or the op server's (opserver_sandbox.c). */
+struct sandbox_profile {
+    uint64_t memory;            /* RLIMIT_DATA; 0: the default; RLIM_INFINITY: none */
+    int confine;                /* 0: the limits only (--no-sandbox) */
+    int audit;                  /* --sandbox-audit: forbidden calls refused and logged */
+    const char *lib_dir;        /* a folder of libraries to read and map, or NULL */
+    const char *lib_dirs;       /* more such folders, ':'-separated (--cuda12-lib-dir), or NULL */
+    const char *read_paths;     /* more folders or files to read, ':'-separated, or NULL */
+};
+
+/* The session's limits, then (confine) its layers: 0, or -1 when a layer
+ * that must hold could not be set (the caller ends the session without
+ * serving it).  A kernel without Landlock is logged and tolerated. */
+int sandbox_session_profile(const struct sandbox_profile *p);
+
+/* The listener's layers (no new privileges, no core dumps, its filter):
+ * 0, or -1 when one could not be set. */
+int sandbox_listener_layers(void);
+
 /* Confine this session process: called once the GPU libraries are loaded
  * and before anything from the client is read.  Exits (the session ends)
  * when seccomp cannot be set; a kernel without Landlock is logged and

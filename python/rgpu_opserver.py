@@ -2,7 +2,8 @@
 
     rgpu-opserver [--listen ADDR] [--device cuda|cpu] [--group NAME]
                   [--key-dir DIR] [--insecure-tcp-no-auth] [--max-frame BYTES]
-                  [--hello-timeout S]
+                  [--hello-timeout S] [--session-memory-limit SIZE]
+                  [--sandbox-audit | --no-sandbox]
     rgpu-opserver --check [--device cuda|cpu]
 
 ADDR is unix:PATH (the default, /run/rgpu/opserver.sock) or HOST:PORT.  One
@@ -12,10 +13,13 @@ client goes) and checks every handle, size and offset the client sends.
 On a Unix socket the kernel's peer credentials decide who gets in (this
 server's user, root, members of --group, default "rgpu" where it exists); on
 TCP the client proves that it holds a key from --key-dir (rgpud's keys and
-scheme).  docs/rgpu-device.md describes the protocol.
+scheme).  Each session is confined as rgpud's are (daemon/sandbox.c, loaded
+from librgpu-opsandbox.so) once its device is ready and before it reads an
+operation.  docs/rgpu-device.md describes the protocol and the sandbox.
 """
 import argparse
 import ctypes
+import gc
 import grp
 import os
 import re
@@ -34,6 +38,8 @@ MAX_DIMS = 64
 MAX_DEPTH = 16
 MAX_SIZE = 1 << 50
 MAX_SID = 1 << 53
+MAX_VIEWS = 1 << 14            # views a session keeps built (Executor.views)
+_WIRE_SCALARS = frozenset((bool, int, float, str))      # msgpack's, as it decodes them
 _OP_NAME = re.compile(r"^aten::([a-z_][a-z0-9_]*)(?:\.([A-Za-z0-9_]+))?$")
 # Operators a client may not call: files, the server's output, raw storage,
 # and changes to a tensor's own metadata (which the storage table could not
@@ -41,6 +47,17 @@ _OP_NAME = re.compile(r"^aten::([a-z_][a-z0-9_]*)(?:\.([A-Za-z0-9_]+))?$")
 _REFUSED = {"from_file", "_print", "set_", "resize_", "resize_as_", "as_strided_", "_resize_output_",
             "swap_", "_pin_memory", "pin_memory", "share_memory_", "_share_memory_",
             "record_stream", "_nested_tensor_from_mask"}
+# Families of operators that make or read tensors other than plain strided
+# ones (sparse, nested, MKL-DNN's opaque ones, packed weights), which rgpu
+# does not carry, and PyTorch's test operators: refused by name, since
+# their inputs are checked less (an "_unsafe" sparse constructor trusts its
+# indices).
+_REFUSED_FAMILY = re.compile(r"sparse|nested|mkldnn|fbgemm|prepack|^_test_")
+# Operators that lay a view over their argument's storage with sizes,
+# strides and an offset from their arguments: the view must lie inside
+# the storage.  as_strided checks that itself, _reshape_alias does not.
+_STRIDED_VIEWS = {"as_strided", "as_strided_copy", "as_strided_scatter", "_reshape_alias",
+                  "_reshape_alias_copy"}
 
 
 def log(msg):
@@ -113,6 +130,86 @@ def _probe_cuda():
         fail(f"--device cuda: {text or 'the CUDA probe died'} (use --device cpu to serve "
              "PyTorch's CPU device)")
     return {"device_name": text[3:]}
+
+
+# ---- the sandbox ----------------------------------------------------------------------
+
+SANDBOX_LIB = "librgpu-opsandbox.so"
+
+
+class Sandbox:
+    """rgpud's sandbox (daemon/sandbox.c), built as librgpu-opsandbox.so
+    (daemon/opserver_sandbox.c) and called through ctypes."""
+
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)
+        lib.rgpu_opserver_sandbox_session.argtypes = [ctypes.c_uint64, ctypes.c_int,
+                                                      ctypes.c_int, ctypes.c_char_p]
+        lib.rgpu_opserver_sandbox_listener.argtypes = []
+        lib.rgpu_opserver_parse_size.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)]
+        self.lib, self.path = lib, path
+
+    def parse_size(self, text):
+        out = ctypes.c_uint64()
+        if self.lib.rgpu_opserver_parse_size(text.encode(), ctypes.byref(out)) != 0:
+            return None
+        return out.value
+
+    def listener(self):
+        return self.lib.rgpu_opserver_sandbox_listener() == 0
+
+    def session(self, memory, confine, audit, read_paths):
+        return self.lib.rgpu_opserver_sandbox_session(
+            memory, int(confine), int(audit), ":".join(read_paths).encode()) == 0
+
+
+def load_sandbox(opts):
+    """The sandbox module, from --sandbox-lib, RGPU_OPSERVER_SANDBOX or
+    beside this file; None with --no-sandbox when there is none."""
+    path = opts.sandbox_lib or os.environ.get("RGPU_OPSERVER_SANDBOX") or \
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), SANDBOX_LIB)
+    try:
+        return Sandbox(path)
+    except OSError as e:
+        if opts.no_sandbox:
+            return None
+        fail(f"cannot load the session sandbox {path}: {e} (rgpu-server installs it beside "
+             "this program, a build tree has it as BUILD/daemon/" + SANDBOX_LIB + "; "
+             "--sandbox-lib names it; --no-sandbox runs sessions unconfined)")
+
+
+def session_memory(opts):
+    """--session-memory-limit in bytes; 0 for rgpud's default."""
+    if opts.session_memory_limit is None:
+        return 0
+    size = opts.sandbox.parse_size(opts.session_memory_limit) if opts.sandbox else None
+    if size is None:
+        fail(f"--session-memory-limit {opts.session_memory_limit}: not a size (64G, 512M, 1T, "
+             "unlimited)" if opts.sandbox else "--session-memory-limit needs the sandbox module")
+    return size
+
+
+def module_folders(torch):
+    """What a session's Python reads modules from after the sandbox: the
+    absolute entries of sys.path, this file's folder and PyTorch's.  Not
+    the working directory that `python -m` puts first, which may be
+    anything (the modules it served are imported already)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    cwd = os.getcwd()
+    folders = {here, os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))}
+    folders.update(p for p in sys.path if os.path.isabs(p) and p != cwd)
+    return sorted(p for p in folders if p != "/" and ":" not in p and os.path.exists(p))
+
+
+def open_device(torch, device):
+    """What the session's device needs that the sandbox forbids once it is
+    on: the CUDA context and cuBLAS's handle are made now.  Modules
+    imported later are read, never compiled to files."""
+    sys.dont_write_bytecode = True
+    if device == "cuda":
+        torch.cuda.init()
+        x = torch.ones(8, 8, device="cuda")
+        (x @ x).sum().item()
 
 
 # ---- the listener ---------------------------------------------------------------------
@@ -269,6 +366,28 @@ def _check_peer(conn, gid):
                   "no group is allowed (--group)")
 
 
+def log_session_end(pid, status):
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS:
+        log(f"session {pid} killed by the sandbox (SIGSYS: a forbidden system call, named in "
+            "its log line above and in the kernel's audit log, type=1326)")
+    elif os.WIFSIGNALED(status):
+        log(f"session {pid} killed by signal {os.WTERMSIG(status)} "
+            f"({signal.strsignal(os.WTERMSIG(status))})")
+    elif os.WEXITSTATUS(status) not in (0, 2):
+        log(f"session {pid} ended with exit code {os.WEXITSTATUS(status)}")
+
+
+def reap_sessions(signum=None, frame=None):
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        log_session_end(pid, status)
+
+
 def serve_client(conn, kind, opts, info):
     import rgpu_wire as wire
     # A client that connects and says nothing does not keep a process.
@@ -286,11 +405,24 @@ def serve_client(conn, kind, opts, info):
     except (OSError, wire.WireError) as e:
         log(f"client gone during its hello: {e}")
         return 0
+    import torch
+    try:
+        session = Executor(torch, opts.device)
+        open_device(torch, opts.device)
+    except Exception as e:
+        return refuse_session(conn, wire, f"the op server's device failed: {e}")
+    # What PyTorch and the server made so far lives as long as the session:
+    # out of the collector's sight, whose full passes over it otherwise cost
+    # more than decoding the frames (ten times, for frames of small calls).
+    gc.freeze()
+    # Confined before the first operation is read, as rgpud's sessions are.
+    if opts.sandbox is not None and not opts.sandbox.session(
+            opts.session_memory, not opts.no_sandbox, opts.sandbox_audit, module_folders(torch)):
+        return refuse_session(conn, wire, "the op server could not confine this session "
+                                          "(its log says why)")
     wire.send_frame(conn, ["welcome", wire.PROTO, wire.STATUS_OK, info, f"let in: {who}", proof])
     conn.settimeout(None)
     log(f"client let in ({who})")
-    import torch
-    session = Executor(torch, opts.device)
     try:
         while True:
             msg = wire.recv_frame(conn, opts.max_frame)
@@ -315,6 +447,15 @@ def serve_client(conn, kind, opts, info):
         return 0
 
 
+def refuse_session(conn, wire, message):
+    log(f"refusing a client: {message}")
+    try:
+        wire.send_frame(conn, ["welcome", wire.PROTO, wire.STATUS_SERVER, {}, message, None])
+    except OSError:
+        pass
+    return 3
+
+
 # ---- the session's storages and operations --------------------------------------------
 
 class BadInput(Exception):
@@ -336,6 +477,14 @@ class Executor:
             torch.complex128)}
         self.itemsize = {d: torch.empty(0, dtype=d).element_size() for d in self.dtypes.values()}
         self.operators = {}        # name -> resolved operator, for names already checked
+        # Views already built and checked, by what the wire said of them:
+        # a training step names the same parameters and optimiser states
+        # laid out the same way every time.  A storage's views go with it.
+        self.views = {}            # (sid, dtype, sizes, strides, offset) -> tensor
+        self.views_of = {}         # sid -> keys of its views
+        # The requests: ["new", ...] is op_new's, and so on.
+        self.handlers = {name[3:]: getattr(self, name) for name in dir(self)
+                         if name.startswith("op_")}
 
     def run_batch(self, ops):
         result = None
@@ -350,12 +499,11 @@ class Executor:
         return result
 
     def run_op(self, op):
-        if not isinstance(op, list) or not op or not isinstance(op[0], str):
+        if type(op) is not list or not op or type(op[0]) is not str:
             raise BadInput("malformed operation")
-        kind = op[0]
-        handler = getattr(self, "op_" + kind, None) if kind.isidentifier() else None
+        handler = self.handlers.get(op[0])
         if handler is None:
-            raise BadInput(f"unknown request '{kind[:40]}'")
+            raise BadInput(f"unknown request '{op[0][:40]}'")
         return handler(*op[1:])
 
     # -- storages
@@ -407,6 +555,8 @@ class Executor:
             return
         self.storage(sid)
         del self.table[sid]
+        for key in self.views_of.pop(sid, ()):
+            self.views.pop(key, None)
 
     def op_seed(self, seed):
         if not isinstance(seed, int):
@@ -417,7 +567,10 @@ class Executor:
         if not (isinstance(flags, list) and len(flags) == 6 and all(isinstance(f, bool) for f in flags)):
             raise BadInput("malformed flags")
         t = self.torch
-        t.use_deterministic_algorithms(flags[0], warn_only=flags[1])
+        # The eager setting only: torch.use_deterministic_algorithms also
+        # imports the compiler (torch._inductor) to set its flag, which makes
+        # cache folders, and the op server compiles nothing.
+        t._C._set_deterministic_algorithms(flags[0], warn_only=flags[1])
         t.backends.cudnn.deterministic, t.backends.cudnn.benchmark = flags[2], flags[3]
         t.backends.cuda.matmul.allow_tf32, t.backends.cudnn.allow_tf32 = flags[4], flags[5]
 
@@ -446,31 +599,43 @@ class Executor:
         if not m:
             raise BadInput(f"not an ATen operator name: {str(name)[:80]}")
         base, overload = m.group(1), m.group(2) or "default"
-        if base in _REFUSED:
+        if base in _REFUSED or _REFUSED_FAMILY.search(base):
             raise BadInput(f"{name} is not allowed through rgpu")
-        try:
-            packet = getattr(self.torch.ops.aten, base)
-            func = getattr(packet, overload)
-        except (AttributeError, RuntimeError):
+        # Only a name the dispatcher has registered: getattr on torch.ops
+        # would also reach Python attributes (aten::__class__.__init__).
+        registered = f"aten::{base}" + ("" if overload == "default" else f".{overload}")
+        if registered not in aten_operators(self.torch):
             raise NotImplementedError(f"this server's PyTorch ({self.torch.__version__}) has no "
-                                      f"operator {name}") from None
+                                      f"operator {name}")
+        func = getattr(getattr(self.torch.ops.aten, base), overload)
+        if not (isinstance(func, self.torch._ops.OpOverload)
+                and func._schema.name == f"aten::{base}"):
+            raise BadInput(f"{name} is not an ATen operator")
         if any("Storage" in str(a.type) for a in func._schema.arguments):
             raise BadInput(f"{name} takes a storage, which is not allowed through rgpu")
+        # Operators that change a tensor's own sizes, strides or storage (the
+        # argument tensors are views the session keeps); detach_ only
+        # touches autograd, which the session does not run.
+        if (self.torch.Tag.inplace_view in func.tags and base != "detach_") \
+                or base == "set_data":
+            raise BadInput(f"{name} changes a tensor's metadata in place, which is not allowed "
+                           "through rgpu")
         return func
 
     def decode(self, x, depth=0):
         if depth > MAX_DEPTH:
             raise BadInput("arguments nested too deeply")
-        if isinstance(x, list):
-            return [self.decode(v, depth + 1) for v in x]
-        if isinstance(x, dict):
+        kind = type(x)
+        if kind is dict:
             if len(x) != 1:
                 raise BadInput("malformed argument")
             (tag, v), = x.items()
-            return self.decode_tagged(tag, v)
-        if x is None or isinstance(x, (bool, int, float, str)):
+            return self.tensor(v) if tag == "T" else self.decode_tagged(tag, v)
+        if kind is list:
+            return [self.decode(v, depth + 1) for v in x]
+        if x is None or kind in _WIRE_SCALARS:
             return x
-        raise BadInput(f"argument of type {type(x).__name__} not allowed")
+        raise BadInput(f"argument of type {kind.__name__} not allowed")
 
     def dtype(self, name):
         d = self.dtypes.get(name) if isinstance(name, str) else None
@@ -509,38 +674,75 @@ class Executor:
         raise BadInput(f"unknown argument tag {str(tag)[:20]}")
 
     def tensor(self, v):
-        if not (isinstance(v, list) and len(v) == 5):
+        if not (type(v) is list and len(v) == 5):
             raise BadInput("malformed tensor")
         sid, dtype, size, stride, offset = v
-        s = self.storage(sid)
-        d = self.dtype(dtype)
-        return self.view(s, d, size, stride, offset, f"tensor handle {sid}")
+        key = None
+        if type(sid) is int and type(size) is list and type(stride) is list:
+            try:
+                key = (sid, dtype, tuple(size), tuple(stride), offset)
+                cached = self.views.get(key)
+            except TypeError:           # an unhashable value: checked below
+                key = cached = None
+            if cached is not None:
+                return cached
+        t = self.view(self.storage(sid), self.dtype(dtype), size, stride, offset,
+                      f"tensor handle {sid}")
+        if key is not None:
+            if len(self.views) >= MAX_VIEWS:
+                self.views.clear()
+                self.views_of.clear()
+            self.views[key] = t
+            self.views_of.setdefault(sid, []).append(key)
+        return t
 
     def view(self, s, d, size, stride, offset, what):
-        ok = (isinstance(size, list) and isinstance(stride, list) and len(size) == len(stride)
-              and len(size) <= MAX_DIMS and isinstance(offset, int) and not isinstance(offset, bool)
-              and 0 <= offset < MAX_SIZE
-              and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < MAX_SIZE
-                      for n in size + stride))
-        if not ok:
-            raise BadInput(f"malformed sizes or strides for {what}")
-        itemsize = self.itemsize[d]
-        if all(size):
-            last = offset + sum((n - 1) * st for n, st in zip(size, stride))
-            if (last + 1) * itemsize > s.nbytes():
-                raise BadInput(f"view outside the storage of {what}")
+        check_layout(size, stride, offset, self.itemsize[d], s.nbytes(), what)
         return self.torch.empty(0, dtype=d, device=self.device).set_(s, offset, size, stride)
 
+    def check_strided_view(self, base, func, a, k):
+        """The view an as_strided-like operator will lay over its argument's
+        storage lies inside it."""
+        names = [arg.name for arg in func._schema.arguments]
+        given = dict(zip(names, a), **k)
+        t = given.get("self")
+        if not isinstance(t, self.torch.Tensor):
+            return                      # the operator's own checks refuse it
+        offset = given.get("storage_offset")
+        check_layout(given.get("size"), given.get("stride"),
+                     t.storage_offset() if offset is None else offset, t.element_size(),
+                     t.untyped_storage().nbytes(), f"the view {base} would make")
+
+    def check_result(self, r, name):
+        """A tensor result is a plain strided tensor on this device lying
+        inside its storage, before anything reads it: a view made with
+        unchecked sizes is refused, never copied from."""
+        t = self.torch
+        if not isinstance(r, t.Tensor):
+            raise BadInput(f"{name}: the client expected a tensor result")
+        if r.layout != t.strided or r.is_nested or r.is_quantized or r.dtype not in self.itemsize:
+            raise BadInput(f"{name}: its result is not a plain strided tensor of a dtype rgpu "
+                           "carries")
+        if r.device != self.device:
+            raise BadInput(f"{name}: its result is on {r.device}, not on this server's device")
+        check_layout(tuple(r.size()), r.stride(), r.storage_offset(), r.element_size(),
+                     r.untyped_storage().nbytes(), "the result of " + name)
+
     def op_call(self, name, args, kwargs, outs):
-        func = self.resolve(name)
-        if not isinstance(args, list) or not isinstance(kwargs, dict):
+        func = self.operators.get(name) if type(name) is str else None
+        if func is None:
+            func = self.resolve(name)
+        if type(args) is not list or type(kwargs) is not dict:
             raise BadInput("malformed call")
         a = self.decode(args)
         k = {str(key): self.decode(val) for key, val in kwargs.items()}
+        base = func._schema.name[len("aten::"):]
+        if base in _STRIDED_VIEWS:
+            self.check_strided_view(base, func, a, k)
         result = func(*a, **k)
         flat = list(_flatten(result)) if isinstance(result, (list, tuple)) else [result]
         if outs == "wait":
-            return self.describe(result, args, kwargs)
+            return self.describe(result, args, kwargs, name)
         if not isinstance(outs, list) or len(outs) != len(flat):
             raise BadInput(f"{name}: the client expected {len(outs) if isinstance(outs, list) else '?'} "
                            f"results, the operator gave {len(flat)}")
@@ -554,14 +756,13 @@ class Executor:
             raise BadInput("malformed result description")
         sid, dtype, size, stride, offset, nbytes = spec
         self._new_sid(sid)
-        if not isinstance(r, self.torch.Tensor):
-            raise BadInput(f"{name}: the client expected a tensor result")
+        self.check_result(r, name)
         d = self.dtype(dtype)
-        if not isinstance(nbytes, int) or not 0 <= nbytes <= MAX_SIZE:
+        if type(nbytes) is not int or not 0 <= nbytes <= MAX_SIZE:
             raise BadInput("bad storage size")
         s = r.untyped_storage()
-        if (r.dtype == d and list(r.size()) == size and list(r.stride()) == stride
-                and r.storage_offset() == offset and s.nbytes() >= nbytes):
+        if (r.dtype == d and r.storage_offset() == offset and s.nbytes() >= nbytes
+                and list(r.size()) == size and list(r.stride()) == stride):
             self.table[sid] = s
             return
         # The server's kernel laid its result out otherwise than the meta
@@ -570,7 +771,7 @@ class Executor:
         self.view(s, d, size, stride, offset, f"result of {name}").copy_(r)
         self.table[sid] = s
 
-    def describe(self, result, args, kwargs):
+    def describe(self, result, args, kwargs, name):
         """A waited-for call's results for the client: values as they are,
         tensors as aliases of an argument's storage or as new storages."""
         t = self.torch
@@ -586,8 +787,9 @@ class Executor:
             if isinstance(r, (list, tuple)):
                 return [one(v) for v in r]
             if isinstance(r, t.Tensor):
-                if r.device != self.device:
+                if r.device != self.device and r.layout == t.strided:
                     r = r.to(self.device)
+                self.check_result(r, name)
                 s = r.untyped_storage()
                 desc = [str(r.dtype).split(".")[1], list(r.size()), list(r.stride()),
                         r.storage_offset(), s.nbytes()]
@@ -606,6 +808,37 @@ class Executor:
                 return str(r).split(".")[1]
             raise BadInput(f"cannot send a result of type {type(r).__name__}")
         return one(result)
+
+
+def check_layout(size, stride, offset, itemsize, nbytes, what):
+    """sizes, strides and an offset from the wire are checked integers, and
+    the elements they reach lie inside a storage of nbytes (an empty view
+    too: its offset may not point past the storage)."""
+    if not (type(size) in (list, tuple) and type(stride) in (list, tuple)
+            and len(size) == len(stride) <= MAX_DIMS
+            and type(offset) is int and 0 <= offset < MAX_SIZE):
+        raise BadInput(f"malformed sizes or strides for {what}")
+    end, empty = offset + 1, False
+    for n, st in zip(size, stride):
+        if not (type(n) is int and type(st) is int and 0 <= n < MAX_SIZE and 0 <= st < MAX_SIZE):
+            raise BadInput(f"malformed sizes or strides for {what}")
+        if n == 0:
+            empty = True
+        end += (n - 1) * st
+    if (offset if empty else end) * itemsize > nbytes:
+        raise BadInput(f"view outside the storage of {what}")
+
+
+_aten_operators = None
+
+
+def aten_operators(torch):
+    """Every aten:: operator name the dispatcher has (with its overload)."""
+    global _aten_operators
+    if _aten_operators is None:
+        _aten_operators = frozenset(n for n in torch._C._dispatch_get_all_op_names()
+                                    if n.startswith("aten::"))
+    return _aten_operators
 
 
 def _flatten(x):
@@ -648,21 +881,40 @@ def parse_args(argv):
                     help="seconds a client has for its hello (default 10)")
     ap.add_argument("--check", action="store_true",
                     help="check the Python environment and the device, then exit")
+    ap.add_argument("--session-memory-limit", default=None, metavar="SIZE",
+                    help="private writable memory of a session (RLIMIT_DATA), as rgpud's "
+                         "(default 64G; 512M, 1T, unlimited)")
+    ap.add_argument("--sandbox-audit", action="store_true",
+                    help="sandbox on, but a forbidden system call fails and is logged instead "
+                         "of killing the session")
+    ap.add_argument("--no-sandbox", action="store_true",
+                    help="sessions unconfined (debugging only)")
+    ap.add_argument("--sandbox-lib", default=None, metavar="PATH",
+                    help=f"the sandbox module (default: RGPU_OPSERVER_SANDBOX, else "
+                         f"{SANDBOX_LIB} beside this program)")
     ap.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
 def main(argv=None):
     opts = parse_args(sys.argv[1:] if argv is None else argv)
+    # Deterministic cuBLAS where the client asks for deterministic algorithms.
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    # No compiled-kernel caches: a session may write no file, and a cache
+    # shared by every client of this user would let one plant code for
+    # another (the driver's for PTX, PyTorch's for NVRTC kernels).
+    os.environ["CUDA_CACHE_DISABLE"] = "1"
+    os.environ["USE_PYTORCH_KERNEL_CACHE"] = "0"
     torch, info = check_environment(opts.device)
     import rgpu_wire as wire
     opts.max_frame = min(opts.max_frame or wire.MAX_FRAME, wire.MAX_FRAME)
+    opts.sandbox = load_sandbox(opts)
+    opts.session_memory = session_memory(opts)
     if opts.check:
         print(f"rgpu-opserver: OK: Python {info['python']}, PyTorch {info['torch']}, "
-              f"device {opts.device} ({info['device_name']})")
+              f"device {opts.device} ({info['device_name']}), session sandbox "
+              f"{opts.sandbox.path if opts.sandbox else 'none (--no-sandbox)'}")
         return 0
-    # Deterministic cuBLAS where the client asks for deterministic algorithms.
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     kind = wire.parse_addr(opts.listen)[0]
     opts.gid = resolve_group(opts.group) if kind == "unix" else None
     if kind == "tcp":
@@ -673,7 +925,12 @@ def main(argv=None):
         else:
             check_key_dir(opts.key_dir)
     kind, lsock = listen(opts.listen, opts.gid)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)      # sessions reap themselves
+    if opts.no_sandbox:
+        log("--no-sandbox: sessions run unconfined; a client that takes over its session can "
+            "do anything this user can")
+    elif not opts.sandbox.listener():
+        fail("cannot confine the listener (the line above says why)")
+    signal.signal(signal.SIGCHLD, reap_sessions)
     log(f"listening on {opts.listen}, device {opts.device} ({info['device_name']}), "
         f"PyTorch {info['torch']}, protocol {wire.PROTO}")
     if opts.ready_fd is not None:

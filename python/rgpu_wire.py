@@ -15,7 +15,8 @@ names and protocol number:
               mac = HMAC-SHA256(key, "rgpu-client" | client_nonce | server_nonce)
     welcome   server -> client  ["welcome", PROTO, status, info, message, proof]
               proof = HMAC-SHA256(key, "rgpu-server" | server_nonce | client_nonce),
-              None without a key; status 0 is OK, anything else a refusal.
+              None without a key; status 0 is OK, anything else a refusal
+              (1 authentication, 2 protocol version, 3 the server failed).
 
 Key files are rgpud's: one line "rgpu-key-1 NAME HEX64", private to their
 owner (mode 0600 or stricter).
@@ -38,7 +39,7 @@ KEY_LEN = 32
 KEY_MAGIC = "rgpu-key-1"
 MAC_CLIENT = b"rgpu-client"
 MAC_SERVER = b"rgpu-server"
-STATUS_OK, STATUS_AUTH, STATUS_VERSION = 0, 1, 2
+STATUS_OK, STATUS_AUTH, STATUS_VERSION, STATUS_SERVER = 0, 1, 2, 3
 _KEY_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$")
 
 
@@ -50,11 +51,36 @@ def pack(obj):
     return msgpack.packb(obj, use_bin_type=True)
 
 
+def unpack(body):
+    return msgpack.unpackb(body, raw=False, strict_map_key=True)
+
+
 def send_frame(sock, obj):
     body = pack(obj)
     if len(body) > MAX_FRAME:
         raise WireError(f"frame of {len(body)} bytes exceeds the cap of {MAX_FRAME}")
     sock.sendall(struct.pack("<I", len(body)) + body)
+
+
+def _array_header(n):
+    if n < 16:
+        return bytes([0x90 | n])
+    if n < 1 << 16:
+        return b"\xdc" + struct.pack(">H", n)
+    return b"\xdd" + struct.pack(">I", n)
+
+
+def send_batch(sock, seq, packed_ops, want_reply):
+    """The frame ["batch", seq, [op, ...], want_reply] of operations each
+    already encoded: their bytes concatenated under msgpack's headers."""
+    parts = [b"", b"\x94" + pack("batch") + pack(seq) + _array_header(len(packed_ops))]
+    parts += packed_ops
+    parts.append(b"\xc3" if want_reply else b"\xc2")
+    length = sum(len(p) for p in parts)
+    if length > MAX_FRAME:
+        raise WireError(f"frame of {length} bytes exceeds the cap of {MAX_FRAME}")
+    parts[0] = struct.pack("<I", length)
+    sock.sendall(b"".join(parts))
 
 
 def _recv_exact(sock, n):
@@ -76,7 +102,7 @@ def recv_frame(sock, max_frame=MAX_FRAME):
     body = _recv_exact(sock, length)
     try:
         # The frame's length bounds every container msgpack builds from it.
-        return msgpack.unpackb(bytes(body), raw=False, strict_map_key=True)
+        return unpack(bytes(body))
     except Exception as e:          # msgpack raises several types
         raise WireError(f"undecodable frame: {e}") from None
 

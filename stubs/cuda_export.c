@@ -21,6 +21,7 @@
 #include "cuda_procs.h"
 
 #include <cuda.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -498,14 +499,24 @@ static const struct export_table export_tables[] = {
     { UUID(6e,16,3f,be,b9,58,44,4d,83,5c,e1,82,af,f1,99,1e), "tools module",
       tools_module_table },
     /* Asked by PyTorch's libraries (before any context, and with compiler
-     * options), which go on without them. */
+     * options), which go on without them; 69a28e9f once by JAX too.  No
+     * public reimplementation names either; the log line names the library
+     * that asks. */
     { UUID(69,a2,8e,9f,24,49,8b,47,b0,30,c5,da,33,0e,a4,e9), "unnamed (69a28e9f)", NULL },
     { UUID(da,91,51,d3,3a,e6,cc,41,a5,c0,4f,26,d5,33,e3,28), "unnamed (da9151d3)", NULL },
     /* Asked by every runtime, which goes on without it. */
     { UUID(f8,cf,f9,51,21,46,8b,4e,b9,e2,fb,46,9e,7c,0d,d9), "unnamed (f8cff951)", NULL },
 };
 
-static void log_missing_table(const CUuuid *id, const char *name)
+/* The file of the library whose code is at pc, for the log: which of a
+ * process's libraries asked for a table is what tells its use. */
+static const char *library_at(const void *pc)
+{
+    Dl_info info;
+    return pc && dladdr(pc, &info) && info.dli_fname ? info.dli_fname : "?";
+}
+
+static void log_missing_table(const CUuuid *id, const char *name, const void *caller)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     static uint8_t logged[16][16];
@@ -524,10 +535,11 @@ static void log_missing_table(const CUuuid *id, const char *name)
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", b[i]);
     if (name)
-        rgpu_info("export table %s (%s) is not implemented by rgpu", hex, name);
+        rgpu_info("export table %s (%s), asked by %s, is not implemented by rgpu", hex, name,
+                  library_at(caller));
     else
-        rgpu_warn("export table %s is not implemented by rgpu: cuGetExportTable fails for it "
-                  "with CUDA_ERROR_NOT_SUPPORTED", hex);
+        rgpu_warn("export table %s, asked by %s, is not implemented by rgpu: cuGetExportTable "
+                  "fails for it with CUDA_ERROR_NOT_SUPPORTED", hex, library_at(caller));
 }
 
 #undef cuGetExportTable
@@ -548,7 +560,7 @@ RGPU_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *
     for (size_t i = 0; i < sizeof export_tables / sizeof export_tables[0]; i++)
         if (memcmp(export_tables[i].id, pExportTableId->bytes, 16) == 0)
             name = export_tables[i].name;
-    log_missing_table(pExportTableId, name);
+    log_missing_table(pExportTableId, name, __builtin_return_address(0));
     *ppExportTable = NULL;
     return CUDA_ERROR_NOT_SUPPORTED;
 }

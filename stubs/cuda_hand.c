@@ -255,7 +255,18 @@ static int pinned_here(CUdeviceptr p, CUdeviceptr *gpu_copy)
 
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t count, CUstream stream)
 {
-    CUdeviceptr copy;
+    CUdeviceptr copy, shared = rgpu_mapped_gpu_copy((uint64_t)(uintptr_t)dst, count);
+    if (shared) {
+        /* Into shared memory: the bytes go to its GPU copy in stream order,
+         * as a DMA writes the memory kernels see, and come back with the
+         * GPU's other writes when the stream is synchronised.  Written into
+         * the program's copy alone, a later synchronise would take them for
+         * the program's and put back what the GPU's copy held. */
+        if (pinned_here(src, &copy) && copy)
+            src = copy;
+        CUresult rc = cuMemcpyDtoDAsync_v2(shared, src, count, stream);
+        return rc == CUDA_SUCCESS ? cuStreamSynchronize(stream) : rc;
+    }
     if (pinned_here(src, &copy) && !copy) {
         /* Host to host, in stream order. */
         CUresult rc = cuStreamSynchronize(stream);

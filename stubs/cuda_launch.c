@@ -136,14 +136,22 @@ struct launch {
     unsigned nattrs;
 };
 
+/* What makes two launches alike to the driver (rgpu_launch_key). */
+static uint64_t launch_key(const struct launch *L)
+{
+    return rgpu_launch_key((uint64_t)(uintptr_t)L->f, L->grid, L->block, L->shmem,
+                           rgpu_launch_attrs_hash(L->attrs, L->nattrs, 0));
+}
+
 /* A launch goes without waiting only when the driver's checks can be made
  * here: a function and a stream this process was handed, the stream of
  * the current device (else the server's answer, the driver's own error,
- * comes back at once), and
- * attributes whose every check the client can make
+ * comes back at once), attributes whose every check the client can make
  * (rgpu_launch_attrs_checked: events it created for them, values in
- * range; a cooperative grid or a cluster depends on the kernel and waits). */
-static int launch_must_wait(const struct launch *L)
+ * range; a cooperative grid or a cluster depends on the kernel and
+ * waits), and a configuration the driver took for this function before
+ * (what it allows depends on the kernel: common/rgpu_lazy.c). */
+static int launch_must_wait(const struct launch *L, uint64_t key)
 {
     uint64_t h = (uint64_t)(uintptr_t)L->f;
     uint64_t stream = (uint64_t)(uintptr_t)L->stream;
@@ -151,7 +159,8 @@ static int launch_must_wait(const struct launch *L)
            !rgpu_stream_fits_current(stream) ||
            !(rgpu_handle_known(rgpu_handle_class("CUfunc_st"), h) ||
              rgpu_handle_known(rgpu_handle_class("CUkern_st"), h)) ||
-           !rgpu_launch_attrs_checked(L->attrs, L->nattrs, rgpu_event_untimed);
+           !rgpu_launch_attrs_checked(L->attrs, L->nattrs, rgpu_event_untimed) ||
+           !rgpu_launch_known(key);
 }
 
 /* An attribute rgpu does not serve: refused, its name logged once. */
@@ -217,7 +226,8 @@ static CUresult launch(const struct launch *L)
         return rc;
     /* Without attributes (IGNORE ones aside), the plain launch's procedure. */
     unsigned nsent = rgpu_launch_attrs_count(L->attrs, L->nattrs);
-    int wait = launch_must_wait(L);
+    uint64_t key = launch_key(L);
+    int wait = launch_must_wait(L, key);
     rgpu_req_begin(&req, rgpu_proc_id("cuda", nsent ? RGPU_H_CU_LAUNCH_EX : RGPU_H_CU_LAUNCH),
                    wait ? 0 : RGPU_CALL_NOREPLY);
     rgpu_stats_name(req.proc_id, nsent ? "driver kernel launch with attributes"
@@ -226,6 +236,8 @@ static CUresult launch(const struct launch *L)
     if (wait) {
         rc = (CUresult)rgpu_req_status(LIB, L->what, &req);
         free(owned);
+        if (rc == CUDA_SUCCESS)
+            rgpu_launch_took(key);
         return rc;
     }
     int t = rgpu_req_send(&req, NULL);

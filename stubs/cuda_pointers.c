@@ -1,9 +1,12 @@
-/* cuPointerGetAttributes: several attributes of one pointer at once, as
- * the static CUDA runtime's cudaPointerGetAttributes asks them.  Unlike
+/* Pointer attributes.  Host memory the program believes pinned, and mapped
+ * host memory, are client memory (stubs/cuda_hand.c, stubs/cuda_mapped.c):
+ * answered here, for they mean nothing in rgpud's process (XLA asks which
+ * memory space a buffer it frees is in).  Device memory, and what this
+ * process did not record (a module's globals), is the driver's answer.
+ * cuPointerGetAttributes asks several attributes of one pointer at once,
+ * as the static CUDA runtime's cudaPointerGetAttributes does; unlike
  * cuPointerGetAttribute it never fails for a pointer CUDA does not know:
- * that pointer's attributes read as zeros.  Host memory the program
- * believes pinned is client memory (stubs/cuda_hand.c), answered here;
- * device memory is asked from the server, one attribute at a time. */
+ * that pointer's attributes read as zeros. */
 #include "rgpu_client.h"
 #include "client_ranges.h"
 #include "cuda_procs.h"
@@ -13,9 +16,12 @@
 
 uint32_t rgpu_cu_pointer_attr_size(int attribute);
 
+#define LIB (&rgpu_cuda_lib)
+
 static void pinned_attribute(CUpointer_attribute a, void *data, CUdeviceptr ptr)
 {
-    uint64_t host, dev;
+    uint64_t host, dev, base = 0;
+    size_t size = 0;
     /* Mapped host memory (common/rgpu_mapped.c): ptr is the program's or
      * the GPU's address of it. */
     int by_dev = rgpu_ranges_find(ptr, NULL, NULL) == RGPU_RANGE_MAPPED;
@@ -30,7 +36,14 @@ static void pinned_attribute(CUpointer_attribute a, void *data, CUdeviceptr ptr)
             return;
         }
     }
+    rgpu_ranges_find(ptr, &base, &size);
     switch (a) {
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(uint64_t *)data = base;
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = size;
+        break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned *)data = CU_MEMORYTYPE_HOST;
         break;
@@ -68,5 +81,26 @@ RGPU_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
                 return rc;      /* the session failed, not the question */
         }
     }
+    return CUDA_SUCCESS;
+}
+
+static int client_memory(CUdeviceptr ptr)
+{
+    int kind = rgpu_ranges_find(ptr, NULL, NULL);
+    return kind == RGPU_RANGE_PINNED || kind == RGPU_RANGE_MAPPED;
+}
+
+#undef cuPointerGetAttribute
+RGPU_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+                                           CUdeviceptr ptr)
+{
+    if (!client_memory(ptr)) {
+        const void *argv[] = { &data, &attribute, &ptr };
+        return (CUresult)rgpu_call(LIB, RGPU_CUDA_cuPointerGetAttribute, argv);
+    }
+    if (!data || !rgpu_cu_pointer_attr_size(attribute))
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(data, 0, rgpu_cu_pointer_attr_size(attribute));
+    pinned_attribute(attribute, data, ptr);
     return CUDA_SUCCESS;
 }

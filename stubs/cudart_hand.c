@@ -507,14 +507,22 @@ static cudaError_t launch(const struct launch *L)
 
     /* Without attributes (IGNORE ones aside), the plain launch's procedure. */
     unsigned nsent = rgpu_launch_attrs_count(driver_attrs(L->attrs), L->nattrs);
-    int wait = launch_must_wait(L);
+    /* The first launch of a kernel with a configuration waits for the
+     * runtime's verdict, which depends on the kernel (common/rgpu_lazy.c). */
+    unsigned grid[3] = { L->grid.x, L->grid.y, L->grid.z };
+    unsigned block[3] = { L->block.x, L->block.y, L->block.z };
+    uint64_t key = rgpu_launch_key(L->k->handle, grid, block, (unsigned)L->shmem,
+                                   rgpu_launch_attrs_hash(driver_attrs(L->attrs), L->nattrs, 0));
+    int wait = launch_must_wait(L) || !rgpu_launch_known(key);
     rgpu_req_begin(&req, rgpu_proc_id("cudart", nsent ? RGPU_H_LAUNCH_EX : RGPU_H_LAUNCH),
                    wait ? 0 : RGPU_CALL_NOREPLY);
     rgpu_stats_name(req.proc_id, nsent ? "kernel launch with attributes" : "kernel launch");
     pack_launch(&req, L, nsent, params);
-    if (wait)
+    if (wait) {
         rc = rgpu_req_status(LIB, L->what, &req);
-    else
+        if (rc == cudaSuccess)
+            rgpu_launch_took(key);
+    } else
         rc = rgpu_req_send(&req, NULL) == RGPU_OK ? cudaSuccess
                                                   : rgpu_transport_status(LIB, L->what,
                                                                           RGPU_EIO);
@@ -852,6 +860,7 @@ RGPU_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttr
     rc = rgpu_func_set_attr((cudaKernel_t)(uintptr_t)k->handle, attr, value);
     if (rc != cudaSuccess)
         return rc;
+    rgpu_launch_limits_changed();
     pthread_mutex_lock(&facts_lock);
     if ((f = facts_of(k, dev, epoch)) != NULL) {
         if ((unsigned)attr < FUNC_ATTRS) {

@@ -207,15 +207,6 @@ static int is_device(const void *p)
            kind == RGPU_RANGE_MANAGED;
 }
 
-/* The GPU's address of mapped or managed host memory at p, or 0. */
-static uint64_t mapped_device_address(const void *p)
-{
-    uint64_t host, dev, a = (uint64_t)(uintptr_t)p;
-    if (!rgpu_mapped_find(a, 0, &host, &dev, NULL, NULL))
-        return 0;
-    return dev + (a - host);
-}
-
 /* cudaMemcpyDefault: decide from the pointers, as unified addressing does. */
 static enum cudaMemcpyKind resolve_kind(void *dst, const void *src, enum cudaMemcpyKind kind)
 {
@@ -284,7 +275,7 @@ static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cud
     /* A copy "from the host" out of mapped memory reads what the GPU's
      * copy holds in stream order, as the device's DMA would. */
     uint64_t mapped_src = kind == cudaMemcpyHostToDevice && rgpu_mapped_active()
-                              ? mapped_device_address(src) : 0;
+                              ? rgpu_mapped_gpu_copy((uint64_t)(uintptr_t)src, count) : 0;
     if (mapped_src) {
         src = (const void *)(uintptr_t)mapped_src;
         kind = cudaMemcpyDeviceToDevice;
@@ -302,6 +293,18 @@ static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cud
                                         (uint64_t)(uintptr_t)src, count, &captured);
     if (rc != 0 || captured)
         return rc;
+    /* A copy "to the host" into mapped memory writes the GPU's copy in
+     * stream order, as the device's DMA would, and comes back with the
+     * GPU's other writes at the synchronise; written into the program's
+     * copy alone, a later synchronise would take the bytes for the
+     * program's and put back what the GPU's copy held. */
+    uint64_t mapped_dst = kind == cudaMemcpyDeviceToHost && rgpu_mapped_active()
+                              ? rgpu_mapped_gpu_copy((uint64_t)(uintptr_t)dst, count) : 0;
+    if (mapped_dst) {
+        cudaError_t e = dtod((void *)(uintptr_t)mapped_dst, src, count,
+                             cudaMemcpyDeviceToDevice, stream, async);
+        return e == cudaSuccess ? cudaStreamSynchronize(stream) : e;
+    }
     switch (kind) {
     case cudaMemcpyHostToHost:
         memmove(dst, src, count);

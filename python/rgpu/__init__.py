@@ -121,9 +121,11 @@ class _DeviceModule:
 
     @staticmethod
     def stats():
-        """Requests that waited for the server, and frames sent, so far."""
+        """Requests that waited for the server, frames and operations sent,
+        so far."""
         s = _session.current()
-        return {"waits": s.waits if s else 0, "frames": s.frames if s else 0}
+        return {"waits": s.waits if s else 0, "frames": s.frames if s else 0,
+                "ops": s.ops if s else 0}
 
 
 device_module = _DeviceModule()

@@ -6,9 +6,12 @@ already knows, copies to the server, frees, seeds) wait in a queue and go
 out together in one frame when something waits (a read, a synchronisation),
 when the queue is long, or when it holds many bytes.  The server runs them
 in order; the first error among them comes back with the next answer and is
-raised there, naming the operation.
+raised there, naming the operation.  The queue holds each operation already
+msgpack-encoded, so that a frame is their concatenation (a planned call is
+encoded once, tensor.py).
 """
 import atexit
+import itertools
 import os
 import threading
 import time
@@ -27,13 +30,14 @@ class Session:
     def __init__(self, addr):
         self.addr = addr
         self.lock = threading.RLock()
-        self.queue = []
+        self.queue = []                 # encoded operations (bytes)
         self.queued_bytes = 0
-        self.next_sid = 1
+        self.sids = itertools.count(1)  # next() is atomic: no lock
         self.seq = 0
         self.dead = None                # why the session ended, once it has
         self.waits = 0                  # requests that waited for an answer
         self.frames = 0                 # frames sent
+        self.ops = 0                    # operations sent
         self.flags = None
         self.pid = os.getpid()          # a forked child must not write to our socket
         kind, self.sock = _connect_waiting(addr)
@@ -47,10 +51,7 @@ class Session:
     # ---- ids and the queue ----------------------------------------------------------
 
     def new_sid(self):
-        with self.lock:
-            sid = self.next_sid
-            self.next_sid += 1
-            return sid
+        return next(self.sids)
 
     def forked(self):
         return os.getpid() != self.pid
@@ -64,10 +65,14 @@ class Session:
             raise RgpuError(f"rgpu: the op server session has ended ({self.dead})")
 
     def enqueue(self, op, nbytes=0):
+        self.enqueue_packed(_pack(op), nbytes)
+
+    def enqueue_packed(self, packed, nbytes=0):
+        """Queues an operation already encoded (bytes or bytearray)."""
         self.check_alive()              # before the lock, which a fork may have left held
         with self.lock:
             self.check_alive()
-            self.queue.append(op)
+            self.queue.append(packed)
             self.queued_bytes += nbytes
             if len(self.queue) >= BATCH_OPS or self.queued_bytes >= BATCH_BYTES:
                 self._send(want_reply=False)
@@ -76,7 +81,7 @@ class Session:
         """From a finaliser, possibly in another thread or at exit: never raises."""
         if self.dead or self.forked():
             return
-        self.queue.append(["free", sid])     # list.append is atomic
+        self.queue.append(wire.pack(["free", sid]))     # list.append is atomic
 
     def _send(self, want_reply, last=None):
         ops = self.queue
@@ -87,13 +92,11 @@ class Session:
         self._sync_flags(ops)
         self.seq += 1
         try:
-            wire.send_frame(self.sock, ["batch", self.seq, ops, want_reply])
+            wire.send_batch(self.sock, self.seq, ops, want_reply)
             self.frames += 1
+            self.ops += len(ops)
         except (OSError, wire.WireError) as e:
             self._die(f"sending to {self.addr}: {e}")
-        except (TypeError, ValueError, OverflowError) as e:
-            # The batch is gone with it: going on would compute without it.
-            self._die(f"a request could not be encoded ({e})")
 
     def _sync_flags(self, ops):
         """The settings that change what the server's kernels compute travel
@@ -102,7 +105,7 @@ class Session:
         flags = current_flags()
         if flags != self.flags:
             self.flags = flags
-            ops.insert(0, ["flags", flags])
+            ops.insert(0, wire.pack(["flags", flags]))
 
     def _die(self, why):
         self.dead = why
@@ -125,7 +128,7 @@ class Session:
         self.check_alive()
         with self.lock:
             self.check_alive()
-            self._send(want_reply=True, last=op)
+            self._send(want_reply=True, last=_pack(op))
             self.waits += 1
             try:
                 reply = wire.recv_frame(self.sock)
@@ -152,6 +155,14 @@ class Session:
                 pass
             self.dead = "closed by the client"
             self.sock.close()
+
+
+def _pack(op):
+    """An operation encoded, or RgpuError at its call (the session goes on)."""
+    try:
+        return wire.pack(op)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise RgpuError(f"rgpu: a request could not be encoded ({e})") from None
 
 
 def _connect_waiting(addr):

@@ -20,6 +20,7 @@ its memory when the last tensor using it goes.
 """
 import copy
 import ctypes
+import struct
 
 import torch
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
@@ -46,15 +47,23 @@ _METADATA_MUTATORS = ("set_", "resize_", "resize_as_", "as_strided_", "_resize_o
 
 
 class Storage:
-    """One block of server memory; meta is its twin on the meta device, which
-    the meta kernels see (so views of one Storage share one meta storage)."""
+    """One block of server memory of nbytes; meta is its twin on the meta
+    device, which the meta kernels see (so views of one Storage share one
+    meta storage), made when first needed: a planned call never needs it."""
 
-    __slots__ = ("session", "sid", "meta")
+    __slots__ = ("session", "sid", "nbytes", "_meta")
 
-    def __init__(self, session, sid, meta):
+    def __init__(self, session, sid, nbytes):
         self.session = session
         self.sid = sid
-        self.meta = meta
+        self.nbytes = nbytes
+        self._meta = None
+
+    @property
+    def meta(self):
+        if self._meta is None:
+            self._meta = torch.UntypedStorage(self.nbytes, device=META)
+        return self._meta
 
     def __del__(self):
         s = getattr(self, "session", None)
@@ -170,7 +179,7 @@ def _wire_chunk():
 def new_storage(session, nbytes):
     sid = session.new_sid()
     session.enqueue(["new", sid, nbytes])
-    return Storage(session, sid, torch.UntypedStorage(nbytes, device=META))
+    return Storage(session, sid, nbytes)
 
 
 def upload(cpu_tensor):
@@ -263,13 +272,6 @@ def _op_name(func):
 
 # ---- the dispatcher -----------------------------------------------------------------
 
-def _session_of(args, kwargs):
-    for x in tree_flatten((args, kwargs))[0]:
-        if isinstance(x, RgpuTensor):
-            return x._rs.session
-    return _session.get()
-
-
 class _Uncacheable(Exception):
     pass
 
@@ -278,80 +280,142 @@ _SCALARS = (bool, int, float, complex, str, type(None), torch.dtype, torch.devic
             torch.memory_format, torch.layout)
 
 
-def _collect(args, kwargs):
+def _collect(args, kwargs, floats=None):
     """The RgpuTensors among the arguments, their distinct Storages, and a
     key that identifies everything the meta kernels look at (None when an
-    argument cannot be part of a key)."""
-    tensors, storages, where = [], [], {}
-
-    def walk(x):
-        if isinstance(x, RgpuTensor):
-            rs = x._rs
-            si = where.get(id(rs))
-            if si is None:
-                si = where[id(rs)] = len(storages)
-                storages.append(rs)
-            tensors.append(x)
-            return (x.dtype, tuple(x.size()), x.stride(), x.storage_offset(), si,
-                    rs.meta.nbytes())
-        if isinstance(x, (list, tuple)):
-            return (type(x), tuple(walk(v) for v in x))
-        if isinstance(x, torch.Tensor):
-            return ("cpu", x.dtype, tuple(x.size()), x.stride(), x.device)
-        if isinstance(x, _SCALARS):
-            return (type(x), x)             # the type too: 1, 1.0 and True are equal keys
-        raise _Uncacheable
-
+    argument cannot be part of a key).  With floats (a list, for a pointwise
+    operator) the key holds only that an argument is a float, and its value
+    goes into floats: a pointwise operator's results are laid out by its
+    tensors and the scalars' types, never by their values (an optimiser's
+    step sizes change every step)."""
+    tensors, storages = [], []
     try:
-        key = (tuple(walk(a) for a in args),
-               tuple((k, walk(v)) for k, v in kwargs.items()), torch.get_default_dtype())
+        key = (tuple([_key_of(a, tensors, storages, floats) for a in args]),
+               tuple([(k, _key_of(v, tensors, storages, floats)) for k, v in kwargs.items()]),
+               torch.get_default_dtype())
     except _Uncacheable:
         key = None
         tensors.clear()
         storages.clear()
-        where.clear()
         for x in tree_flatten((args, kwargs))[0]:
             if isinstance(x, RgpuTensor):
-                if id(x._rs) not in where:
-                    where[id(x._rs)] = len(storages)
+                if not any(rs is x._rs for rs in storages):
                     storages.append(x._rs)
                 tensors.append(x)
     return key, tensors, storages
 
 
-# Plans: what an operator's results are, from the meta device, by the key of
-# its arguments.  A training loop repeats the same operators on tensors
-# laid out the same way, so the meta kernels run once per distinct call.
+def _key_of(x, tensors, storages, floats):
+    """One argument's part of a plan's key (its tensors noted on the way)."""
+    if type(x) is float and floats is not None:
+        floats.append(x)
+        return float
+    if isinstance(x, RgpuTensor):
+        rs = x._rs
+        for si, known in enumerate(storages):   # a call names few storages: a scan
+            if known is rs:
+                break
+        else:
+            si = len(storages)
+            storages.append(rs)
+        tensors.append(x)
+        return (x.dtype, x.size(), x.stride(), x.storage_offset(), si, rs.nbytes)
+    if isinstance(x, (list, tuple)):
+        return (type(x), tuple([_key_of(v, tensors, storages, floats) for v in x]))
+    if isinstance(x, torch.Tensor):
+        return ("cpu", x.dtype, x.size(), x.stride(), x.device)
+    if isinstance(x, _SCALARS):
+        return (type(x), x)             # the type too: 1, 1.0 and True are equal keys
+    raise _Uncacheable
+
+
+class _Plan:
+    """What an operator's call gives, from the meta device, for arguments
+    laid out as its key says: each result as a value, an argument itself
+    (in place, out=), a view of an argument's storage, or new memory (of
+    groups[g] bytes for group g); whether the server must hear of the call
+    (a pure view needs nothing from it); and, once made, the call's msgpack
+    encoding with its storage ids left open (packed)."""
+
+    __slots__ = ("spec", "results", "send", "single", "groups", "outs", "packed")
+
+    def __init__(self, spec, results, groups, send):
+        self.spec, self.results, self.groups, self.send = spec, results, groups, send
+        self.single = spec.is_leaf()
+        # The wire's description of each result: [group, dtype, sizes,
+        # strides, offset, nbytes] for the first result of a new group, else None.
+        self.outs, seen = [], set()
+        for d in results:
+            if d[0] == "new" and d[1] not in seen:
+                seen.add(d[1])
+                self.outs.append((d[1], _dtype_name(d[5]), list(d[2]), list(d[3]), d[4],
+                                  groups[d[1]]))
+            else:
+                self.outs.append(None)
+        self.packed = None
+
+
+# Plans by operator and key.  A training loop repeats the same operators on
+# tensors laid out the same way, so the meta kernels run once per distinct call.
 _plans = {}
 _PLANS_MAX = 1 << 16
 _WAIT = object()
 
 
+class _Operator:
+    """What the dispatcher needs to know of an operator, found once (its
+    object's hash is Python code: operators are looked up by id)."""
+
+    __slots__ = ("func", "name", "mutator", "special", "needs_data", "pointwise")
+
+    def __init__(self, func):
+        self.func = func                # kept, so that its id stays its own
+        self.name = _op_name(func)
+        self.mutator = self.name.split("::")[-1].split(".")[0] in _METADATA_MUTATORS
+        self.special = _SPECIAL.get(func)
+        self.needs_data = func in _NEEDS_DATA
+        self.pointwise = torch.Tag.pointwise in getattr(func, "tags", ())
+
+
+_operators = {}                 # id(operator) -> _Operator
+
+
+def _operator(func):
+    op = _operators.get(id(func))
+    if op is None:
+        op = _operators[id(func)] = _Operator(func)
+    return op
+
+
 def dispatch(func, args, kwargs):
-    special = _SPECIAL.get(func)
-    if special is not None:
-        result = special(func, args, kwargs)
+    op = _operator(func)
+    if op.special is not None:
+        result = op.special(func, args, kwargs)
         if result is not NotImplemented:
             return result
-    name = _op_name(func)
-    if name.split("::")[-1].split(".")[0] in _METADATA_MUTATORS:
+    name = op.name
+    if op.mutator:
         raise NotImplementedError(f"rgpu: {name} changes a tensor's sizes or storage in "
                                   "place, which rgpu tensors do not support")
-    session = _session_of(args, kwargs)
-    if func in _NEEDS_DATA:
+    floats = [] if op.pointwise else None
+    key, tensors, storages = _collect(args, kwargs, floats)
+    session = storages[0].session if storages else _session.get()
+    if op.needs_data:
         return _call_waiting(session, func, args, kwargs)
-    key, tensors, storages = _collect(args, kwargs)
-    plan = _plans.get((func, key)) if key is not None else None
+    plan = _plans.get((op, key)) if key is not None else None
     if plan is None:
         plan = _plan(func, name, args, kwargs, tensors, storages)
         if plan is _WAIT:
             return _call_waiting(session, func, args, kwargs)
         if key is not None and not any(d[0] == "value" and isinstance(d[1], torch.Tensor)
-                                       for d in plan[1]):
+                                       for d in plan.results):
             if len(_plans) >= _PLANS_MAX:
                 _plans.clear()
-            _plans[(func, key)] = plan
-    return _execute(plan, session, name, args, kwargs, tensors, storages)
+            _plans[(op, key)] = plan
+        else:
+            key = None                # a plan used once is not worth packing
+    return _execute(plan, session, name, args, kwargs, tensors, storages, floats,
+                    key is not None)
 
 
 def _plan(func, name, args, kwargs, tensors, storages):
@@ -385,7 +449,7 @@ def _plan(func, name, args, kwargs, tensors, storages):
         raise
 
     flat, spec = tree_flatten(mout)
-    results, fresh = [], {}
+    results, fresh, groups = [], {}, []
     for o in flat:
         if not isinstance(o, torch.Tensor) or o.device.type != "meta":
             results.append(("value", o))
@@ -403,57 +467,158 @@ def _plan(func, name, args, kwargs, tensors, storages):
         if key in by_meta_storage:    # a view of an argument's storage
             results.append(("view", by_meta_storage[key]) + layout)
         else:                         # new memory: the server allocates it
-            group = fresh.setdefault(key, len(fresh))
-            results.append(("new", group) + layout + (o.untyped_storage().nbytes(),))
+            group = fresh.get(key)
+            if group is None:
+                group = fresh[key] = len(groups)
+                groups.append(o.untyped_storage().nbytes())
+            results.append(("new", group) + layout)
     # A view needs nothing from the server; anything else goes there (a
     # call without tensor results may be a check that raises).
     send = bool(fresh) or func._schema.is_mutable or \
         not any(r[0] != "value" for r in results)
-    return spec, results, send
+    return _Plan(spec, results, groups, send)
 
 
-def _execute(plan, session, name, args, kwargs, tensors, storages):
-    spec, descriptions, send = plan
-    results, outs, fresh = [], [], {}
-    for d in descriptions:
+def _execute(plan, session, name, args, kwargs, tensors, storages, floats, planned):
+    for rs in storages:
+        if rs.session.dead:
+            raise RgpuError(f"rgpu: this tensor belongs to an op server session that has "
+                            f"ended ({rs.session.dead})")
+    fresh = [Storage(session, session.new_sid(), nbytes) for nbytes in plan.groups]
+    results = []
+    for d in plan.results:
         kind = d[0]
         if kind == "value":
             results.append(d[1])
-            outs.append(None)
         elif kind == "same":
             results.append(tensors[d[1]])
-            outs.append(None)
-        elif kind == "view":
-            results.append(RgpuTensor._wrap(storages[d[1]], *d[2:]))
-            outs.append(None)
         else:
-            _, group, size, stride, offset, dtype, nbytes = d
-            rs = fresh.get(group)
-            if rs is None:
-                rs = fresh[group] = Storage(session, session.new_sid(),
-                                            torch.UntypedStorage(nbytes, device=META))
-                outs.append([rs.sid, _dtype_name(dtype), list(size), list(stride), offset,
-                             nbytes])
-            else:
-                outs.append(None)
-            results.append(RgpuTensor._wrap(rs, size, stride, offset, dtype))
-    if send:
-        enc = _Encoder()
+            rs = storages[d[1]] if kind == "view" else fresh[d[1]]
+            results.append(RgpuTensor._wrap(rs, d[2], d[3], d[4], d[5]))
+    if plan.send:
+        _send_call(plan, session, name, args, kwargs, tensors, fresh, floats, planned)
+    return results[0] if plan.single else tree_unflatten(results, plan.spec)
+
+
+def _send_call(plan, session, name, args, kwargs, tensors, fresh, floats, planned):
+    """Queues the call: a planned one from its packed encoding with this
+    call's storage ids (and a pointwise operator's floats) written in, any
+    other encoded afresh."""
+    if planned and plan.packed is None:
+        plan.packed = _pack_plan(plan, name, args, kwargs, tensors, fresh, floats)
+    if planned and plan.packed:
+        session.enqueue_packed(_fill(plan.packed, tensors, fresh, floats))
+        return
+    enc = _Encoder()
+    op = ["call", name, enc(list(args)), {k: enc(v) for k, v in kwargs.items()},
+          _wire_outs(plan, [rs.sid for rs in fresh])]
+    session.enqueue(op)
+    del enc                 # the CPU arguments' uploads are freed after the call
+
+
+def _wire_outs(plan, sids):
+    return [None if o is None else [sids[o[0]]] + list(o[1:]) for o in plan.outs]
+
+
+# The packed encoding of a planned call has each storage id as msgpack's
+# 9-byte int64 (0xd3 and 8 bytes, big-endian; ids the server made are
+# negative), a placeholder at first: _ARG_SLOT - i for the i-th tensor
+# argument, _OUT_SLOT - g for new group g, values no argument of a real
+# call has.  A pointwise operator's floats are msgpack's 9-byte doubles
+# (0xcb), placeholders NaNs whose payload no arithmetic makes.  The packed
+# call is checked against the call's plain encoding when made.
+_ARG_SLOT = -(1 << 62)
+_OUT_SLOT = -(1 << 62) - (1 << 40)
+_FLOAT_SLOT = 0x7FF8_DEAD_0000_0000
+_ARG, _OUT, _FLOAT = 0, 1, 2
+_DOUBLE = struct.Struct(">d")
+
+
+def _int64(v):
+    return b"\xd3" + v.to_bytes(8, "big", signed=True)
+
+
+def _float_slot(i):
+    return _DOUBLE.unpack((_FLOAT_SLOT + i).to_bytes(8, "big"))[0]
+
+
+def _fill(packed, tensors, fresh, floats):
+    """A packed call with this call's values written into its slots."""
+    template, slots = packed
+    buf = bytearray(template)
+    for offset, kind, i in slots:
+        if kind == _ARG:
+            buf[offset + 1:offset + 9] = tensors[i]._rs.sid.to_bytes(8, "big", signed=True)
+        elif kind == _OUT:
+            buf[offset + 1:offset + 9] = fresh[i].sid.to_bytes(8, "big", signed=True)
+        else:
+            buf[offset + 1:offset + 9] = _DOUBLE.pack(floats[i])
+    return buf
+
+
+class _SlotEncoder(_Encoder):
+    """The arguments with placeholders for the tensors' storage ids and the
+    floats the key left out; CPU tensors (their values are not in the
+    plan's key) make a call unpackable."""
+
+    def __init__(self, floats):
+        super().__init__()
+        self.tensors = 0
+        self.floats = 0 if floats is not None else None
+
+    def __call__(self, x):
+        if isinstance(x, RgpuTensor):
+            spec = x._spec()
+            spec["T"][0] = _ARG_SLOT - self.tensors
+            self.tensors += 1
+            return spec
+        if type(x) is float and self.floats is not None:
+            self.floats += 1
+            return _float_slot(self.floats - 1)
+        if isinstance(x, torch.Tensor):
+            raise _Uncacheable
+        return super().__call__(x)
+
+
+def _pack_plan(plan, name, args, kwargs, tensors, fresh, floats):
+    """(template, [(offset, kind, index)]) for a planned call; False when
+    the call cannot be packed."""
+    import rgpu_wire as wire
+    enc = _SlotEncoder(floats)
+    try:
         wargs, wkwargs = enc(list(args)), {k: enc(v) for k, v in kwargs.items()}
-        session.enqueue(["call", name, wargs, wkwargs, outs])
-        del enc
-    return tree_unflatten(results, spec)
+    except _Uncacheable:
+        return False
+    if enc.tensors != len(tensors) or enc.floats != (None if floats is None else len(floats)):
+        return False
+    outs = _wire_outs(plan, [_OUT_SLOT - g for g in range(len(fresh))])
+    template = wire.pack(["call", name, wargs, wkwargs, outs])
+    wanted = [(_int64(_ARG_SLOT - i), _ARG, i) for i in range(len(tensors))]
+    wanted += [(_int64(_OUT_SLOT - g), _OUT, g) for g in range(len(fresh))]
+    wanted += [(b"\xcb" + (_FLOAT_SLOT + i).to_bytes(8, "big"), _FLOAT, i)
+               for i in range(len(floats or ()))]
+    slots = []
+    for pattern, kind, i in wanted:
+        offset = template.find(pattern)
+        if offset < 0 or template.find(pattern, offset + 1) >= 0:
+            return False
+        slots.append((offset, kind, i))
+    # The packed call, this call's values written in, must decode to the
+    # call's plain encoding (NaN arguments fail this: such calls stay plain).
+    packed = (template, slots)
+    plain = ["call", name, _Encoder()(list(args)), {k: _Encoder()(v) for k, v in kwargs.items()},
+             _wire_outs(plan, [rs.sid for rs in fresh])]
+    if wire.unpack(bytes(_fill(packed, tensors, fresh, floats))) != plain:
+        return False
+    return packed
 
 
 def _call_waiting(session, func, args, kwargs):
     """Runs func on the server and waits for its results' description."""
-    name = _op_name(func)
+    name = _operator(func).name
     enc = _Encoder()
     wargs, wkwargs = enc(list(args)), {k: enc(v) for k, v in kwargs.items()}
-    by_sid = {}
-    for x in tree_flatten((args, kwargs))[0]:
-        if isinstance(x, RgpuTensor):
-            by_sid[x._rs.sid] = x._rs
+    by_sid = {rs.sid: rs for rs in _collect(args, kwargs)[2]}
     result = session.request(["call", name, wargs, wkwargs, "wait"])
     del enc
     out = _decode_result(session, result, by_sid)
@@ -473,7 +638,7 @@ def _decode_result(session, value, by_sid):
             if rs is None:
                 raise RgpuError("rgpu: the op server answered with an unknown alias")
         else:
-            rs = Storage(session, sid, torch.UntypedStorage(nbytes, device=META))
+            rs = Storage(session, sid, nbytes)
         like = torch.empty(0, dtype=dt, device=META).set_(rs.meta, offset, size, stride)
         return RgpuTensor(rs, like)
     if isinstance(value, dict) and "z" in value:

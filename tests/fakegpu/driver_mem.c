@@ -598,7 +598,7 @@ CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t wid
     return r;
 }
 
-// Device memory only: the device, its address, the current context.
+// Device memory only: the device, its address and range, the current context.
 CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
                                        CUdeviceptr ptr)
 {
@@ -611,6 +611,10 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute
     struct fg_ctx *owner = dev ? fg_mem_owner(ptr) : NULL;
     CUdevice ordinal = owner ? owner->device : 0;
     CUcontext owner_ctx = owner ? owner->handle : NULL;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    if (dev && fg_mem_range(ptr, &start, &size) < 0)
+        start = size = 0;       // mapped into reserved address space: not told
     fg_unlock();
     if (!dev)
         return CUDA_ERROR_INVALID_VALUE;
@@ -634,6 +638,12 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute
         return CUDA_ERROR_INVALID_VALUE;    // not mapped into host memory
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         *(int *)data = ordinal;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(CUdeviceptr *)data = start;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = size;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
     case CU_POINTER_ATTRIBUTE_MAPPED:

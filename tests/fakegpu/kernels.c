@@ -145,6 +145,7 @@ struct rgpu_test_params {
 _Static_assert(sizeof(struct rgpu_test_params) == 48, "kernels.cuh layout");
 
 struct rgpu_test_big { long long v[512]; };
+struct rgpu_test_map { unsigned long long w[16]; };
 
 static void k_empty(struct fg_thread *t) { (void)t; }
 
@@ -211,6 +212,22 @@ static void k_big(struct fg_thread *t)
         s += (unsigned long long)b->v[i];
     FG_ST(t, out, long long) = (long long)s;
     FG_ST(t, out + 8, long long) = b->v[511];
+}
+
+// out[0..15] = the map's words, out[16] = tag (a 128-byte parameter at
+// the offset the image gives, 64 after a pointer and an int).
+static void k_param_map(struct fg_thread *t)
+{
+    CUdeviceptr out = FG_ARG(t, 0, CUdeviceptr);
+    const unsigned long long *w = &FG_ARG(t, 2, struct rgpu_test_map).w[0];
+    unsigned i = t->threadIdx.x;
+
+    if (t->blockIdx.x != 0)
+        return;
+    if (i < 16)
+        FG_ST(t, out + 8 * i, unsigned long long) = w[i];
+    if (i == 16)
+        FG_ST(t, out + 128, unsigned long long) = (unsigned long long)FG_ARG(t, 1, int);
 }
 
 static void k_scalars(struct fg_thread *t)
@@ -395,6 +412,7 @@ static const struct fg_twin twins[] = {
     { "_Z6k_axpyfPKfPfi", 4, { 4, 8, 8, 4 }, k_axpy, 0 },
     { "_Z8k_struct16rgpu_test_params", 1, { 48 }, k_struct, 0 },
     { "_Z5k_bigPx13rgpu_test_big", 2, { 8, 4096 }, k_big, 0 },
+    { "_Z11k_param_mapPyi13rgpu_test_map", 3, { 8, 4, 128 }, k_param_map, 0 },
     { "_Z9k_scalarscsixfdhPd", 8, { 1, 2, 4, 8, 4, 8, 1, 8 }, k_scalars, 0 },
     { "_Z5k_incPii", 2, { 8, 4 }, k_inc, 0 },
     { "_Z8k_doublePiPKii", 3, { 8, 8, 4 }, k_double, 0 },

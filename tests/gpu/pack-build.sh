@@ -4,10 +4,10 @@
 # What tests/gpu/run.sh needs from a build, in the build's layout, without
 # object files or meson's state: the device tool carries at most 64 MiB and
 # a full build with the static-runtime test programs is larger.  Copies
-# daemon/rgpud, stubs/ (the libraries and their links), launcher/rgpu,
-# bench/rgpu-bench and rgpu-delay, the test programs of tests/progs and
-# tests/progs/static and tests/devlist and tests/multidev (their debug
-# information stripped), into DEST
+# daemon/rgpud and the op server's sandbox module, stubs/ (the libraries
+# and their links), launcher/rgpu, bench/rgpu-bench and rgpu-delay, the
+# test programs of tests/progs and tests/progs/static and tests/devlist and
+# tests/multidev (their debug information stripped), into DEST
 # (default build-gpu, which git ignores).  Then: run tests/gpu/run.sh DEST.
 set -eu
 src=${1:-build}
@@ -17,6 +17,8 @@ rm -rf "$dest"
 mkdir -p "$dest/daemon" "$dest/stubs" "$dest/launcher" "$dest/bench" \
          "$dest/tests/progs/static"
 cp -a "$src/daemon/rgpud" "$dest/daemon/"
+# The op server's session sandbox (tests/gpu/rgpu_device_check.sh).
+[ -f "$src/daemon/librgpu-opsandbox.so" ] && cp -a "$src/daemon/librgpu-opsandbox.so" "$dest/daemon/"
 for f in "$src"/stubs/lib*.so*; do
     [ -d "$f" ] || cp -a "$f" "$dest/stubs/"        # not the object folders (*.so.N.p)
 done

@@ -4,11 +4,18 @@
 # Device "rgpu" (docs/rgpu-device.md) on a real GPU:
 #
 # 1. rgpu-opserver --device cuda on a private Unix socket, with this
-#    machine's PyTorch;
+#    machine's PyTorch, its sessions sandboxed (BUILD_DIR's
+#    daemon/librgpu-opsandbox.so; RGPU_DEVICE_SANDBOX=audit logs forbidden
+#    calls instead of killing, =off runs unconfined); a session the sandbox
+#    killed, or a system call it refused, fails the check and is shown;
 # 2. examples/nanogpt/train.py for RGPU_DEVICE_STEPS (200) steps on
 #    --device cuda natively and on --device rgpu, fp32 with the script's
 #    deterministic settings, every step's loss logged: each pair must agree
-#    within 1e-4 relative;
+#    within 1e-4 relative.  Every --device rgpu client runs under
+#    tests/rgpu_device/cudaless.py: the kernel (Landlock) hides the NVIDIA
+#    driver's libraries and device nodes from it and CUDA_VISIBLE_DEVICES is
+#    empty, the nearest stand-in for PyTorch's CPU-only wheel here (that
+#    file says what it shows and what not); its verdict is printed;
 # 3. the step time over links made by bench/rgpu-delay (BUILD_DIR's) in
 #    front of the op server, at 0, 1 and 10 ms round trip (0 = the proxy
 #    without delay) besides the direct socket, RGPU_DEVICE_TIME_STEPS (60)
@@ -19,8 +26,11 @@
 # With RGPU_STUB_SERVER=ADDR (an rgpud already running; tests/gpu/run.sh
 # passes its own), the table also has the stub path's rows: the same
 # script on --device cuda through BUILD_DIR/launcher/rgpu run --server, over
-# the same links in front of that rgpud (wall ms per step; its waits per
-# step are in run.sh's RGPU_TRAIN table, model gpt-small).
+# the same links in front of that rgpud, RGPU_DEVICE_STUB_STEPS (30) steps
+# each, at most RGPU_DEVICE_STUB_TIMEOUT (240) s each (wall ms per step;
+# its waits per step are in run.sh's RGPU_TRAIN table, model gpt-small).
+# RGPU_DEVICE_STUB_ROWS=0 leaves them out.  Each part prints how long it
+# took.
 #
 # Prints one table and "rgpu device check: PASS" or "... FAIL" last; exit
 # status 0 on PASS, 1 on FAIL, 2 when something it needs is missing.
@@ -43,10 +53,14 @@ BUILD=${1:-build}
 OUTDIR=${OUT:-/tmp/rgpu-gpu}
 STEPS=${RGPU_DEVICE_STEPS:-200}
 TSTEPS=${RGPU_DEVICE_TIME_STEPS:-60}
+STUB_STEPS=${RGPU_DEVICE_STUB_STEPS:-30}
+STUB_TIMEOUT=${RGPU_DEVICE_STUB_TIMEOUT:-240}
+SANDBOX=${RGPU_DEVICE_SANDBOX:-on}
 PY=${RGPU_PYTHON:-python3}
 NATIVE=${RGPU_DEVICE_NATIVE:-cuda}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 TRAIN=$SRC/examples/nanogpt/train.py
+CUDALESS=$SRC/tests/rgpu_device/cudaless.py
 mkdir -p "$OUTDIR"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rgpu-device.XXXXXX")
 chmod 700 "$WORK"
@@ -95,19 +109,41 @@ wait_for() {
     return 1
 }
 
-setsid "$PY" -m rgpu_opserver --device "$NATIVE" --listen "unix:$WORK/ops.sock" --group none \
-    >"$WORK/opserver.log" 2>&1 &
-PIDS+=($!)
-disown
-if ! wait_for "$WORK/ops.sock" "${PIDS[0]}"; then
-    cat "$WORK/opserver.log" >&2
-    die "rgpu-opserver did not start (its log is above)"
-fi
-say "op server: $(head -1 "$WORK/opserver.log")"
+SANDBOX_LIB=$BUILD/daemon/librgpu-opsandbox.so
+case $SANDBOX in
+    on) SANDBOX_ARGS=() ;;
+    audit) SANDBOX_ARGS=(--sandbox-audit) ;;
+    off) SANDBOX_ARGS=(--no-sandbox) ;;
+    *) die "RGPU_DEVICE_SANDBOX=$SANDBOX: on, audit or off" ;;
+esac
+[ "$SANDBOX" = off ] || [ -f "$SANDBOX_LIB" ] ||
+    die "no $SANDBOX_LIB (the op server's session sandbox; ninja builds it, tests/gpu/pack-build.sh carries it)"
+began=$SECONDS
+part() { say "($1: $((SECONDS - began)) s)"; began=$SECONDS; }
+# start_opserver: the op server on $WORK/ops.sock with SANDBOX_ARGS, its
+# log appended to $WORK/opserver.log.
+start_opserver() {
+    rm -f "$WORK/ops.sock"
+    RGPU_OPSERVER_SANDBOX=$(realpath -m "$SANDBOX_LIB") setsid "$PY" -m rgpu_opserver \
+        --device "$NATIVE" --listen "unix:$WORK/ops.sock" --group none "${SANDBOX_ARGS[@]}" \
+        >>"$WORK/opserver.log" 2>&1 &
+    OPSERVER_PID=$!
+    PIDS+=($!)
+    disown
+    if ! wait_for "$WORK/ops.sock" "$OPSERVER_PID"; then
+        cat "$WORK/opserver.log" >&2
+        die "rgpu-opserver did not start (its log is above)"
+    fi
+}
+: >"$WORK/opserver.log"
+start_opserver
+say "op server: $(head -1 "$WORK/opserver.log") (session sandbox: $SANDBOX)"
 
-# train DEVICE STEPS LOG_EVERY SERVER OUTFILE
+# train DEVICE STEPS LOG_EVERY SERVER OUTFILE: --device rgpu as a CUDA-less client.
 train() {
-    RGPU_OP_SERVER=unix:$4 timeout 1200 "$PY" "$TRAIN" --device "$1" --steps "$2" \
+    local wrap=()
+    [ "$1" = rgpu ] && wrap=("$CUDALESS")
+    RGPU_OP_SERVER=unix:$4 timeout 1200 "$PY" "${wrap[@]}" "$TRAIN" --device "$1" --steps "$2" \
         --log-every "$3" --data "$DATA" >"$5" 2>&1
     local rc=$?
     { echo "== train.py --device $1 --steps $2 --log-every $3 (server $4): exit $rc"
@@ -117,9 +153,24 @@ train() {
 field() { sed -n "s/^$1 \\([0-9.]*\\).*/\\1/p" "$2" | tail -1; }
 
 # ---- 1. losses, 200 steps ---------------------------------------------------------------------
-fail=0
+fail=0 rgpu_ok=1
 train "$NATIVE" "$STEPS" 1 "$WORK/ops.sock" "$WORK/native.out" || { fail=1; say "native run failed (see $LOG)"; }
-train rgpu "$STEPS" 1 "$WORK/ops.sock" "$WORK/rgpu.out" || { fail=1; say "rgpu run failed (see $LOG)"; }
+train rgpu "$STEPS" 1 "$WORK/ops.sock" "$WORK/rgpu.out" || rgpu_ok=0
+# A session the sandbox killed: say which call, then go on with the sandbox
+# in audit mode, so that the numbers still come out (the check fails).
+if [ "$SANDBOX" = on ] && grep -q 'killed by the sandbox' "$WORK/opserver.log"; then
+    say "the op server's sandbox killed the rgpu session:"
+    grep 'sandbox' "$WORK/opserver.log" | head -10
+    kill -KILL -- "-$OPSERVER_PID" 2>/dev/null
+    SANDBOX=audit-after-kill
+    SANDBOX_ARGS=(--sandbox-audit)
+    start_opserver
+    say "(the op server again, with --sandbox-audit; the check FAILs)"
+    rgpu_ok=1
+    train rgpu "$STEPS" 1 "$WORK/ops.sock" "$WORK/rgpu.out" || rgpu_ok=0
+    sandbox_failed=1
+fi
+[ $rgpu_ok = 1 ] || { fail=1; say "rgpu run failed (see $LOG)"; }
 if [ $fail = 0 ]; then
     "$PY" - "$WORK/native.out" "$WORK/rgpu.out" "$STEPS" <<'PY' || fail=1
 import re, sys
@@ -135,7 +186,11 @@ print(f"losses: {n} steps, first {a[0]:.6f} / {b[0]:.6f}, last {a[-1]:.6f} / {b[
       f"(allowed 1e-4)")
 sys.exit(0 if rel <= 1e-4 else 1)
 PY
+    cudaless=$(grep '^cudaless client:' "$WORK/rgpu.out" | tail -1)
+    say "device rgpu client: ${cudaless:-no verdict from tests/rgpu_device/cudaless.py}"
+    case $cudaless in "cudaless client: OK"*) ;; *) fail=1 ;; esac
 fi
+part "losses"
 
 # ---- 2. step time over links -----------------------------------------------------------------
 say ""
@@ -156,10 +211,12 @@ row() {   # row LABEL SOCKET
     fi
 }
 # stub_row LABEL ADDR: the same script on --device cuda through the stubs.
+STUB_ROWS=${RGPU_DEVICE_STUB_ROWS:-1}
+[ -n "${RGPU_STUB_SERVER:-}" ] || STUB_ROWS=0
 stub_row() {
-    [ -n "${RGPU_STUB_SERVER:-}" ] || return 0
-    if timeout 1200 "$BUILD/launcher/rgpu" run --server "$2" -- "$PY" "$TRAIN" --device cuda \
-            --steps "$TSTEPS" --log-every 20 --data "$DATA" >"$WORK/s.out" 2>&1; then
+    [ "$STUB_ROWS" != 0 ] || return 0
+    if timeout "$STUB_TIMEOUT" "$BUILD/launcher/rgpu" run --server "$2" -- "$PY" "$TRAIN" \
+            --device cuda --steps "$STUB_STEPS" --log-every 10 --data "$DATA" >"$WORK/s.out" 2>&1; then
         say "| stubs (rgpu run) | $1 | $(field wall_ms_per_step "$WORK/s.out") | (RGPU_TRAIN table) |"
     else
         say "| stubs (rgpu run) | $1 | failed (see $LOG) | |"
@@ -194,13 +251,25 @@ if [ -x "$DELAY" ]; then
         else
             say "| device rgpu | $rtt ms | rgpu-delay did not start | |"
         fi
-        if [ -n "${RGPU_STUB_SERVER:-}" ]; then
+        if [ "$STUB_ROWS" != 0 ]; then
             link "$rtt" "$RGPU_STUB_SERVER" stublink
             [ -n "$LINK" ] && stub_row "$rtt ms" "unix:$LINK"
         fi
     done
 fi
+part "step times"
+[ "$STUB_ROWS" = 0 ] || say "(stub rows: $STUB_STEPS steps each, a loss read every 10)"
 cat "$WORK/opserver.log" >>"$LOG"
+# What the session sandbox refused or killed: a CUDA session must need
+# nothing it forbids.
+if grep -E 'sandbox: |killed by the sandbox' "$WORK/opserver.log" >"$WORK/sandbox.txt" ||
+        [ -n "${sandbox_failed:-}" ]; then
+    say "op server sandbox: $(wc -l <"$WORK/sandbox.txt") lines (a session needed what it forbids):"
+    head -20 "$WORK/sandbox.txt"
+    fail=1
+elif [ "$SANDBOX" != off ]; then
+    say "op server sandbox ($SANDBOX): no system call refused, no session killed"
+fi
 say ""
 say "logs: $LOG"
 if [ $fail = 0 ]; then

@@ -70,6 +70,12 @@
 # (on one GPU too) and, with two GPUs or more, the multi-GPU programs
 # natively and through rgpu, one item; the PyTorch checks on two GPUs are
 # the framework script torch_multigpu (on one GPU: "SKIP (one GPU)").
+# RGPU_JAX_DIAG=1 adds tests/gpu/jax_diag.sh (off by default, about 90 s):
+# JAX's basics, matmuls and loops natively and through rgpu under settings
+# that each take one suspect away (RGPU_SYNC=blocking and strict, no
+# preallocation, no autotuning, no Triton gemm, no command buffers), one
+# line each.  Only that: RGPU_PROGS=0 RGPU_BENCH=0 RGPU_NVCC_PROGS=0
+# RGPU_CUDA12=0 RGPU_FRAMEWORKS=0 RGPU_SMI=0 RGPU_JAX_DIAG=1.
 set -u
 
 BUILD_ARG=${1:-build}
@@ -542,6 +548,9 @@ run_python() {
     fi
 }
 
+# shellcheck source=tests/gpu/jax_diag.sh
+. "$GPU_DIR/jax_diag.sh"
+
 # The framework scripts of tests/gpu/frameworks, within one time budget.
 run_frameworks() {
     local per=${RGPU_FRAMEWORK_TIMEOUT:-150} name script nrc rgrc from left limit
@@ -892,6 +901,7 @@ main() {
     [ "${RGPU_MULTIGPU:-1}" = 0 ] || run_multigpu
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
     [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi
+    [ "${RGPU_JAX_DIAG:-0}" = 0 ] || run_jax_diag
     if [ $((ITEMS_PASSED + ITEMS_FAILED + ITEMS_SKIPPED)) -gt 0 ]; then
         say ""
         say "issue-11 items: $ITEMS_PASSED passed, $ITEMS_FAILED failed, $ITEMS_SKIPPED skipped"

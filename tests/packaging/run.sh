@@ -105,9 +105,10 @@ check "rgpu-server holds rgpud, its unit, its conffile, rgpud(8), the stunnel ex
         /usr/share/doc/rgpu-server/examples/rgpud-tls-server.conf \
         /usr/share/doc/rgpu-server/examples/rgpu-tls-client.conf \
         /usr/share/doc/rgpu-server/examples/rgpu-tls-certs.sh
-check "rgpu-server holds rgpu-opserver, its modules and rgpu-opserver(8)" \
+check "rgpu-server holds rgpu-opserver, its modules, its sandbox and rgpu-opserver(8)" \
     has_all "$tmp/server.files" /usr/sbin/rgpu-opserver /usr/lib/rgpu/opserver/rgpu_opserver.py \
-        /usr/lib/rgpu/opserver/rgpu_wire.py /usr/share/man/man8/rgpu-opserver.8.gz
+        /usr/lib/rgpu/opserver/rgpu_wire.py /usr/lib/rgpu/opserver/librgpu-opsandbox.so \
+        /usr/share/man/man8/rgpu-opserver.8.gz
 check "no test or build-only file in either package (fake GPU, test programs, bench, generator)" \
     bash -c '! grep -Ei "fakegpu|/example$|progs|bench|rgpu-gen|selftest|\.a$|\.h$" "$1" "$2"' _ \
         "$tmp/client.files" "$tmp/server.files"

@@ -264,6 +264,129 @@ static void test_module(const void *image)
     check_cu(cuModuleUnload(mod), "cuModuleUnload");
 }
 
+// A 64-aligned 128-byte parameter (a TMA descriptor's shape) after a
+// pointer and an int, as XLA launches its TMA kernels: its offset from
+// cuFuncGetParamInfo, and its bytes as the kernel sees them after a
+// launch with kernelParams, cuLaunchKernelEx with programmatic stream
+// serialisation on a non-blocking stream (XLA's PDL launches), and a
+// packed `extra` buffer.
+static const char PARAM_MAP[] = "_Z11k_param_mapPyi13rgpu_test_map";
+struct alignas(64) rgpu_test_map {  // as kernels.cuh declares it for the kernel
+    unsigned long long w[16];
+};
+
+static void check_map_seen(CUdeviceptr out, const struct rgpu_test_map *m, int tag,
+                           const char *how)
+{
+    unsigned long long seen[17];
+    char name[160];
+    memset(seen, 0, sizeof seen);
+    check_cu(cuMemcpyDtoH(seen, out, sizeof seen),
+             fmt_name(name, sizeof name, "k_param_map via %s: read back", how));
+    int i = 0;
+    while (i < 16 && seen[i] == m->w[i])
+        i++;
+    check(i == 16 && seen[16] == (unsigned long long)tag,
+          fmt_name(name, sizeof name, "k_param_map via %s: the kernel saw the map and the int",
+                   how), "word %d is %#llx, tag %llu", i, i < 16 ? seen[i] : 0, seen[16]);
+}
+
+static void test_map_param(const void *image)
+{
+    CUmodule mod;
+    CUfunction f;
+    CUdeviceptr out;
+    CUstream s;
+    char name[128];
+    if (!check_cu(cuModuleLoadData(&mod, image), "cuModuleLoadData (map parameter)") ||
+        !check_cu(cuModuleGetFunction(&f, mod, PARAM_MAP), "cuModuleGetFunction k_param_map") ||
+        !check_cu(cuMemAlloc(&out, 17 * 8), "cuMemAlloc (map parameter)") ||
+        !check_cu(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate (map parameter)"))
+        return;
+    // Where the image puts the map (nvcc aligns it less than the type's 64)
+    // is the driver's answer; the packed buffer below follows it.
+    size_t off[3] = {0}, size[3] = {0};
+    static const size_t want_size[3] = {8, 4, 128};
+    for (int i = 0; i < 3; i++) {
+        CUresult r = cuFuncGetParamInfo(f, i, &off[i], &size[i]);
+        check(r == CUDA_SUCCESS && size[i] == want_size[i] &&
+                  (i == 0 || (off[i] >= off[i - 1] + size[i - 1] && off[i] % (i == 2 ? 16 : 4) == 0)),
+              fmt_name(name, sizeof name, "cuFuncGetParamInfo k_param_map %d", i),
+              "result %d, offset %zu size %zu", (int)r, off[i], size[i]);
+    }
+    struct rgpu_test_map m;
+    for (int i = 0; i < 16; i++)
+        m.w[i] = 0x0101010101010101ull * (unsigned)(i + 1) + 0x8000000000000000ull;
+    int tag = 77;
+    void *params[] = {&out, &tag, &m};
+    check_cu(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL),
+             "cuLaunchKernel k_param_map");
+    check_cu(cuStreamSynchronize(s), "cuStreamSynchronize (map parameter)");
+    check_map_seen(out, &m, tag, "kernelParams");
+
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = 32;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    m.w[15] ^= 0xffff;
+    tag = 78;
+    check_cu(cuLaunchKernelEx(&cfg, f, params, NULL), "cuLaunchKernelEx k_param_map with PDL");
+    check_cu(cuStreamSynchronize(s), "cuStreamSynchronize (PDL)");
+    check_map_seen(out, &m, tag, "cuLaunchKernelEx with programmatic stream serialisation");
+
+    alignas(64) unsigned char buf[192];
+    memset(buf, 0, sizeof buf);
+    m.w[0] ^= 0xffff;
+    tag = 79;
+    memcpy(buf + off[0], &out, 8);
+    memcpy(buf + off[1], &tag, 4);
+    if (off[2] + 128 <= sizeof buf)
+        memcpy(buf + off[2], &m, 128);
+    size_t buf_size = off[2] + 128;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &buf_size,
+                     CU_LAUNCH_PARAM_END};
+    check_cu(cuLaunchKernelEx(&cfg, f, NULL, extra), "cuLaunchKernelEx k_param_map extra");
+    check_cu(cuStreamSynchronize(s), "cuStreamSynchronize (extra)");
+    check_map_seen(out, &m, tag, "a packed extra buffer");
+
+    // A configuration the driver refuses for this function (more dynamic
+    // shared memory than it may use without opting in) fails at the launch,
+    // also after launches of it that went through, and with the attribute
+    // XLA's launches carry; once the function may use that much, the
+    // launch goes through, and after the limit is lowered again it fails
+    // again.  (A late failure would let XLA's autotuner time a launch that
+    // did nothing as its fastest candidate.)
+    const unsigned big = 64 << 10;
+    check_cu_is(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, big, s, params, NULL), CUDA_ERROR_INVALID_VALUE,
+                "cuLaunchKernel with 64 KiB of dynamic shared memory, not opted in");
+    cfg.sharedMemBytes = big;
+    check_cu_is(cuLaunchKernelEx(&cfg, f, params, NULL), CUDA_ERROR_INVALID_VALUE,
+                "cuLaunchKernelEx (programmatic stream serialisation) with 64 KiB, not opted in");
+    check_cu(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)big),
+             "cuFuncSetAttribute max dynamic shared memory 64 KiB");
+    tag = 80;
+    check_cu(cuLaunchKernelEx(&cfg, f, params, NULL), "cuLaunchKernelEx with 64 KiB, opted in");
+    check_cu(cuStreamSynchronize(s), "cuStreamSynchronize (opted in)");
+    check_map_seen(out, &m, tag, "a launch with 64 KiB of dynamic shared memory");
+    check_cu(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 0),
+             "cuFuncSetAttribute max dynamic shared memory back to 0");
+    check_cu_is(cuLaunchKernelEx(&cfg, f, params, NULL), CUDA_ERROR_INVALID_VALUE,
+                "cuLaunchKernelEx with 64 KiB after the limit was lowered");
+    check_cu(cuStreamSynchronize(s), "cuStreamSynchronize after the refused launches");
+
+    check_cu(cuStreamDestroy(s), "cuStreamDestroy (map parameter)");
+    check_cu(cuMemFree(out), "cuMemFree (map parameter)");
+    check_cu(cuModuleUnload(mod), "cuModuleUnload (map parameter)");
+}
+
 // cuLibraryLoadData + cuLibraryGetKernel; a CUkernel passed to
 // cuLaunchKernel as a CUfunction; then streams and events around it.
 static void test_library(const void *image)
@@ -439,6 +562,7 @@ int main(void)
     test_memory();
     test_big_copies();
     test_module(image);
+    test_map_param(image);
     test_library(image);
     test_vmm(dev, image);
 

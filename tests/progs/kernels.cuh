@@ -22,6 +22,10 @@ struct rgpu_test_big {            // a 4 KiB parameter block
     long long v[512];
 };
 
+struct alignas(64) rgpu_test_map { // a TMA descriptor's shape: 128 bytes, 64-aligned
+    unsigned long long w[16];
+};
+
 // Does nothing: launch-rate benchmark and the smallest launch.
 __global__ void k_empty(void) {}
 
@@ -31,6 +35,18 @@ __global__ void k_fill_u32(uint32_t *p, uint32_t v, unsigned long long n)
     unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     if (i < n)
         p[i] = v;
+}
+
+// out[0..15] = the map's words, out[16] = tag: a tensor map by value after a
+// small parameter, as XLA's and Triton's TMA kernels take theirs.
+__global__ void k_param_map(unsigned long long *out, int tag,
+                            const __grid_constant__ struct rgpu_test_map map)
+{
+    int i = threadIdx.x;
+    if (blockIdx.x == 0 && i < 16)
+        out[i] = map.w[i];
+    if (blockIdx.x == 0 && i == 16)
+        out[16] = (unsigned long long)tag;
 }
 
 // y[i] = a * x[i] + y[i].

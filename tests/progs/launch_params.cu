@@ -22,6 +22,31 @@ static void test_empty(void)
     check_cuda(cudaDeviceSynchronize(), "k_empty synchronize");
 }
 
+// More dynamic shared memory than the kernel may use without opting in:
+// the launch itself fails (what cudaGetLastError says right after it, as
+// PyTorch checks every launch), also after launches of the kernel that
+// went through; with cudaFuncSetAttribute it goes through, and fails
+// again once the limit is lowered.
+static void test_shared_limit(void)
+{
+    const int big = 64 << 10;
+    k_empty<<<1, 32>>>();
+    check_cuda(cudaGetLastError(), "k_empty before the shared memory limit");
+    k_empty<<<1, 32, big>>>();
+    check_err(cudaGetLastError(), cudaErrorInvalidValue,
+              "k_empty with 64 KiB of dynamic shared memory, not opted in");
+    check_cuda(cudaFuncSetAttribute(k_empty, cudaFuncAttributeMaxDynamicSharedMemorySize, big),
+               "cudaFuncSetAttribute max dynamic shared memory 64 KiB");
+    k_empty<<<1, 32, big>>>();
+    check_cuda(cudaGetLastError(), "k_empty with 64 KiB, opted in");
+    check_cuda(cudaFuncSetAttribute(k_empty, cudaFuncAttributeMaxDynamicSharedMemorySize, 0),
+               "cudaFuncSetAttribute max dynamic shared memory back to 0");
+    k_empty<<<1, 32, big>>>();
+    check_err(cudaGetLastError(), cudaErrorInvalidValue,
+              "k_empty with 64 KiB after the limit was lowered");
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the shared memory launches");
+}
+
 static void test_scalars(void)
 {
     const char c = -5;
@@ -147,6 +172,7 @@ static void test_axpy(void)
 int main(void)
 {
     test_empty();
+    test_shared_limit();
     test_scalars();
     test_struct();
     test_big();

@@ -13,19 +13,24 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PYDIR = os.path.join(REPO, "python")
 
 
-class OpServer:
-    """rgpu-opserver --device cpu on a private Unix socket (or ADDR)."""
+HERE = os.path.dirname(os.path.abspath(__file__))
 
-    def __init__(self, addr=None, extra=(), env=None):
+
+class OpServer:
+    """rgpu-opserver --device cpu on a private Unix socket (or ADDR), with
+    its session sandbox (the module RGPU_OPSERVER_SANDBOX names; run.sh sets
+    it).  module: probe_opserver runs it with the test's planted flaw."""
+
+    def __init__(self, addr=None, extra=(), env=None, module="rgpu_opserver"):
         self.dir = tempfile.mkdtemp(prefix="rgpu-opserver-")
         os.chmod(self.dir, 0o700)
         self.addr = addr or "unix:" + os.path.join(self.dir, "ops.sock")
         self.log = open(os.path.join(self.dir, "server.log"), "w+")
         r, w = os.pipe()
-        full_env = dict(os.environ, PYTHONPATH=PYDIR)
+        full_env = dict(os.environ, PYTHONPATH=PYDIR + os.pathsep + HERE)
         full_env.update(env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rgpu_opserver", "--listen", self.addr, "--device", "cpu",
+            [sys.executable, "-m", module, "--listen", self.addr, "--device", "cpu",
              "--ready-fd", str(w), *extra],
             pass_fds=(w,), stdout=self.log, stderr=subprocess.STDOUT, env=full_env,
             start_new_session=True)

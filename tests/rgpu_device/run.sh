@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/rgpu_device/run.sh SUITE   (SUITE: device | opserver | nanogpt)
+# tests/rgpu_device/run.sh SUITE   (SUITE: device | opserver | sandbox | nanogpt | bench)
 #
 # Runs one of the rgpu device test suites with the Python that
 # tests/rgpu_device/install-torch.sh installs (RGPU_TORCH_PYTHON names
@@ -14,9 +14,19 @@ if ! "$py" -c "import torch, msgpack" 2>/dev/null; then
     exit 77
 fi
 export PYTHONDONTWRITEBYTECODE=1
+# The op servers run sandboxed: meson names the module; by hand, build/'s.
+sandbox=${RGPU_OPSERVER_SANDBOX:-$here/../../build/daemon/librgpu-opsandbox.so}
+if [ ! -f "$sandbox" ]; then
+    echo "FAIL: no op server sandbox module at $sandbox (build it with ninja -C build," \
+         "or name it with RGPU_OPSERVER_SANDBOX)"
+    exit 1
+fi
+export RGPU_OPSERVER_SANDBOX=$sandbox
 case ${1:-} in
     device)   cd "$here" && exec "$py" -m unittest -v test_device ;;
     opserver) cd "$here" && exec "$py" -m unittest -v test_opserver ;;
+    sandbox)  cd "$here" && exec "$py" -m unittest -v test_sandbox ;;
     nanogpt)  exec "$py" "$here/nanogpt_check.py" ;;
-    *) echo "usage: $0 device|opserver|nanogpt" >&2; exit 2 ;;
+    bench)    shift; exec "$py" "$here/bench_client.py" "$@" ;;
+    *) echo "usage: $0 device|opserver|sandbox|nanogpt|bench" >&2; exit 2 ;;
 esac

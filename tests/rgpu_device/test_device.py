@@ -413,6 +413,49 @@ class Errors(Case):
             rgpu.reset()
 
 
+class PlannedCalls(Case):
+    """A call planned once goes out from its packed encoding afterwards: each
+    call must still carry its own storages and a pointwise operator's own
+    floats (which its plan's key leaves out)."""
+
+    def packed(self, name):
+        from rgpu import tensor
+        return [p.packed for (op, _), p in tensor._plans.items() if op.name == name]
+
+    def test_floats_of_pointwise_operators(self):
+        def f(d):
+            x, outs = torch.ones(5, device=d), []
+            for i in range(6):
+                step = 0.1 * (i + 1) ** 1.5            # new floats every time, as Adam's
+                x = x.mul(step).add(1.0 / (i + 3))
+                x.addcdiv_(x, x + 1, value=-step)
+                x = torch.where(x > 0.2, x, x * step)
+                outs.append(x.clone())
+            return outs
+        self.both(f)
+        self.assertTrue(any(self.packed("aten::addcdiv_")), "the planned call was never packed")
+
+    def test_nan_and_infinite_floats(self):
+        def f(d):
+            x, outs = torch.arange(4., device=d), []
+            for value in (2.0, float("nan"), 3.0, float("inf"), -1.5, float("nan")):
+                y = x.mul(value)
+                outs += [y.isnan(), y.isinf(), torch.nan_to_num(y, 0.0, 7.0, -7.0)]
+            return outs
+        self.both(f, exact=True)
+
+    def test_storages_the_server_made(self):
+        # nonzero waits and the server names its result's storage (an id of
+        # its own); planned calls on such storages carry those ids too.
+        def f(d):
+            x, outs = torch.arange(10., device=d), []
+            for k in range(3):
+                idx = torch.nonzero(x > 3 + k).flatten()
+                outs.append((x[idx] * 2.5 + 1).sum())
+            return outs
+        self.both(f)
+
+
 class Batching(Case):
     def test_operations_do_not_wait(self):
         x = torch.randn(64, 64, device="rgpu")

@@ -2,7 +2,9 @@
 every handle, range and name a client sends is checked, a bad request gets
 an error and the session goes on, a frame the protocol does not allow ends
 that session only, and TCP needs rgpud's key scheme."""
+import ast
 import os
+import pickle
 import shutil
 import socket
 import struct
@@ -15,7 +17,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import PYDIR, OpServer  # noqa: E402
 
 sys.path.insert(0, PYDIR)
+import msgpack  # noqa: E402
 import rgpu_wire as wire  # noqa: E402
+
+
+class _Shell:
+    """A pickle that runs a shell command where it is unpickled."""
+
+    def __init__(self, cmd):
+        self.cmd = cmd
+
+    def __reduce__(self):
+        return (os.system, (self.cmd,))
 
 
 class Raw:
@@ -109,6 +122,130 @@ class HostileClient(unittest.TestCase):
         self.assertRefused(["__init__"], "unknown request")
         self.assertRefused(["call", "aten::neg", [{"X": 1}], {}, [None]], "unknown argument tag")
         self.assertRefused(["call", "aten::neg", [{"D": "cuda:7"}], {}, [None]], "unknown device")
+
+    def test_views_laid_by_arguments(self):
+        # as_strided-like operators take sizes, strides and an offset from
+        # the wire: the view must lie inside the storage (_reshape_alias does
+        # not check itself; _reshape_alias_copy read past the storage).
+        self.c.ask(["new", 30, 16], ["write", 30, 0, struct.pack("<4f", 1, 2, 3, 4)])
+        t = tensor(30, [4])
+        new = [[31, "float32", [2, 2], [2, 1], 0, 16]]
+        for op in (["call", "aten::_reshape_alias", [t, [1 << 20], [1]], {}, [None]],
+                   ["call", "aten::_reshape_alias_copy", [t, [1 << 28], [1]], {},
+                    [[32, "float32", [1 << 28], [1], 0, 1 << 30]]],
+                   ["call", "aten::as_strided", [t, [4], [1], 1], {}, [None]],
+                   ["call", "aten::as_strided", [t, [4], [1]], {"storage_offset": 9}, [None]],
+                   ["call", "aten::as_strided_scatter", [t, tensor(30, [4]), [8], [1], 0], {},
+                    [[33, "float32", [4], [1], 0, 16]]]):
+            self.assertRefused(op, "outside the storage")
+        err, data = self.c.ask(["call", "aten::_reshape_alias_copy", [t, [2, 2], [2, 1]], {}, new],
+                               ["read", 31, 0, 16])
+        self.assertIsNone(err)
+        self.assertEqual(struct.unpack("<4f", data), (1, 2, 3, 4))
+        # An empty view may not point past its storage either.
+        self.assertRefused(["call", "aten::neg", [tensor(30, [0], [1], 100)], {}, [None]],
+                           "outside the storage")
+
+    def test_results_checked_before_use(self):
+        # Whatever an operator returns is a strided tensor on the server's
+        # device, inside its storage, before it is kept or copied from.
+        self.assertRefused(["call", "aten::empty.memory_format", [[4]], {"device": {"D": "meta"}},
+                            [[40, "float32", [4], [1], 0, 16]]], "not on this server's device")
+        import torch
+        import rgpu_opserver
+        ex = rgpu_opserver.Executor(torch, "cpu")
+        outside = torch.ops.aten._reshape_alias(torch.zeros(4), [1 << 20], [1])
+        with self.assertRaisesRegex(rgpu_opserver.BadInput, "outside the storage"):
+            ex.register([41, "float32", [1 << 20], [1], 0, 4 << 20], outside, "aten::x")
+        self.assertNotIn(41, ex.table)
+        with self.assertRaisesRegex(rgpu_opserver.BadInput, "outside the storage"):
+            ex.describe(outside, [], {}, "aten::x")
+
+    def test_views_go_with_their_storage(self):
+        # The session keeps the views it built; a storage freed and its id
+        # made again must not be reached through the old ones.
+        out = [[61, "float32", [2], [1], 0, 8]]
+        err, data = self.c.ask(["new", 60, 8], ["write", 60, 0, struct.pack("<2f", 1, 2)],
+                               ["call", "aten::neg", [tensor(60, [2])], {}, out],
+                               ["read", 61, 0, 8])
+        self.assertEqual(struct.unpack("<2f", data), (-1, -2))
+        err, data = self.c.ask(["free", 61], ["free", 60], ["new", 60, 8],
+                               ["write", 60, 0, struct.pack("<2f", 5, 6)],
+                               ["call", "aten::neg", [tensor(60, [2])], {}, out],
+                               ["read", 61, 0, 8])
+        self.assertIsNone(err)
+        self.assertEqual(struct.unpack("<2f", data), (-5, -6))
+
+    def test_metadata_changes_refused(self):
+        # Operators that change a tensor's own sizes, strides or storage
+        # would change the views the session keeps.
+        self.c.ask(["new", 62, 16])
+        for name in ("aten::t_", "aten::transpose_", "aten::unsqueeze_", "aten::squeeze_",
+                     "aten::swapdims_", "aten::set_data", "aten::resize_as_"):
+            self.assertRefused(["call", name, [tensor(62, [2, 2], [2, 1])], {}, [None]],
+                               "changes a tensor's metadata|not allowed")
+        err, _ = self.c.ask(["call", "aten::detach_", [tensor(62, [4])], {}, [None]])
+        self.assertIsNone(err)
+
+    def test_operator_families_refused(self):
+        for name in ("aten::_sparse_coo_tensor_unsafe", "aten::_nested_view_from_buffer",
+                     "aten::fbgemm_linear_fp16_weight", "aten::to_mkldnn",
+                     "aten::_wrapped_linear_prepack", "aten::_test_string_default"):
+            self.assertRefused(["call", name, [], {}, [None]], "not allowed")
+
+    def test_python_attributes_are_no_operators(self):
+        # torch.ops.aten also has Python attributes; only names the
+        # dispatcher registered are operators.
+        for name in ("aten::__class__.__init__", "aten::__getattr__.default", "aten::name.upper",
+                     "aten::_dir", "aten::add._op", "aten::__dict__"):
+            self.assertRefused(["call", name, [], {}, [None]], "has no operator|not an ATen")
+        # ... while ATen's own dunder operators work.
+        err, data = self.c.ask(["new", 50, 2], ["write", 50, 0, b"\x01\x00"],
+                               ["call", "aten::__and__.Tensor",
+                                [tensor(50, [2], dtype="bool"), tensor(50, [2], dtype="bool")], {},
+                                [[51, "bool", [2], [1], 0, 2]]], ["read", 51, 0, 2])
+        self.assertIsNone(err)
+        self.assertEqual(data, b"\x01\x00")
+
+    def test_nothing_from_the_wire_is_unpickled(self):
+        marker = os.path.join(self.server.dir, "unpickled")
+        payload = pickle.dumps(_Shell(f"touch {marker}"))
+        ext = msgpack.ExtType(1, payload)
+        for op in (["call", "aten::neg", [payload], {}, [None]],
+                   ["call", "aten::neg", [], {"self": payload}, [None]],
+                   ["call", "aten::neg", [{"T": payload}], {}, [None]],
+                   ["call", "aten::neg", [{"C": ["float32", payload]}], {}, [None]],
+                   ["call", "aten::neg", [ext], {}, [None]],
+                   ["call", payload, [], {}, [None]],
+                   ["call", "aten::neg", [{"dt": payload}], {}, [None]],
+                   ["seed", payload], ["flags", [payload] * 6], [payload],
+                   ["probe", "system", f"touch {marker}"]):
+            err, _ = self.c.ask(op)
+            self.assertIsNotNone(err, f"{op} was accepted")
+        self.assertFalse(os.path.exists(marker))
+
+    def test_server_code_neither_unpickles_nor_evaluates(self):
+        # The op server and the wire turn msgpack into Python values and
+        # nothing else: no pickle, marshal or torch.load, no eval or exec.
+        forbidden_modules = {"pickle", "marshal", "shelve", "dill", "cloudpickle", "copyreg"}
+        forbidden_names = {"eval", "exec", "compile", "__import__"}
+        forbidden_attrs = {"load", "loads", "jit", "serialization", "_load", "import_module"}
+        for module in ("rgpu_opserver.py", "rgpu_wire.py"):
+            with open(os.path.join(PYDIR, module)) as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    names = {a.name.split(".")[0] for a in node.names}
+                elif isinstance(node, ast.ImportFrom):
+                    names = {(node.module or "").split(".")[0]}
+                elif isinstance(node, ast.Name):
+                    names = {node.id} & forbidden_names
+                elif isinstance(node, ast.Attribute):
+                    names = {node.attr} & forbidden_attrs
+                else:
+                    continue
+                self.assertFalse(names & (forbidden_modules | forbidden_names | forbidden_attrs),
+                                 f"{module} line {node.lineno}: {names}")
 
     def test_result_count_checked(self):
         self.c.ask(["new", 20, 8])

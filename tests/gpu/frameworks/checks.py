@@ -101,6 +101,22 @@ class Checks:
             print(f"FAIL {name}: {why}", flush=True)
         return ok
 
+    @staticmethod
+    def shape_of_wrong(got, want, diff, bad):
+        """What a wrong result looks like, in one line: how much of it is
+        zeros, NaN or wrong, where the first wrong element is, and the
+        first values of both (all zeros, a stale buffer and a garbled one
+        read differently)."""
+        import numpy as np
+        flat_got, flat_want = got.ravel(), want.ravel()
+        n = max(flat_got.size, 1)
+        first = int(np.argmax(bad.ravel())) if bad.any() else -1
+        return (f"{100.0 * np.count_nonzero(flat_got == 0) / n:.0f}% zeros, "
+                f"{100.0 * np.count_nonzero(np.isnan(flat_got)) / n:.0f}% NaN, "
+                f"{100.0 * np.count_nonzero(bad) / n:.0f}% wrong, first wrong at {first}; "
+                f"got {np.array2string(flat_got[:4], precision=4)} "
+                f"want {np.array2string(flat_want[:4], precision=4)}")
+
     def close(self, name, got, want, rtol, atol=0.0):
         """got (any array-like, already on the host) against want."""
         import numpy as np
@@ -113,17 +129,24 @@ class Checks:
         scale = float(np.max(np.abs(want))) if want.size else 0.0
         if np.isnan(diff).any():
             err = float("nan")
+        tol = atol + rtol * scale
+        bad = ~(diff <= tol)               # NaN counts as wrong
         self.detail(f"{name}: max error {err:.3g}, max |ref| {scale:.3g}, "
-                    f"relative {err / scale if scale else err:.3g}")
-        ok = err <= atol + rtol * scale    # False for NaN
+                    f"relative {err / scale if scale else err:.3g}; "
+                    + self.shape_of_wrong(got, want, diff, bad))
+        ok = err <= tol    # False for NaN
         return self.result(name, ok, f"max error {err:.3g} of max |ref| {scale:.3g}, "
-                                     f"tolerance rtol {rtol:g} atol {atol:g}")
+                                     f"tolerance rtol {rtol:g} atol {atol:g}; "
+                                     + self.shape_of_wrong(got, want, diff, bad))
 
     def equal(self, name, got, want):
         import numpy as np
         got = np.asarray(got)
         want = np.asarray(want)
         ok = got.shape == want.shape and bool(np.array_equal(got, want))
+        if not ok and got.shape == want.shape:
+            bad = got != want
+            return self.result(name, ok, self.shape_of_wrong(got, want, bad, bad))
         return self.result(name, ok, f"got {got.ravel()[:4]}..., want {want.ravel()[:4]}...")
 
     def within(self, name, value, low, high):

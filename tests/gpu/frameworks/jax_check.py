@@ -9,11 +9,23 @@ are left as the user would have them (run.sh leaves them unset).
 
 Checks: the backend is the GPU (JAX falls back to the CPU when its CUDA
 plugin cannot start, which would make every other check pass without a
-GPU), jit of matmuls at the highest and the default precision, reductions,
-a gradient, loops (fori_loop, scan), a vmapped softmax, and jax.random's
-numbers (printed as a hash: threefry is deterministic).  Each checked
-against NumPy in double.  See checks.py for the output convention.
+GPU); the layers a wrong result may come from, one at a time: transfers
+alone (the matmul's inputs to the device and back), an elementwise jit
+(one simple kernel), a reduction; then jit of matmuls at the highest and
+the default precision, reductions, a gradient, loops (fori_loop, scan,
+while_loop), a vmapped softmax, and jax.random's numbers (printed as a
+hash: threefry is deterministic).  Each checked against NumPy in double.
+A wrong result says on its FAIL line how it is wrong (zeros, NaN, the
+first values); stderr has the same for every check, and the environment
+that changes what XLA does.  See checks.py for the output convention.
+
+Arguments: the parts to run (default all): device, basics, matmul,
+reductions, gradient, loops, vmap_softmax, random (tests/gpu/jax_diag.sh
+runs a few of them under several settings).
 """
+import os  # noqa: E402
+import sys  # noqa: E402
+
 from checks import Checks, digest, need
 
 np = need("numpy")
@@ -26,6 +38,9 @@ HIGHEST = jax.lax.Precision.HIGHEST
 
 
 def header():
+    for var in ("XLA_FLAGS", "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCATOR",
+                "XLA_PYTHON_CLIENT_MEM_FRACTION", "RGPU_SYNC"):
+        c.detail(f"{var}={os.environ.get(var, '(unset)')}")
     devs = jax.devices()
     c.say(f"jax {jax.__version__}, devices: "
           + ", ".join(f"{d.platform}:{d.device_kind}" for d in devs))
@@ -33,6 +48,21 @@ def header():
     c.result("jax default backend is gpu", ok, f"it is {jax.default_backend()}")
     if not ok:
         c.finish()
+
+
+def basics():
+    """What a matmul stands on, each alone: copies to the device and back,
+    one elementwise kernel, one reduction."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((256, 384)).astype(np.float32)
+    d = jax.device_put(a)
+    d.block_until_ready()
+    c.equal("jax device_put / device_get round trip (256x384 float32)", np.asarray(d), a)
+    twice = jax.jit(lambda x: x * 2.0 + 1.0)
+    c.close("jax jit elementwise x * 2 + 1", np.asarray(twice(d)), a.astype(np.float64) * 2 + 1,
+            1e-6)
+    c.close("jax jit sum of the matmul's input", np.asarray(jax.jit(jnp.sum)(d)),
+            a.astype(np.float64).sum(), 1e-5, 1e-6 * np.abs(a).sum())
 
 
 def matmul():
@@ -127,7 +157,15 @@ def random():
     c.equal("jax device_put / device_get round trip", np.asarray(jax.device_put(u)), u)
 
 
-c.section("device", header)
-for part in (matmul, reductions, gradient, loops, vmap_softmax, random):
-    c.section(part.__name__, part)
+PARTS = {"device": header, "basics": basics, "matmul": matmul, "reductions": reductions,
+         "gradient": gradient, "loops": loops, "vmap_softmax": vmap_softmax, "random": random}
+wanted = sys.argv[1:] or list(PARTS)
+unknown = [w for w in wanted if w not in PARTS]
+if unknown:
+    print(f"jax_check.py: unknown parts {unknown}; known: {list(PARTS)}", file=sys.stderr)
+    sys.exit(2)
+if "device" not in wanted:
+    wanted.insert(0, "device")     # never check on the CPU by mistake
+for name in wanted:
+    c.section(name, PARTS[name])
 c.finish()
