@@ -24,6 +24,10 @@
  *   proc-address HEADER     emit the cuGetProcAddress table from the PFN_
  *                           typedefs of HEADER (cudaTypedefs.h)
  *   errors ENUM             emit name and description tables of this enum
+ *   version EXPR            the headers' version of the library, a C
+ *                           expression of their macros in the numbering the
+ *                           library's version query answers (CUDART_VERSION):
+ *                           in the stub's table, for its messages
  *   type-alias CXX C        spell the C++-only type CXX as C in generated code
  *                           (the layout must be the same: __half, __half_raw)
  *   handle-types TYPE...    typedefs of pointers to complete structs that are
@@ -70,6 +74,14 @@
  *                           content (rgpu_register_translator), and
  *                           forgotten when a handle is destroyed (a size
  *                           query of cuDNN tensor descriptors)
+ *   since VERSION RULE      RULE (any rule above or below) names what
+ *                           VERSION of the library brought, in the
+ *                           library's own numbering (what its version query
+ *                           answers: cudaRuntimeGetVersion's 13010 for
+ *                           CUDA 13.1).  Headers older than that declare
+ *                           none of it, so the rule may match nothing then;
+ *                           a client refuses such a function at the call
+ *                           when the server's library is older (docs/cuda12.md)
  *   arg FUNC PARAM KIND [len=PARAM] [size=N]
  *                           KIND: val in out inout str in-buf out-buf inout-buf, or
  *                           devptr [len=PARAM] [size=N]: a device pointer by
@@ -88,7 +100,8 @@
  *                           functions without PARAM are passed over
  *
  * PATTERN is a name or an fnmatch glob.  A rule that matches nothing is an
- * error: annotations must not rot silently. */
+ * error (a `since` rule: unless the headers declare nothing it matches
+ * either): annotations must not rot silently. */
 #include "rgpu-gen.h"
 
 #include <ctype.h>
@@ -234,6 +247,20 @@ static void parse_line(struct annotations *ann, char *p, int line)
     char *word = next_token(&p, ann->path, line);
     if (!word)
         return;
+    if (strcmp(word, "since") == 0) {
+        char *v = next_token(&p, ann->path, line), *end = NULL;
+        unsigned long version = v ? strtoul(v, &end, 10) : 0;
+        int first = ann->nrules;
+        if (!v || *end || version == 0 || version > 0xffffffffu)
+            die("%s:%d: since needs a version number (the library's own: 13010)", ann->path,
+                line);
+        parse_line(ann, p, line);
+        if (ann->nrules == first)
+            die("%s:%d: since needs a rule after its version", ann->path, line);
+        for (int i = first; i < ann->nrules; i++)
+            ann->rules[i].since = (unsigned)version;
+        return;
+    }
     if (strcmp(word, "library") == 0) {
         ann->library = xstrdup(next_token(&p, ann->path, line));
     } else if (strcmp(word, "header") == 0) {
@@ -267,6 +294,12 @@ static void parse_line(struct annotations *ann, char *p, int line)
         ann->typedefs = xstrdup(next_token(&p, ann->path, line));
     } else if (strcmp(word, "errors") == 0) {
         ann->errors_enum = xstrdup(next_token(&p, ann->path, line));
+    } else if (strcmp(word, "version") == 0) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            die("%s:%d: version needs an expression", ann->path, line);
+        ann->version_expr = xstrdup(p);
     } else if (strcmp(word, "type-alias") == 0) {
         if (ann->naliases == 8)
             die("%s:%d: too many type aliases", ann->path, line);

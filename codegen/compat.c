@@ -33,9 +33,12 @@
  *                          that code #undefs the names CUDA's headers define
  *   cudart12-coverage.txt  every export: same, or refused and why
  *   cudart12-layouts.txt   the functions whose prototypes differ, and where
+ *   cudart12_names.c       for rgpud: the CUDA 12 function behind each CUDA 13
+ *                          procedure, where one takes the same bytes
  */
 #include "rgpu-gen.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +49,7 @@ struct compat_fn {
     const char *hand_file;      /* stubs/cuda12/<lib>12_*.c serves it for the old layout */
     const char *reason;         /* NULL: the same function in both releases */
     char detail[512];           /* for the layouts report */
+    int extended;               /* the newer layout extends the older (detail says how) */
 };
 
 static int listed(char **names, int n, const char *name)
@@ -56,14 +60,262 @@ static int listed(char **names, int n, const char *name)
     return 0;
 }
 
+/* ---- layouts one release extends compatibly --------------------------------
+ *
+ * Minor releases, and CUDA 13 for many of CUDA 12's structures, add fields
+ * where the older headers had reserved bytes, and alternatives to unions,
+ * keeping every size and every older field where it was.  An older caller's
+ * bytes then mean the same to the newer library (the fields it leaves
+ * reserved are the new ones, which the headers ask to be zero), and a newer
+ * library's answer holds the older fields where an older caller reads them.
+ * parse.c's signatures are flattened here into their leaves (scalars,
+ * pointers, arrays, enums, function pointers, handles) with their bit
+ * offsets, each pointer's pointee a space of its own, to check exactly
+ * that: every older leaf that is not reserved is in the newer layout at the
+ * same place with the same type, and every record pointed at or passed has
+ * the same size. */
+
+struct leaf {
+    char space[96];         /* "" for the parameter, "@64*" for what a pointer there points at */
+    long offset;            /* in bits */
+    char *type;             /* spelled out whole, as the signature has it */
+    char name[64];
+    int reserved;
+    int record;             /* a record's own entry: type holds "{SIZE" */
+    int outer;              /* the record a space is (the parameter's, a pointee's) */
+};
+
+struct leaves {
+    struct leaf *v;
+    int n, cap;
+};
+
+static void add_leaf(struct leaves *out, const char *space, long offset, const char *type,
+                     size_t typelen, const char *name, int reserved, int record)
+{
+    if (!out)
+        return;
+    if (out->n == out->cap) {
+        out->cap = out->cap ? out->cap * 2 : 64;
+        out->v = realloc(out->v, (size_t)out->cap * sizeof *out->v);
+        if (!out->v)
+            die("out of memory");
+    }
+    int first = 1;
+    for (int i = 0; i < out->n && first; i++)
+        first = strcmp(out->v[i].space, space) != 0;
+    struct leaf *l = &out->v[out->n++];
+    l->outer = record && first;
+    snprintf(l->space, sizeof l->space, "%s", space);
+    l->offset = offset;
+    l->type = xcalloc(1, typelen + 1);
+    memcpy(l->type, type, typelen);
+    snprintf(l->name, sizeof l->name, "%s", name);
+    l->reserved = reserved;
+    l->record = record;
+}
+
+static void free_leaves(struct leaves *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->v[i].type);
+    free(l->v);
+}
+
+/* Fields the headers keep for later: reserved, _internal_padding, pad... */
+static int reserved_name(const char *name)
+{
+    return name[0] == '_' || strncmp(name, "reserved", 8) == 0 ||
+           strncmp(name, "pad", 3) == 0 || strncmp(name, "unused", 6) == 0;
+}
+
+static int type_ends(char c)
+{
+    return c == '\0' || c == ';' || c == ',' || c == ')' || c == '}';
+}
+
+static void flatten(const char **p, const char *space, long base, const char *name,
+                    int reserved, struct leaves *out);
+
+/* The record at *p ("{SIZE:name@OFF:TYPE;...}"). */
+static void flatten_record(const char **p, const char *space, long base, const char *name,
+                           int reserved, struct leaves *out)
+{
+    char *end;
+    long size = strtol(*p + 1, &end, 10);
+    if (*end != ':')
+        die("unreadable signature at '%.40s'", *p);
+    add_leaf(out, space, base, *p, (size_t)(end - *p), name, reserved, 1);
+    (void)size;
+    *p = end + 1;
+    while (**p && **p != '}') {
+        char field[64];
+        const char *at = strchr(*p, '@');
+        if (!at || at - *p >= (long)sizeof field)
+            die("unreadable signature at '%.40s'", *p);
+        snprintf(field, sizeof field, "%.*s", (int)(at - *p), *p);
+        long off = strtol(at + 1, &end, 10);
+        if (*end != ':')
+            die("unreadable signature at '%.40s'", at);
+        *p = end + 1;
+        flatten(p, space, base + off, field, reserved || reserved_name(field), out);
+        if (**p != ';')
+            die("unreadable signature at '%.40s'", *p);
+        (*p)++;
+    }
+    if (**p == '}')
+        (*p)++;
+}
+
+/* One type of a signature (parse.c's sig_type spells them), from *p. */
+static void flatten(const char **p, const char *space, long base, const char *name,
+                    int reserved, struct leaves *out)
+{
+    const char *start = *p;
+    if (strncmp(*p, "const ", 6) == 0)
+        *p += 6;
+    if (**p == '*') {
+        char pointee[96];
+        (*p)++;
+        add_leaf(out, space, base, "*", 1, name, reserved, 0);
+        snprintf(pointee, sizeof pointee, "%s@%ld*", space, base);
+        if (!type_ends(**p))
+            flatten(p, pointee, 0, name, reserved, out);
+        return;
+    }
+    if (**p == '[') {           /* an array: one leaf, spelled out whole */
+        const char *close = strchr(*p, ']');
+        if (!close)
+            die("unreadable signature at '%.40s'", *p);
+        *p = close + 1;
+        flatten(p, space, base, name, reserved, NULL);
+        add_leaf(out, space, base, start, (size_t)(*p - start), name, reserved, 0);
+        return;
+    }
+    if (**p == '{') {
+        flatten_record(p, space, base, name, reserved, out);
+        return;
+    }
+    if (strncmp(*p, "fn(", 3) == 0) {
+        *p += 3;
+        while (**p && **p != ')') {
+            flatten(p, "", 0, "", 0, NULL);
+            if (**p == ',')
+                (*p)++;
+        }
+        if (**p == ')')
+            (*p)++;
+        flatten(p, "", 0, "", 0, NULL);
+    } else {                    /* handle, enumN, or a scalar: letters and a size */
+        while (isalpha((unsigned char)**p) || **p == '_')
+            (*p)++;
+        while (isdigit((unsigned char)**p) || **p == '-')
+            (*p)++;
+    }
+    add_leaf(out, space, base, start, (size_t)(*p - start), name, reserved, 0);
+}
+
+static const struct leaf *find_leaf(const struct leaves *l, const struct leaf *want)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i].offset == want->offset && l->v[i].record == want->record &&
+            l->v[i].outer == want->outer && strcmp(l->v[i].space, want->space) == 0 &&
+            strcmp(l->v[i].type, want->type) == 0)
+            return &l->v[i];
+    return NULL;
+}
+
+/* Whether an older leaf of this name sits where l does (l is not new). */
+static int named_in(const struct leaves *o, const struct leaf *l)
+{
+    for (int i = 0; i < o->n; i++)
+        if (o->v[i].offset == l->offset && strcmp(o->v[i].name, l->name) == 0 &&
+            strcmp(o->v[i].space, l->space) == 0)
+            return 1;
+    return 0;
+}
+
+/* Whether the older record a pointer leads to fits in the newer one: as
+ * large or larger (the older library then reads and writes a prefix of
+ * the newer caller's record: CUDA 13's cudaPointerAttributes is CUDA 12's
+ * with a reserved tail).  By value a record keeps its size exactly. */
+static int fits(const struct leaves *n, const struct leaf *old)
+{
+    for (int i = 0; i < n->n; i++)
+        if (n->v[i].outer && strcmp(n->v[i].space, old->space) == 0)
+            return atol(n->v[i].type + 1) >= atol(old->type + 1);
+    return 0;
+}
+
+/* Whether the newer type extends the older as the comment above says; the
+ * newer fields' names go in added ("a, b").  larger: what a pointer leads
+ * to may have grown (fits()), for an older library given newer bytes. */
+static int extends_as(const char *old_sig, const char *new_sig, char *added, size_t addedlen,
+                      int larger)
+{
+    struct leaves o = { 0 }, n = { 0 };
+    const char *p = old_sig, *q = new_sig;
+    int ok = 1;
+    flatten(&p, "", 0, "", 0, &o);
+    flatten(&q, "", 0, "", 0, &n);
+    for (int i = 0; ok && i < o.n; i++) {
+        const struct leaf *l = &o.v[i];
+        /* Records: a space's own record keeps its size; inner ones may grow
+         * into reserved bytes, their fields are checked one by one. */
+        if (l->record ? l->outer && !find_leaf(&n, l) && !(larger && l->space[0] && fits(&n, l))
+                      : !l->reserved && !find_leaf(&n, l))
+            ok = 0;
+    }
+    added[0] = '\0';
+    for (int i = 0; ok && i < n.n; i++) {
+        const struct leaf *l = &n.v[i];
+        if (l->record || l->reserved || !l->name[0] || named_in(&o, l))
+            continue;
+        size_t len = strlen(added);
+        if (strstr(added, l->name) == NULL && len + strlen(l->name) + 3 < addedlen)
+            snprintf(added + len, addedlen - len, "%s%s", len ? ", " : "", l->name);
+    }
+    free_leaves(&o);
+    free_leaves(&n);
+    return ok;
+}
+
+static int extends(const char *old_sig, const char *new_sig, char *added, size_t addedlen)
+{
+    return extends_as(old_sig, new_sig, added, addedlen, 0);
+}
+
+/* Whether every parameter of the newer prototype equals or extends the
+ * older's (and the return types agree); the detail says what was added. */
+static int extended(struct compat_fn *c, const struct gen_func *newf, const struct gen_func *oldf,
+                    const char *new_release)
+{
+    char added[384], all[sizeof c->detail] = "";
+    if (strcmp(newf->ret, oldf->ret) != 0)
+        return 0;
+    for (int k = 0; k < oldf->nparams; k++) {
+        if (strcmp(newf->params[k].abi, oldf->params[k].abi) == 0)
+            continue;
+        if (!extends(oldf->params[k].abi, newf->params[k].abi, added, sizeof added))
+            return 0;
+        size_t len = strlen(all);
+        snprintf(all + len, sizeof all - len, "%sparameter %d (%s): CUDA %s adds %s",
+                 len ? "; " : "", k + 1, oldf->params[k].type, new_release,
+                 added[0] ? added : "nothing named (only reserved bytes change)");
+    }
+    snprintf(c->detail, sizeof c->detail, "extended, the same bytes: %s", all);
+    c->extended = 1;
+    return 1;
+}
+
 /* Why the old function cannot be the new one, or NULL when it can. */
 static const char *compare(struct compat_fn *c, const struct gen_func *newf,
                            const struct gen_func *oldf, int in_new, const char *new_release)
 {
     static char buf[8192];
     if (!in_new) {
-        snprintf(buf, sizeof buf, "not in CUDA %s, whose library serves this client",
-                 new_release);
+        snprintf(buf, sizeof buf, "not in CUDA %s, whose functions rgpu serves this client "
+                 "through", new_release);
         return xstrdup(buf);
     }
     if (!newf && !oldf)
@@ -71,6 +323,8 @@ static const char *compare(struct compat_fn *c, const struct gen_func *newf,
     if (!newf || !oldf)
         return "declared by only one release's headers: cannot be compared";
     if (strcmp(newf->abi, oldf->abi) == 0)
+        return NULL;
+    if (newf->nparams == oldf->nparams && extended(c, newf, oldf, new_release))
         return NULL;
     if (newf->nparams != oldf->nparams) {
         snprintf(c->detail, sizeof c->detail, "%d parameters, %d in CUDA %s", oldf->nparams,
@@ -194,13 +448,103 @@ static FILE *open_out(const char *outdir, const char *stem, const char *suffix)
     return f;
 }
 
-/* "libcudart.so.12" -> "12" */
+/* "libcudart.so.12" -> "12", and of an export list, "libcudart.so.13.exports"
+ * -> "13" */
 static const char *major_of(const char *soname)
 {
+    static char majors[2][16];
+    static int next;
     const char *v = strstr(soname, ".so.");
-    if (!v || !v[4])
+    size_t n = v ? strspn(v + 4, "0123456789") : 0;
+    if (!n || n >= sizeof majors[0])
         die("%s: not a versioned soname", soname);
-    return v + 4;
+    char *out = majors[next++ % 2];
+    memcpy(out, v + 4, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* ---- the older library behind the newer procedures (rgpud) ---------------
+ *
+ * A session may serve an older major's client with that major's own
+ * libraries (rgpud --cuda12-lib-dir).  Its procedures are the newer
+ * release's, so each must reach the older library's function that takes
+ * the same bytes: the same name where the older prototype equals the newer
+ * or the newer extends it, else the older release's versioned name of it
+ * (CUDA 13's cudaStreamGetCaptureInfo is CUDA 12's
+ * cudaStreamGetCaptureInfo_v3, _ptsz forms alike), else none: the session
+ * refuses the procedure (daemon/backend.c). */
+
+/* Whether the older function takes what the newer one is given. */
+static int same_bytes(const struct gen_func *newf, const struct gen_func *oldf)
+{
+    char added[384];
+    if (!newf || !oldf)
+        return !newf && !oldf;      /* declared by neither: nvcc's entry points */
+    if (strcmp(newf->abi, oldf->abi) == 0)
+        return 1;
+    if (newf->nparams != oldf->nparams || strcmp(newf->ret, oldf->ret) != 0)
+        return 0;
+    for (int k = 0; k < newf->nparams; k++)
+        if (strcmp(newf->params[k].abi, oldf->params[k].abi) != 0 &&
+            !extends_as(oldf->params[k].abi, newf->params[k].abi, added, sizeof added, 1))
+            return 0;
+    return 1;
+}
+
+/* The older export taking what the newer `name` is given, or NULL. */
+static const char *older_name(const char *name, struct gen_func *newf, int nnew_funcs,
+                              struct gen_func *oldf, int nold_funcs, char **oldx, int nold)
+{
+    static char cand[256];
+    const struct gen_func *n = gen_find_func(newf, nnew_funcs, name);
+    size_t len = strlen(name);
+    const char *suffix = len > 5 && (strcmp(name + len - 5, "_ptsz") == 0 ||
+                                     strcmp(name + len - 5, "_ptds") == 0)
+                             ? name + len - 5 : "";
+    int stem = (int)(len - strlen(suffix));
+    for (int v = 1; v <= 9; v++) {
+        if (v == 1)
+            snprintf(cand, sizeof cand, "%s", name);
+        else
+            snprintf(cand, sizeof cand, "%.*s_v%d%s", stem, name, v, suffix);
+        if (listed(oldx, nold, cand) && same_bytes(n, gen_find_func(oldf, nold_funcs, cand)))
+            return cand;
+    }
+    return NULL;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* OUTDIR/<stem>_names.c: {newer name, older name} for every newer export
+ * the older library can serve, sorted by the newer name. */
+static void emit_older_names(const char *outdir, const char *stem, const char *soname,
+                             const char *new_release, struct gen_func *newf,
+                             int nnew_funcs, char **newx, int nnew, struct gen_func *oldf,
+                             int nold_funcs, char **oldx, int nold)
+{
+    FILE *f = open_out(outdir, stem, "_names.c");
+    char **sorted = xcalloc((size_t)nnew, sizeof *sorted);
+    memcpy(sorted, newx, (size_t)nnew * sizeof *sorted);
+    qsort(sorted, (size_t)nnew, sizeof *sorted, cmp_name);
+    fprintf(f, "/* Generated by rgpu-gen --compat: for each function of CUDA %s's library, the "
+            "function of %s\n * that takes the same bytes (rgpud serving this major with its "
+            "own libraries). */\n#include \"older_names.h\"\n\n", new_release, soname);
+    fprintf(f, "const struct rgpu_older_name rgpu_%s_names[] = {\n", stem);
+    int count = 0;
+    for (int i = 0; i < nnew; i++) {
+        const char *o = older_name(sorted[i], newf, nnew_funcs, oldf, nold_funcs, oldx, nold);
+        if (!o)
+            continue;
+        fprintf(f, "    { \"%s\", \"%s\" },\n", sorted[i], o);
+        count++;
+    }
+    fprintf(f, "};\nconst unsigned rgpu_%s_nnames = %d;\n", stem, count);
+    fclose(f);
+    free(sorted);
 }
 
 int compat_main(int argc, char **argv)
@@ -298,11 +642,77 @@ int compat_main(int argc, char **argv)
         else if (fns[i].reason)
             fprintf(cov, "%-50s refused     %s\n", fns[i].name, fns[i].reason);
         else
-            fprintf(cov, "%-50s as CUDA %s\n", fns[i].name, new_release);
+            fprintf(cov, "%-50s as CUDA %s%s\n", fns[i].name, new_release,
+                    fns[i].extended ? " (whose layout extends this one's: layouts.txt)" : "");
         if (fns[i].detail[0])
             fprintf(lay, "%-50s %s\n", fns[i].name, fns[i].detail);
     }
     fclose(cov);
     fclose(lay);
+    emit_older_names(outdir, stem, soname, new_release, newf, nnew_funcs, newx, nnew, oldf,
+                     nold_funcs, oldx, nold);
+    return 0;
+}
+
+/* rgpu-gen --compare ANNOTATIONS NEW_ROOT NEW_REF NEW_RELEASE OLD_ROOT OLD_REF OLD_RELEASE
+ *                   REPORT [FLAG]
+ *
+ * One major, two minor releases: the stubs are generated from the newer
+ * (NEW_ROOT, 13.5) and the servers they meet may run the older (OLD_ROOT,
+ * the toolkit's 13.0).  A function both export must pass the same bytes in
+ * both: equal, or extended as extends() allows; REPORT lists the extended
+ * ones and what each release brought.  One whose layout changed otherwise
+ * stops the build: an older server would misread it, and it must be served
+ * by hand or refused (docs/cuda12.md). */
+int compare_main(int argc, char **argv)
+{
+    struct annotations ann;
+    int nnew_funcs, nold_funcs, nnew, nold, nbad = 0;
+    if (argc != 9 && argc != 10)
+        die("usage: rgpu-gen --compare ANNOTATIONS NEW_ROOT NEW_REF NEW_RELEASE OLD_ROOT "
+            "OLD_REF OLD_RELEASE REPORT [FLAG]");
+    const char *new_release = argv[4], *old_release = argv[7];
+    ann_load(argv[1], &ann);
+    parse_extra_flag = argc == 10 ? argv[9] : NULL;
+    struct gen_func *newf = parse_headers(&ann, argv[2], &nnew_funcs);
+    struct gen_func *oldf = parse_headers(&ann, argv[5], &nold_funcs);
+    char **newx = elf_exported_functions(argv[3], &nnew);
+    char **oldx = elf_exported_functions(argv[6], &nold);
+    FILE *f = fopen(argv[8], "w");
+    if (!f)
+        die("%s: cannot write", argv[8]);
+    fprintf(f, "lib%s: CUDA %s's headers (the stubs') against CUDA %s's (a server's)\n\n",
+            ann.library, new_release, old_release);
+    fprintf(f, "Functions whose layouts CUDA %s extends (the same bytes to a CUDA %s library):\n",
+            new_release, old_release);
+    for (int i = 0; i < nold; i++) {
+        struct compat_fn c = { .name = oldx[i] };
+        if (!listed(newx, nnew, oldx[i]))
+            continue;
+        const struct gen_func *n = gen_find_func(newf, nnew_funcs, oldx[i]);
+        const struct gen_func *o = gen_find_func(oldf, nold_funcs, oldx[i]);
+        const char *why = compare(&c, n, o, 1, new_release);
+        if (why) {
+            fprintf(stderr, "rgpu-gen: %s: %s; a CUDA %s server would misread it: serve it by "
+                    "hand or refuse it in %s\n", oldx[i], why, old_release, ann.path);
+            nbad++;
+        } else if (c.detail[0]) {
+            fprintf(f, "  %-48s %s\n", oldx[i], c.detail);
+        }
+    }
+    fprintf(f, "\nFunctions CUDA %s exports and %s does not (refused against an older server, "
+            "or served on the client: %s-coverage.txt):\n", new_release, old_release,
+            ann.library);
+    for (int i = 0; i < nnew; i++)
+        if (!listed(oldx, nold, newx[i]))
+            fprintf(f, "  %s\n", newx[i]);
+    fprintf(f, "\nFunctions CUDA %s exports and %s does not:\n", old_release, new_release);
+    for (int i = 0; i < nold; i++)
+        if (!listed(newx, nnew, oldx[i]))
+            fprintf(f, "  %s\n", oldx[i]);
+    fclose(f);
+    if (nbad)
+        die("%d functions pass other bytes in CUDA %s than in %s", nbad, new_release,
+            old_release);
     return 0;
 }

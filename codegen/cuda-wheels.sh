@@ -1,5 +1,6 @@
 #!/bin/bash
 # cuda-wheels.sh RELEASE DEST
+# cuda-wheels.sh --fetch RELEASE      the release's wheels, checked, one path a line
 #
 # Makes DEST a small CUDA tree of one release, taken from NVIDIA's wheels on
 # PyPI at the versions and SHA-256 sums pinned in cuda-wheels.lock:
@@ -18,8 +19,13 @@
 # lines for RELEASE change.
 set -eu -o pipefail
 
+fetch_only=
+if [ $# -eq 2 ] && [ "$1" = --fetch ]; then
+    fetch_only=1
+    set -- "$2" ""
+fi
 if [ $# -ne 2 ]; then
-    echo "usage: $0 RELEASE DEST" >&2
+    echo "usage: $0 RELEASE DEST | --fetch RELEASE" >&2
     exit 2
 fi
 release=$1 dest=$2
@@ -32,7 +38,7 @@ if [ -z "$pins" ]; then
     echo "$0: release '$release' is not in $lock (known: $(awk '/^[0-9]/ { print $1 }' "$lock" | sort -u | tr '\n' ' '))" >&2
     exit 1
 fi
-if [ -f "$dest/.pins" ] && [ "$(cat "$dest/.pins")" = "$pins" ]; then
+if [ -z "$fetch_only" ] && [ -f "$dest/.pins" ] && [ "$(cat "$dest/.pins")" = "$pins" ]; then
     exit 0
 fi
 
@@ -84,6 +90,13 @@ exports() {
         awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $8 != "" { print $4, $8 }' |
         LC_ALL=C sort -u
 }
+
+if [ -n "$fetch_only" ]; then
+    while read -r pkg ver sum; do
+        fetch "$pkg" "$ver" "$sum"
+    done <<< "$pins"
+    exit 0
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rgpu-wheels.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -344,9 +344,18 @@ static enum CXVisitorResult sig_field(CXCursor c, CXClientData data)
     return CXVisit_Continue;
 }
 
+static int is_handle_type(CXType t);
+
 static void sig_type(struct sig *s, CXType t)
 {
     char buf[64];
+    /* A handle is opaque whatever its pointee holds (cuBLASLt's descriptors
+     * point at storage whose size changes between releases). */
+    if (is_handle_type(t)) {
+        sig_add(s, "handle");
+        return;
+    }
+    CXType spelled = t;
     t = clang_getCanonicalType(t);
     if (clang_isConstQualifiedType(t))
         sig_add(s, "const ");
@@ -358,7 +367,8 @@ static void sig_type(struct sig *s, CXType t)
          * attributes); a record that points at its own kind ends here. */
         if (s->depth < 4) {
             s->depth++;
-            sig_type(s, clang_getPointeeType(t));
+            /* The pointee as spelled, so that a pointer to a handle is one. */
+            sig_type(s, clang_getPointeeType(spelled.kind == CXType_Pointer ? spelled : t));
             s->depth--;
         }
         return;
@@ -615,4 +625,38 @@ struct gen_enum_const *parse_error_enum(const struct annotations *ann, const cha
         die("%s: no enum %s in %s", ann->path, ann->errors_enum, path);
     *n = st.n;
     return st.consts;
+}
+
+/* ---- the headers' own version of the library ----------------------------- */
+
+/* The value of the annotations' `version` expression (CUDART_VERSION) with
+ * the first header included: an enumerator's value, which libclang
+ * computes; 0 without an expression. */
+unsigned parse_version(const struct annotations *ann, const char *cuda_root)
+{
+    static const char probe_name[] = "/rgpu-version-probe.c";
+    struct enum_state st = { .want = "rgpu_version_probe" };
+    char incflag[1024], text[2048];
+    const char *args[] = { "-x", "c", "-std=gnu11", incflag, parse_extra_flag };
+    if (!ann->version_expr)
+        return 0;
+    snprintf(incflag, sizeof incflag, "-I%s/include", cuda_root);
+    snprintf(text, sizeof text, "#include %c%s%c\nenum rgpu_version_probe { v = (%s) };\n",
+             ann->headers[0][0] == '/' ? '"' : '<', ann->headers[0],
+             ann->headers[0][0] == '/' ? '"' : '>', ann->version_expr);
+    struct CXUnsavedFile probe = { probe_name, text, (unsigned long)strlen(text) };
+    CXIndex index = clang_createIndex(0, 0);
+    CXTranslationUnit tu = clang_parseTranslationUnit(index, probe_name, args,
+                                                      parse_extra_flag ? 5 : 4, &probe, 1,
+                                                      CXTranslationUnit_SkipFunctionBodies);
+    if (!tu)
+        die("%s: version %s: libclang could not parse the headers", ann->path,
+            ann->version_expr);
+    clang_visitChildren(clang_getTranslationUnitCursor(tu), visit_enums, &st);
+    clang_disposeTranslationUnit(tu);
+    clang_disposeIndex(index);
+    if (st.n != 1 || st.consts[0].value <= 0 || st.consts[0].value > 0x7fffffff)
+        die("%s: version %s: not a positive number with %s's headers", ann->path,
+            ann->version_expr, cuda_root);
+    return (unsigned)st.consts[0].value;
 }

@@ -130,6 +130,16 @@ static void decide(struct export_fn *e, struct annotations *ann, char **exports,
     }
 }
 
+/* The version that brought e: the highest of the `since` rules naming it. */
+static unsigned since_of(const struct export_fn *e, const struct annotations *ann)
+{
+    unsigned since = 0;
+    for (int i = 0; i < ann->nrules; i++)
+        if (ann->rules[i].since > since && rule_matches(&ann->rules[i], e->name))
+            since = ann->rules[i].since;
+    return since;
+}
+
 static int param_index(const struct gen_func *f, const char *name)
 {
     for (int i = 0; i < f->nparams; i++)
@@ -357,6 +367,7 @@ struct gen {
     int nexp;
     struct export_fn **procs;   /* exports with a procedure and rgpu's own, sorted by id */
     int nprocs;
+    unsigned version;           /* the headers' version of the library (`version`) */
     struct export_fn *own;      /* rgpu's own procedures (procedures FILE) */
     int nown;
 };
@@ -474,18 +485,21 @@ static void emit_table_c(const struct gen *g)
     fprintf(f, "\nconst struct rgpu_proc rgpu_%s_procs[%d] = {\n", g->lib, g->nprocs);
     for (int i = 0; i < g->nprocs; i++) {
         const struct export_fn *e = g->procs[i];
-        fprintf(f, "    { \"%s\", 0x%08xu, %s, %d, %s%s },\n", e->name,
+        fprintf(f, "    { \"%s\", 0x%08xu, %s, %d, %s%s, %u },\n", e->name,
                 rgpu_proc_id(g->lib, e->name),
                 e->async && e->pure ? "RGPU_PROC_ASYNC | RGPU_PROC_PURE"
                 : e->async          ? "RGPU_PROC_ASYNC"
                 : e->pure           ? "RGPU_PROC_PURE"
                                     : "0",
                 e->proto->nparams, e->proto->nparams ? "p_" : "NULL",
-                e->proto->nparams ? e->name : "");
+                e->proto->nparams ? e->name : "", e->since);
     }
-    fprintf(f, "};\n\nconst struct rgpu_lib rgpu_%s_lib = {\n", g->lib);
-    fprintf(f, "    \"%s\", \"%s\", %s, %s, %s, %d, %d, rgpu_%s_procs, %s,\n};\n", g->lib,
-            g->soname, g->ann->not_supported, g->ann->unavailable, g->ann->invalid_value,
+    /* A stub of an older major built from this table (libcudart.so.12)
+     * says its own headers' version instead (RGPU_STUB_VERSION). */
+    fprintf(f, "};\n\n#ifndef RGPU_STUB_VERSION\n#define RGPU_STUB_VERSION %u\n#endif\n", g->version);
+    fprintf(f, "\nconst struct rgpu_lib rgpu_%s_lib = {\n", g->lib);
+    fprintf(f, "    \"%s\", \"%s\", %s, %s, %s, %d, %d, rgpu_%s_procs, %s, RGPU_STUB_VERSION,\n};\n",
+            g->lib, g->soname, g->ann->not_supported, g->ann->unavailable, g->ann->invalid_value,
             g->ann->runtime, g->nprocs, g->lib,
             g->ann->invalid_handle ? g->ann->invalid_handle : "0");
     fclose(f);
@@ -878,9 +892,13 @@ static void emit_coverage(const struct gen *g)
         fprintf(f, "%-50s %s", e->name, disp_name(e->disp));
         if (e->async)
             fprintf(f, " async");
-        if (e->reason)
-            fprintf(f, "%*s%s", (int)(12 - strlen(disp_name(e->disp)) - (e->async ? 6 : 0)), "",
-                    e->reason);
+        char since[160] = "";
+        if (e->since && has_procedure(e))
+            snprintf(since, sizeof since, "%scame with version %u: refused at the call by a "
+                     "server whose library is older", e->reason ? "; " : "", e->since);
+        if (e->reason || since[0])
+            fprintf(f, "%*s%s%s", (int)(12 - strlen(disp_name(e->disp)) - (e->async ? 6 : 0)),
+                    "", e->reason ? e->reason : "", since);
         const char *file = e->disp == D_GENERATED || e->disp == D_REFUSED ? NULL
                                                                            : defining_file(e->name);
         if (file && (!e->reason || !strstr(e->reason, file)))
@@ -953,16 +971,32 @@ static int cmp_by_id(const void *a, const void *b)
     return ix < iy ? -1 : ix > iy;
 }
 
-static void check_rules_used(const struct annotations *ann)
+/* Whether the headers declare a function the rule names. */
+static int declared(const struct ann_rule *r, const struct gen_func *funcs, int nfuncs)
+{
+    for (int i = 0; i < nfuncs; i++)
+        if (rule_matches(r, funcs[i].name))
+            return 1;
+    return 0;
+}
+
+/* A rule that matches nothing has rotted, unless it names what a newer
+ * release brought (`since`) and these headers are older: they declare
+ * nothing it names either. */
+static void check_rules_used(const struct annotations *ann, const struct gen_func *funcs,
+                             int nfuncs)
 {
     for (int i = 0; i < ann->nunchecked; i++)
         if (!ann->unchecked_used[i])
             die("%s: unchecked-handle %s: no generated function takes or returns one", ann->path,
                 ann->unchecked[i]);
-    for (int i = 0; i < ann->nrules; i++)
-        if (!ann->rules[i].used)
-            die("%s:%d: rule '%s' matches no exported function", ann->path,
-                ann->rules[i].line, ann->rules[i].pattern);
+    for (int i = 0; i < ann->nrules; i++) {
+        const struct ann_rule *r = &ann->rules[i];
+        if (r->used || (r->since && !declared(r, funcs, nfuncs)))
+            continue;
+        die("%s:%d: rule '%s' matches no exported function%s", ann->path, r->line, r->pattern,
+            r->since ? " (the headers declare it: is it missing from the reference?)" : "");
+    }
 }
 
 /* The generator runs once per build and exits: the tables it builds live
@@ -983,6 +1017,8 @@ int main(int argc, char **argv)
 
     if (argc > 1 && strcmp(argv[1], "--compat") == 0)
         return compat_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "--compare") == 0)
+        return compare_main(argc - 1, argv + 1);
     if (argc != 6)
         die("usage: rgpu-gen ANNOTATIONS CUDA_ROOT REFERENCE_LIB SONAME OUTDIR");
     ann_load(argv[1], &ann);
@@ -1002,6 +1038,7 @@ int main(int argc, char **argv)
     g.lib = ann.library;
     g.soname = argv[4];
     g.outdir = argv[5];
+    g.version = parse_version(&ann, argv[2]);
     g.nexp = nexports;
     g.exp = xcalloc((size_t)nexports, sizeof *g.exp);
     g.procs = xcalloc((size_t)(nexports + nfuncs), sizeof *g.procs);
@@ -1010,6 +1047,7 @@ int main(int argc, char **argv)
         e->name = exports[i];
         e->proto = gen_find_func(funcs, nfuncs, e->name);
         decide(e, &ann, exports, nexports);
+        e->since = since_of(e, &ann);
         if (has_procedure(e)) {
             if (!e->proto) {
                 problem("%s: exported by the reference library but declared by no header: "
@@ -1027,7 +1065,7 @@ int main(int argc, char **argv)
         }
     }
     collect_own(&g, &ann, funcs, nfuncs);
-    check_rules_used(&ann);
+    check_rules_used(&ann, funcs, nfuncs);
     if (nproblems)
         die("%d functions need annotations or fixes in %s", nproblems, ann.path);
     sort_lib = g.lib;

@@ -58,6 +58,7 @@ struct export_fn {
     const char *reason;         /* refused/hand/local: why */
     int async;
     int pure;                   /* its answer is a function of its arguments */
+    unsigned since;             /* the library version that brought it (`since`), or 0 */
 };
 
 /* Annotations: one file per library (codegen/<lib>.ann). */
@@ -77,6 +78,8 @@ struct ann_rule {
     char *reason;
     int line;
     int used;
+    unsigned since;             /* `since VERSION`: what the rule names came with,
+                                   in the library's own version numbering (0: none) */
 };
 
 struct annotations {
@@ -93,6 +96,7 @@ struct annotations {
     int nvariants;
     char *typedefs;             /* cudaTypedefs.h: emit the proc-address table */
     char *errors_enum;          /* enum whose constants get local name/string tables */
+    char *version_expr;         /* `version EXPR`: the headers' version of the library */
     int runtime;
     int versioned;
     char *alias_from[8], *alias_to[8];  /* type-alias: C spelling of C++-only types */
@@ -124,6 +128,10 @@ int ann_load(const char *path, struct annotations *ann);
  * insist on being included through another), or NULL. */
 extern const char *parse_extra_flag;
 
+/* The headers' version of the library (the annotations' `version`
+ * expression, in the library's own numbering), or 0 without one. */
+unsigned parse_version(const struct annotations *ann, const char *cuda_root);
+
 /* Parse the headers; returns the prototypes found (*n of them). */
 struct gen_func *parse_headers(const struct annotations *ann, const char *cuda_root,
                                int *n);
@@ -152,5 +160,6 @@ char **elf_exported_functions(const char *path, int *n);
 
 /* rgpu-gen --compat (compat.c). */
 int compat_main(int argc, char **argv);
+int compare_main(int argc, char **argv);
 
 #endif

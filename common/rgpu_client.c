@@ -275,17 +275,35 @@ static const struct rgpu_lib_version *server_lib(const char *name)
     return NULL;
 }
 
+static int session(void);
+
+int rgpu_server_lib_version(const char *lib)
+{
+    if (session() < 0)
+        return 0;
+    const struct rgpu_lib_version *theirs = server_lib(lib);
+    return theirs && theirs->version > 0 ? theirs->version : 0;
+}
+
 /* A library of another major than the server's is served by the
- * server's: say so once, at connection (docs/cuda12.md). */
-static void note_other_majors(void)
+ * server's, and one newer than the server's of its major by that: say
+ * so once, at connection (docs/cuda12.md). */
+static void note_other_versions(void)
 {
     pthread_mutex_lock(&L.lock);
     for (int i = 0; i < L.n; i++) {
-        const char *mine = stub_soname(L.libs[i]);
-        const struct rgpu_lib_version *theirs = server_lib(L.libs[i]->name);
-        if (theirs && rgpu_soname_major(mine) != rgpu_soname_major(theirs->soname))
+        const struct rgpu_lib *lib = L.libs[i];
+        const char *mine = stub_soname(lib);
+        const struct rgpu_lib_version *theirs = server_lib(lib->name);
+        if (!theirs)
+            continue;
+        if (rgpu_soname_major(mine) != rgpu_soname_major(theirs->soname))
             rgpu_info("%s is served by the server's %s (version %d): functions whose "
                       "prototypes differ between the two are refused", mine, theirs->soname,
+                      theirs->version);
+        else if (lib->version && theirs->version > 0 && lib->version > theirs->version)
+            rgpu_info("%s (version %d) is served by the server's %s, version %d: what came "
+                      "after it is refused at the call", mine, lib->version, theirs->soname,
                       theirs->version);
     }
     pthread_mutex_unlock(&L.lock);
@@ -411,7 +429,7 @@ static void connect_once(void)
     atexit(report_unreported);
     rgpu_info("connected to %s (server %s, CUDA runtime %d, driver %d)", spec, S.info.name,
               S.info.runtime_version, S.info.driver_version);
-    note_other_majors();
+    note_other_versions();
 }
 
 static int session(void)
@@ -1087,6 +1105,37 @@ void rgpu_reply_free(struct rgpu_reply *reply)
 
 /* ---- statuses ----------------------------------------------------------------- */
 
+/* Whether this is the first time a function is named in a log line about
+ * the server's libraries (one line per function, as for refused ones). */
+static int first_mention(const char *lib, const char *what)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static uint32_t seen[512];
+    static unsigned nseen;
+    uint32_t id = rgpu_proc_id(lib, what);
+    int first = 1;
+    pthread_mutex_lock(&lock);
+    for (unsigned i = 0; i < nseen && first; i++)
+        first = seen[i] != id;
+    if (first && nseen < sizeof seen / sizeof seen[0])
+        seen[nseen++] = id;
+    pthread_mutex_unlock(&lock);
+    return first;
+}
+
+/* The server's session has no such function: its library is older, or
+ * none was loaded. */
+static void say_server_lacks(const struct rgpu_lib *lib, const char *what)
+{
+    const struct rgpu_lib_version *theirs = server_lib(lib->name);
+    if (theirs)
+        rgpu_warn("%s: the server's %s (version %d) lacks it (this client's %s is version %d; "
+                  "logged once)", what, theirs->soname, theirs->version, stub_soname(lib),
+                  lib->version);
+    else
+        rgpu_warn("%s: the server has no %s (logged once)", what, lib->soname);
+}
+
 int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int transport)
 {
     if (transport == RGPU_ENOTPERMITTED) {
@@ -1100,12 +1149,8 @@ int rgpu_transport_status(const struct rgpu_lib *lib, const char *what, int tran
         return lib->is_runtime ? rgpu_runtime_result(st) : st;
     }
     if (transport == RGPU_ENOSYM) {
-        const struct rgpu_lib_version *theirs = server_lib(lib->name);
-        if (theirs)
-            rgpu_warn("%s: the server's %s (version %d) lacks it", what, theirs->soname,
-                      theirs->version);
-        else
-            rgpu_warn("%s: the server has no %s", what, lib->soname);
+        if (first_mention(lib->name, what))
+            say_server_lacks(lib, what);
     }
     else if (transport != RGPU_EIO)     /* already reported once */
         rgpu_error("%s: %s", what, rgpu_status_name(transport));
@@ -1195,6 +1240,25 @@ static int client_status(const struct rgpu_lib *lib, int status)
     return lib->is_runtime ? rgpu_runtime_result(status) : status;
 }
 
+/* A function that came with a newer version of its library than the
+ * server's (codegen's `since`: a CUDA 13.1 function on a 13.0 host) is
+ * refused here, before it is sent, naming both versions once.  A server
+ * that cannot say its version decides itself (RGPU_ENOSYM). */
+static int newer_than_server(const struct rgpu_lib *lib, const struct rgpu_proc *proc)
+{
+    if (!proc->since || session() < 0)
+        return 0;
+    const struct rgpu_lib_version *theirs = server_lib(lib->name);
+    if (!theirs || theirs->version <= 0 || (uint32_t)theirs->version >= proc->since)
+        return 0;
+    if (first_mention(lib->name, proc->name))
+        rgpu_warn("%s: the server's %s is version %d, and %s came with version %u: refused "
+                  "(run against a server whose %s is %u or newer; logged once)", proc->name,
+                  theirs->soname, theirs->version, proc->name, proc->since, lib->name,
+                  proc->since);
+    return 1;
+}
+
 static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                 const void *const *argv_in, enum call_mode mode)
 {
@@ -1207,6 +1271,8 @@ static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
     int must_wait = 0, by_content = 0;
     unsigned epoch = rgpu_answers_epoch();
 
+    if (newer_than_server(lib, proc))
+        return client_status(lib, lib->not_supported);
     if (rgpu_lib_translates(lib) && proc->nparams <= RGPU_MAX_PARAMS) {
         int st = rgpu_translate_args(lib, proc, argv_in, translated, values, &must_wait,
                                      &by_content);

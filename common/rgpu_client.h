@@ -46,6 +46,11 @@ void rgpu_register_lib(const struct rgpu_lib *lib);
 void rgpu_register_scalar_policy(const struct rgpu_lib *lib,
                                  const struct rgpu_scalar_policy *pol);
 
+/* The version of library lib ("cudart") that the server's session loaded,
+ * in the library's own numbering, as its welcome said (connecting first);
+ * 0 when unknown or when no server can be reached. */
+int rgpu_server_lib_version(const char *lib);
+
 /* The body of every refused stub: log the name once, return not-supported. */
 int rgpu_refused(const struct rgpu_lib *lib, const char *name, const char *reason,
                  int *logged);

@@ -369,8 +369,20 @@ static void check_key(int fd, const struct rgpud_options *opt, const struct rgpu
     ipc_identity(who);
 }
 
+/* What the session must know of the client's libraries once the hello is
+ * gone: their majors. */
+static void note_client_libs(const struct rgpu_hello *h, struct client_libs *client)
+{
+    memset(client, 0, sizeof *client);
+    for (int i = 0; i < h->nlibs && i < RGPU_HELLO_MAX_LIBS; i++) {
+        snprintf(client->name[i], sizeof client->name[i], "%s", h->libs[i].name);
+        client->major[i] = rgpu_soname_major(h->libs[i].soname);
+        client->n++;
+    }
+}
+
 void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w,
-                  struct rgpu_visible *visible)
+                  struct rgpu_visible *visible, struct client_libs *client)
 {
     struct rgpu_hs_msg m;
     char why[512];
@@ -393,6 +405,7 @@ void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *
                rgpu_version_string(), h->client_name, h->proto);
     check_majors(fd, h);        /* first: a newer major's table differs too */
     check_digests(fd, h);
+    note_client_libs(h, client);
     if (opt->addr.kind == RGPU_ADDR_UNIX)
         check_peer(fd, opt, w);
     else if (!opt->insecure_tcp)

@@ -63,6 +63,12 @@ static void usage(FILE *f)
             "                           rgpud's user)\n"
             "  -L, --lib-dir DIR        load the CUDA libraries from DIR instead of the\n"
             "                           system's (env RGPUD_LIB_DIR; the tests use it)\n"
+            "      --cuda12-lib-dir DIR[:DIR...]\n"
+            "                           serve CUDA 12 clients with the libcudart.so.12,\n"
+            "                           libcublas.so.12 and libcublasLt.so.12 of these\n"
+            "                           folders (env RGPUD_CUDA12_LIB_DIR); a client's\n"
+            "                           CUDA 12 library missing there is refused at\n"
+            "                           connection.  Without: CUDA 13's serve them\n"
             "  -m, --max-sessions N     refuse clients beyond N concurrent sessions (64)\n"
             "      --hello-timeout S    drop a client that has not said hello within S\n"
             "                           seconds (10)\n"
@@ -287,6 +293,7 @@ int main(int argc, char **argv)
         { "new-client-key", required_argument, NULL, 'N' },
         { "insecure-tcp-no-auth", no_argument, NULL, 'I' },
         { "lib-dir", required_argument, NULL, 'L' },
+        { "cuda12-lib-dir", required_argument, NULL, 'C' },
         { "max-sessions", required_argument, NULL, 'm' },
         { "hello-timeout", required_argument, NULL, 'H' },
         { "frame-timeout", required_argument, NULL, 'T' },
@@ -305,6 +312,7 @@ int main(int argc, char **argv)
     };
     struct rgpud_options opt = { .listen = RGPU_DEFAULT_SERVER, .key_dir = RGPUD_KEY_DIR,
                                  .lib_dir = getenv("RGPUD_LIB_DIR"), .foreground = 1,
+                                 .cuda12_dirs = getenv("RGPUD_CUDA12_LIB_DIR"),
                                  .max_sessions = 64,
                                  .spin_ns = rgpu_spin_ns(getenv("RGPUD_SPIN_US")),
                                  .hello_timeout_s = 10, .frame_timeout_s = 30,
@@ -321,6 +329,7 @@ int main(int argc, char **argv)
         case 'N': new_key = optarg; break;
         case 'I': opt.insecure_tcp = 1; break;
         case 'L': opt.lib_dir = optarg; break;
+        case 'C': opt.cuda12_dirs = optarg; break;
         case 'm': opt.max_sessions = atoi(optarg); break;
         case 'H': opt.hello_timeout_s = positive(optarg); break;
         case 'T': opt.frame_timeout_s = positive(optarg); break;
@@ -383,14 +392,23 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (opt.cuda12_dirs && !*opt.cuda12_dirs)
+        opt.cuda12_dirs = NULL;
+    if (opt.cuda12_dirs && !backend12_available()) {
+        rgpu_error("this rgpud was built without CUDA 12 stubs (-Dcuda12=) and cannot serve "
+                   "CUDA 12 clients with CUDA 12's libraries: leave --cuda12-lib-dir (and "
+                   "RGPUD_CUDA12_LIB_DIR) out");
+        return 2;
+    }
     if (ipc_daemon_secret() < 0)         /* before any fork: sessions inherit it */
         rgpu_warn("no random bytes for the IPC handles' key: CUDA IPC is refused");
     int lfd = auth_prepare(&opt) < 0 ? -1 : auth_listen(&opt);
     if (lfd < 0)
         return 1;
     sandbox_listener(&opt);
-    rgpu_log(RGPU_LOG_INFO, "listening on %s%s%s", opt.listen,
-             opt.lib_dir ? ", CUDA libraries from " : "", opt.lib_dir ? opt.lib_dir : "");
+    rgpu_log(RGPU_LOG_INFO, "listening on %s%s%s%s%s", opt.listen,
+             opt.lib_dir ? ", CUDA libraries from " : "", opt.lib_dir ? opt.lib_dir : "",
+             opt.cuda12_dirs ? ", CUDA 12's from " : "", opt.cuda12_dirs ? opt.cuda12_dirs : "");
     serve(lfd, sfd, &opt);
     rgpu_info("stopping");
     close(lfd);

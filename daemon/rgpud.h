@@ -14,6 +14,9 @@
 struct rgpud_options {
     const char *listen;         /* RGPU_DEFAULT_SERVER, or --listen */
     const char *lib_dir;        /* NULL: the system's NVIDIA libraries */
+    const char *cuda12_dirs;    /* --cuda12-lib-dir: folders of CUDA 12's libcudart.so.12,
+                                   libcublas.so.12, libcublasLt.so.12 (':' between);
+                                   NULL: CUDA 12 clients are served by CUDA 13's */
     int foreground;
     int max_sessions;
     long spin_ns;               /* poll for the next request this long */
@@ -45,13 +48,21 @@ int auth_prepare(struct rgpud_options *opt);
 int auth_listen(const struct rgpud_options *opt);
 /* rgpud --new-client-key ID: write DIR/ID and print the client's copy. */
 int auth_new_client_key(const char *dir, const char *id);
+/* The major of each library the client's hello named: 12 for its
+ * libcudart.so.12 (docs/cuda12.md). */
+struct client_libs {
+    int n;
+    char name[RGPU_HELLO_MAX_LIBS][32];
+    int major[RGPU_HELLO_MAX_LIBS];
+};
+
 /* In the session, before any CUDA library is loaded: read the hello and
  * let the client in (peer credentials, or the key challenge on TCP), or
  * answer it with a refusing welcome and end the session.  w gets the
  * message and server proof for the welcome, visible the client's
- * CUDA_VISIBLE_DEVICES. */
+ * CUDA_VISIBLE_DEVICES, client the libraries the hello named. */
 void auth_session(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w,
-                  struct rgpu_visible *visible);
+                  struct rgpu_visible *visible, struct client_libs *client);
 /* Send the welcome auth_session prepared (the caller has filled in the
  * CUDA versions), then forget its proof. */
 void auth_welcome(int fd, struct rgpu_welcome *w);
@@ -66,13 +77,31 @@ void auth_welcome_refusal(int fd, struct rgpu_welcome *w, int status, const char
 void *backend_dlopen(const char *dir, const char *soname);
 
 /* Load every library we serve; missing ones are logged and their calls
- * answered RGPU_ENOSYM.  Returns 0 when at least the runtime loaded. */
-int backend_open(const char *lib_dir);
+ * answered RGPU_ENOSYM.  A client whose hello names CUDA 12 libraries gets
+ * them from the folders of --cuda12-lib-dir where set (client may be
+ * NULL: the defaults).  Returns 0 when at least the runtime loaded, -1
+ * when it did not, -2 when the client's CUDA 12 libraries are required
+ * (the configuration names their folders) and one cannot be loaded: why
+ * says which, for the welcome. */
+int backend_open(const char *lib_dir, const char *cuda12_dirs, const struct client_libs *client,
+                 char *why, size_t whylen);
 /* A function of library lib ("cudart", "cuda"), or NULL. */
 void *backend_sym(const char *lib, const char *name);
 int backend_runtime_version(void);
-/* The soname the session opens for lib ("cudart": libcudart.so.13). */
+/* The soname the session opens for lib ("cudart": libcudart.so.13, or
+ * .12 once a CUDA 12 client got CUDA 12's). */
 const char *backend_soname(const char *lib);
+
+/* ---- backend12.c: a session served by CUDA 12's own libraries ---------------- */
+
+/* The function of CUDA 12's library lib that a CUDA 13 procedure `name`
+ * reaches in it (the same bytes: rgpu-gen --compat's tables), found in
+ * handle; or rgpud's own for one that needs it (cudaGetDeviceProperties,
+ * whose CUDA 12 layout differs); NULL when none takes those bytes. */
+void *backend12_sym(void *handle, const char *lib, const char *name);
+/* Whether this rgpud can serve CUDA 12's libraries (built with -Dcuda12):
+ * checked at start, before --cuda12-lib-dir is taken. */
+int backend12_available(void);
 /* The welcome's list of the session's libraries and their versions. */
 struct rgpu_welcome;
 void backend_lib_versions(struct rgpu_welcome *w);

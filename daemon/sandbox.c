@@ -813,6 +813,7 @@ static void ll_rules(const struct ll *ll, const struct sandbox_profile *p)
     allow_prefixed(ll, "/usr/local", "cuda", LL_READ_EXEC);
     if (p->lib_dir)
         ll_allow(ll, p->lib_dir, LL_READ_EXEC);
+    allow_path_list(ll, p->lib_dirs, LL_READ_EXEC);
     allow_path_list(ll, getenv("LD_LIBRARY_PATH"), LL_READ_EXEC);
     allow_path_list(ll, p->read_paths, LL_READ);
     dl_iterate_phdr(allow_loaded_lib, (void *)ll);
@@ -947,7 +948,7 @@ void sandbox_session(const struct rgpud_options *opt)
 {
     const struct sandbox_profile p = {
         .memory = opt->session_memory, .confine = !opt->no_sandbox,
-        .audit = opt->sandbox_audit, .lib_dir = opt->lib_dir,
+        .audit = opt->sandbox_audit, .lib_dir = opt->lib_dir, .lib_dirs = opt->cuda12_dirs,
     };
     if (sandbox_session_profile(&p) < 0)
         _exit(3);

@@ -27,6 +27,7 @@ struct sandbox_profile {
     int confine;                /* 0: the limits only (--no-sandbox) */
     int audit;                  /* --sandbox-audit: forbidden calls refused and logged */
     const char *lib_dir;        /* a folder of libraries to read and map, or NULL */
+    const char *lib_dirs;       /* more such folders, ':'-separated (--cuda12-lib-dir), or NULL */
     const char *read_paths;     /* more folders or files to read, ':'-separated, or NULL */
 };
 

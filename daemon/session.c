@@ -994,13 +994,16 @@ static void start_keepalive(void)
 /* The client's GPUs, before its CUDA loads and after (daemon/devices.c):
  * a GPU gone since rgpud started is the client's refusal, not a crash. */
 static void choose_devices(int fd, struct rgpu_welcome *w, const struct rgpu_visible *visible,
-                           const char *lib_dir)
+                           const struct rgpud_options *opt, const struct client_libs *client)
 {
     char why[sizeof w->message];
     devices_session_select(visible);
-    if (backend_open(lib_dir) < 0)
+    int opened = backend_open(opt->lib_dir, opt->cuda12_dirs, client, why, sizeof why);
+    if (opened == -2)           /* CUDA 12 libraries the configuration requires */
+        auth_welcome_refusal(fd, w, RGPU_EVERSION, why);
+    if (opened < 0)
         rgpu_error("no CUDA runtime could be loaded%s%s: every call will be refused",
-                   lib_dir ? " from " : "", lib_dir ? lib_dir : "");
+                   opt->lib_dir ? " from " : "", opt->lib_dir ? opt->lib_dir : "");
     backend_init_driver();
     if (devices_session_check(why, sizeof why) < 0)
         auth_welcome_refusal(fd, w, RGPU_ENODEV, why);
@@ -1010,6 +1013,7 @@ void session_run(int fd, const struct rgpud_options *opt)
 {
     static struct rgpu_visible visible;     /* 4 KiB: not on the stack */
     struct rgpu_welcome w;
+    struct client_libs client;
     S.fd = fd;
     S.spin_ns = opt->spin_ns;
     S.frame_timeout_ms = opt->frame_timeout_s * 1000;
@@ -1018,11 +1022,11 @@ void session_run(int fd, const struct rgpud_options *opt)
     session_socket(fd, opt);
     /* Who the client is, first: one not let in never makes us load CUDA. */
     hello_deadline(opt->hello_timeout_s);
-    auth_session(fd, opt, &w, &visible);
+    auth_session(fd, opt, &w, &visible, &client);
     alarm(0);
     output_capture();           /* before a library can print */
     init_tables();
-    choose_devices(fd, &w, &visible, opt->lib_dir);
+    choose_devices(fd, &w, &visible, opt, &client);
     nvml_allow_settings(opt->nvml_settings);
     if (backend_init_nvml() == 0)
         devices_nvml_map();

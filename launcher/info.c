@@ -5,6 +5,11 @@
  * a program's calls take, so what it prints is what a program will see. */
 #include "launcher.h"
 #include "rgpu_proto.h"
+#include "cudart_procs.h"
+#include "cuda_procs.h"
+#include "cublas_procs.h"
+#include "cublasLt_procs.h"
+#include "cudnn_procs.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -175,35 +180,101 @@ static const char *lib_of(const char *soname)
         if (strncmp(soname, prefix, strlen(prefix)) == 0)
             return names[i];
     }
-    return NULL;
+    return strncmp(soname, "libnvidia-ml.so.", 16) == 0 ? "nvml" : NULL;
 }
 
-/* One line per stub library: its major, the server's library of that name
- * and version, and whether they match (docs/cuda12.md). */
-static void print_libraries(const struct server *s, const struct stubs *st)
+/* A stub's own version, in its library's numbering (13050 for CUDA 13.5's
+ * runtime): the tables' for the stubs of this build's major, the CUDA 12
+ * headers' for the .12 ones; 0 when unknown (NVML says none). */
+static int stub_version(const char *lib, int major)
+{
+    static const struct { const char *name; const struct rgpu_lib *table; int v12; } known[] = {
+        { "cudart", &rgpu_cudart_lib, RGPU_CUDA12_CUDART_VERSION },
+        { "cuda", &rgpu_cuda_lib, 0 },
+        { "cublas", &rgpu_cublas_lib, RGPU_CUDA12_CUBLAS_VERSION },
+        { "cublasLt", &rgpu_cublasLt_lib, RGPU_CUDA12_CUBLAS_VERSION },
+        { "cudnn", &rgpu_cudnn_lib, 0 },
+    };
+    for (size_t i = 0; lib && i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(known[i].name, lib) == 0)
+            return major == 12 && RGPU_CUDA_MAJOR != 12 ? known[i].v12 : known[i].table->version;
+    return 0;
+}
+
+/* Whether a stub and the server's library of its name go together.
+ * own12: the server serves CUDA 12 processes with CUDA 12's runtime, so
+ * one that loads a CUDA 12 library it lacks is refused at connection. */
+static const char *match(int mine, int my_version, const struct rgpu_lib_version *theirs,
+                         int own12)
+{
+    static char why[128];
+    int other = theirs ? rgpu_soname_major(theirs->soname) : -1;
+    if (!theirs)
+        return "no: its calls are refused";
+    if (mine > other)
+        return "no: newer than the server's, refused at connection";
+    if (mine < other && own12)
+        return "no: the server's CUDA 12 libraries lack it (a process loading it at start is "
+               "refused)";
+    if (mine < other)
+        return "served by the server's newer major: functions that differ refused";
+    if (my_version && theirs->version && my_version > theirs->version) {
+        snprintf(why, sizeof why, "older server: what came after %d is refused at the call",
+                 theirs->version);
+        return why;
+    }
+    return "yes";
+}
+
+/* Whether a CUDA 12 process gets CUDA 12's runtime. */
+static int serves_cuda12(const struct welcome *w)
+{
+    for (int i = 0; w && i < w->nlibs; i++)
+        if (strcmp(w->libs[i].name, "cudart") == 0)
+            return rgpu_soname_major(w->libs[i].soname) == 12;
+    return 0;
+}
+
+/* One line per stub library: its version, the server's library of that
+ * name and version for a process of the stub's major, and whether they
+ * match (docs/cuda12.md).  w12: the welcome a CUDA 12 process gets. */
+static void print_libraries(const struct server *s, const struct welcome *w12,
+                            const struct stubs *st)
 {
     char list[sizeof st->preload];
     snprintf(list, sizeof list, "%s", st->preload);
-    printf("libraries     %-9s %-19s %-28s %s\n", "library", "client stub", "server (version)",
-           "match");
+    printf("libraries     %-9s %-27s %-28s %s\n", "library", "client stub (version)",
+           "server (version)", "match");
     for (char *save = NULL, *path = strtok_r(list, ":", &save); path;
          path = strtok_r(NULL, ":", &save)) {
         const char *soname = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
         const char *lib = lib_of(soname);
+        int mine = rgpu_soname_major(soname);
+        const struct welcome *w = mine == 12 && w12 ? w12 : &s->w;
         const struct rgpu_lib_version *theirs = NULL;
-        char server[64] = "none";
-        for (int i = 0; lib && i < s->w.nlibs; i++)
-            if (strcmp(s->w.libs[i].name, lib) == 0)
-                theirs = &s->w.libs[i];
+        char client[64], server[64] = "none";
+        for (int i = 0; lib && i < w->nlibs; i++)
+            if (strcmp(w->libs[i].name, lib) == 0)
+                theirs = &w->libs[i];
+        int version = stub_version(lib, mine);
+        snprintf(client, sizeof client, version ? "%s (%d)" : "%s", soname, version);
         if (theirs)
             snprintf(server, sizeof server, "%s (%d)", theirs->soname, theirs->version);
-        int mine = rgpu_soname_major(soname), other = theirs ? rgpu_soname_major(theirs->soname) : -1;
-        printf("  %-11s %-9s %-19s %-28s %s\n", "", lib ? lib : "?", soname, server,
-               !theirs        ? "no: its calls are refused"
-               : mine == other ? "yes"
-               : mine < other  ? "older: served by the server's, functions that differ refused"
-                               : "no: newer than the server's, refused at connection");
+        printf("  %-11s %-9s %-27s %-28s %s\n", "", lib ? lib : "?", client, server,
+               match(mine, version, theirs, w == w12 && serves_cuda12(w12)));
     }
+}
+
+/* What serves a CUDA 12 process, when the stubs hold CUDA 12's libraries:
+ * another hello, naming its runtime (the server then picks its cuBLAS as
+ * for a process that loads cuBLAS later: CUDA 12's where it has one). */
+static int probe_cuda12(const struct server *s, const struct stubs *st, struct welcome *w12)
+{
+    char why[512];
+    if (!strstr(st->preload, ".so.12"))
+        return 0;
+    return probe_as(s->addr, 5, 12, w12, why, sizeof why) == PROBE_OK &&
+           w12->status == RGPU_OK;
 }
 
 int info_print(const struct server *s, const struct stubs *st, int have_stubs)
@@ -212,8 +283,10 @@ int info_print(const struct server *s, const struct stubs *st, int have_stubs)
     int rc = 0;
 
     print_server(s, st, have_stubs);
-    if (have_stubs)
-        print_libraries(s, st);
+    if (have_stubs) {
+        struct welcome w12;
+        print_libraries(s, probe_cuda12(s, st, &w12) ? &w12 : NULL, st);
+    }
     if (!s->w.runtime_version || !s->w.driver_version) {
         printf("GPUs          none: the server cannot run CUDA\n");
         rc = -1;

@@ -117,6 +117,10 @@ enum probe_result {
  * anything but PROBE_OK. */
 enum probe_result probe(const char *spec, double timeout_s, struct welcome *w, char *why,
                         size_t whylen);
+/* The same as a process whose runtime is of that major (12: CUDA 12's
+ * soname in the hello; 0: the stubs' own), for `rgpu info`. */
+enum probe_result probe_as(const char *spec, double timeout_s, int major, struct welcome *w,
+                           char *why, size_t whylen);
 
 /* ---- server.c ----------------------------------------------------------- */
 

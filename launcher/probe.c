@@ -29,17 +29,19 @@ static int ms_left(double deadline)
 }
 
 /* The digests of every library the stubs serve: a server of another build
- * is found out here, before the command runs. */
-static void add_libs(struct rgpu_hello *h)
+ * is found out here, before the command runs.  major 12: with CUDA 12's
+ * runtime, as a CUDA 12 process names it, to learn what serves one. */
+static void add_libs(struct rgpu_hello *h, int major)
 {
     const struct rgpu_lib *libs[] = { &rgpu_cudart_lib, &rgpu_cuda_lib, &rgpu_cublas_lib,
                                       &rgpu_cublasLt_lib, &rgpu_cudnn_lib, &rgpu_nvml_lib };
+    const char *const of12[] = { "libcudart.so.12", NULL, NULL, NULL, NULL, NULL };
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
-        rgpu_hello_add_lib(h, libs[i], NULL);
+        rgpu_hello_add_lib(h, libs[i], major == 12 ? of12[i] : NULL);
 }
 
 static enum probe_result handshake(int fd, const struct rgpu_addr *a, double deadline,
-                                   struct welcome *w, char *why, size_t whylen)
+                                   int major, struct welcome *w, char *why, size_t whylen)
 {
     struct timeval tv = { ms_left(deadline) / 1000, (ms_left(deadline) % 1000) * 1000 };
     struct rgpu_hello h;
@@ -51,7 +53,7 @@ static enum probe_result handshake(int fd, const struct rgpu_addr *a, double dea
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     memset(&h, 0, sizeof h);
     snprintf(h.client_name, sizeof h.client_name, "%s launcher", rgpu_version_string());
-    add_libs(&h);
+    add_libs(&h, major);
     int rc = rgpu_hs_client(fd, a->kind == RGPU_ADDR_TCP, &h, &rw, w->how, sizeof w->how, why,
                             whylen);
     if (rc == -1) {
@@ -78,6 +80,12 @@ static enum probe_result handshake(int fd, const struct rgpu_addr *a, double dea
 enum probe_result probe(const char *spec, double timeout_s, struct welcome *w, char *why,
                         size_t whylen)
 {
+    return probe_as(spec, timeout_s, 0, w, why, whylen);
+}
+
+enum probe_result probe_as(const char *spec, double timeout_s, int major, struct welcome *w,
+                           char *why, size_t whylen)
+{
     double deadline = now_s() + timeout_s;
     struct rgpu_addr a;
 
@@ -95,7 +103,7 @@ enum probe_result probe(const char *spec, double timeout_s, struct welcome *w, c
          * refused TCP port. */
         return errno == ECONNREFUSED || errno == ENOENT ? PROBE_REFUSED : PROBE_UNREACHABLE;
     }
-    enum probe_result r = handshake(fd, &a, deadline, w, why, whylen);
+    enum probe_result r = handshake(fd, &a, deadline, major, w, why, whylen);
     close(fd);
     return r;
 }

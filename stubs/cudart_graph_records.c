@@ -216,3 +216,21 @@ RGPU_EXPORT cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHan
         *pHandle_out = handle;
     return (cudaError_t)rc;
 }
+
+#if CUDART_VERSION >= 13010
+/* CUDA 13.1's form names an execution context: without one (NULL) it is
+ * the form above, in the current context, which the server's runtime of
+ * any CUDA 13 has; execution contexts are not remoted. */
+RGPU_EXPORT cudaError_t cudaGraphConditionalHandleCreate_v2(
+    cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, cudaExecutionContext_t ctx,
+    unsigned int defaultLaunchValue, unsigned int flags)
+{
+    static int logged;
+    if (ctx)
+        return (cudaError_t)rgpu_refused(LIB, "cudaGraphConditionalHandleCreate_v2",
+                                         "with an execution context: execution contexts are "
+                                         "not remoted yet (NULL, the current context, is "
+                                         "served)", &logged);
+    return cudaGraphConditionalHandleCreate(pHandle_out, graph, defaultLaunchValue, flags);
+}
+#endif

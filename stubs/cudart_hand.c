@@ -902,6 +902,22 @@ RGPU_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex
     return cudaSuccess;
 }
 
+/* CUDA 13.2: the count the layout above holds.  Answered from the client's
+ * copy of it, so a server whose runtime predates the function serves it. */
+RGPU_EXPORT cudaError_t cudaFuncGetParamCount(const void *func, size_t *paramCount)
+{
+    struct kernel *k = kernel_by_host_fn(func);
+    int rc;
+    if (!paramCount)
+        return RESULT(cudaErrorInvalidValue);
+    if (!k)
+        return RESULT(cudaErrorInvalidDeviceFunction);
+    if ((rc = kernel_resolve(k)) != cudaSuccess)
+        return rc;
+    *paramCount = k->layout.nparams;
+    return cudaSuccess;
+}
+
 /* The kernel's CUfunction in the device's context, as the server's driver
  * has it (cuKernelGetFunction): asked once per kernel and device, kept like
  * the kernel's other facts (a reset or another context forgets it). */

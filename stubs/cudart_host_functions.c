@@ -1,4 +1,4 @@
-/* cudaLaunchHostFunc and cudaStreamAddCallback (and their _ptsz forms): the
+/* cudaLaunchHostFunc (and CUDA 13.2's _v2) and cudaStreamAddCallback (and their _ptsz forms): the
  * program's function runs on the client when rgpud's stream reaches it, and
  * the stream waits for it (common/rgpu_callbacks.c, daemon/host_functions.c).
  * The _ptsz forms differ only in what the default stream means, which the
@@ -27,6 +27,30 @@ RGPU_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_
 {
     return enqueue(1, "cudaLaunchHostFunc_ptsz", stream, RGPU_CB_HOST_FN, (void *)fn, userData,
                    0);
+}
+
+/* CUDA 13.2's form with a sync mode, blocking (0) or spin-wait (1): how
+ * the host thread waits for its turn, not what runs or when, so both are
+ * served as cudaLaunchHostFunc, which needs nothing of the server's
+ * runtime that 13.0 lacks. */
+static cudaError_t enqueue_v2(unsigned variant, const char *what, cudaStream_t stream,
+                              cudaHostFn_t fn, void *userData, unsigned int syncMode)
+{
+    if (syncMode > 1)
+        return (cudaError_t)rgpu_runtime_result(cudaErrorInvalidValue);
+    return enqueue(variant, what, stream, RGPU_CB_HOST_FN, (void *)fn, userData, 0);
+}
+
+RGPU_EXPORT cudaError_t cudaLaunchHostFunc_v2(cudaStream_t stream, cudaHostFn_t fn,
+                                              void *userData, unsigned int syncMode)
+{
+    return enqueue_v2(0, "cudaLaunchHostFunc_v2", stream, fn, userData, syncMode);
+}
+
+RGPU_EXPORT cudaError_t cudaLaunchHostFunc_v2_ptsz(cudaStream_t stream, cudaHostFn_t fn,
+                                                   void *userData, unsigned int syncMode)
+{
+    return enqueue_v2(1, "cudaLaunchHostFunc_v2_ptsz", stream, fn, userData, syncMode);
 }
 
 RGPU_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,

@@ -42,11 +42,18 @@ RGPU_EXPORT cudaError_t cudaPeekAtLastError(void)
     return (cudaError_t)rgpu_last_error(0);
 }
 
+/* The older of this stub's version (its headers': 13050 for CUDA 13.5's,
+ * 12090 for libcudart.so.12) and the server's runtime: what the program
+ * can use, since what came after the server's runtime is refused.  A
+ * program that checks the version before using a newer function then
+ * takes the path an older runtime would make it take. */
 RGPU_EXPORT cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
 {
     if (!runtimeVersion)
         return RESULT(cudaErrorInvalidValue);
-    *runtimeVersion = CUDART_VERSION;   /* the version this stub implements */
+    int mine = rgpu_cudart_lib.version ? rgpu_cudart_lib.version : CUDART_VERSION;
+    int theirs = rgpu_server_lib_version("cudart");
+    *runtimeVersion = theirs > 0 && theirs < mine ? theirs : mine;
     return cudaSuccess;
 }
 

@@ -15,11 +15,14 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
+#include "rgpu_device_props.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SAME(rt, drv) _Static_assert((int)(rt) == (int)(drv), #rt)
@@ -403,118 +406,8 @@ cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp *p,
     cuDeviceTotalMem_v2(&p->totalGlobalMem, device);
     cuDeviceGetName(p->name, sizeof p->name, device);
     cuDeviceGetUuid_v2(&p->uuid, device);
-#define A(field, a) p->field = attr(CU_DEVICE_ATTRIBUTE_##a, device)
-    A(sharedMemPerBlock, MAX_SHARED_MEMORY_PER_BLOCK);
-    A(regsPerBlock, MAX_REGISTERS_PER_BLOCK);
-    A(warpSize, WARP_SIZE);
-    A(memPitch, MAX_PITCH);
-    A(maxThreadsPerBlock, MAX_THREADS_PER_BLOCK);
-    A(maxThreadsDim[0], MAX_BLOCK_DIM_X);
-    A(maxThreadsDim[1], MAX_BLOCK_DIM_Y);
-    A(maxThreadsDim[2], MAX_BLOCK_DIM_Z);
-    A(maxGridSize[0], MAX_GRID_DIM_X);
-    A(maxGridSize[1], MAX_GRID_DIM_Y);
-    A(maxGridSize[2], MAX_GRID_DIM_Z);
-    A(totalConstMem, TOTAL_CONSTANT_MEMORY);
-    A(major, COMPUTE_CAPABILITY_MAJOR);
-    A(minor, COMPUTE_CAPABILITY_MINOR);
-    A(textureAlignment, TEXTURE_ALIGNMENT);
-    A(texturePitchAlignment, TEXTURE_PITCH_ALIGNMENT);
-    A(multiProcessorCount, MULTIPROCESSOR_COUNT);
-    A(integrated, INTEGRATED);
-    A(canMapHostMemory, CAN_MAP_HOST_MEMORY);
-    A(maxTexture1D, MAXIMUM_TEXTURE1D_WIDTH);
-    A(maxTexture1DMipmap, MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH);
-    A(maxTexture2D[0], MAXIMUM_TEXTURE2D_WIDTH);
-    A(maxTexture2D[1], MAXIMUM_TEXTURE2D_HEIGHT);
-    A(maxTexture2DMipmap[0], MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH);
-    A(maxTexture2DMipmap[1], MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT);
-    A(maxTexture2DLinear[0], MAXIMUM_TEXTURE2D_LINEAR_WIDTH);
-    A(maxTexture2DLinear[1], MAXIMUM_TEXTURE2D_LINEAR_HEIGHT);
-    A(maxTexture2DLinear[2], MAXIMUM_TEXTURE2D_LINEAR_PITCH);
-    A(maxTexture2DGather[0], MAXIMUM_TEXTURE2D_GATHER_WIDTH);
-    A(maxTexture2DGather[1], MAXIMUM_TEXTURE2D_GATHER_HEIGHT);
-    A(maxTexture3D[0], MAXIMUM_TEXTURE3D_WIDTH);
-    A(maxTexture3D[1], MAXIMUM_TEXTURE3D_HEIGHT);
-    A(maxTexture3D[2], MAXIMUM_TEXTURE3D_DEPTH);
-    A(maxTexture3DAlt[0], MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE);
-    A(maxTexture3DAlt[1], MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE);
-    A(maxTexture3DAlt[2], MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE);
-    A(maxTextureCubemap, MAXIMUM_TEXTURECUBEMAP_WIDTH);
-    A(maxTexture1DLayered[0], MAXIMUM_TEXTURE1D_LAYERED_WIDTH);
-    A(maxTexture1DLayered[1], MAXIMUM_TEXTURE1D_LAYERED_LAYERS);
-    A(maxTexture2DLayered[0], MAXIMUM_TEXTURE2D_LAYERED_WIDTH);
-    A(maxTexture2DLayered[1], MAXIMUM_TEXTURE2D_LAYERED_HEIGHT);
-    A(maxTexture2DLayered[2], MAXIMUM_TEXTURE2D_LAYERED_LAYERS);
-    A(maxTextureCubemapLayered[0], MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH);
-    A(maxTextureCubemapLayered[1], MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS);
-    A(maxSurface1D, MAXIMUM_SURFACE1D_WIDTH);
-    A(maxSurface2D[0], MAXIMUM_SURFACE2D_WIDTH);
-    A(maxSurface2D[1], MAXIMUM_SURFACE2D_HEIGHT);
-    A(maxSurface3D[0], MAXIMUM_SURFACE3D_WIDTH);
-    A(maxSurface3D[1], MAXIMUM_SURFACE3D_HEIGHT);
-    A(maxSurface3D[2], MAXIMUM_SURFACE3D_DEPTH);
-    A(maxSurface1DLayered[0], MAXIMUM_SURFACE1D_LAYERED_WIDTH);
-    A(maxSurface1DLayered[1], MAXIMUM_SURFACE1D_LAYERED_LAYERS);
-    A(maxSurface2DLayered[0], MAXIMUM_SURFACE2D_LAYERED_WIDTH);
-    A(maxSurface2DLayered[1], MAXIMUM_SURFACE2D_LAYERED_HEIGHT);
-    A(maxSurface2DLayered[2], MAXIMUM_SURFACE2D_LAYERED_LAYERS);
-    A(maxSurfaceCubemap, MAXIMUM_SURFACECUBEMAP_WIDTH);
-    A(maxSurfaceCubemapLayered[0], MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH);
-    A(maxSurfaceCubemapLayered[1], MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS);
-    A(surfaceAlignment, SURFACE_ALIGNMENT);
-    A(concurrentKernels, CONCURRENT_KERNELS);
-    A(ECCEnabled, ECC_ENABLED);
-    A(pciBusID, PCI_BUS_ID);
-    A(pciDeviceID, PCI_DEVICE_ID);
-    A(pciDomainID, PCI_DOMAIN_ID);
-    A(tccDriver, TCC_DRIVER);
-    A(asyncEngineCount, ASYNC_ENGINE_COUNT);
-    A(unifiedAddressing, UNIFIED_ADDRESSING);
-    A(memoryBusWidth, GLOBAL_MEMORY_BUS_WIDTH);
-    A(l2CacheSize, L2_CACHE_SIZE);
-    A(persistingL2CacheMaxSize, MAX_PERSISTING_L2_CACHE_SIZE);
-    A(maxThreadsPerMultiProcessor, MAX_THREADS_PER_MULTIPROCESSOR);
-    A(streamPrioritiesSupported, STREAM_PRIORITIES_SUPPORTED);
-    A(globalL1CacheSupported, GLOBAL_L1_CACHE_SUPPORTED);
-    A(localL1CacheSupported, LOCAL_L1_CACHE_SUPPORTED);
-    A(sharedMemPerMultiprocessor, MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
-    A(regsPerMultiprocessor, MAX_REGISTERS_PER_MULTIPROCESSOR);
-    A(managedMemory, MANAGED_MEMORY);
-    A(isMultiGpuBoard, MULTI_GPU_BOARD);
-    A(multiGpuBoardGroupID, MULTI_GPU_BOARD_GROUP_ID);
-    A(hostNativeAtomicSupported, HOST_NATIVE_ATOMIC_SUPPORTED);
-    A(pageableMemoryAccess, PAGEABLE_MEMORY_ACCESS);
-    A(concurrentManagedAccess, CONCURRENT_MANAGED_ACCESS);
-    A(computePreemptionSupported, COMPUTE_PREEMPTION_SUPPORTED);
-    A(canUseHostPointerForRegisteredMem, CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM);
-    A(cooperativeLaunch, COOPERATIVE_LAUNCH);
-    A(sharedMemPerBlockOptin, MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-    A(pageableMemoryAccessUsesHostPageTables, PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES);
-    A(directManagedMemAccessFromHost, DIRECT_MANAGED_MEM_ACCESS_FROM_HOST);
-    A(maxBlocksPerMultiProcessor, MAX_BLOCKS_PER_MULTIPROCESSOR);
-    A(accessPolicyMaxWindowSize, MAX_ACCESS_POLICY_WINDOW_SIZE);
-    A(reservedSharedMemPerBlock, RESERVED_SHARED_MEMORY_PER_BLOCK);
-    A(hostRegisterSupported, HOST_REGISTER_SUPPORTED);
-    A(sparseCudaArraySupported, SPARSE_CUDA_ARRAY_SUPPORTED);
-    A(hostRegisterReadOnlySupported, READ_ONLY_HOST_REGISTER_SUPPORTED);
-    A(timelineSemaphoreInteropSupported, TIMELINE_SEMAPHORE_INTEROP_SUPPORTED);
-    A(memoryPoolsSupported, MEMORY_POOLS_SUPPORTED);
-    A(gpuDirectRDMASupported, GPU_DIRECT_RDMA_SUPPORTED);
-    A(gpuDirectRDMAFlushWritesOptions, GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS);
-    A(gpuDirectRDMAWritesOrdering, GPU_DIRECT_RDMA_WRITES_ORDERING);
-    A(memoryPoolSupportedHandleTypes, MEMPOOL_SUPPORTED_HANDLE_TYPES);
-    A(deferredMappingCudaArraySupported, DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED);
-    A(ipcEventSupported, IPC_EVENT_SUPPORTED);
-    A(clusterLaunch, CLUSTER_LAUNCH);
-    A(unifiedFunctionPointers, UNIFIED_FUNCTION_POINTERS);
-    A(deviceNumaConfig, NUMA_CONFIG);
-    A(deviceNumaId, NUMA_ID);
-    A(mpsEnabled, MPS_ENABLED);
-    A(hostNumaId, HOST_NUMA_ID);
-    A(gpuPciDeviceID, GPU_PCI_DEVICE_ID);
-    A(gpuPciSubsystemID, GPU_PCI_SUBSYSTEM_ID);
-    A(hostNumaMultinodeIpcSupported, HOST_NUMA_MULTINODE_IPC_SUPPORTED);
+#define A(field, a) p->field = attr(CU_DEVICE_ATTRIBUTE_##a, device);
+    RGPU_DEVICE_PROP_ATTRIBUTES(A)
 #undef A
     return cudaSuccess;
 }
@@ -524,11 +417,21 @@ cudaError_t CUDARTAPI cudaDriverGetVersion(int *version)
     return ret(rt(cuDriverGetVersion(version)));
 }
 
+/* The version this runtime says it is: its headers' (CUDA 13.0's with
+ * the toolkit: it has what 13.0 has), or FAKEGPU_CUDART_VERSION where it
+ * is built as another release's face (the CUDA 12 one), or
+ * RGPU_FAKEGPU_CUDART_VERSION from the session's environment: a runtime
+ * claiming a newer version than its functions, so that a test reaches
+ * the server's own refusal of a function it lacks. */
+#ifndef FAKEGPU_CUDART_VERSION
+#define FAKEGPU_CUDART_VERSION CUDART_VERSION
+#endif
 cudaError_t CUDARTAPI cudaRuntimeGetVersion(int *version)
 {
+    const char *claimed = getenv("RGPU_FAKEGPU_CUDART_VERSION");
     if (!version)
         return ret(cudaErrorInvalidValue);
-    *version = CUDART_VERSION;
+    *version = claimed && atoi(claimed) > 0 ? atoi(claimed) : FAKEGPU_CUDART_VERSION;
     return cudaSuccess;
 }
 

@@ -39,7 +39,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     const char *dir = getenv("RGPU_FUZZ_LIB_DIR");
     (void)argc;
     (void)argv;
-    if (backend_open(dir && *dir ? dir : FUZZ_FAKEGPU_DIR) < 0) {
+    if (backend_open(dir && *dir ? dir : FUZZ_FAKEGPU_DIR, NULL, NULL, NULL, 0) < 0) {
         fprintf(stderr, "fuzz_dispatch: cannot load the fake backend from %s\n",
                 dir && *dir ? dir : FUZZ_FAKEGPU_DIR);
         exit(1);

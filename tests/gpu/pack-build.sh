@@ -32,6 +32,10 @@ if [ -d "$src/stubs/cuda12" ]; then
     cp -a "$src"/cuda-12.9/lib/libcudart.so.12 "$dest/cuda-12.9/lib/"
     strip --strip-debug -o "$dest/tests/cuda12_prog" "$src/tests/cuda12_prog"
 fi
+# The program built against the stubs' newer CUDA 13 (tests/gpu/minor_check.sh).
+if [ -x "$src/tests/minor_prog" ]; then
+    strip --strip-debug -o "$dest/tests/minor_prog" "$src/tests/minor_prog"
+fi
 cp -a "$src/launcher/rgpu" "$dest/launcher/"
 for b in rgpu-bench rgpu-delay; do
     [ -x "$src/bench/$b" ] && cp -a "$src/bench/$b" "$dest/bench/"

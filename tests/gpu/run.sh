@@ -62,7 +62,10 @@
 # skipped items.  RGPU_SMI (1): `rgpu smi` beside nvidia-smi natively, one
 # item.  Only these: RGPU_PROGS=0 RGPU_BENCH=0.
 # RGPU_CUDA12 (1): tests/gpu/cuda12_check.sh, a CUDA 12 program natively
-# (the build's real libcudart.so.12) and through rgpu, one item.
+# (the build's real libcudart.so.12) and through rgpu, served by the host's
+# CUDA 13 and by that CUDA 12 runtime (rgpud --cuda12-lib-dir), one item.
+# RGPU_MINOR (1): tests/gpu/minor_check.sh, a program built against CUDA
+# 13.5's headers natively and through rgpu on this 13.0 host, one item.
 # RGPU_MULTIGPU (1): tests/gpu/multigpu_check.sh, rgpud's --devices subset
 # (on one GPU too) and, with two GPUs or more, the multi-GPU programs
 # natively and through rgpu, one item; the PyTorch checks on two GPUs are
@@ -471,14 +474,26 @@ run_nvcc_progs() {
 # The CUDA 12 program against the real libcudart.so.12 and through rgpu
 # (tests/gpu/cuda12_check.sh, with its own rgpud): one item.
 run_cuda12() {
+    run_program_check "CUDA 12" cuda12_check cuda12_prog
+}
+
+# A program built against the stubs' newer CUDA 13 (13.5) on this 13.0 host,
+# natively and through rgpu (tests/gpu/minor_check.sh, with its own rgpud).
+run_minor() {
+    run_program_check "CUDA 13.x on a 13.0 host" minor_check minor_prog
+}
+
+# run_program_check TITLE SCRIPT PROGRAM: tests/gpu/SCRIPT.sh, which runs
+# BUILD/tests/PROGRAM natively and through rgpu, as one item.
+run_program_check() {
     say ""
-    say "== CUDA 12: tests/gpu/cuda12_check.sh"
-    if [ ! -x "$BUILD/tests/cuda12_prog" ]; then
-        say "(no tests/cuda12_prog in the build: skipped)"
+    say "== $1: tests/gpu/$2.sh"
+    if [ ! -x "$BUILD/tests/$3" ]; then
+        say "(no tests/$3 in the build: skipped)"
         count_item SKIP
         return
     fi
-    script_item cuda12 '^cuda12_check: ' "$GPU_DIR/cuda12_check.sh" "$BUILD"
+    script_item "$2" "^$2: " "$GPU_DIR/$2.sh" "$BUILD"
 }
 
 # script_item NAME PATTERN SCRIPT ARGS...: a check script as one item: its
@@ -882,6 +897,7 @@ main() {
     fi
     [ "${RGPU_NVCC_PROGS:-1}" = 0 ] || run_nvcc_progs
     [ "${RGPU_CUDA12:-1}" = 0 ] || run_cuda12
+    [ "${RGPU_MINOR:-1}" = 0 ] || run_minor
     [ "${RGPU_MULTIGPU:-1}" = 0 ] || run_multigpu
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
     [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi

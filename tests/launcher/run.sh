@@ -125,9 +125,19 @@ expect "rgpu info" 0 $? "$tmp/out" '^server +unix:/.*/rgpud\.sock \(private rgpu
     '^auth +peer credentials on a Unix socket; server: uid [0-9]+ let in' \
     '^CUDA runtime +[0-9]+\.[0-9]+' '^CUDA driver +[0-9]+\.[0-9]+' '^GPUs +1$' \
     '^  0  rgpu fake GPU, 16\.0 GiB' '^round trip +[0-9]+ us median of 20 calls' \
-    '^ +cudart +libcudart\.so\.13 +libcudart\.so\.13 \([0-9]+\) +yes$' \
-    '^ +cudnn +libcudnn\.so\.9 +libcudnn\.so\.9 \([0-9]+\) +yes$' \
+    '^ +cudart +libcudart\.so\.13 \(13[0-9]+\) +libcudart\.so\.13 \(13000\) +(yes|older server: what came after 13000 is refused at the call)$' \
+    '^ +cudnn +libcudnn\.so\.9 \([0-9]+\) +libcudnn\.so\.9 \([0-9]+\) +yes$' \
     "^library path +LD_LIBRARY_PATH=$stubs\$"
+# The CUDA 12 stubs: served by CUDA 13's runtime, or by the CUDA 12 face of
+# the fake when rgpud has CUDA 12 libraries (RGPUD_CUDA12_LIB_DIR).
+if [ -e "$stubs/libcudart.so.12" ]; then
+    grep -Eq '^ +cudart +libcudart\.so\.12 \(12[0-9]+\) +libcudart\.so\.13 \(13000\) +served by the server.s newer major' "$tmp/out" ||
+        fail "rgpu info: the CUDA 12 runtime served by CUDA 13's" "$(cat "$tmp/out")"
+    RGPUD_CUDA12_LIB_DIR=$fake/cuda12 R info "${F[@]}" >"$tmp/out" 2>&1
+    expect "rgpu info, CUDA 12 libraries on the server" 0 $? "$tmp/out" \
+        '^ +cudart +libcudart\.so\.12 \(12090\) +libcudart\.so\.12 \(12090\) +yes$' \
+        '^ +cublas +libcublas\.so\.12 \([0-9]+\) +libcublas\.so\.13 \([0-9]+\) +no: the server.s CUDA 12 libraries lack it'
+fi
 
 # ---- rgpu smi: the fake GPU's NVML values through the stub libnvidia-ml ----------------
 

@@ -63,22 +63,26 @@ static const struct rgpu_param p_miniInit[] = {
 };
 
 const struct rgpu_proc rgpu_mini_procs[14] = {
-    { "rgpu_miniFill", 0x15babb16u, 0, 3, p_rgpu_miniFill },
-    { "miniStreamSync", 0x35f8e23bu, 0, 1, p_miniStreamSync },
-    { "miniGetProps", 0x44fbc142u, 0, 2, p_miniGetProps },
-    { "miniSetArray", 0x4ad519edu, 0, 2, p_miniSetArray },
-    { "miniOldCount", 0x4eba66f4u, 0, 1, p_miniOldCount },
-    { "miniSetProps", 0x62d15626u, 0, 1, p_miniSetProps },
-    { "miniLaunch", 0x63e2a353u, 0, 4, p_miniLaunch },
-    { "miniGetName", 0x64eba137u, 0, 3, p_miniGetName },
-    { "miniMemset", 0x6c592ae7u, 0, 3, p_miniMemset },
-    { "miniGetCount", 0x80ad0343u, 0, 1, p_miniGetCount },
-    { "miniMemsetAsync", 0xa31df369u, RGPU_PROC_ASYNC, 4, p_miniMemsetAsync },
-    { "miniFind", 0xd034977bu, 0, 2, p_miniFind },
-    { "miniStreamCreate", 0xe45e39a4u, 0, 2, p_miniStreamCreate },
-    { "miniInit", 0xf2553a62u, 0, 1, p_miniInit },
+    { "rgpu_miniFill", 0x15babb16u, 0, 3, p_rgpu_miniFill, 0 },
+    { "miniStreamSync", 0x35f8e23bu, 0, 1, p_miniStreamSync, 0 },
+    { "miniGetProps", 0x44fbc142u, 0, 2, p_miniGetProps, 0 },
+    { "miniSetArray", 0x4ad519edu, 0, 2, p_miniSetArray, 0 },
+    { "miniOldCount", 0x4eba66f4u, 0, 1, p_miniOldCount, 0 },
+    { "miniSetProps", 0x62d15626u, 0, 1, p_miniSetProps, 0 },
+    { "miniLaunch", 0x63e2a353u, 0, 4, p_miniLaunch, 0 },
+    { "miniGetName", 0x64eba137u, 0, 3, p_miniGetName, 0 },
+    { "miniMemset", 0x6c592ae7u, 0, 3, p_miniMemset, 0 },
+    { "miniGetCount", 0x80ad0343u, 0, 1, p_miniGetCount, 1010 },
+    { "miniMemsetAsync", 0xa31df369u, RGPU_PROC_ASYNC, 4, p_miniMemsetAsync, 0 },
+    { "miniFind", 0xd034977bu, 0, 2, p_miniFind, 0 },
+    { "miniStreamCreate", 0xe45e39a4u, 0, 2, p_miniStreamCreate, 0 },
+    { "miniInit", 0xf2553a62u, 0, 1, p_miniInit, 0 },
 };
 
+#ifndef RGPU_STUB_VERSION
+#define RGPU_STUB_VERSION 1020
+#endif
+
 const struct rgpu_lib rgpu_mini_lib = {
-    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, MINI_ERROR_INVALID, 0, 14, rgpu_mini_procs, MINI_ERROR_INVALID,
+    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, MINI_ERROR_INVALID, 0, 14, rgpu_mini_procs, MINI_ERROR_INVALID, RGPU_STUB_VERSION,
 };

@@ -3,6 +3,9 @@
 #ifndef MINI_H
 #define MINI_H
 
+/* The headers' version of the library, as its version query would answer. */
+#define MINI_VERSION 1020
+
 #include <stddef.h>
 
 typedef enum miniStatus_enum {
