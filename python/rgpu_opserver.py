@@ -465,7 +465,9 @@ class BadInput(Exception):
 class Executor:
     def __init__(self, torch, device):
         self.torch = torch
-        self.device = torch.device(device)
+        # The device as results name it: "cuda" is cuda:0 (its current
+        # index) once a tensor lives there.
+        self.device = torch.empty(0, device=device).device
         self.table = {}            # storage id -> UntypedStorage on self.device
         self.error = None          # the first error since the last answer
         self.failed = set()        # ids promised by operations that failed

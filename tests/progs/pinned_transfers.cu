@@ -101,8 +101,9 @@ static bool wait_for(enum method m, const struct streams *s, struct look *look)
     switch (m) {
     case EVENT_QUERY:
         r = cuEventRecord(s->copied, s->b);
-        while (r == CUDA_SUCCESS && (r = cuEventQuery(s->copied)) == CUDA_ERROR_NOT_READY)
-            nap();
+        if (r == CUDA_SUCCESS)
+            while ((r = cuEventQuery(s->copied)) == CUDA_ERROR_NOT_READY)
+                nap();
         break;
     case EVENT_SYNC:
         r = cuEventRecord(s->copied, s->b);

@@ -194,12 +194,27 @@ def confine():
     allow_all_but(ruleset, hidden)
     ruleset.restrict()
     for path in hidden.values():
-        try:
-            os.close(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
-        except OSError:
-            continue
-        raise SystemExit(f"cudaless client: FAIL: {path} is still readable")
+        # A hidden folder (/dev/nvidia-caps) may still be listed (its
+        # parent's READ_DIR covers the folders beneath); what it holds may
+        # not be opened.
+        for name in unreadable_targets(path):
+            try:
+                os.close(os.open(name, os.O_RDONLY | os.O_CLOEXEC))
+            except OSError:
+                continue
+            raise SystemExit(f"cudaless client: FAIL: {name} is still readable")
     return abi, len(hidden)
+
+
+def unreadable_targets(path):
+    """What must not open: the file itself, or every file in the folder."""
+    if not os.path.isdir(path):
+        return [path]
+    try:
+        return [os.path.join(path, n) for n in os.listdir(path)
+                if not os.path.isdir(os.path.join(path, n))]
+    except OSError:
+        return []
 
 
 def check_at_end():
