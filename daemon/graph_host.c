@@ -1275,9 +1275,5 @@ static const struct guard graph_host_guards[] = {
 
 const struct guard *graph_host_guard_for(const char *lib, const char *name)
 {
-    for (size_t i = 0; i < sizeof graph_host_guards / sizeof graph_host_guards[0]; i++)
-        if (strcmp(graph_host_guards[i].lib, lib) == 0 &&
-            strcmp(graph_host_guards[i].name, name) == 0)
-            return &graph_host_guards[i];
-    return NULL;
+    return GUARD_IN(graph_host_guards, lib, name);
 }
