@@ -240,12 +240,21 @@ static int resets_device(const char *name)
  * as the fastest and keeps it.  So the first launch of a function with a
  * configuration waits for the driver's answer, and once the driver took a
  * configuration, later launches like it go without waiting (a training
- * loop repeats its launches).  Keys are hashes, kept in a table that
- * forgets on collision (a forgotten configuration waits once more); the
- * code generation and an epoch that every function or context setting
- * moves are part of the key, so what those change is asked again. */
-#define LAUNCH_KEYS 4096
-static uint64_t launch_keys[LAUNCH_KEYS];
+ * loop repeats its launches).  Keys are hashes, kept in a table of
+ * LAUNCH_WAYS-slot buckets: a key lives in one of its bucket's slots, and a
+ * full bucket gives up one slot in turn (a forgotten configuration waits
+ * once more).  One slot per key would not do: functions' handles are the
+ * server's addresses, so which keys share a slot changes from run to run,
+ * and two configurations of one step that share it evict each other at
+ * every step, a wait each time (two to four waits per step of a GPT
+ * training loop on the H200; tests/step-roundtrips.sh's 300 configurations
+ * waited 26 times per step).  The code generation and an epoch that every
+ * function or context setting moves are part of the key, so what those
+ * change is asked again. */
+#define LAUNCH_BUCKETS 4096
+#define LAUNCH_WAYS 4
+static uint64_t launch_keys[LAUNCH_BUCKETS][LAUNCH_WAYS];
+static unsigned launch_evict[LAUNCH_BUCKETS];
 static unsigned launch_epoch;
 
 uint64_t rgpu_launch_key(uint64_t func, const unsigned grid[3], const unsigned block[3],
@@ -261,9 +270,29 @@ uint64_t rgpu_launch_key(uint64_t func, const unsigned grid[3], const unsigned b
     return h ? h : 1;       /* 0 marks a free slot */
 }
 
+/* The key's bits mixed before the bucket is taken: FNV's low bits keep the
+ * structure of inputs that differ in a byte or two (the grids of one
+ * kernel), which piled such keys into few buckets. */
+static unsigned launch_bucket_index(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return (unsigned)(key % LAUNCH_BUCKETS);
+}
+
+static uint64_t *launch_bucket(uint64_t key)
+{
+    return launch_keys[launch_bucket_index(key)];
+}
+
 int rgpu_launch_known(uint64_t key)
 {
-    return __atomic_load_n(&launch_keys[key % LAUNCH_KEYS], __ATOMIC_RELAXED) == key;
+    const uint64_t *b = launch_bucket(key);
+    for (unsigned w = 0; w < LAUNCH_WAYS; w++)
+        if (__atomic_load_n(&b[w], __ATOMIC_RELAXED) == key)
+            return 1;
+    return 0;
 }
 
 void rgpu_launch_limits_changed(void)
@@ -271,9 +300,24 @@ void rgpu_launch_limits_changed(void)
     __atomic_add_fetch(&launch_epoch, 1, __ATOMIC_ACQ_REL);
 }
 
+/* Into a free slot of its bucket, else over the slot whose turn it is.  Two
+ * threads racing may both write one key or lose one: it then waits once
+ * more, never goes unchecked, since a slot only ever holds a whole key. */
 void rgpu_launch_took(uint64_t key)
 {
-    __atomic_store_n(&launch_keys[key % LAUNCH_KEYS], key, __ATOMIC_RELAXED);
+    uint64_t *b = launch_bucket(key);
+    for (unsigned w = 0; w < LAUNCH_WAYS; w++) {
+        uint64_t seen = __atomic_load_n(&b[w], __ATOMIC_RELAXED);
+        if (seen == key)
+            return;
+        if (seen == 0 && __atomic_compare_exchange_n(&b[w], &seen, key, 0, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED))
+            return;
+        if (seen == key)        /* another thread stored it meanwhile */
+            return;
+    }
+    unsigned turn = __atomic_fetch_add(&launch_evict[launch_bucket_index(key)], 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&b[turn % LAUNCH_WAYS], key, __ATOMIC_RELAXED);
 }
 
 /* Settings after which a function's launches may be judged otherwise. */

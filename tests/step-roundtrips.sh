@@ -1,10 +1,11 @@
 #!/bin/bash
 # A training step waits for the network only to read the loss:
 #
-#   step-roundtrips.sh <build-dir> <train_step program>
+#   step-roundtrips.sh <build-dir> <train_step program> [CONFIGS]
 #
 # Runs tests/progs/train_step through rgpu (run-prog.sh) for 20 and for 60
-# steps under RGPU_STATS=1.  The 40 extra steps read the loss 4 times, and
+# steps under RGPU_STATS=1, each step with CONFIGS (0) more launches of as
+# many configurations (train_step.cu says why).  The 40 extra steps read the loss 4 times, and
 # nothing else of theirs may wait: the batch copy and its stream
 # synchronise, the gemm, the device-to-device copy, the launches, the event
 # synchronise all go without waiting.  The per-procedure table of both runs
@@ -12,13 +13,14 @@
 set -u
 build=$1
 prog=$2
+configs=${3:-0}
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rgpu-steprt.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 # waited STEPS: run, keep the table, print the total of waiting calls.
 waited() {
-    if ! RGPU_STATS=1 "$here/run-prog.sh" "$build" "$prog" "$1" >"$tmp/out.$1" 2>"$tmp/err.$1"; then
+    if ! RGPU_STATS=1 "$here/run-prog.sh" "$build" "$prog" "$1" "$configs" >"$tmp/out.$1" 2>"$tmp/err.$1"; then
         cat "$tmp/out.$1" "$tmp/err.$1" >&2
         echo "step-roundtrips: $prog $1 failed" >&2
         exit 1

@@ -52,8 +52,9 @@
 # here with plain nvcc (static cudart; RGPU_NVCC_BUILD_TIMEOUT, 240 s) and
 # run with RGPU_PROG_TIMEOUT; RGPU_FRAMEWORKS (1): the scripts
 # tests/gpu/frameworks/NAME_check.py for NAME in RGPU_FRAMEWORK_LIST (nvml
-# nvidia_smi cupy triton jax torch_linalg torch_model torch_multigpu: nvml and nvidia_smi
-# compare NVML's values, read with ctypes and by nvidia-smi --query-gpu),
+# cupy triton jax torch_linalg torch_model torch_multigpu: nvml compares
+# NVML's values read with ctypes; nvidia_smi, NVIDIA's nvidia-smi, is left
+# out: it refuses any NVML but its driver's, docs/launcher.md says why),
 # natively and through the launcher, each run at
 # most RGPU_FRAMEWORK_TIMEOUT (150 s), all of them RGPU_FRAMEWORK_BUDGET
 # (480 s); RGPU_PYTHON (python3); RGPU_ITEM_LOG (debug), the client's log
@@ -562,7 +563,7 @@ run_frameworks() {
     else
         say "(no launcher in the build: through LD_PRELOAD of the stubs)"
     fi
-    for name in ${RGPU_FRAMEWORK_LIST:-nvml nvidia_smi cupy triton jax torch_linalg torch_model torch_multigpu}; do
+    for name in ${RGPU_FRAMEWORK_LIST:-nvml cupy triton jax torch_linalg torch_model torch_multigpu}; do
         script=$GPU_DIR/frameworks/${name}_check.py
         if [ ! -f "$script" ]; then
             say "$name: no $script"

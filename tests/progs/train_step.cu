@@ -1,6 +1,6 @@
 // The calls of a training step, as PyTorch makes them, in a loop:
 //
-//   train_step [STEPS]        (default 20; the loss is read every 10 steps)
+//   train_step [STEPS [CONFIGS]]   (STEPS 20; the loss is read every 10 steps)
 //
 // Each step builds a batch in pageable host memory and copies it in
 // (cudaMemcpyAsync + cudaStreamSynchronize, PyTorch's copy of a CPU
@@ -10,6 +10,12 @@
 // through rgpu it prints the same losses; tests/step-roundtrips.sh runs it
 // with two step counts under RGPU_STATS=1 and requires that the extra steps
 // waited for the network once per loss read and never otherwise.
+//
+// CONFIGS (default 0, at most 544) adds that many launches to each step,
+// each of its own grid and block (they add nothing to the losses),
+// as a real model's step launches a few hundred kernels in as many
+// shapes: rgpu waits for the first launch of each configuration only, so
+// the extra steps still wait for their loss reads alone.
 #include <cublas_v2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +29,8 @@ struct model {
     cudaStream_t stream;
     cudaEvent_t done;
     cublasHandle_t blas;
-    float *x, *w, *y, *g, *loss;
+    float *x, *w, *y, *g, *loss, *scratch;
+    int configs;
 };
 
 static bool setup(struct model *m)
@@ -31,7 +38,7 @@ static bool setup(struct model *m)
     bool ok = check_cuda(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking),
                          "stream") &&
               check_cuda(cudaEventCreateWithFlags(&m->done, cudaEventDisableTiming), "event");
-    float **bufs[] = { &m->x, &m->w, &m->y, &m->g, &m->loss };
+    float **bufs[] = { &m->x, &m->w, &m->y, &m->g, &m->loss, &m->scratch };
     for (unsigned i = 0; ok && i < sizeof bufs / sizeof bufs[0]; i++)
         ok = check_cuda(cudaMalloc((void **)bufs[i], N * sizeof(float)), "cudaMalloc");
     ok = ok && check(cublasCreate(&m->blas) == CUBLAS_STATUS_SUCCESS, "cublasCreate", "failed") &&
@@ -68,6 +75,8 @@ static cudaError_t step(struct model *m, int s)
         return e;
     k_axpy<<<1, N, 0, m->stream>>>(lr, m->g, m->w, N);
     k_axpy<<<1, N, 0, m->stream>>>(1.0f / N, m->y, m->loss, 1);
+    for (int c = 0; c < m->configs; c++)        // scratch += 0 * y
+        k_axpy<<<1 + c % 17, 32 * (1 + c / 17 % 32), 0, m->stream>>>(0.0f, m->y, m->scratch, N);
     if ((e = cudaGetLastError()) || (e = cudaEventRecord(m->done, m->stream)) ||
         (e = cudaEventSynchronize(m->done)))
         return e;
@@ -79,6 +88,7 @@ int main(int argc, char **argv)
     struct model m;
     int steps = argc > 1 ? atoi(argv[1]) : 20;
     char name[64];
+    m.configs = argc > 2 ? atoi(argv[2]) : 0;
     if (!setup(&m))
         return 1;
     for (int s = 1; s <= steps; s++) {

@@ -6,6 +6,13 @@ host through rgpu.  stdout carries the values that do not move (name, UUID,
 PCI bus id, memory total, driver version, compute mode, persistence mode,
 power limit), which must be identical both ways; the moving ones go to
 stderr.  Exit 77 when nvidia-smi is not installed.  See checks.py.
+
+Through rgpu it fails today, and tests/gpu/run.sh leaves it out of its
+default list: NVIDIA's nvidia-smi looks up nvmlInternalGetExportTable, a
+function of the driver's own libnvidia-ml.so.1 that nvml.h does not
+declare, and stops with "Mismatch in versions between nvidia-smi and NVML"
+when it is missing (measured with driver 580, docs/launcher.md).  Run it by
+name (RGPU_FRAMEWORK_LIST=nvidia_smi) to see whether that still holds.
 """
 import shutil
 import subprocess
