@@ -28,8 +28,6 @@
 #define RGPU_H_LIB_LOAD      "rgpu.lib_load"
 /* [library, name] -> [kernel, [[offset, size]...]]  kernel and its layout */
 #define RGPU_H_KERNEL_GET    "rgpu.kernel_get"
-/* [library, name] -> [devptr, size]          a __device__ variable */
-#define RGPU_H_GLOBAL_GET    "rgpu.global_get"
 /* [kernel, gx, gy, gz, bx, by, bz, shmem, stream, bin params] -> []  (no reply) */
 #define RGPU_H_LAUNCH        "rgpu.launch"
 /* [kernel, gx, gy, gz, bx, by, bz, shmem, stream, [[id, field...]...], bin params] -> []

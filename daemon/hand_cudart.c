@@ -347,26 +347,6 @@ static int h_kernel_get(struct hand_call *c)
     return rc;
 }
 
-/* [library, name] -> [devptr, size] */
-static int h_global_get(struct hand_call *c)
-{
-    uint64_t lib;
-    char name[4096];
-    void *ptr = NULL;
-    size_t size = 0;
-    PROTO_IF(args_count(c, 2) || arg_u64(c, 0, &lib) || arg_str(c, 1, name, sizeof name));
-    NEED(REAL(cudaLibraryGetGlobal));
-    int rc = known_library(lib) ? REAL(cudaLibraryGetGlobal)(&ptr, &size, (cudaLibrary_t)lib, name)
-                                : cudaErrorInvalidResourceHandle;
-    /* The variable is the session's memory from now on. */
-    if (rc == cudaSuccess)
-        (void)owned_add((uint64_t)(uintptr_t)ptr, size, OWNED_GLOBAL, lib);
-    msgpack_pack_array(c->out, 2);
-    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)ptr);
-    msgpack_pack_uint64(c->out, size);
-    return rc;
-}
-
 /* A graph's kernel node names its kernel and arguments as a launch does
  * (daemon/hand_graphs.c): 1 for a kernel the session never resolved, -1
  * when the arguments do not fit its layout, else 0 with argv filled. */
@@ -622,7 +602,6 @@ const struct hand_proc hand_cudart_procs[] = {
     { "cudart", RGPU_H_DTOH_2D, h_dtoh_2d },
     { "cudart", RGPU_H_LIB_LOAD, h_lib_load },
     { "cudart", RGPU_H_KERNEL_GET, h_kernel_get },
-    { "cudart", RGPU_H_GLOBAL_GET, h_global_get },
     { "cudart", RGPU_H_LAUNCH, h_launch },
     { "cudart", RGPU_H_LAUNCH_EX, h_launch_ex },
 };

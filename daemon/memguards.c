@@ -94,20 +94,23 @@ static void post_clear(void **argv, int status)
     }
 }
 
-/* cuModuleGetGlobal_v2 / cuLibraryGetGlobal (dptr *, bytes *, owner, name):
- * the client may not have asked for the size; the driver is asked again. */
-static void post_global(const char *fn, void **argv, int status)
+/* cuModuleGetGlobal_v2 / cuLibraryGetGlobal / cudaLibraryGetGlobal (dptr *,
+ * bytes *, owner, name): the client may not have asked for the size; the
+ * library is asked again. */
+static void post_global(const char *lib, const char *fn, void **argv, int status)
 {
     uint64_t ptr = out_value(argv, 0), size = out_value(argv, 1), owner = val(argv, 2);
     const char *name = (const char *)(uintptr_t)val(argv, 3);
     if (status != 0 || !ptr)
         return;
     if (!*(uint64_t **)argv[1] && name) {
-        CUresult (*get)(CUdeviceptr *, size_t *, void *, const char *) =
-            (CUresult (*)(CUdeviceptr *, size_t *, void *, const char *))backend_sym("cuda", fn);
+        /* Both libraries' functions: (address *, size_t *, handle, name),
+         * 0 for success. */
+        int (*get)(CUdeviceptr *, size_t *, void *, const char *) =
+            (int (*)(CUdeviceptr *, size_t *, void *, const char *))backend_sym(lib, fn);
         CUdeviceptr d = 0;
         size_t n = 0;
-        if (!get || get(&d, &n, (void *)(uintptr_t)owner, name) != CUDA_SUCCESS || d != ptr)
+        if (!get || get(&d, &n, (void *)(uintptr_t)owner, name) != 0 || d != ptr)
             return;
         size = n;
     }
@@ -116,12 +119,17 @@ static void post_global(const char *fn, void **argv, int status)
 
 static void post_module_global(void **argv, int status)
 {
-    post_global("cuModuleGetGlobal_v2", argv, status);
+    post_global("cuda", "cuModuleGetGlobal_v2", argv, status);
 }
 
 static void post_library_global(void **argv, int status)
 {
-    post_global("cuLibraryGetGlobal", argv, status);
+    post_global("cuda", "cuLibraryGetGlobal", argv, status);
+}
+
+static void post_runtime_library_global(void **argv, int status)
+{
+    post_global("cudart", "cudaLibraryGetGlobal", argv, status);
 }
 
 static void post_unload(void **argv, int status)
@@ -221,6 +229,7 @@ static const struct guard memguards[] = {
     { "cuda", "cuMemAddressFree", pre_free, post_free },
     { "cuda", "cuModuleGetGlobal_v2", NULL, post_module_global },
     { "cuda", "cuLibraryGetGlobal", NULL, post_library_global },
+    { "cudart", "cudaLibraryGetGlobal", NULL, post_runtime_library_global },
     { "cuda", "cuModuleUnload", NULL, post_unload },
     { "cuda", "cuLibraryUnload", NULL, post_unload },
     { "cuda", "cuDevicePrimaryCtxReset_v2", NULL, post_clear },

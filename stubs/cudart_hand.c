@@ -1127,8 +1127,6 @@ RGPU_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *no
 int rgpu_cudart_symbol(const void *symbol, uint64_t *dev, size_t *size);
 int rgpu_cudart_symbol(const void *symbol, uint64_t *dev, size_t *size)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
     struct var *v = var_by_host(symbol);
     int rc;
 
@@ -1136,17 +1134,16 @@ int rgpu_cudart_symbol(const void *symbol, uint64_t *dev, size_t *size)
         return RESULT(cudaErrorInvalidSymbol);
     if ((rc = module_load(v->mod)) != cudaSuccess)
         return rc;
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GLOBAL_GET), 0);
-    msgpack_pack_array(&req.pk, 2);
-    msgpack_pack_uint64(&req.pk, v->mod->library);
-    msgpack_pack_str_with_body(&req.pk, v->name, strlen(v->name));
-    rc = rgpu_req_exchange(LIB, RGPU_H_GLOBAL_GET, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    *dev = rgpu_reply_u64(&reply, 0);
-    *size = (size_t)rgpu_reply_u64(&reply, 1);
-    rgpu_reply_free(&reply);
+    /* The variable of the module's library on the server (the generated
+     * cudaLibraryGetGlobal; the daemon records it as the session's). */
+    void *ptr = NULL;
+    size_t *bytes = size;
+    cudaLibrary_t library = (cudaLibrary_t)(uintptr_t)v->mod->library;
+    const char *name = v->name;
+    void **dptr = &ptr;
+    const void *argv[] = { &dptr, &bytes, &library, &name };
+    rc = rgpu_call(LIB, RGPU_CUDART_cudaLibraryGetGlobal, argv);
+    *dev = (uint64_t)(uintptr_t)ptr;
     return rc;
 }
 
