@@ -322,10 +322,12 @@ static int conditional_rules(scmp_filter_ctx ctx)
     struct scmp_arg_cmp thread = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
     /* Signals, and resource limits, to this process only; kill(0) would
      * reach the listener's whole process group. */
-    struct scmp_arg_cmp to_self = SCMP_A0(SCMP_CMP_EQ, self);
-    struct scmp_arg_cmp pid_zero = SCMP_A0(SCMP_CMP_EQ, 0);
+    /* (The second datum, unused by these comparisons, is given: clang's
+     * -Wextra wants every field of the macros' compound literals.) */
+    struct scmp_arg_cmp to_self = SCMP_A0(SCMP_CMP_EQ, self, 0);
+    struct scmp_arg_cmp pid_zero = SCMP_A0(SCMP_CMP_EQ, 0, 0);
     /* Everything prctl does but making the process dumpable again. */
-    struct scmp_arg_cmp not_dumpable = SCMP_A0(SCMP_CMP_NE, PR_SET_DUMPABLE);
+    struct scmp_arg_cmp not_dumpable = SCMP_A0(SCMP_CMP_NE, PR_SET_DUMPABLE, 0);
     int rc = 0;
 
     if (!rc) rc = rule(ctx, SCMP_ACT_ALLOW, "clone", 1, &thread);

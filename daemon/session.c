@@ -340,7 +340,7 @@ static void pack_reply_head(msgpack_packer *pk, uint64_t serial, int transport, 
 }
 
 /* A protocol error: tell the client what was wrong, then end the session. */
-static void protocol_error(uint64_t serial, int status, const char *why)
+static _Noreturn void protocol_error(uint64_t serial, int status, const char *why)
 {
     msgpack_sbuffer sb;
     msgpack_packer pk;
