@@ -24,6 +24,12 @@ cudnnStatus_t rgpu_cudnn_execute(cudnnHandle_t handle, cudnnBackendDescriptor_t 
                                  const struct rgpu_cudnn_pack_attr *attrs, size_t nattrs,
                                  const void *bytes, size_t nbytes);
 
+/* cudnnGetVersion and cudnnGetMaxDeviceVersion of the server's cuDNN, asked
+ * once (stubs/cudnn_hand.c): a program compares the runtime version with
+ * the one it was built for, and must see the library that runs its work.
+ * A server cuDNN without cudnnGetMaxDeviceVersion answers 0 for it. */
+cudnnStatus_t rgpu_cudnn_versions(size_t *version, size_t *max_device_version);
+
 /* cudnnGetLastErrorString of the server thread that serves this client
  * thread (cuDNN keeps its last message per thread; stubs/cudnn_hand.c). */
 cudnnStatus_t rgpu_cudnn_last_error(char *message, size_t max_size);

@@ -1435,24 +1435,6 @@ const char *rgpu_server_error_string(const struct rgpu_lib *lib, int code)
     return t ? t->text[code] : NULL;
 }
 
-size_t rgpu_server_size_query(const struct rgpu_lib *lib, const char *fn)
-{
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    size_t v = 0;
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_SIZE_QUERY), 0);
-    rgpu_stats_name(req.proc_id, RGPU_H_SIZE_QUERY);
-    msgpack_pack_array(&req.pk, 2);
-    msgpack_pack_str_with_body(&req.pk, lib->name, strlen(lib->name));
-    msgpack_pack_str_with_body(&req.pk, fn, strlen(fn));
-    if (rgpu_req_send(&req, &reply) != RGPU_OK)
-        return 0;
-    if (reply.transport == RGPU_OK)
-        v = (size_t)rgpu_reply_u64(&reply, 0);
-    rgpu_reply_free(&reply);
-    return v;
-}
-
 /* ---- what is current, known without asking ------------------------------------- */
 
 /* Bumped by every call that may change contexts behind other threads' backs

@@ -36,7 +36,6 @@ int rgpu_call_waiting(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
 const char *rgpu_server_error_string(const struct rgpu_lib *lib, int code);
 
 /* A size_t query of the server's library (cudnnGetVersion); 0 on failure. */
-size_t rgpu_server_size_query(const struct rgpu_lib *lib, const char *fn);
 
 /* A stub's constructor names its library: its procedure table's digest
  * goes in the hello, so that a server of another build refuses us. */

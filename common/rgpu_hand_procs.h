@@ -63,9 +63,6 @@
 /* [lib] -> [[code, string]...]  a server library's own error texts */
 #define RGPU_H_ERROR_STRINGS "rgpu.error_strings"
 
-/* [lib, function] -> [value]  a library's size_t *Version() query */
-#define RGPU_H_SIZE_QUERY    "rgpu.size_query"
-
 /* [setting...] -> []  a library's log settings (library "cublas", "cublasLt"
  * or "cudnn"; see daemon/liblog.c); no reply */
 #define RGPU_H_LOG_SETTINGS  "rgpu.log_settings"

@@ -565,34 +565,7 @@ static int h_error_strings(struct hand_call *c)
     return 0;
 }
 
-/* [lib, function] -> [value]: a library's size_t query (cudnnGetVersion).
- * Only the functions listed here, each called through its real signature
- * (size_t f(void)): a name the client chose must never pick the function
- * the session calls with a guessed signature. */
-static int h_size_query(struct hand_call *c)
-{
-    static const struct { const char *lib, *fn; } allowed[] = {
-        { "cudnn", "cudnnGetVersion" },
-        { "cudnn", "cudnnGetMaxDeviceVersion" },
-        { "cudnn", "cudnnGetCudartVersion" },
-    };
-    char lib[32], fn[64];
-    PROTO_IF(args_count(c, 2) || arg_str(c, 0, lib, sizeof lib) || arg_str(c, 1, fn, sizeof fn));
-    size_t i = 0;
-    while (i < sizeof allowed / sizeof allowed[0] &&
-           (strcmp(allowed[i].lib, lib) != 0 || strcmp(allowed[i].fn, fn) != 0))
-        i++;
-    if (i == sizeof allowed / sizeof allowed[0])
-        return -RGPU_ENOSYM;        /* not one we call; the session goes on */
-    size_t (*query)(void) = (size_t (*)(void))backend_sym(allowed[i].lib, allowed[i].fn);
-    NEED(query);
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_uint64(c->out, query());
-    return 0;
-}
-
 const struct hand_proc hand_cudart_procs[] = {
-    { "cudart", RGPU_H_SIZE_QUERY, h_size_query },
     { "cudart", RGPU_H_ERROR_STRINGS, h_error_strings },
     { "cudart", RGPU_H_HTOD, h_htod },
     { "cudart", RGPU_H_DTOH, h_dtoh },

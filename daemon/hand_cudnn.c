@@ -14,6 +14,15 @@
 
 #define REAL(name) ((__typeof__(&name))backend_sym("cudnn", #name))
 
+cudnnStatus_t serve_rgpu_cudnn_versions(size_t *version, size_t *max_device_version)
+{
+    if (!REAL(cudnnGetVersion))
+        return serve_transport(RGPU_ENOSYM);
+    *version = REAL(cudnnGetVersion)();
+    *max_device_version = REAL(cudnnGetMaxDeviceVersion) ? REAL(cudnnGetMaxDeviceVersion)() : 0;
+    return CUDNN_STATUS_SUCCESS;
+}
+
 /* cuDNN's last message is per thread, and this runs on the thread that
  * served the client thread's earlier calls. */
 cudnnStatus_t serve_rgpu_cudnn_last_error(char *message, size_t max_size)

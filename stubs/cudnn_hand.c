@@ -6,33 +6,38 @@
 #include "cudnn_procs.h"
 
 #include <cudnn.h>
+#include <pthread.h>
 #include <string.h>
 
 #define LIB (&rgpu_cudnn_lib)
 
-/* size_t-returning queries are answered by the server's cuDNN, once: a
- * program compares the runtime version with the one it was built for,
- * and must see the library that actually runs its work. */
-static size_t server_size(const char *fn, size_t fallback)
+/* The server's cuDNN's versions, asked once (codegen/cudnn_own.h).  Where
+ * they cannot be asked, the headers' version and 0: the size_t queries
+ * have no error to return. */
+static struct {
+    pthread_once_t once;
+    size_t version, max_device_version;
+} versions = { PTHREAD_ONCE_INIT, 0, 0 };
+
+static void ask_versions(void)
 {
-    size_t v = rgpu_server_size_query(LIB, fn);
-    return v ? v : fallback;
+    size_t v = 0, max = 0;
+    if (rgpu_cudnn_versions(&v, &max) != CUDNN_STATUS_SUCCESS || !v)
+        v = CUDNN_VERSION, max = 0;
+    versions.version = v;
+    versions.max_device_version = max;
 }
 
 RGPU_EXPORT size_t cudnnGetVersion(void)
 {
-    static size_t v;
-    if (!v)
-        v = server_size("cudnnGetVersion", CUDNN_VERSION);
-    return v;
+    pthread_once(&versions.once, ask_versions);
+    return versions.version;
 }
 
 RGPU_EXPORT size_t cudnnGetMaxDeviceVersion(void)
 {
-    static size_t v;
-    if (!v)
-        v = server_size("cudnnGetMaxDeviceVersion", 0);
-    return v;
+    pthread_once(&versions.once, ask_versions);
+    return versions.max_device_version;
 }
 
 RGPU_EXPORT size_t cudnnGetCudartVersion(void)

@@ -806,34 +806,6 @@ static int t_module_images(void)
     return rc;
 }
 
-/* size_query names a function of the client's choice: only the listed
- * ones are called. */
-static int t_size_query(void)
-{
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    int t, a;
-    if (start_daemon(NULL, NULL) < 0)
-        return -1;
-    int fd = open_session();
-    if (fd < 0)
-        return -1;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    pack_call(&pk, 3, rgpu_proc_id("cudart", RGPU_H_SIZE_QUERY));
-    msgpack_pack_array(&pk, 2);
-    msgpack_pack_str_with_body(&pk, "cudart", 6);
-    msgpack_pack_str_with_body(&pk, "cudaRuntimeGetVersion", 21);
-    int rc = call(fd, &sb, &t, &a);
-    msgpack_sbuffer_destroy(&sb);
-    if (rc == 0 && t != RGPU_ENOSYM)
-        rc = fail("transport status %d, wanted RGPU_ENOSYM", t);
-    if (rc == 0)
-        rc = good_call(fd);
-    close(fd);
-    return rc;
-}
-
 /* The client leaves while its 30 s synchronise runs: the slot is free
  * long before the synchronise would end. */
 static int t_client_gone(void)
@@ -877,7 +849,6 @@ static const struct {
     { "many-short-sessions", t_many_sessions },
     { "million-elements", t_million_elements },
     { "module-images", t_module_images },
-    { "size-query-allowlist", t_size_query },
     { "client-gone-while-computing", t_client_gone },
 };
 
