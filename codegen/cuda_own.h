@@ -26,4 +26,13 @@ CUresult rgpu_cu_array_to_device(CUdeviceptr dst, size_t dpitch, CUarray array, 
                                  size_t y, size_t z, size_t width, size_t height,
                                  CUstream stream);
 
+/* ---- names: stubs/cuda_launch.c, daemon/hand_cuda_launch.c ---------------------
+ * cuFuncGetName and cuKernelGetName: the driver's name of a function or
+ * kernel the session was handed, into name (max_size bytes, its NUL
+ * included; a longer name is cut there, and the client asks again with a
+ * larger buffer).  The client keeps the string, as the driver keeps the
+ * one it returns. */
+CUresult rgpu_cu_func_name(char *name, size_t max_size, CUfunction function);
+CUresult rgpu_cu_kernel_name(char *name, size_t max_size, CUkernel kernel);
+
 #endif

@@ -237,11 +237,6 @@ enum rgpu_copy_direction { RGPU_COPY_TO_DEVICE = 1, RGPU_COPY_TO_HOST = 2 };
  * cooperative launches (no reply unless the attributes need the driver's
  * checks; the attribute list: common/rgpu_launch_attrs.h) */
 #define RGPU_H_CU_LAUNCH_EX    "rgpu.cu_launch_ex"
-/* [kind, handle] -> [name]  cuFuncGetName (kind RGPU_NAME_FUNCTION) and
- * cuKernelGetName (RGPU_NAME_KERNEL): the name's bytes, not the driver's
- * pointer */
-#define RGPU_H_CU_NAME         "rgpu.cu_name"
-enum rgpu_name_kind { RGPU_NAME_FUNCTION = 0, RGPU_NAME_KERNEL = 1 };
 /* [dst, stream, bin data] -> [] ; [src, count, stream] -> [bin] */
 #define RGPU_H_CU_HTOD         "rgpu.cu_htod"
 #define RGPU_H_CU_DTOH         "rgpu.cu_dtoh"

@@ -1,15 +1,18 @@
 /* Driver-API launches, server side: parameter layouts, cuLaunchKernel,
  * cuLaunchKernelEx with launch attributes (and the cooperative launches,
- * which the client sends as such), and function and kernel names (client
- * side: stubs/cuda_launch.c; argument lists: common/rgpu_hand_procs.h). */
+ * which the client sends as such), and function and kernel names (rgpu's
+ * own procedures, codegen/cuda_own.h; client side: stubs/cuda_launch.c;
+ * argument lists: common/rgpu_hand_procs.h). */
 #include "rgpud.h"
 #include "launch_attrs.h"
 #include "owned_handles.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
+#include "cuda_serve.h"
 
 #include <cuda.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,35 +265,43 @@ static int h_launch_ex(struct hand_call *c)
     return launch(c, v, params, n, attrs, nattrs);
 }
 
-/* [kind, handle] -> [name] */
-static int h_name(struct hand_call *c)
+/* A name into the client's buffer, cut at its size (the client asks again
+ * with a larger one when it came back full). */
+static CUresult name_into(char *name, size_t max_size, CUresult rc, const char *found)
 {
-    uint64_t kind, h;
-    const char *name = NULL;
-    PROTO_IF(args_count(c, 2) || arg_u64(c, 0, &kind) || arg_u64(c, 1, &h));
-    PROTO_IF(kind != RGPU_NAME_FUNCTION && kind != RGPU_NAME_KERNEL);
-    int rc;
-    if (kind == RGPU_NAME_KERNEL) {
-        NEED(REAL(cuKernelGetName));
-        rc = handles_contains(H_KERNEL, h) ? REAL(cuKernelGetName)(&name, (CUkernel)h)
-                                           : CUDA_ERROR_INVALID_HANDLE;
-    } else {
-        NEED(REAL(cuFuncGetName));
-        rc = guard_function_known(h) ? REAL(cuFuncGetName)(&name, (CUfunction)h)
-                                     : CUDA_ERROR_INVALID_HANDLE;
-    }
-    if (rc != CUDA_SUCCESS || !name)
-        name = "";
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_str_with_body(c->out, name, strlen(name));
+    if (max_size)
+        snprintf(name, max_size, "%s", rc == CUDA_SUCCESS && found ? found : "");
     return rc;
+}
+
+/* The codec checked the handles against the session's table by their
+ * class (CUfunc_st, where a kernel is accepted too, and CUkern_st). */
+CUresult serve_rgpu_cu_func_name(char *name, size_t max_size, CUfunction function)
+{
+    const char *found = NULL;
+    if (!REAL(cuFuncGetName))
+        return serve_transport(RGPU_ENOSYM);
+    if (!guard_function_known((uint64_t)(uintptr_t)function))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult rc = REAL(cuFuncGetName)(&found, function);
+    return name_into(name, max_size, rc, found);
+}
+
+CUresult serve_rgpu_cu_kernel_name(char *name, size_t max_size, CUkernel kernel)
+{
+    const char *found = NULL;
+    if (!REAL(cuKernelGetName))
+        return serve_transport(RGPU_ENOSYM);
+    if (!handles_contains(H_KERNEL, (uint64_t)(uintptr_t)kernel))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult rc = REAL(cuKernelGetName)(&found, kernel);
+    return name_into(name, max_size, rc, found);
 }
 
 const struct hand_proc hand_cuda_launch_procs[] = {
     { "cuda", RGPU_H_CU_PARAM_LAYOUT, h_param_layout },
     { "cuda", RGPU_H_CU_LAUNCH, h_launch },
     { "cuda", RGPU_H_CU_LAUNCH_EX, h_launch_ex },
-    { "cuda", RGPU_H_CU_NAME, h_name },
 };
 const int hand_cuda_launch_nprocs =
     sizeof hand_cuda_launch_procs / sizeof hand_cuda_launch_procs[0];

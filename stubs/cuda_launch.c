@@ -6,6 +6,7 @@
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_launch_attrs.h"
+#include "cuda_own.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
@@ -343,9 +344,11 @@ RGPU_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int g
  * the pointer as long as the handle lives, and a handle value reused for
  * another function after an unload (any destroy changes
  * rgpu_answers_epoch) is asked again. */
+enum name_kind { NAME_FUNCTION, NAME_KERNEL };
+
 struct name_entry {
     uint64_t handle;
-    unsigned kind;              /* RGPU_NAME_FUNCTION or RGPU_NAME_KERNEL */
+    unsigned kind;              /* NAME_FUNCTION or NAME_KERNEL */
     unsigned epoch;
     const char *name;
     struct name_entry *next;
@@ -406,42 +409,51 @@ static const char *name_keep(unsigned kind, uint64_t h, unsigned epoch, const ch
     return name;
 }
 
-static CUresult name_of(const char *what, unsigned kind, uint64_t h, const char **name)
+/* The name from the server into buf: a first buffer fits nearly every
+ * name; one that came back full is asked again in a buffer as large as a
+ * frame allows names to be. */
+static CUresult ask_name(unsigned kind, uint64_t h, char **out)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
+    for (size_t size = 4096;; size = 64 * 1024) {
+        char *buf = malloc(size);
+        if (!buf)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        buf[0] = '\0';
+        CUresult rc = kind == NAME_KERNEL
+                          ? rgpu_cu_kernel_name(buf, size, (CUkernel)(uintptr_t)h)
+                          : rgpu_cu_func_name(buf, size, (CUfunction)(uintptr_t)h);
+        buf[size - 1] = '\0';
+        if (rc != CUDA_SUCCESS || strlen(buf) < size - 1 || size == 64 * 1024) {
+            *out = buf;
+            return rc;
+        }
+        free(buf);
+    }
+}
+
+static CUresult name_of(unsigned kind, uint64_t h, const char **name)
+{
+    char *buf = NULL;
     if (!name || !h)
         return CUDA_ERROR_INVALID_VALUE;
     unsigned epoch = rgpu_answers_epoch();
     if ((*name = name_known(kind, h, epoch)) != NULL)
         return CUDA_SUCCESS;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_NAME), 0);
-    msgpack_pack_array(&req.pk, 2);
-    msgpack_pack_uint32(&req.pk, kind);
-    msgpack_pack_uint64(&req.pk, h);
-    int rc = rgpu_req_exchange(LIB, what, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    const msgpack_object *o = rgpu_reply_out(&reply, 0);
-    if (rc == CUDA_SUCCESS) {
-        if (!o || o->type != MSGPACK_OBJECT_STR)
-            rc = transport(what, RGPU_EPROTO);
-        else if (!(*name = name_keep(kind, h, epoch, o->via.str.ptr, o->via.str.size)))
-            rc = CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    rgpu_reply_free(&reply);
+    CUresult rc = ask_name(kind, h, &buf);
+    if (rc == CUDA_SUCCESS && !(*name = name_keep(kind, h, epoch, buf, strlen(buf))))
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    free(buf);
     return rc;
 }
 
 RGPU_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 {
-    return name_of("cuFuncGetName", RGPU_NAME_FUNCTION, (uint64_t)(uintptr_t)hfunc, name);
+    return name_of(NAME_FUNCTION, (uint64_t)(uintptr_t)hfunc, name);
 }
 
 RGPU_EXPORT CUresult cuKernelGetName(const char **name, CUkernel hfunc)
 {
-    return name_of("cuKernelGetName", RGPU_NAME_KERNEL, (uint64_t)(uintptr_t)hfunc, name);
+    return name_of(NAME_KERNEL, (uint64_t)(uintptr_t)hfunc, name);
 }
 
 /* ---- libraries from files ------------------------------------------------------------- */

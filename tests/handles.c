@@ -175,13 +175,13 @@ static int run_launch_cases(int fd, int *failures)
 {
     static const struct {
         const char *name, *lib;
-        int kind;               /* 0: launch with an event; 1: rgpu.cu_name; 2: func_by_symbol */
+        int kind;               /* 0: launch with an event; 1: a name; 2: func_by_symbol */
         uint64_t arg, want;
     } cases[] = {
         { "cu-launch-ex-forged-event", "cuda", 0, 0, CUDA_ERROR_INVALID_HANDLE },
         { "launch-ex-forged-event", "cudart", 0, 0, cudaErrorInvalidResourceHandle },
-        { "cu-name-forged-function", "cuda", 1, RGPU_NAME_FUNCTION, CUDA_ERROR_INVALID_HANDLE },
-        { "cu-name-forged-kernel", "cuda", 1, RGPU_NAME_KERNEL, CUDA_ERROR_INVALID_HANDLE },
+        { "cu-name-forged-function", "cuda", 1, 0, CUDA_ERROR_INVALID_HANDLE },
+        { "cu-name-forged-kernel", "cuda", 1, 1, CUDA_ERROR_INVALID_HANDLE },
         { "func-by-symbol-forged-kernel", "cudart", 2, 0, cudaErrorInvalidDeviceFunction },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -190,7 +190,8 @@ static int run_launch_cases(int fd, int *failures)
         if (cases[i].kind == 0)
             rc = launch_ex_forged_event(fd, cases[i].lib, &api);
         else if (cases[i].kind == 1)
-            rc = callf(fd, "cuda", RGPU_H_CU_NAME, &api, NULL, "uu", cases[i].arg, FORGED);
+            rc = callf(fd, "cuda", cases[i].arg ? "rgpu_cu_kernel_name" : "rgpu_cu_func_name",
+                       &api, NULL, "uuu", (uint64_t)64, (uint64_t)64, FORGED);
         else
             rc = callf(fd, "cudart", "rgpu_func_by_symbol", &api, NULL, "ou", FORGED);
         if (rc == 0 && api != cases[i].want)
