@@ -5,7 +5,9 @@
  * stub named beside it; the server runs serve_<name>, written by hand in
  * the daemon file named.  Parameters follow the library's conventions:
  * handles are checked against the session's table by their type, device
- * pointers by their annotation, buffers by their length parameter. */
+ * pointers by their annotation, buffers by their length parameter.  An
+ * output may reach serve_<name> as NULL whatever its length says (a
+ * client that asked for none): each serve_ function checks its own. */
 #ifndef RGPU_CUDART_OWN_H
 #define RGPU_CUDART_OWN_H
 
@@ -39,6 +41,17 @@ cudaError_t rgpu_array_layer_from_host(cudaArray_t array, size_t x, size_t y, si
 cudaError_t rgpu_array_layer_to_host(cudaArray_const_t array, size_t x, size_t y, size_t z,
                                      size_t width, size_t height, cudaStream_t stream,
                                      void *rows, size_t rows_size);
+
+/* ---- copies on the device: stubs/cudart_memory.c, daemon/hand_cudart.c ---------
+ * cudaMemcpy(Async) and cudaMemcpy2D(Async) between device ranges.  Both
+ * sides must be the session's device memory whatever kind says (a
+ * host-to-host or default copy through the server would name rgpud's own
+ * memory): the codec checks the 1D ranges, the server the pitched ones
+ * over their whole extent.  rgpu_copy_dtod with async 0 is cudaMemcpy. */
+cudaError_t rgpu_copy_dtod(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                           cudaStream_t stream, int async);
+cudaError_t rgpu_copy_dtod_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, cudaStream_t stream);
 
 /* ---- kernels: stubs/cudart_hand.c, daemon/hand_cudart.c ------------------------
  * A kernel is the server's handle the client learnt for a host stub

@@ -1339,6 +1339,12 @@ int rgpu_call_waiting(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
     return call(lib, proc, argv, WAITING);
 }
 
+int rgpu_call_unwaited_when(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                            const void *const *argv, int unwaited)
+{
+    return call(lib, proc, argv, unwaited ? UNWAITED : WAITING);
+}
+
 int rgpu_call_synchronise(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                           const void *const *argv, int lazy)
 {

@@ -29,6 +29,11 @@ int rgpu_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
  * that its own status comes back now. */
 int rgpu_call_waiting(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                       const void *const *argv);
+/* The same, without waiting when unwaited (the caller checked what the
+ * library would refuse at once: a copy between ranges the client knows),
+ * else waiting whatever the procedure is. */
+int rgpu_call_unwaited_when(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                            const void *const *argv, int unwaited);
 
 /* The text the server's library gives for an error code (its
  * cudaGetErrorString, cublasGetStatusString...), asked once; NULL when the

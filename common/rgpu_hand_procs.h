@@ -16,14 +16,10 @@
 #define RGPU_H_HTOD          "rgpu.htod"
 /* [src, count, stream]    -> [bin data]    device to host, one chunk */
 #define RGPU_H_DTOH          "rgpu.dtoh"
-/* [dst, src, count, kind, stream, async]  -> []   device to device (or default) */
-#define RGPU_H_DTOD          "rgpu.dtod"
 /* [dst, dpitch, width, height, stream, bin rows] -> []   2D host to device */
 #define RGPU_H_HTOD_2D       "rgpu.htod2d"
 /* [src, spitch, width, height, stream] -> [bin rows]      2D device to host */
 #define RGPU_H_DTOH_2D       "rgpu.dtoh2d"
-/* [dst, dpitch, src, spitch, width, height, stream] -> []  2D device to device */
-#define RGPU_H_DTOD_2D       "rgpu.dtod2d"
 /* [image]  -> [library handle]   load a fatbin/cubin/PTX (runtime; image: below) */
 #define RGPU_H_LIB_LOAD      "rgpu.lib_load"
 /* [library, name] -> [kernel, [[offset, size]...]]  kernel and its layout */

@@ -59,9 +59,12 @@ static cudaError_t sync_after(cudaStream_t stream, cudaError_t rc)
 }
 
 /* Packed rows of a band: rows_size must be width * height exactly. */
-static int band_fits(size_t width, size_t height, size_t rows_size)
+/* The packed rows of a band: width * height bytes, present when there are
+ * any (a client may send NULL for a buffer whatever its length says). */
+static int band_fits(const void *rows, size_t width, size_t height, size_t rows_size)
 {
-    return (!width || height <= rows_size / width) && width * height == rows_size;
+    return (rows || !rows_size) && (!width || height <= rows_size / width) &&
+           width * height == rows_size;
 }
 
 cudaError_t serve_rgpu_array_from_host(cudaArray_t array, size_t x, size_t y, size_t width,
@@ -69,7 +72,7 @@ cudaError_t serve_rgpu_array_from_host(cudaArray_t array, size_t x, size_t y, si
                                        size_t rows_size)
 {
     NEED(REAL(cudaMemcpy2DToArrayAsync) && REAL(cudaStreamSynchronize));
-    if (!band_fits(width, height, rows_size))
+    if (!band_fits(rows, width, height, rows_size))
         return serve_transport(RGPU_EPROTO);
     return sync_after(stream, REAL(cudaMemcpy2DToArrayAsync)(array, x, y, rows, width, width,
                                                              height, cudaMemcpyHostToDevice,
@@ -81,7 +84,7 @@ cudaError_t serve_rgpu_array_to_host(cudaArray_const_t array, size_t x, size_t y
                                      size_t rows_size)
 {
     NEED(REAL(cudaMemcpy2DFromArrayAsync) && REAL(cudaStreamSynchronize));
-    if (!band_fits(width, height, rows_size))
+    if (!band_fits(rows, width, height, rows_size))
         return serve_transport(RGPU_EPROTO);
     return sync_after(stream, REAL(cudaMemcpy2DFromArrayAsync)(rows, width, array, x, y, width,
                                                                height, cudaMemcpyDeviceToHost,
@@ -170,7 +173,7 @@ cudaError_t serve_rgpu_array_layer_from_host(cudaArray_t array, size_t x, size_t
                                              const void *rows, size_t rows_size)
 {
     NEED_3D();
-    if (!band_fits(width, height, rows_size))
+    if (!band_fits(rows, width, height, rows_size))
         return serve_transport(RGPU_EPROTO);
     return layer_3d((void *)(uintptr_t)rows, array, x, y, z, width, height, 1, stream);
 }
@@ -180,7 +183,7 @@ cudaError_t serve_rgpu_array_layer_to_host(cudaArray_const_t array, size_t x, si
                                            cudaStream_t stream, void *rows, size_t rows_size)
 {
     NEED_3D();
-    if (!band_fits(width, height, rows_size))
+    if (!band_fits(rows, width, height, rows_size))
         return serve_transport(RGPU_EPROTO);
     return layer_3d(rows, array, x, y, z, width, height, 0, stream);
 }
@@ -236,7 +239,7 @@ CUresult serve_rgpu_cu_array_from_host(CUarray array, size_t x, size_t y, size_t
                                        const void *rows, size_t rows_size)
 {
     NEED_CU_COPY();
-    if (!band_fits(width, height, rows_size))
+    if (!band_fits(rows, width, height, rows_size))
         return serve_transport(RGPU_EPROTO);
     if (!rows_size)
         return CUDA_SUCCESS;
@@ -248,7 +251,7 @@ CUresult serve_rgpu_cu_array_to_host(CUarray array, size_t x, size_t y, size_t z
                                      size_t rows_size)
 {
     NEED_CU_COPY();
-    if (!band_fits(width, height, rows_size))
+    if (!band_fits(rows, width, height, rows_size))
         return serve_transport(RGPU_EPROTO);
     if (!rows_size)
         return CUDA_SUCCESS;

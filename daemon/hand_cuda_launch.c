@@ -269,7 +269,7 @@ static int h_launch_ex(struct hand_call *c)
  * with a larger one when it came back full). */
 static CUresult name_into(char *name, size_t max_size, CUresult rc, const char *found)
 {
-    if (max_size)
+    if (name && max_size)
         snprintf(name, max_size, "%s", rc == CUDA_SUCCESS && found ? found : "");
     return rc;
 }
@@ -283,6 +283,8 @@ CUresult serve_rgpu_cu_func_name(char *name, size_t max_size, CUfunction functio
         return serve_transport(RGPU_ENOSYM);
     if (!guard_function_known((uint64_t)(uintptr_t)function))
         return CUDA_ERROR_INVALID_HANDLE;
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
     CUresult rc = REAL(cuFuncGetName)(&found, function);
     return name_into(name, max_size, rc, found);
 }
@@ -294,6 +296,8 @@ CUresult serve_rgpu_cu_kernel_name(char *name, size_t max_size, CUkernel kernel)
         return serve_transport(RGPU_ENOSYM);
     if (!handles_contains(H_KERNEL, (uint64_t)(uintptr_t)kernel))
         return CUDA_ERROR_INVALID_HANDLE;
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
     CUresult rc = REAL(cuKernelGetName)(&found, kernel);
     return name_into(name, max_size, rc, found);
 }

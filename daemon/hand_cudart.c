@@ -164,28 +164,18 @@ static int h_dtoh(struct hand_call *c)
     return rc;
 }
 
-/* [dst, src, count, kind, stream, async] */
-static int h_dtod(struct hand_call *c)
+/* The codec checked dst and src over count bytes, and the stream. */
+cudaError_t serve_rgpu_copy_dtod(void *dst, const void *src, size_t count,
+                                 enum cudaMemcpyKind kind, cudaStream_t stream, int async)
 {
-    uint64_t dst, src, count, kind, stream, async;
-    PROTO_IF(args_count(c, 6) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &src) ||
-             arg_u64(c, 2, &count) || arg_u64(c, 3, &kind) || arg_u64(c, 4, &stream) ||
-             arg_u64(c, 5, &async));
-    STREAM_OR_REFUSE(c, stream, 0);
-    NEED(REAL(cudaMemcpyAsync));
-    msgpack_pack_array(c->out, 0);
-    /* Both sides in the session's device memory, whatever the kind says:
-     * host-to-host or a default copy through the server would name the
-     * server's own memory. */
+    if (!REAL(cudaMemcpyAsync) || !REAL(cudaMemcpy))
+        return serve_transport(RGPU_ENOSYM);
     if ((kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault) ||
-        ((!dst || !src) && count) ||
-        !owned_range(dst, count) || !owned_range(src, count))
+        ((!dst || !src) && count))
         return cudaErrorInvalidValue;
     if (async)
-        return REAL(cudaMemcpyAsync)((void *)dst, (const void *)src, count,
-                                     (enum cudaMemcpyKind)kind, (cudaStream_t)stream);
-    NEED(REAL(cudaMemcpy));
-    return REAL(cudaMemcpy)((void *)dst, (const void *)src, count, (enum cudaMemcpyKind)kind);
+        return REAL(cudaMemcpyAsync)(dst, src, count, kind, stream);
+    return REAL(cudaMemcpy)(dst, src, count, kind);
 }
 
 /* [dst, dpitch, width, height, stream, bin rows] */
@@ -240,19 +230,18 @@ static int h_dtoh_2d(struct hand_call *c)
     return rc;
 }
 
-/* [dst, dpitch, src, spitch, width, height, stream] */
-static int h_dtod_2d(struct hand_call *c)
+/* The codec checked the stream; the pitched ranges are checked here. */
+cudaError_t serve_rgpu_copy_dtod_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                    size_t width, size_t height, cudaStream_t stream)
 {
-    uint64_t v[7];
-    PROTO_IF(args_count(c, 7) || arg_u64s(c, 7, v));
-    STREAM_OR_REFUSE(c, v[6], 0);
-    NEED(REAL(cudaMemcpy2DAsync));
-    msgpack_pack_array(c->out, 0);
-    if (((!v[0] || !v[2]) && v[4] && v[5]) || !owned_2d(v[0], v[1], v[4], v[5]) ||
-        !owned_2d(v[2], v[3], v[4], v[5]))
+    uint64_t d = (uint64_t)(uintptr_t)dst, s = (uint64_t)(uintptr_t)src;
+    if (!REAL(cudaMemcpy2DAsync))
+        return serve_transport(RGPU_ENOSYM);
+    if (((!dst || !src) && width && height) || !owned_2d(d, dpitch, width, height) ||
+        !owned_2d(s, spitch, width, height))
         return cudaErrorInvalidValue;
-    return REAL(cudaMemcpy2DAsync)((void *)v[0], v[1], (const void *)v[2], v[3], v[4], v[5],
-                                   cudaMemcpyDeviceToDevice, (cudaStream_t)v[6]);
+    return REAL(cudaMemcpy2DAsync)(dst, dpitch, src, spitch, width, height,
+                                   cudaMemcpyDeviceToDevice, stream);
 }
 
 /* ---- modules and kernels ------------------------------------------------------- */
@@ -463,6 +452,8 @@ cudaError_t serve_rgpu_func_attrs(struct cudaFuncAttributes *attr, cudaKernel_t 
         return serve_transport(RGPU_ENOSYM);
     if (!find_kernel((uint64_t)(uintptr_t)kernel))
         return cudaErrorInvalidDeviceFunction;
+    if (!attr)
+        return cudaErrorInvalidValue;
     return REAL(cudaFuncGetAttributes)(attr, (const void *)kernel);
 }
 
@@ -482,6 +473,8 @@ cudaError_t serve_rgpu_occupancy(int *num_blocks, cudaKernel_t kernel, int block
         return serve_transport(RGPU_ENOSYM);
     if (!find_kernel((uint64_t)(uintptr_t)kernel))
         return cudaErrorInvalidDeviceFunction;
+    if (!num_blocks)
+        return cudaErrorInvalidValue;
     return REAL(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)(
         num_blocks, (const void *)kernel, block_size, dynamic_smem, flags);
 }
@@ -493,6 +486,8 @@ cudaError_t serve_rgpu_occupancy_smem(size_t *bytes, cudaKernel_t kernel, int nu
         return serve_transport(RGPU_ENOSYM);
     if (!find_kernel((uint64_t)(uintptr_t)kernel))
         return cudaErrorInvalidDeviceFunction;
+    if (!bytes)
+        return cudaErrorInvalidValue;
     return REAL(cudaOccupancyAvailableDynamicSMemPerBlock)(bytes, (const void *)kernel,
                                                            num_blocks, block_size);
 }
@@ -569,9 +564,7 @@ const struct hand_proc hand_cudart_procs[] = {
     { "cudart", RGPU_H_ERROR_STRINGS, h_error_strings },
     { "cudart", RGPU_H_HTOD, h_htod },
     { "cudart", RGPU_H_DTOH, h_dtoh },
-    { "cudart", RGPU_H_DTOD, h_dtod },
     { "cudart", RGPU_H_HTOD_2D, h_htod_2d },
-    { "cudart", RGPU_H_DTOD_2D, h_dtod_2d },
     { "cudart", RGPU_H_DTOH_2D, h_dtoh_2d },
     { "cudart", RGPU_H_LIB_LOAD, h_lib_load },
     { "cudart", RGPU_H_KERNEL_GET, h_kernel_get },

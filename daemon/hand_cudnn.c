@@ -18,6 +18,8 @@ cudnnStatus_t serve_rgpu_cudnn_versions(size_t *version, size_t *max_device_vers
 {
     if (!REAL(cudnnGetVersion))
         return serve_transport(RGPU_ENOSYM);
+    if (!version || !max_device_version)        /* a client that asked for no output */
+        return CUDNN_STATUS_BAD_PARAM;
     *version = REAL(cudnnGetVersion)();
     *max_device_version = REAL(cudnnGetMaxDeviceVersion) ? REAL(cudnnGetMaxDeviceVersion)() : 0;
     return CUDNN_STATUS_SUCCESS;
@@ -29,7 +31,7 @@ cudnnStatus_t serve_rgpu_cudnn_last_error(char *message, size_t max_size)
 {
     if (!REAL(cudnnGetLastErrorString))
         return serve_transport(RGPU_ENOSYM);
-    if (max_size)
+    if (message && max_size)
         REAL(cudnnGetLastErrorString)(message, max_size);
     return CUDNN_STATUS_SUCCESS;
 }

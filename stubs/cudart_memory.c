@@ -244,24 +244,12 @@ static cudaError_t dtoh(void *dst, const void *src, size_t count, cudaStream_t s
 static cudaError_t dtod(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                         cudaStream_t stream, int async)
 {
-    struct rgpu_req req;
     int lazy = rgpu_lazy_copy_on_device((uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src,
                                         count, (uint64_t)(uintptr_t)stream);
     if (rgpu_sticky_error())
         return RESULT(rgpu_sticky_error());
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOD), lazy ? RGPU_CALL_NOREPLY : 0);
-    msgpack_pack_array(&req.pk, 6);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)dst);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)src);
-    msgpack_pack_uint64(&req.pk, count);
-    msgpack_pack_uint64(&req.pk, (uint64_t)kind);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-    msgpack_pack_uint64(&req.pk, (uint64_t)async);
-    if (!lazy)
-        return rgpu_req_status(LIB, "cudaMemcpy on the device", &req);
-    rgpu_stats_name(req.proc_id, "cudaMemcpy on the device");
-    int rc = rgpu_req_send(&req, NULL);
-    return rc == RGPU_OK ? cudaSuccess : rgpu_transport_status(LIB, "cudaMemcpy on the device", rc);
+    const void *argv[] = { &dst, &src, &count, &kind, &stream, &async };
+    return rgpu_call_unwaited_when(LIB, RGPU_CUDART_rgpu_copy_dtod, argv, lazy);
 }
 
 static cudaError_t memcpy_any(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
@@ -351,7 +339,6 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
                             size_t width, size_t height, enum cudaMemcpyKind kind,
                             cudaStream_t stream)
 {
-    struct rgpu_req req;
 
     if (width > dpitch || width > spitch)
         return RESULT(cudaErrorInvalidPitchValue);
@@ -366,16 +353,7 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
         return cudaSuccess;
     }
     if (kind == cudaMemcpyDeviceToDevice) {
-        rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_DTOD_2D), 0);
-        msgpack_pack_array(&req.pk, 7);
-        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)dst);
-        msgpack_pack_uint64(&req.pk, dpitch);
-        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)src);
-        msgpack_pack_uint64(&req.pk, spitch);
-        msgpack_pack_uint64(&req.pk, width);
-        msgpack_pack_uint64(&req.pk, height);
-        msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)stream);
-        return rgpu_req_status(LIB, "cudaMemcpy2D", &req);
+        return rgpu_copy_dtod_2d(dst, dpitch, src, spitch, width, height, stream);
     }
     if (kind == cudaMemcpyHostToDevice)
         return rgpu_copy_htod_2d(LIB, "cudaMemcpy2D", (uint64_t)(uintptr_t)dst, dpitch, src,

@@ -209,6 +209,35 @@ static int run_launch_cases(int fd, int *failures)
     return 0;
 }
 
+/* rgpu's own procedures asked for no output (a length of 0 where the stub
+ * sends the buffer's): the server function gets NULL whatever the length
+ * parameter says, and must answer the library's status, not write there. */
+static int run_no_output_cases(int fd, int *failures)
+{
+    static const struct {
+        const char *name, *lib, *proc, *fmt;
+        uint64_t a0, a1, want;
+    } cases[] = {
+        { "cudnn-versions-no-outputs", "cudnn", "rgpu_cudnn_versions", "uu", 0, 0,
+          CUDNN_STATUS_BAD_PARAM },
+        { "cudnn-last-error-no-buffer", "cudnn", "rgpu_cudnn_last_error", "uu", 0, 256,
+          CUDNN_STATUS_SUCCESS },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t api = 0;
+        int rc = callf(fd, cases[i].lib, cases[i].proc, &api, NULL, cases[i].fmt, cases[i].a0,
+                       cases[i].a1);
+        if (rc == 0 && api != cases[i].want)
+            rc = fail("status %llu, wanted %llu", (unsigned long long)api,
+                      (unsigned long long)cases[i].want);
+        if (rc == 0 && good_call(fd, ++serial_no) < 0)
+            rc = fail_prefix("session after it");
+        printf("%s %s%s%s\n", rc ? "FAIL" : "ok", cases[i].name, rc ? ": " : "", rc ? why : "");
+        *failures += rc != 0;
+    }
+    return 0;
+}
+
 /* What the well-behaved calls must still do: legitimate handles, the
  * default streams, and a stream made through the handle it came from. */
 static int setup(int a)
@@ -286,6 +315,7 @@ int main(int argc, char **argv)
     }
     run_hand_cases(a, &failures);
     run_launch_cases(a, &failures);
+    run_no_output_cases(a, &failures);
     /* A descriptor inside a cuDNN backend attribute array. */
     uint64_t desc, api, forged = FORGED;
     int before = refusals();

@@ -196,14 +196,14 @@ static void copies(uint64_t dev)
     for (unsigned kind = 0; kind <= 4; kind++) {
         char what[64];
         snprintf(what, sizeof what, "dtod kind %u into session memory", kind);
-        expect(what, CALL("cudart", RGPU_H_DTOD, NULL, 0, U(heap_addr), U(dev), U(8), U(kind),
+        expect(what, CALL("cudart", "rgpu_copy_dtod", NULL, 0, U(heap_addr), U(dev), U(8), U(kind),
                           U(0), U(0)), CUDART_INVALID);
         snprintf(what, sizeof what, "dtod kind %u from session memory", kind);
-        expect(what, CALL("cudart", RGPU_H_DTOD, NULL, 0, U(dev), U(elf_addr), U(8), U(kind),
+        expect(what, CALL("cudart", "rgpu_copy_dtod", NULL, 0, U(dev), U(elf_addr), U(8), U(kind),
                           U(0), U(1)), CUDART_INVALID);
     }
     expect("dtod kind host-to-host between allocations",
-           CALL("cudart", RGPU_H_DTOD, NULL, 0, U(dev), U(dev + 64), U(8),
+           CALL("cudart", "rgpu_copy_dtod", NULL, 0, U(dev), U(dev + 64), U(8),
                 U(cudaMemcpyHostToHost), U(0), U(0)), CUDART_INVALID);
     expect("htod2d into session memory",
            CALL("cudart", RGPU_H_HTOD_2D, NULL, 0, U(heap_addr), U(16), U(8), U(2), U(0),
@@ -212,10 +212,10 @@ static void copies(uint64_t dev)
            CALL("cudart", RGPU_H_DTOH_2D, got, 4, U(elf_addr), U(16), U(4), U(1), U(0)),
            CUDART_INVALID);
     expect("dtod2d into session memory",
-           CALL("cudart", RGPU_H_DTOD_2D, NULL, 0, U(heap_addr), U(16), U(dev), U(16), U(8), U(2),
+           CALL("cudart", "rgpu_copy_dtod_2d", NULL, 0, U(heap_addr), U(16), U(dev), U(16), U(8), U(2),
                 U(0)), CUDART_INVALID);
     expect("dtod2d from session memory",
-           CALL("cudart", RGPU_H_DTOD_2D, NULL, 0, U(dev), U(16), U(elf_addr), U(16), U(8), U(2),
+           CALL("cudart", "rgpu_copy_dtod_2d", NULL, 0, U(dev), U(16), U(elf_addr), U(16), U(8), U(2),
                 U(0)), CUDART_INVALID);
     expect("dtoh2d extent past the allocation",
            CALL("cudart", RGPU_H_DTOH_2D, got, 4, U(dev), U(4096), U(4), U(2), U(0)),
