@@ -26,6 +26,14 @@ CUresult rgpu_cu_array_to_device(CUdeviceptr dst, size_t dpitch, CUarray array, 
                                  size_t y, size_t z, size_t width, size_t height,
                                  CUstream stream);
 
+/* ---- device attributes: stubs/cuda_cache.c, daemon/hand_cuda.c ------------------
+ * Every attribute of dev in one round trip (a static runtime's
+ * cudaGetDeviceProperties asks some 100): for each attribute a < count,
+ * answered[a] is 1 and values[a] its value when the driver answers it with
+ * success, else answered[a] is 0 and the client asks that one alone, so
+ * that its error is the driver's. */
+CUresult rgpu_cu_device_attrs(int *values, unsigned char *answered, size_t count, CUdevice dev);
+
 /* ---- names: stubs/cuda_launch.c, daemon/hand_cuda_launch.c ---------------------
  * cuFuncGetName and cuKernelGetName: the driver's name of a function or
  * kernel the session was handed, into name (max_size bytes, its NUL

@@ -117,10 +117,6 @@ enum {
 /* [device] -> [context]  the device's primary context, neither retained nor
  * made active (the runtime's export table asks it; stubs/cuda_export.c) */
 #define RGPU_H_CU_PRIMARY_CTX  "rgpu.cu_primary_ctx"
-/* [device] -> [[attribute, value]...]  every attribute the driver answers
- * for the device with success, asked at once (stubs/cuda_cache.c: a static
- * runtime's cudaGetDeviceProperties asks some 100 of them) */
-#define RGPU_H_CU_DEVICE_ATTRS "rgpu.cu_device_attrs"
 /* [image] or [[jit options], image] -> [library, [jit outputs]] */
 #define RGPU_H_CU_LIBRARY_LOAD "rgpu.cu_library_load"
 /* JIT linking.  Every reply after the create carries the create's jit

@@ -10,6 +10,7 @@
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
+#include "cuda_serve.h"
 
 #include <cuda.h>
 #include <stdlib.h>
@@ -207,37 +208,25 @@ static int h_shared_dtoh(struct hand_call *c)
     return rc;
 }
 
-/* [device] -> [[attribute, value]...]: those the driver answers with
- * success; the client asks the others one by one, so that their errors
- * come back as the driver gives them. */
-static int h_device_attrs(struct hand_call *c)
+CUresult serve_rgpu_cu_device_attrs(int *values, unsigned char *answered, size_t count,
+                                    CUdevice dev)
 {
-    uint64_t dev;
-    int count = 0, attr[CU_DEVICE_ATTRIBUTE_MAX], value[CU_DEVICE_ATTRIBUTE_MAX];
-    uint32_t n = 0;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &dev));
-    NEED(REAL(cuDeviceGetAttribute));
-    NEED(REAL(cuDeviceGetCount));
-    int rc = REAL(cuDeviceGetCount)(&count);
-    if (rc == CUDA_SUCCESS && dev >= (uint64_t)count)
+    int devices = 0;
+    if (!REAL(cuDeviceGetAttribute) || !REAL(cuDeviceGetCount))
+        return serve_transport(RGPU_ENOSYM);
+    if (!values || !answered)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = REAL(cuDeviceGetCount)(&devices);
+    if (rc == CUDA_SUCCESS && (dev < 0 || dev >= devices))
         rc = CUDA_ERROR_INVALID_DEVICE;
-    for (int a = 1; rc == CUDA_SUCCESS && a < CU_DEVICE_ATTRIBUTE_MAX; a++) {
-        if (REAL(cuDeviceGetAttribute)(&value[n], (CUdevice_attribute)a, (CUdevice)dev) ==
-            CUDA_SUCCESS)
-            attr[n++] = a;
-    }
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_array(c->out, n);
-    for (uint32_t i = 0; i < n; i++) {
-        msgpack_pack_array(c->out, 2);
-        msgpack_pack_int32(c->out, attr[i]);
-        msgpack_pack_int32(c->out, value[i]);
-    }
+    memset(answered, 0, count);
+    for (size_t a = 1; rc == CUDA_SUCCESS && a < count && a < CU_DEVICE_ATTRIBUTE_MAX; a++)
+        answered[a] = REAL(cuDeviceGetAttribute)(&values[a], (CUdevice_attribute)a, dev) ==
+                      CUDA_SUCCESS;
     return rc;
 }
 
 const struct hand_proc hand_cuda_procs[] = {
-    { "cuda", RGPU_H_CU_DEVICE_ATTRS, h_device_attrs },
     { "cuda", RGPU_H_CU_HTOD, h_htod },
     { "cuda", RGPU_H_CU_DTOH, h_dtoh },
     { "rgpu", RGPU_H_SHARED_HTOD, h_shared_htod },

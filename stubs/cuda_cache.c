@@ -5,6 +5,7 @@
  * cached answer exists only after the driver gave one (so after cuInit). */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
+#include "cuda_own.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
@@ -28,32 +29,18 @@ static unsigned char attrs_fetched[MAX_DEVICES];
  * are asked alone, so that their error is the driver's. */
 static void fetch_all_attributes(CUdevice dev)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_DEVICE_ATTRS), 0);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_uint32(&req.pk, (uint32_t)dev);
-    if (rgpu_req_exchange(LIB, "cuDeviceGetAttribute", &req, &reply) != RGPU_REPLY_READY)
-        return;
-    const msgpack_object *list = rgpu_reply_status(LIB, &reply) == CUDA_SUCCESS
-                                     ? rgpu_reply_out(&reply, 0) : NULL;
+    int values[MAX_ATTRS];
+    unsigned char answered[MAX_ATTRS];
+    CUresult rc = rgpu_cu_device_attrs(values, answered, MAX_ATTRS, dev);
     pthread_mutex_lock(&lock);
-    attrs_fetched[dev] = list != NULL;     /* before cuInit: asked again later */
-    for (uint32_t i = 0; list && list->type == MSGPACK_OBJECT_ARRAY && i < list->via.array.size;
-         i++) {
-        const msgpack_object *e = &list->via.array.ptr[i];
-        if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2)
-            continue;
-        const msgpack_object *a = &e->via.array.ptr[0], *v = &e->via.array.ptr[1];
-        if (a->type != MSGPACK_OBJECT_POSITIVE_INTEGER || a->via.u64 >= MAX_ATTRS ||
-            (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER &&
-             v->type != MSGPACK_OBJECT_NEGATIVE_INTEGER))
-            continue;
-        attr_value[dev][a->via.u64] = (int)v->via.i64;
-        attr_known[dev][a->via.u64] = 1;
+    attrs_fetched[dev] = rc == CUDA_SUCCESS;    /* before cuInit: asked again later */
+    for (unsigned a = 0; rc == CUDA_SUCCESS && a < MAX_ATTRS; a++) {
+        if (answered[a]) {
+            attr_value[dev][a] = values[a];
+            attr_known[dev][a] = 1;
+        }
     }
     pthread_mutex_unlock(&lock);
-    rgpu_reply_free(&reply);
 }
 
 #undef cuDriverGetVersion

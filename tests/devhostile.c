@@ -133,6 +133,15 @@ static void cuda_ordinals(int fd)
             rc = expect_status(fd, "cuDeviceGetAttribute", INVALID_DEVICE, NULL, "cuda",
                                "cuDeviceGetAttribute", "iuu",
                                CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d, 0);
+        if (rc == 0) {      /* every attribute at once: 256 ints and 256 flags */
+            uint64_t api;
+            if (callf(fd, "cuda", "rgpu_cu_device_attrs", &api, NULL, "uuuu", (uint64_t)1024,
+                      (uint64_t)256, (uint64_t)256, d) < 0)
+                rc = fail_prefix("rgpu_cu_device_attrs");
+            else if (api != INVALID_DEVICE)
+                rc = fail("rgpu_cu_device_attrs answered %llu, wanted %d",
+                          (unsigned long long)api, INVALID_DEVICE);
+        }
         if (rc == 0)
             rc = expect_status(fd, "cuCtxCreate on a raw CUdevice", INVALID_DEVICE, NULL,
                                "cuda", "cuCtxCreate_v2", "ouu", 0, d, 0);
