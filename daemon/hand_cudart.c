@@ -164,14 +164,17 @@ static int h_dtoh(struct hand_call *c)
     return rc;
 }
 
-/* The codec checked dst and src over count bytes, and the stream. */
+/* The codec checked dst and src over count bytes, and the stream; the
+ * ranges are asked again here, so that no annotation change can open the
+ * server's own memory to a copy kind. */
 cudaError_t serve_rgpu_copy_dtod(void *dst, const void *src, size_t count,
                                  enum cudaMemcpyKind kind, cudaStream_t stream, int async)
 {
     if (!REAL(cudaMemcpyAsync) || !REAL(cudaMemcpy))
         return serve_transport(RGPU_ENOSYM);
     if ((kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault) ||
-        ((!dst || !src) && count))
+        ((!dst || !src) && count) || !owned_range((uint64_t)(uintptr_t)dst, count) ||
+        !owned_range((uint64_t)(uintptr_t)src, count))
         return cudaErrorInvalidValue;
     if (async)
         return REAL(cudaMemcpyAsync)(dst, src, count, kind, stream);

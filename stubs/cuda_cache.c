@@ -4,7 +4,6 @@
  * device's attributes.  They cannot change while the process runs, and a
  * cached answer exists only after the driver gave one (so after cuInit). */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 #include "cuda_own.h"
 #include "cuda_procs.h"
 

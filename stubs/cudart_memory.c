@@ -339,7 +339,6 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
                             size_t width, size_t height, enum cudaMemcpyKind kind,
                             cudaStream_t stream)
 {
-
     if (width > dpitch || width > spitch)
         return RESULT(cudaErrorInvalidPitchValue);
     if (width == 0 || height == 0)
