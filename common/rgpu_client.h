@@ -40,8 +40,6 @@ int rgpu_call_unwaited_when(const struct rgpu_lib *lib, const struct rgpu_proc *
  * server has none. */
 const char *rgpu_server_error_string(const struct rgpu_lib *lib, int code);
 
-/* A size_t query of the server's library (cudnnGetVersion); 0 on failure. */
-
 /* A stub's constructor names its library: its procedure table's digest
  * goes in the hello, so that a server of another build refuses us. */
 void rgpu_register_lib(const struct rgpu_lib *lib);

@@ -281,14 +281,9 @@ static unsigned launch_bucket_index(uint64_t key)
     return (unsigned)(key % LAUNCH_BUCKETS);
 }
 
-static uint64_t *launch_bucket(uint64_t key)
-{
-    return launch_keys[launch_bucket_index(key)];
-}
-
 int rgpu_launch_known(uint64_t key)
 {
-    const uint64_t *b = launch_bucket(key);
+    const uint64_t *b = launch_keys[launch_bucket_index(key)];
     for (unsigned w = 0; w < LAUNCH_WAYS; w++)
         if (__atomic_load_n(&b[w], __ATOMIC_RELAXED) == key)
             return 1;
@@ -305,18 +300,18 @@ void rgpu_launch_limits_changed(void)
  * more, never goes unchecked, since a slot only ever holds a whole key. */
 void rgpu_launch_took(uint64_t key)
 {
-    uint64_t *b = launch_bucket(key);
+    unsigned i = launch_bucket_index(key);
+    uint64_t *b = launch_keys[i];
     for (unsigned w = 0; w < LAUNCH_WAYS; w++) {
         uint64_t seen = __atomic_load_n(&b[w], __ATOMIC_RELAXED);
-        if (seen == key)
-            return;
+        /* A failed exchange leaves in seen what the slot holds now. */
         if (seen == 0 && __atomic_compare_exchange_n(&b[w], &seen, key, 0, __ATOMIC_RELAXED,
                                                      __ATOMIC_RELAXED))
             return;
-        if (seen == key)        /* another thread stored it meanwhile */
+        if (seen == key)
             return;
     }
-    unsigned turn = __atomic_fetch_add(&launch_evict[launch_bucket_index(key)], 1, __ATOMIC_RELAXED);
+    unsigned turn = __atomic_fetch_add(&launch_evict[i], 1, __ATOMIC_RELAXED);
     __atomic_store_n(&b[turn % LAUNCH_WAYS], key, __ATOMIC_RELAXED);
 }
 

@@ -58,9 +58,9 @@ static cudaError_t sync_after(cudaStream_t stream, cudaError_t rc)
     return REAL(cudaStreamSynchronize)(stream);
 }
 
-/* Packed rows of a band: rows_size must be width * height exactly. */
-/* The packed rows of a band: width * height bytes, present when there are
- * any (a client may send NULL for a buffer whatever its length says). */
+/* The packed rows of a band: exactly width * height bytes, present when
+ * there are any (a client may send NULL for a buffer whatever its length
+ * says). */
 static int band_fits(const void *rows, size_t width, size_t height, size_t rows_size)
 {
     return (rows || !rows_size) && (!width || height <= rows_size / width) &&

@@ -12,8 +12,8 @@
 #include "cuda_serve.h"
 
 #include <cuda.h>
-#include <stdio.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,11 +265,11 @@ static int h_launch_ex(struct hand_call *c)
     return launch(c, v, params, n, attrs, nattrs);
 }
 
-/* A name into the client's buffer, cut at its size (the client asks again
- * with a larger one when it came back full). */
+/* A name into the client's buffer (not NULL), cut at its size (the client
+ * asks again with a larger one when it came back full). */
 static CUresult name_into(char *name, size_t max_size, CUresult rc, const char *found)
 {
-    if (name && max_size)
+    if (max_size)
         snprintf(name, max_size, "%s", rc == CUDA_SUCCESS && found ? found : "");
     return rc;
 }
