@@ -27,12 +27,12 @@
 # (127.0.0.1, with a client key made for the run), bench/rgpu-delay in front
 # of it at 0, 1 and 10 ms round trip (0 = the proxy without delay, so its own
 # cost is in every column) besides a direct column without the proxy, and
-# bench/train_bench.py's three models natively and through
+# bench/train_bench.py's five models natively and through
 # `rgpu run --server` on each link, each native run right before its rgpu
 # run (RGPU_TRAIN_NATIVE_ONCE=1: native once, first, to save time).  One table: model, RTT, native ms, rgpu
 # ms, ratio, waits/step, losses identical; the workers' output, rgpu's
 # per-call tables (RGPU_STATS=1) included, go to $OUT/train-logs.txt.
-# RGPU_TRAIN_MODELS (gpt-small,gpt-amp,convnet), RGPU_TRAIN_LINKS (one-way
+# RGPU_TRAIN_MODELS (gpt-small,gpt-amp,convnet,gpt-bf16,resnet), RGPU_TRAIN_LINKS (one-way
 # delays in ms, "direct" for no proxy; default "direct 0 0.5 5"),
 # RGPU_TRAIN_WARMUP (10) and RGPU_TRAIN_STEPS (50) steps per run,
 # RGPU_TRAIN_SLOW_STEPS (20) on links of 10 ms round trip or more (losses
@@ -748,7 +748,7 @@ start_delay() {
 run_train() {
     local tb launcher=$BUILD/launcher/rgpu link label n=0 left rtt jsons=() native
     local warmup=${RGPU_TRAIN_WARMUP:-10} steps=${RGPU_TRAIN_STEPS:-50}
-    local models=${RGPU_TRAIN_MODELS:-gpt-small,gpt-amp,convnet}
+    local models=${RGPU_TRAIN_MODELS:-gpt-small,gpt-amp,convnet,gpt-bf16,resnet}
     local per=${RGPU_TRAIN_TIMEOUT:-120} deadline=$((SECONDS + ${RGPU_TRAIN_BUDGET:-210}))
     local slow_steps=${RGPU_TRAIN_SLOW_STEPS:-20} link_steps
     local trainlog=$OUTDIR/train-logs.txt
