@@ -413,6 +413,8 @@ void rgpu_lib_digest(const struct rgpu_lib *lib, unsigned char out[RGPU_DIGEST_L
             put_u32(md, (uint32_t)(int32_t)q->len_arg);
             put_u32(md, (uint32_t)(int32_t)q->aux_arg);
             put_u32(md, q->elem != NULL);
+            put_u32(md, q->flags);
+            put_u32(md, (uint32_t)(int32_t)q->used_arg);
         }
     }
     EVP_DigestFinal_ex(md, out, &n);

@@ -684,10 +684,11 @@ static void put_htod(msgpack_sbuffer *out, uint64_t serial, uint64_t dst, uint64
 {
     struct msg m;
     msg_begin(&m);
-    pack_call_head(&m, serial, rgpu_proc_id("cudart", RGPU_H_HTOD));
-    msgpack_pack_array(&m.pk, 3);
+    pack_call_head(&m, serial, rgpu_proc_id("cudart", "rgpu_htod"));
+    msgpack_pack_array(&m.pk, 4);
     msgpack_pack_uint64(&m.pk, dst);
     msgpack_pack_uint64(&m.pk, stream);
+    msgpack_pack_uint64(&m.pk, claimed);
     msgpack_pack_bin(&m.pk, claimed);
     put_u32(out, (uint32_t)(m.sb.size + frame_payload));
     msgpack_sbuffer_write(out, m.sb.data, m.sb.size);
@@ -883,17 +884,22 @@ static int streamed_refusals(void)
 
 /* ---- host functions: what a client says back ------------------------------------ */
 
-/* [CALL, serial, rgpu.host_func, 1, 0, [variant 0, stream, id, 0]] */
+/* cudaLaunchHostFunc's request: [CALL, serial, rgpu_host_func, 1, 0,
+ * [stream, ptsz 0, callback 0, id, flags 0, token 0, captured's size]]
+ * (codegen/cudart_own.h) */
 static void put_host_func(msgpack_sbuffer *out, uint64_t serial, uint64_t stream, uint64_t id)
 {
     struct msg m;
     msg_begin(&m);
-    pack_call_head(&m, serial, rgpu_proc_id("rgpu", RGPU_H_HOST_FUNC));
-    msgpack_pack_array(&m.pk, 4);
-    msgpack_pack_uint32(&m.pk, 0);
+    pack_call_head(&m, serial, rgpu_proc_id("cudart", "rgpu_host_func"));
+    msgpack_pack_array(&m.pk, 7);
     msgpack_pack_uint64(&m.pk, stream);
+    msgpack_pack_uint32(&m.pk, 0);
+    msgpack_pack_uint32(&m.pk, 0);
     msgpack_pack_uint64(&m.pk, id);
     msgpack_pack_uint32(&m.pk, 0);
+    msgpack_pack_uint64(&m.pk, 0);
+    msgpack_pack_uint32(&m.pk, sizeof(int));
     msg_end(&m, out);
 }
 

@@ -184,14 +184,14 @@ static int find_addresses(pid_t pid)
 static void copies(uint64_t dev)
 {
     char got[16] = "", bytes[16] = "0123456789abcde";
-    expect("dtoh from session memory", CALL("cudart", RGPU_H_DTOH, got, 4, U(elf_addr), U(4), U(0)),
+    expect("dtoh from session memory", CALL("cudart", "rgpu_dtoh", got, 4, U(4), U(4), U(elf_addr), U(0)),
            CUDART_INVALID);
     if (memcmp(got, "\177ELF", 4) == 0)
         printf("FAIL dtoh: read the session's ELF header\n"), failures++;
     expect("htod into session memory",
-           CALL("cudart", RGPU_H_HTOD, NULL, 0, U(heap_addr), U(0), B(bytes, 8)), CUDART_INVALID);
+           CALL("cudart", "rgpu_htod", NULL, 0, U(heap_addr), U(0), U(8), B(bytes, 8)), CUDART_INVALID);
     expect("htod past an allocation",
-           CALL("cudart", RGPU_H_HTOD, NULL, 0, U(dev + 4096 - 4), U(0), B(bytes, 8)),
+           CALL("cudart", "rgpu_htod", NULL, 0, U(dev + 4096 - 4), U(0), U(8), B(bytes, 8)),
            CUDART_INVALID);
     for (unsigned kind = 0; kind <= 4; kind++) {
         char what[64];
@@ -206,10 +206,10 @@ static void copies(uint64_t dev)
            CALL("cudart", "rgpu_copy_dtod", NULL, 0, U(dev), U(dev + 64), U(8),
                 U(cudaMemcpyHostToHost), U(0), U(0)), CUDART_INVALID);
     expect("htod2d into session memory",
-           CALL("cudart", RGPU_H_HTOD_2D, NULL, 0, U(heap_addr), U(16), U(8), U(2), U(0),
+           CALL("cudart", "rgpu_htod_2d", NULL, 0, U(heap_addr), U(16), U(8), U(2), U(0), U(16),
                 B(bytes, 16)), CUDART_INVALID);
     expect("dtoh2d from session memory",
-           CALL("cudart", RGPU_H_DTOH_2D, got, 4, U(elf_addr), U(16), U(4), U(1), U(0)),
+           CALL("cudart", "rgpu_dtoh_2d", got, 4, U(4), U(4), U(elf_addr), U(16), U(4), U(1), U(0)),
            CUDART_INVALID);
     expect("dtod2d into session memory",
            CALL("cudart", "rgpu_copy_dtod_2d", NULL, 0, U(heap_addr), U(16), U(dev), U(16), U(8), U(2),
@@ -218,15 +218,16 @@ static void copies(uint64_t dev)
            CALL("cudart", "rgpu_copy_dtod_2d", NULL, 0, U(dev), U(16), U(elf_addr), U(16), U(8), U(2),
                 U(0)), CUDART_INVALID);
     expect("dtoh2d extent past the allocation",
-           CALL("cudart", RGPU_H_DTOH_2D, got, 4, U(dev), U(4096), U(4), U(2), U(0)),
+           CALL("cudart", "rgpu_dtoh_2d", got, 4, U(8), U(8), U(dev), U(4096), U(4), U(2), U(0)),
            CUDART_INVALID);
     expect("dtoh2d pitch wrapping",
-           CALL("cudart", RGPU_H_DTOH_2D, got, 4, U(dev), U(UINT64_MAX / 2), U(4), U(3), U(0)),
+           CALL("cudart", "rgpu_dtoh_2d", got, 4, U(12), U(12), U(dev), U(UINT64_MAX / 2), U(4), U(3),
+                U(0)),
            CUDART_INVALID);
     expect("cuMemcpyHtoD into session memory",
-           CALL("cuda", RGPU_H_CU_HTOD, NULL, 0, U(heap_addr), U(0), B(bytes, 8)), CU_INVALID);
+           CALL("cuda", "rgpu_cu_htod", NULL, 0, U(heap_addr), U(0), U(8), B(bytes, 8)), CU_INVALID);
     expect("cuMemcpyDtoH from session memory",
-           CALL("cuda", RGPU_H_CU_DTOH, got, 4, U(elf_addr), U(4), U(0)), CU_INVALID);
+           CALL("cuda", "rgpu_cu_dtoh", got, 4, U(4), U(4), U(elf_addr), U(0)), CU_INVALID);
     expect("cuMemcpyDtoD from session memory",
            CALL("cuda", "cuMemcpyDtoD_v2", NULL, 0, U(dev), U(elf_addr), U(8)), CU_INVALID);
 }
@@ -455,12 +456,12 @@ static void accepted(uint64_t dev)
     char got[16];
     uint64_t pool = 0, va = 0, mem = 0;
     expect("interior pointer of an allocation",
-           CALL("cudart", RGPU_H_DTOH, got, 16, U(dev + 100), U(16), U(0)), 0);
+           CALL("cudart", "rgpu_dtoh", got, 16, U(16), U(16), U(dev + 100), U(0)), 0);
     if (CALL("cudart", "cudaMallocAsync", &pool, 8, U(8), U(1024), U(0)) != 0 || !pool)
         printf("FAIL cudaMallocAsync: %s\n", why), failures++;
     else
         expect("interior pointer of a pool allocation",
-               CALL("cudart", RGPU_H_DTOH, got, 16, U(pool + 512), U(16), U(0)), 0);
+               CALL("cudart", "rgpu_dtoh", got, 16, U(16), U(16), U(pool + 512), U(0)), 0);
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -480,7 +481,7 @@ static void accepted(uint64_t dev)
         return;
     }
     expect("interior pointer of a VMM mapping",
-           CALL("cuda", RGPU_H_CU_DTOH, got, 16, U(va + gran + 64), U(16), U(0)), 0);
+           CALL("cuda", "rgpu_cu_dtoh", got, 16, U(16), U(16), U(va + gran + 64), U(0)), 0);
     expect("cuMemMap outside the reservation",
            CALL("cuda", "cuMemMap", NULL, 0, U(va + gran), U(2 * gran), U(0), U(mem), U(0)),
            CU_INVALID);

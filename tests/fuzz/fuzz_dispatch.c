@@ -105,7 +105,7 @@ static int run_hand(unsigned sel, unsigned index, const msgpack_object *args,
 {
     unsigned t = (sel - FUZZ_NGEN) % FUZZ_NHAND;
     const struct hand_proc *hp = &fuzz_hand[t][index % (unsigned)*fuzz_hand_count[t]];
-    struct hand_call c = { args, outs, NULL, 0, 0, 1, 0 };
+    struct hand_call c = { args, outs, NULL, 0, 0, 1, 0, 0 };
     int api = hp->fn(&c);
     if (c.payload_len && !c.payload)
         abort();                /* a bin header promising bytes nobody holds */
