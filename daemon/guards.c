@@ -2,8 +2,8 @@
  * check well, beyond the handle checks every procedure gets
  * (owned_handles.c): those refuse a context the session never saw handed
  * out, or saw destroyed, before the real function runs (a destroyed or
- * invented context passed to cuCtxSetCurrent can crash the driver, BRIEF
- * 4.4).  What is left here: the calls where NULL, which the handle check
+ * invented context passed to cuCtxSetCurrent can crash the driver).
+ * What is left here: the calls where NULL, which the handle check
  * lets through, is no context at all, and handles inside typed arrays the
  * generated table cannot see (cuDNN backend attributes). */
 #include "rgpud.h"

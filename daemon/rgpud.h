@@ -144,12 +144,6 @@ void session_run(int fd, const struct rgpud_options *opt) __attribute__((noretur
 /* Send one frame to the client from any thread; a dead client ends the
  * session. */
 void session_send(const msgpack_sbuffer *sb);
-/* Run generated procedure `name` of library `lib` on args, as a request for
- * it would, packing its outputs into outs: for a hand-written procedure
- * that wraps a generated one (hand_cublasLt.c).  Returns what a hand_fn
- * returns: the API status, or -RGPU_E* with nothing packed. */
-int session_run_generated(const char *lib, const char *name, const msgpack_object *args,
-                          msgpack_packer *outs);
 
 /* ---- output.c: the session's fds 1 and 2, forwarded to the client ---------- */
 
@@ -330,8 +324,6 @@ extern const struct hand_proc hand_graph_procs[];     /* hand_graphs.c */
 extern const int hand_graph_nprocs;
 extern const struct hand_proc hand_graph_conditional_procs[]; /* hand_graph_conditionals.c */
 extern const int hand_graph_conditional_nprocs;
-extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
-extern const int hand_cublasLt_nprocs;
 
 /* Host functions (host_functions.c): how many wait for the client, and the
  * client's acknowledgement of one (with the bytes it carried, or NULL),

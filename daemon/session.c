@@ -161,15 +161,13 @@ static struct served_lib served[] = {
 #define NSERVED (sizeof served / sizeof served[0])
 
 static const struct hand_proc *const hand_tables[] = {
-    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs,
-    hand_cublasLt_procs, hand_auth_procs,
+    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs, hand_auth_procs,
     hand_module_procs, hand_graph_procs,
     hand_graph_host_procs, hand_graph_conditional_procs,
 };
 #define NHAND (sizeof hand_tables / sizeof hand_tables[0])
 static const int *const hand_counts[NHAND] = {
-    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs,
-    &hand_cublasLt_nprocs, &hand_auth_nprocs,
+    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs, &hand_auth_nprocs,
     &hand_module_nprocs,
     &hand_graph_nprocs, &hand_graph_host_nprocs,
     &hand_graph_conditional_nprocs,
@@ -374,7 +372,7 @@ int serve_transport(int status)
 }
 
 /* c: the request's call (its streamed bytes, where a sink's and a large
- * last output's bytes go), or NULL for a procedure run inside another. */
+ * last output's bytes go). */
 static int run_generated(struct served_lib *l, size_t index, const msgpack_object *args,
                          msgpack_packer *outs, int *transport, struct hand_call *c)
 {
@@ -383,9 +381,8 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
     void *fn = resolve(l, index);
     int api = 0;
 
-    *transport = rgpu_decode_streamed_args(args, proc, &frame, c ? c->in_len : 0);
-    if (c)
-        c->sink_len = frame.sink_len;
+    *transport = rgpu_decode_streamed_args(args, proc, &frame, c->in_len);
+    c->sink_len = frame.sink_len;
     if (*transport == RGPU_OK && !fn)
         *transport = RGPU_ENOSYM;
     if (*transport == RGPU_OK) {
@@ -409,25 +406,10 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
         }
         if (g && g->post)
             g->post(frame.argv, api);
-        if (c)
-            rgpu_encode_outs_tail(outs, proc, &frame, &c->payload, &c->payload_len);
-        else
-            rgpu_encode_outs(outs, proc, &frame);
+        rgpu_encode_outs_tail(outs, proc, &frame, &c->payload, &c->payload_len);
     }
     rgpu_call_frame_release(&frame);
     return api;
-}
-
-int session_run_generated(const char *lib, const char *name, const msgpack_object *args,
-                          msgpack_packer *outs)
-{
-    struct served_lib *l;
-    size_t index;
-    int transport;
-    if (find_generated(rgpu_proc_id(lib, name), &l, &index) < 0)
-        return -RGPU_ENOPROC;
-    int api = run_generated(l, index, args, outs, &transport, NULL);
-    return transport != RGPU_OK ? -transport : api;
 }
 
 static void execute(struct worker *w, struct request *rq)

@@ -45,46 +45,6 @@ int serve_transport(int status)
     return 0;
 }
 
-/* What session.c's run_generated does for a hand-written procedure that
- * wraps a generated one (hand_cublasLt.c): decode, the handle and pointer
- * checks, the guard, the call, the outputs. */
-int session_run_generated(const char *lib, const char *name, const msgpack_object *args,
-                          msgpack_packer *outs)
-{
-    unsigned sel, index, l;
-    struct rgpu_call_frame frame;
-    if (fuzz_locate(rgpu_proc_id(lib, name), &sel, &index) < 0 || sel >= FUZZ_NGEN)
-        return -RGPU_ENOPROC;
-    const struct rgpu_proc *proc = fuzz_pick_generated(sel, index, &l);
-    const struct rgpu_lib *rl = fuzz_gen[l].lib;
-    void *fn = fuzz_gen[l].server[index].own ? fuzz_gen[l].server[index].own
-                                              : backend_sym(rl->name, proc->name);
-    int transport = rgpu_decode_args(args, proc, &frame), api = 0;
-    if (transport == RGPU_OK && !fn)
-        transport = RGPU_ENOSYM;
-    if (transport == RGPU_OK) {
-        const struct guard *g = guard_for(rl->name, proc->name);
-        api = handles_check_call(rl, proc, &frame);
-        if (api == 0 && rgpu_check_args(rl, proc, &frame) != RGPU_OK)
-            api = rl->invalid_value;
-        if (api == 0 && g && g->pre)
-            api = g->pre(frame.argv);
-        if (api == 0) {
-            uint64_t forgotten = handles_before_call(proc, &frame);
-            fuzz_serve_status = RGPU_OK;
-            api = fuzz_gen[l].server[index].thunk(fn, frame.argv);
-            if (fuzz_serve_status != RGPU_OK)
-                transport = fuzz_serve_status;
-            handles_after_call(proc, &frame, api, forgotten);
-        }
-        if (g && g->post)
-            g->post(frame.argv, api);
-        rgpu_encode_outs(outs, proc, &frame);
-    }
-    rgpu_call_frame_release(&frame);
-    return transport != RGPU_OK ? -transport : api;
-}
-
 /* No socket here: a streamed payload (never made by the harnesses, which
  * hand procedures their arguments whole) reads as zeros, and a data frame
  * goes nowhere, its length still checked. */
