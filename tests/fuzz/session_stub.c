@@ -2,6 +2,9 @@
  * harnesses that run them without it. */
 #include "rgpud.h"
 #include "owned_handles.h"
+#include "cudart_serve.h"
+#include "cuda_serve.h"
+#include "rgpu_serve.h"
 #include "procs.h"
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
@@ -36,6 +39,44 @@ int host_function_marker(int runtime, int ptsz, uint64_t stream, uint64_t id)
 {
     (void)runtime, (void)ptsz, (void)stream, (void)id;
     return 0;
+}
+
+/* host_functions.c's serve_ functions: a host function on a stream would
+ * wait for a client that is not here (the session's reader answers them),
+ * so they are refused, as a server without the function would. */
+cudaError_t serve_rgpu_host_func(cudaStream_t stream, int ptsz, int callback, uint64_t id,
+                                 unsigned int flags, uint64_t token, int *captured)
+{
+    (void)stream, (void)ptsz, (void)callback, (void)id, (void)flags, (void)token;
+    if (captured)
+        *captured = 0;
+    return serve_transport(RGPU_ENOSYM);
+}
+
+CUresult serve_rgpu_cu_host_func(CUstream stream, int ptsz, int callback, uint64_t id,
+                                 unsigned int flags, uint64_t token, int *captured)
+{
+    (void)stream, (void)ptsz, (void)callback, (void)id, (void)flags, (void)token;
+    if (captured)
+        *captured = 0;
+    return serve_transport(RGPU_ENOSYM);
+}
+
+/* session.c's own procedures: no queue here to fence, no workers whose
+ * failures went unreported. */
+rgpu_status serve_rgpu_fence(void)
+{
+    return RGPU_STATUS_OK;
+}
+
+rgpu_status serve_rgpu_unreported(struct rgpu_unreported *entries, size_t capacity,
+                                  size_t *count)
+{
+    (void)entries, (void)capacity;
+    if (!count)
+        return RGPU_STATUS_INVALID;
+    *count = 0;
+    return RGPU_STATUS_OK;
 }
 
 /* session.c's: what a serve_ function says of its call's transport. */
