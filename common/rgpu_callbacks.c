@@ -33,7 +33,6 @@
  * outstanding through a marker: an entry that runs nothing and ends when
  * the server's frame for it says the graph has passed. */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_wire.h"
 

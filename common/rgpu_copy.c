@@ -9,7 +9,6 @@
  * large reply's bytes are read straight into it (a sink, as a data frame:
  * common/rgpu_proto.h). */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 
 #include <stdlib.h>
 #include <string.h>

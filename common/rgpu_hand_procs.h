@@ -1,11 +1,12 @@
 /* Hand-written procedures: calls that still pack their arguments by hand
- * (kernel arguments, modules, graphs, shared memory, cuBLASLt's
- * descriptors), until they move to the codec as rgpu's own procedures
- * (codegen/<lib>_own.h) as the copies, host functions, NVML lists and
- * log settings did.  Client side in stubs/ and common/, server side in
- * the daemon files named.  Their ids come from
- * rgpu_proc_id() over these names, like the generated ones, so they are as
- * stable; the "rgpu." prefix keeps them apart from CUDA's own names.
+ * (launches, modules and JIT linking, graphs, the shared-memory copies,
+ * the library digest), until they move to the codec as rgpu's own
+ * procedures (codegen/<lib>_own.h), as the copies, host functions, NVML
+ * lists, log settings and cuBLASLt's descriptors did.  Client side in
+ * stubs/ and common/, server side in the daemon files named.  Their ids
+ * come from rgpu_proc_id() over these names, like the generated ones, so
+ * they are as stable; the "rgpu." prefix keeps them apart from CUDA's own
+ * names.
  *
  * Arguments (one msgpack array each; "bin" last where present):
  */

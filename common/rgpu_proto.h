@@ -52,7 +52,7 @@
  * (daemon/output.c, common/rgpu_output.c).
  *
  * A callback frame says that a stream reached the host function the client
- * enqueued under id (rgpu.host_func, common/rgpu_hand_procs.h), with the
+ * enqueued under id (rgpu_host_func, codegen/cudart_own.h), with the
  * status the driver passed; the stream waits until the client has run the
  * program's function and answered callback_done with that id.  The answer
  * is no request: it gets no reply and is read at once, whatever requests

@@ -1,7 +1,10 @@
-/* Hand-written driver-API procedures, server side (client side:
- * stubs/cuda_hand.c; argument lists: common/rgpu_hand_procs.h).  Launches:
- * daemon/hand_cuda_launch.c; modules, libraries and JIT linking:
- * hand_cuda_modules.c. */
+/* The driver API's procedures written by hand, server side: the serve_
+ * functions of rgpu's own (codegen/cuda_own.h: copies between host and
+ * device memory, whose one implementation for both APIs is
+ * daemon/copy.c, device attributes), and the shared-memory copies still
+ * packed by hand (client side: common/rgpu_mapped.c; argument lists:
+ * common/rgpu_hand_procs.h).  Launches: daemon/hand_cuda_launch.c;
+ * modules, libraries and JIT linking: hand_cuda_modules.c. */
 #include "rgpud.h"
 #include "copy.h"
 #include "image_check.h"

@@ -1,5 +1,10 @@
-/* Hand-written runtime procedures, server side (client side:
- * stubs/cudart_hand.c; argument lists: common/rgpu_hand_procs.h). */
+/* The runtime's procedures written by hand, server side: the serve_
+ * functions of rgpu's own (codegen/cudart_own.h: copies between host and
+ * device memory, whose one implementation for both APIs is
+ * daemon/copy.c, copies on the device, kernels' queries), cuBLAS's
+ * matrices (codegen/cublas_own.h), and the launches and library loads
+ * still packed by hand (client side: stubs/cudart_hand.c; argument lists:
+ * common/rgpu_hand_procs.h). */
 #include "rgpud.h"
 #include "copy.h"
 #include "image_check.h"
