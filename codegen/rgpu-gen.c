@@ -848,8 +848,8 @@ static void note_export(const char *line, const char *file)
 static int after_table_prefix(const char *line, const char *at)
 {
     const char *start = at;
-    while (start > line && (isupper((unsigned char)start[-1]) || isdigit((unsigned char)start[-1]) ||
-                            start[-1] == '_'))
+    while (start > line && (isupper((unsigned char)start[-1]) ||
+                            isdigit((unsigned char)start[-1]) || start[-1] == '_'))
         start--;
     return at - start > 6 && strncmp(start, "RGPU_", 5) == 0 && at[-1] == '_' &&
            (start == line || !is_ident(start[-1]));

@@ -184,12 +184,13 @@ static int find_addresses(pid_t pid)
 static void copies(uint64_t dev)
 {
     char got[16] = "", bytes[16] = "0123456789abcde";
-    expect("dtoh from session memory", CALL("cudart", "rgpu_dtoh", got, 4, U(4), U(4), U(elf_addr), U(0)),
-           CUDART_INVALID);
+    expect("dtoh from session memory",
+           CALL("cudart", "rgpu_dtoh", got, 4, U(4), U(4), U(elf_addr), U(0)), CUDART_INVALID);
     if (memcmp(got, "\177ELF", 4) == 0)
         printf("FAIL dtoh: read the session's ELF header\n"), failures++;
     expect("htod into session memory",
-           CALL("cudart", "rgpu_htod", NULL, 0, U(heap_addr), U(0), U(8), B(bytes, 8)), CUDART_INVALID);
+           CALL("cudart", "rgpu_htod", NULL, 0, U(heap_addr), U(0), U(8), B(bytes, 8)),
+           CUDART_INVALID);
     expect("htod past an allocation",
            CALL("cudart", "rgpu_htod", NULL, 0, U(dev + 4096 - 4), U(0), U(8), B(bytes, 8)),
            CUDART_INVALID);
@@ -221,11 +222,12 @@ static void copies(uint64_t dev)
            CALL("cudart", "rgpu_dtoh_2d", got, 4, U(8), U(8), U(dev), U(4096), U(4), U(2), U(0)),
            CUDART_INVALID);
     expect("dtoh2d pitch wrapping",
-           CALL("cudart", "rgpu_dtoh_2d", got, 4, U(12), U(12), U(dev), U(UINT64_MAX / 2), U(4), U(3),
-                U(0)),
+           CALL("cudart", "rgpu_dtoh_2d", got, 4, U(12), U(12), U(dev), U(UINT64_MAX / 2), U(4),
+                U(3), U(0)),
            CUDART_INVALID);
     expect("cuMemcpyHtoD into session memory",
-           CALL("cuda", "rgpu_cu_htod", NULL, 0, U(heap_addr), U(0), U(8), B(bytes, 8)), CU_INVALID);
+           CALL("cuda", "rgpu_cu_htod", NULL, 0, U(heap_addr), U(0), U(8), B(bytes, 8)),
+           CU_INVALID);
     expect("cuMemcpyDtoH from session memory",
            CALL("cuda", "rgpu_cu_dtoh", got, 4, U(4), U(4), U(elf_addr), U(0)), CU_INVALID);
     expect("cuMemcpyDtoD from session memory",
