@@ -1313,10 +1313,13 @@ static int collect_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc
 int rgpu_call_post(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                    const void *const *argv, struct rgpu_inflight *f)
 {
+    struct rgpu_bulk bulk;
+    struct rgpu_ticket *none;
     if (newer_than_server(lib, proc))
         return client_status(lib, lib->not_supported);
-    int rc = send_call(lib, proc, argv, policy_of(lib), 0, &f->bulk, &f->ticket);
-    if (rc == RGPU_OK && !f->ticket)
+    int rc = f ? send_call(lib, proc, argv, policy_of(lib), 0, &f->bulk, &f->ticket)
+               : send_call(lib, proc, argv, policy_of(lib), RGPU_CALL_NOREPLY, &bulk, &none);
+    if (rc == RGPU_OK && f && !f->ticket)
         rc = RGPU_EIO;
     return rc == RGPU_OK ? 0 : rgpu_transport_status(lib, proc->name, rc);
 }

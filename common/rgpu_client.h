@@ -36,12 +36,13 @@ int rgpu_call_unwaited_when(const struct rgpu_lib *lib, const struct rgpu_proc *
                             const void *const *argv, int unwaited);
 
 /* A generated call in two steps, so that several can be in flight (a
- * copy's chunks): post sends it, waiting for its reply whatever the
- * procedure is; finish collects the reply and copies the outputs through
- * argv.  The caller keeps argv, what it points at and *f until finish,
- * which follows every post that returned 0.  For rgpu's own procedures
- * that name no client-side object (rgpu_register_translator).  The
- * library's status. */
+ * copy's chunks): post sends it, and finish collects its reply and copies
+ * the outputs through argv.  The caller keeps argv, what it points at and
+ * *f until finish, which follows every post that returned 0.  With f NULL
+ * the call gets no reply (the caller's policy allowed it: its failure is
+ * reported by a later reply) and nothing follows.  For rgpu's own
+ * procedures that name no client-side object (rgpu_register_translator)
+ * and return no handle.  The library's status. */
 struct rgpu_inflight {
     struct rgpu_ticket *ticket;
     struct rgpu_bulk bulk;

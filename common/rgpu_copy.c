@@ -32,7 +32,10 @@ int rgpu_copy_to_device(const struct rgpu_lib *lib, const struct rgpu_proc *proc
         uint64_t at = dst + off;
         const void *data = (const char *)src + off;
         const void *argv[] = { &at, &stream, &n, &data };
-        int rc = rgpu_call_unwaited_when(lib, proc, argv, !last);
+        struct rgpu_inflight f;
+        int rc = rgpu_call_post(lib, proc, argv, last ? &f : NULL);
+        if (rc == 0 && last)
+            rc = rgpu_call_finish(lib, proc, argv, &f);
         if (rc != 0 || last)
             return rc;
         off += n;

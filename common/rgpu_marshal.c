@@ -448,15 +448,17 @@ static int buf_len_server(const struct rgpu_proc *proc, const struct rgpu_param 
     return buf_bytes(count, elem, bytes);
 }
 
-/* A stream parameter whose bytes stayed in the socket: its bin arrived
- * empty, and what is left must be exactly its length. */
-static int decode_streamed(const msgpack_object *o, size_t bytes, const struct rgpu_param *prm,
-                           struct rgpu_call_frame *f, unsigned i)
+/* A stream parameter (the last): its bytes stayed in the socket (its bin
+ * arrived empty, and what is left must be exactly its length), or they are
+ * in the frame, where the serve_ function reads them during the call: no
+ * copy of a frame buffer's bytes. */
+static int decode_streamed(const msgpack_object *o, size_t bytes, struct rgpu_call_frame *f,
+                           unsigned i)
 {
-    if (!(prm->flags & RGPU_PARAM_STREAM) || o->type != MSGPACK_OBJECT_BIN ||
-        o->via.bin.size != 0 || bytes != f->stream_len)
+    if (o->type != MSGPACK_OBJECT_BIN ||
+        o->via.bin.size != (f->stream_len ? 0 : bytes) || (f->stream_len && bytes != f->stream_len))
         return RGPU_EPROTO;
-    f->slot[i] = 0;
+    f->slot[i] = f->stream_len || !bytes ? 0 : (uint64_t)(uintptr_t)o->via.bin.ptr;
     return RGPU_OK;
 }
 
@@ -501,8 +503,8 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
         }
         if (prm->kind == RGPU_IN_BUF) {
             rc = buf_len_server(proc, prm, f, &bytes);
-            if (rc == RGPU_OK && f->stream_len && i == proc->nparams - 1u)
-                return decode_streamed(o, bytes, prm, f, i);
+            if (rc == RGPU_OK && (prm->flags & RGPU_PARAM_STREAM))
+                return decode_streamed(o, bytes, f, i);
             return rc != RGPU_OK ? rc : decode_bytes(o, bytes, 1, f, i);
         }
         rc = buf_len_server(proc, prm, f, &bytes);

@@ -47,7 +47,9 @@ enum rgpu_param_flags {
     /* IN_BUF, the last parameter: the client writes its bytes from the
      * caller's memory after the rest of the frame (rgpu_bulk.payload); the
      * server leaves one of RGPU_STREAM_MIN bytes or more in the socket,
-     * for the serve_ function to read while it works (a copy's pieces). */
+     * for the serve_ function to read while it works (a copy's pieces),
+     * and hands a smaller one over where the frame holds it, uncopied
+     * (the serve_ function only reads it, during the call). */
     RGPU_PARAM_STREAM = 1u << 0,
     /* OUT_BUF: of RGPU_STREAM_MIN bytes or more, the server sends its bytes
      * ahead of the reply as a data frame (common/rgpu_proto.h) that the
