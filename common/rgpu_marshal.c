@@ -78,23 +78,6 @@ static void buf_dims(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                  ? 1 : count_from_value(vals[prm->len_arg], proc->params[prm->len_arg].size);
 }
 
-/* Whether a buffer can be sent: its element type, where an argument names
- * it, one the size function knows (the server takes an unknown one for a
- * protocol error and closes the session), and its length one a frame can
- * hold (a negative count, read as a huge one, must not make the client
- * read far past the program's array). */
-static int buf_sendable(const struct rgpu_proc *proc, const struct rgpu_param *prm,
-                        const void *const *argv)
-{
-    uint64_t count;
-    uint32_t elem;
-    size_t bytes;
-    buf_dims(proc, prm, argv, &count, &elem);
-    if (prm->elem && elem == 0)
-        return 0;
-    return buf_bytes(count, elem, &bytes) == RGPU_OK;
-}
-
 static size_t buf_len_client(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                              const void *const *argv)
 {
@@ -166,30 +149,46 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
     return rgpu_encode_call(pk, proc, argv, pol, NULL);
 }
 
-/* A stream or sink parameter, when the sender moves its bytes itself
- * (bulk): noted there.  Returns 1 when the stream's bytes are left out of
- * pk (the sender packs their bin), else 0. */
-static int note_bulk(const struct rgpu_proc *proc, unsigned i, const void *ptr,
-                     const void *const *argv, struct rgpu_bulk *bulk)
+/* A stream or sink parameter of len bytes, when the sender moves its
+ * bytes itself (bulk): noted there.  Returns 1 when the stream's bytes are
+ * left out of pk (the sender packs their bin), else 0. */
+static int note_bulk(const struct rgpu_param *prm, unsigned i, const void *ptr, size_t len,
+                     struct rgpu_bulk *bulk)
 {
-    const struct rgpu_param *prm = &proc->params[i];
-    if (!bulk || !ptr)
+    if (!bulk || !ptr || !(prm->flags & (RGPU_PARAM_SINK | RGPU_PARAM_STREAM)))
         return 0;
     if (prm->flags & RGPU_PARAM_SINK) {
         bulk->sink = (void *)(uintptr_t)ptr;
-        bulk->sink_len = buf_len_client(proc, prm, argv);
+        bulk->sink_len = len;
         bulk->sink_param = i;
-    }
-    if (!(prm->flags & RGPU_PARAM_STREAM))
         return 0;
+    }
     bulk->payload = ptr;
-    bulk->payload_len = buf_len_client(proc, prm, argv);
+    bulk->payload_len = len;
     return 1;
+}
+
+/* A buffer's bytes, client side, or -1 when it cannot be sent: its element
+ * type, where an argument names it, one the size function does not know
+ * (the server takes an unknown one for a protocol error and closes the
+ * session), or its length more than a frame can hold (a negative count,
+ * read as a huge one, must not make the client read far past the
+ * program's array). */
+static int buf_len_sendable(const struct rgpu_proc *proc, const struct rgpu_param *prm,
+                            const void *const *argv, size_t *len)
+{
+    uint64_t count;
+    uint32_t elem;
+    buf_dims(proc, prm, argv, &count, &elem);
+    if ((prm->elem && elem == 0) || buf_bytes(count, elem, len) != RGPU_OK)
+        return -1;
+    return 0;
 }
 
 int rgpu_encode_call(msgpack_packer *pk, const struct rgpu_proc *proc, const void *const *argv,
                      const struct rgpu_scalar_policy *pol, struct rgpu_bulk *bulk)
 {
+    size_t len;
     if (bulk)
         memset(bulk, 0, sizeof *bulk);
     msgpack_pack_array(pk, proc->nparams);
@@ -224,16 +223,18 @@ int rgpu_encode_call(msgpack_packer *pk, const struct rgpu_proc *proc, const voi
             break;
         case RGPU_IN_BUF:
         case RGPU_INOUT_BUF:
-            if (ptr && !buf_sendable(proc, prm, argv))
+            len = 0;
+            if (ptr && buf_len_sendable(proc, prm, argv, &len) < 0)
                 return RGPU_EPROTO;
-            if (!note_bulk(proc, i, ptr, argv, bulk))
-                pack_bytes_or_nil(pk, ptr, buf_len_client(proc, prm, argv));
+            if (!note_bulk(prm, i, ptr, len, bulk))
+                pack_bytes_or_nil(pk, ptr, len);
             break;
         case RGPU_OUT_BUF:
-            if (ptr && !buf_sendable(proc, prm, argv))
+            len = 0;
+            if (ptr && buf_len_sendable(proc, prm, argv, &len) < 0)
                 return RGPU_EPROTO;
-            note_bulk(proc, i, ptr, argv, bulk);
-            msgpack_pack_uint64(pk, ptr ? buf_len_client(proc, prm, argv) : 0);
+            note_bulk(prm, i, ptr, len, bulk);
+            msgpack_pack_uint64(pk, len);
             break;
         case RGPU_SCALAR_IN:
         case RGPU_SCALAR_OUT:
