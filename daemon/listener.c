@@ -342,6 +342,12 @@ static void start_session(int fd, int source, int lfd, int sfd,
 {
     struct ipc_seed seed;
     int line[2];
+    if (L.n == L.cap) {
+        /* Cannot happen: admission.c and --max-sessions bound them. */
+        rgpu_error("the table of sessions is full: closing a connection");
+        close(fd);
+        return;
+    }
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, line) < 0) {
         rgpu_error("socketpair: %s", strerror(errno));
         close(fd);
