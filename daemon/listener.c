@@ -141,8 +141,10 @@ static void note_file(struct session *s, const struct sandbox_ipc_file *m)
             s->files_cap = cap;
         }
     }
-    if (s->nfiles < s->files_cap)
+    if (s->nfiles < s->files_cap) {
         s->files[s->nfiles++] = f;
+        rgpu_debug("session %d made /dev/shm/%s", (int)s->pid, f.name);
+    }
     else if (!s->warned++)
         rgpu_warn("session %d has more than %d CUDA IPC files in /dev/shm: those beyond are "
                   "left there when it ends", (int)s->pid, MAX_IPC_FILES);
