@@ -67,6 +67,9 @@
 # CUDA 13 and by that CUDA 12 runtime (rgpud --cuda12-lib-dir), one item.
 # RGPU_MINOR (1): tests/gpu/minor_check.sh, a program built against CUDA
 # 13.5's headers natively and through rgpu on this 13.0 host, one item.
+# RGPU_IPC_FILES (1): tests/gpu/ipc_files_check.sh, the driver's CUDA IPC
+# files (/dev/shm/cuda.shm.*) left by rgpud's sessions once they end,
+# after a clean run and a killed session (none may be), one item.
 # RGPU_MULTIGPU (1): tests/gpu/multigpu_check.sh, rgpud's --devices subset
 # (on one GPU too) and, with two GPUs or more, the multi-GPU programs
 # natively and through rgpu, one item; the PyTorch checks on two GPUs are
@@ -484,6 +487,12 @@ run_minor() {
     run_program_check "CUDA 13.x on a 13.0 host" minor_check minor_prog
 }
 
+# The driver's CUDA IPC files do not outlive rgpud's sessions
+# (tests/gpu/ipc_files_check.sh, with its own sandboxed rgpud): one item.
+run_ipc_files() {
+    run_program_check "CUDA IPC files in /dev/shm" ipc_files_check progs/ipc
+}
+
 # run_program_check TITLE SCRIPT PROGRAM: tests/gpu/SCRIPT.sh, which runs
 # BUILD/tests/PROGRAM natively and through rgpu, as one item.
 run_program_check() {
@@ -899,6 +908,7 @@ main() {
     [ "${RGPU_NVCC_PROGS:-1}" = 0 ] || run_nvcc_progs
     [ "${RGPU_CUDA12:-1}" = 0 ] || run_cuda12
     [ "${RGPU_MINOR:-1}" = 0 ] || run_minor
+    [ "${RGPU_IPC_FILES:-1}" = 0 ] || run_ipc_files
     [ "${RGPU_MULTIGPU:-1}" = 0 ] || run_multigpu
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
     [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi
