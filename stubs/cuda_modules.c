@@ -323,7 +323,7 @@ static CUresult load_image(const char *proc, const char *what, uint64_t *handle,
     jit_apply(j, rgpu_reply_out(&reply, 1));
     if (rc == CUDA_SUCCESS) {
         *handle = rgpu_reply_u64(&reply, 0);
-        rgpu_output_note_image(image, size);    /* may its kernels printf? */
+        rgpu_printing_image_loaded(*handle, image, size);  /* which kernels may printf */
     }
     rgpu_reply_free(&reply);
     return rc;

@@ -41,6 +41,7 @@ struct module {
     const void *image;
     size_t image_size;
     uint64_t library;           /* server handle once loaded, else 0 */
+    struct rgpu_print_scan *printing;   /* its kernels that may printf, once loaded */
     pthread_mutex_t lock;
 };
 
@@ -50,6 +51,7 @@ struct kernel {
     struct module *mod;
     const void *host_fn;        /* the host stub nvcc generated */
     char *name;                 /* mangled device name */
+    int may_print;              /* whether it may printf, once resolved */
     uint64_t handle;            /* server cudaKernel_t once resolved */
     struct rgpu_layout layout;
     struct kernel_facts *facts; /* per device; facts_lock */
@@ -290,7 +292,7 @@ static int module_load(struct module *m)
     rc = rgpu_reply_status(LIB, &reply);
     if (rc == cudaSuccess) {
         m->library = rgpu_reply_u64(&reply, 0);
-        rgpu_output_note_image(m->image, m->image_size);   /* may its kernels printf? */
+        m->printing = rgpu_printing_scan(m->image, m->image_size);
     } else {
         rgpu_debug("loading a module of %zu bytes failed: %d", m->image_size, rc);
     }
@@ -325,10 +327,15 @@ static int kernel_resolve(struct kernel *k)
     if (rc == RGPU_REPLY_READY) {
         rc = rgpu_reply_status(LIB, &reply);
         if (rc == cudaSuccess) {
-            if (rgpu_layout_parse(rgpu_reply_out(&reply, 1), &k->layout) < 0)
+            if (rgpu_layout_parse(rgpu_reply_out(&reply, 1), &k->layout) < 0) {
                 rc = RESULT(cudaErrorInvalidDeviceFunction);
-            else
-                __atomic_store_n(&k->handle, rgpu_reply_u64(&reply, 0), __ATOMIC_RELEASE);
+            } else {
+                uint64_t h = rgpu_reply_u64(&reply, 0);
+                k->may_print = rgpu_printing_scan_may_print(k->mod->printing, k->name);
+                /* The handle may reach the driver's launches (cudaGetKernel). */
+                rgpu_printing_function_is(h, k->mod->library, k->may_print);
+                __atomic_store_n(&k->handle, h, __ATOMIC_RELEASE);
+            }
         }
         rgpu_reply_free(&reply);
     }
@@ -526,6 +533,7 @@ static cudaError_t launch(const struct launch *L)
         rc = rgpu_req_send(&req, NULL) == RGPU_OK ? cudaSuccess
                                                   : rgpu_transport_status(LIB, L->what,
                                                                           RGPU_EIO);
+    rgpu_printing_launched((uint64_t)(uintptr_t)L->stream, L->k->may_print);
     if (params != small)
         free(params);
     return rc;
@@ -657,6 +665,7 @@ int rgpu_cudart_kernel_pack(const void *func, void **args, uint64_t *handle,
     rgpu_layout_pack(&k->layout, args, *buf);
     *handle = k->handle;
     *len = k->layout.bytes;
+    rgpu_printing_graph_kernel(k->may_print);
     return cudaSuccess;
 }
 
@@ -948,6 +957,7 @@ RGPU_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const v
         if (rc != cudaSuccess)
             return rc;
         function = (uint64_t)(uintptr_t)fn;
+        rgpu_printing_function_is(function, k->mod->library, k->may_print);
         pthread_mutex_lock(&facts_lock);
         if ((f = facts_of(k, dev, epoch)) != NULL)
             f->function = function;
