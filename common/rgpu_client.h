@@ -322,14 +322,18 @@ int rgpu_stream_device(uint64_t stream);
  * them, NULL or the per-thread stream as the entry point means it. */
 #define RGPU_PER_THREAD_STREAM 2    /* cudaStreamPerThread, CU_STREAM_PER_THREAD */
 struct rgpu_print_scan;
-/* A runtime module's image scanned (rgpu_printf_scan.h), kept by the
- * caller for its kernels' names; NULL when out of memory (every kernel
- * may print). */
-struct rgpu_print_scan *rgpu_printing_scan(const void *image, size_t size);
+/* A runtime module's image scanned (rgpu_printf_scan.h) for GPUs of
+ * compute capabilities archs (major * 10 + minor; narchs 0: unknown, any
+ * GPU), kept by the caller for its kernels' names; NULL when out of memory
+ * (every kernel may print). */
+#define RGPU_MAX_GPU_ARCHS 64
+struct rgpu_print_scan *rgpu_printing_scan(const void *image, size_t size, const unsigned *archs,
+                                           size_t narchs);
 int rgpu_printing_scan_may_print(const struct rgpu_print_scan *s, const char *name);
-/* A module or library loaded as handle from image, scanned and kept until
- * it is unloaded. */
-void rgpu_printing_image_loaded(uint64_t handle, const void *image, size_t size);
+/* A module or library loaded as handle from image, scanned so and kept
+ * until it is unloaded. */
+void rgpu_printing_image_loaded(uint64_t handle, const void *image, size_t size,
+                                const unsigned *archs, size_t narchs);
 /* A module got from a library (cuLibraryGetModule): the library's. */
 void rgpu_printing_image_alias(uint64_t module, uint64_t library);
 /* A function or kernel handle got from `from`: a module or library, by

@@ -27,8 +27,10 @@
  * of another kind, a failed decompression, a cubin naming vprintf without
  * a call graph, a marker of another meaning) makes the whole image
  * unknown: every kernel may print.  A fatbin's entries (per architecture,
- * cubins and PTX, LZ4- or zstd-compressed) are all read, and a kernel may
- * print when it does in any of them. */
+ * cubins and PTX, LZ4- or zstd-compressed) are read where the GPUs the
+ * image is for may run them, and a kernel may print when it does in any of
+ * those: kernels differ by architecture (PyTorch's flash attention calls
+ * printf in its cubins for GPUs too old for it, and only there). */
 #include "rgpu_printf_scan.h"
 
 #include <elf.h>
@@ -92,6 +94,8 @@ struct names {
 
 struct scan {
     struct names clean, printing;   /* kernels as each entry found them */
+    const unsigned *archs;          /* the GPUs', major * 10 + minor */
+    size_t narchs;                  /* 0: any GPU */
     int unknown;
     int oom;
 };
@@ -796,6 +800,18 @@ static const unsigned char *entry_bytes(const unsigned char *h, const unsigned c
     return *out;
 }
 
+/* Whether one of the GPUs may run an entry for arch (major * 10 + minor):
+ * a cubin runs on GPUs of its major version (with a minor as large, or of
+ * its architecture or family alone: all count here), PTX is compiled for
+ * GPUs of its version or newer. */
+static int runs_on_gpus(const struct scan *sc, unsigned kind, uint32_t arch)
+{
+    for (size_t i = 0; i < sc->narchs; i++)
+        if (kind == ENTRY_ELF ? sc->archs[i] / 10 == arch / 10 : arch <= sc->archs[i])
+            return 1;
+    return sc->narchs == 0;
+}
+
 static void scan_entry(struct scan *sc, const unsigned char *h, size_t header_len,
                        size_t payload_len)
 {
@@ -806,6 +822,8 @@ static void scan_entry(struct scan *sc, const unsigned char *h, size_t header_le
         sc->unknown = 1;
         return;
     }
+    if (!runs_on_gpus(sc, kind, u32(h + 28)))
+        return;                 /* the driver never loads it */
     const unsigned char *p = entry_bytes(h, h + header_len, payload_len, &owned, &len);
     if (!p)
         sc->unknown = 1;
@@ -899,12 +917,15 @@ static void settle(struct scan *sc, struct rgpu_print_scan *s)
     memset(&sc->clean, 0, sizeof sc->clean);
 }
 
-int rgpu_print_scan(const void *image, size_t size, struct rgpu_print_scan *s)
+int rgpu_print_scan(const void *image, size_t size, const unsigned *archs, size_t narchs,
+                    struct rgpu_print_scan *s)
 {
     struct scan sc;
     const unsigned char *p = image;
     memset(&sc, 0, sizeof sc);
     memset(s, 0, sizeof *s);
+    sc.archs = archs;
+    sc.narchs = archs ? narchs : 0;
 
     if (!p || size == 0)
         sc.unknown = 1;

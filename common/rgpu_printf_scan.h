@@ -18,9 +18,12 @@ struct rgpu_print_scan {
     size_t nclean;
 };
 
-/* Scan size bytes of an image.  0, or -1 when memory ran out (the scan is
- * then unknown, as for an image it cannot read). */
-int rgpu_print_scan(const void *image, size_t size, struct rgpu_print_scan *s);
+/* Scan size bytes of an image for the GPUs of compute capabilities archs
+ * (major * 10 + minor; narchs 0: for any GPU): entries of a fatbin that
+ * none of them would load are left out.  0, or -1 when memory ran out (the
+ * scan is then unknown, as for an image it cannot read). */
+int rgpu_print_scan(const void *image, size_t size, const unsigned *archs, size_t narchs,
+                    struct rgpu_print_scan *s);
 /* Whether the kernel of that (mangled) name may print. */
 int rgpu_print_scan_may_print(const struct rgpu_print_scan *s, const char *name);
 void rgpu_print_scan_free(struct rgpu_print_scan *s);

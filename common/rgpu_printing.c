@@ -8,8 +8,8 @@
  * synchronise that waited, and only then.  What the client keeps for that:
  *
  * - images: each module or library image loaded is scanned
- *   (rgpu_printf_scan.c) for the kernels that may print, and kept by its
- *   handle until it is unloaded;
+ *   (rgpu_printf_scan.c) for the kernels that may print on the server's
+ *   GPUs, and kept by its handle until it is unloaded;
  * - functions: each function or kernel handle the program learns from an
  *   image (by name: cuModuleGetFunction, cuLibraryGetKernel; a runtime
  *   kernel) is recorded with whether it may print, until its image is
@@ -69,11 +69,12 @@ struct image {
 };
 static struct image *images;        /* lock */
 
-struct rgpu_print_scan *rgpu_printing_scan(const void *image, size_t size)
+struct rgpu_print_scan *rgpu_printing_scan(const void *image, size_t size, const unsigned *archs,
+                                           size_t narchs)
 {
     struct rgpu_print_scan *s = calloc(1, sizeof *s);
     if (s)
-        (void)rgpu_print_scan(image, size, s);     /* out of memory: unknown */
+        (void)rgpu_print_scan(image, size, archs, narchs, s);  /* out of memory: unknown */
     if (!s || s->any_prints)
         raise_flag(&images_may_print);
     return s;
@@ -193,10 +194,11 @@ static const struct function *function_find(uint64_t handle)
 
 /* ---- what the stubs tell ------------------------------------------------------------ */
 
-void rgpu_printing_image_loaded(uint64_t handle, const void *image, size_t size)
+void rgpu_printing_image_loaded(uint64_t handle, const void *image, size_t size,
+                                const unsigned *archs, size_t narchs)
 {
     rgpu_printing_unloaded(handle);     /* the value of unloaded code, handed out again */
-    struct rgpu_print_scan *scan = rgpu_printing_scan(image, size);
+    struct rgpu_print_scan *scan = rgpu_printing_scan(image, size, archs, narchs);
     if (!scan)
         return;                         /* its functions count as unknown */
     pthread_mutex_lock(&lock);

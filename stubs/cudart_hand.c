@@ -265,6 +265,24 @@ static struct var *var_by_host(const void *host)
 
 /* ---- modules reach the server on first use -------------------------------- */
 
+/* The compute capabilities of the server's GPUs (major * 10 + minor): the
+ * fatbin entries the driver may load for them are those scanned for
+ * printf (common/rgpu_printf_scan.c).  Asked once per device; 0 when they
+ * cannot be told (every entry counts then).  The thread's last error stays
+ * as it was. */
+static size_t gpu_archs(unsigned archs[RGPU_MAX_GPU_ARCHS])
+{
+    struct cudaDeviceProp p;
+    int saved = rgpu_last_error(0), n = 0;
+    size_t k = 0;
+    if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0 && n <= RGPU_MAX_GPU_ARCHS)
+        while (k < (size_t)n && cudaGetDeviceProperties(&p, (int)k) == cudaSuccess)
+            archs[k++] = (unsigned)(p.major * 10 + p.minor);
+    rgpu_last_error(1);
+    rgpu_runtime_result(saved);
+    return n > 0 && k == (size_t)n ? k : 0;
+}
+
 static int module_load(struct module *m)
 {
     struct rgpu_req req;
@@ -290,13 +308,15 @@ static int module_load(struct module *m)
     if (rc != RGPU_REPLY_READY)
         goto out;
     rc = rgpu_reply_status(LIB, &reply);
-    if (rc == cudaSuccess) {
+    if (rc == cudaSuccess)
         m->library = rgpu_reply_u64(&reply, 0);
-        m->printing = rgpu_printing_scan(m->image, m->image_size);
-    } else {
+    else
         rgpu_debug("loading a module of %zu bytes failed: %d", m->image_size, rc);
-    }
     rgpu_reply_free(&reply);
+    if (rc == cudaSuccess) {
+        unsigned archs[RGPU_MAX_GPU_ARCHS];
+        m->printing = rgpu_printing_scan(m->image, m->image_size, archs, gpu_archs(archs));
+    }
 out:
     pthread_mutex_unlock(&m->lock);
     return rc;

@@ -65,6 +65,16 @@ extern "C" __global__ void k_virtual(int *p)
     o->go(p);
 }
 
+// Prints in its code for GPUs older than sm_90 only, as PyTorch's flash
+// attention does (archs.fatbin holds sm_80 and sm_90 cubins).
+extern "C" __global__ void k_arch(int *p)
+{
+#if __CUDA_ARCH__ < 900
+    printf("k_arch needs sm_90\n");
+#endif
+    p[0] = 1;
+}
+
 // Silent: a helper, an assert, the device heap.
 extern "C" __global__ void k_quiet(int *p) { p[threadIdx.x] += triple(p[0]); }
 extern "C" __global__ void k_assert(int *p) { assert(p[0] == 0); }

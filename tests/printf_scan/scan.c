@@ -9,7 +9,9 @@
  * zstd-compressed.  In each, the kernels that reach printf (directly,
  * through device functions, recursion, a function pointer, a virtual call)
  * may print and the others (a helper, an assert, the device heap) do not.
- * Then images it must not trust: every kernel of them may print. */
+ * A kernel that prints in its sm_80 code only may print on an A100
+ * (8.0) or an RTX 3090 (8.6), not on an H200 (9.0).  Then images it must
+ * not trust: every kernel of them may print. */
 #include "rgpu_printf_scan.h"
 
 #include <stdint.h>
@@ -23,6 +25,17 @@ static const char *const silent[] = { "k_quiet", "k_assert", "k_heap" };
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static int failures;
+
+static void check(int ok, const char *what, const char *detail);
+
+/* A scan for GPUs of those compute capabilities (none: any GPU). */
+static struct rgpu_print_scan scan_for(const void *image, size_t size, const unsigned *archs,
+                                       size_t narchs)
+{
+    struct rgpu_print_scan s;
+    rgpu_print_scan(image, size, archs, narchs, &s);
+    return s;
+}
 
 static void check(int ok, const char *what, const char *detail)
 {
@@ -54,7 +67,7 @@ static void expect_known(const char *name, const void *image, size_t size)
 {
     struct rgpu_print_scan s;
     char what[512];
-    int rc = rgpu_print_scan(image, size, &s);
+    int rc = rgpu_print_scan(image, size, NULL, 0, &s);
     snprintf(what, sizeof what, "%s: read (%zu silent kernels)", name, s.nclean);
     check(rc == 0 && !s.unknown && s.any_prints, what, NULL);
     for (size_t i = 0; i < COUNT(printing); i++) {
@@ -73,12 +86,59 @@ static void expect_known(const char *name, const void *image, size_t size)
 /* The scan trusts nothing of the image: every kernel may print. */
 static void expect_unknown(const char *what, const void *image, size_t size)
 {
-    struct rgpu_print_scan s;
-    rgpu_print_scan(image, size, &s);
+    struct rgpu_print_scan s = scan_for(image, size, NULL, 0);
     int all = s.unknown && s.any_prints;
     for (size_t i = 0; i < COUNT(silent); i++)
         all = all && rgpu_print_scan_may_print(&s, silent[i]);
     check(all, what, "every kernel may print");
+    rgpu_print_scan_free(&s);
+}
+
+/* ---- entries for other GPUs ----------------------------------------------------------- */
+
+/* archs.fatbin: k_arch prints in its sm_80 cubin alone. */
+static void per_gpu(const void *image, size_t size)
+{
+    static const unsigned h200[] = { 90 }, a100[] = { 80 }, rtx3090[] = { 86 },
+                          mixed[] = { 90, 86 }, t4[] = { 75 };
+    struct rgpu_print_scan s = scan_for(image, size, h200, 1);
+    check(!s.unknown && !rgpu_print_scan_may_print(&s, "k_arch") &&
+              rgpu_print_scan_may_print(&s, "k_print"),
+          "archs.fatbin for sm_90: k_arch cannot print, k_print may", NULL);
+    rgpu_print_scan_free(&s);
+    s = scan_for(image, size, a100, 1);
+    check(rgpu_print_scan_may_print(&s, "k_arch") && !rgpu_print_scan_may_print(&s, "k_quiet"),
+          "archs.fatbin for sm_80: k_arch may print, k_quiet cannot", NULL);
+    rgpu_print_scan_free(&s);
+    s = scan_for(image, size, rtx3090, 1);
+    check(rgpu_print_scan_may_print(&s, "k_arch"), "archs.fatbin for sm_86: k_arch may print",
+          NULL);
+    rgpu_print_scan_free(&s);
+    s = scan_for(image, size, mixed, 2);
+    check(rgpu_print_scan_may_print(&s, "k_arch"),
+          "archs.fatbin for sm_90 and sm_86 at once: k_arch may print", NULL);
+    rgpu_print_scan_free(&s);
+    s = scan_for(image, size, NULL, 0);
+    check(rgpu_print_scan_may_print(&s, "k_arch"),
+          "archs.fatbin for GPUs unknown: k_arch may print", NULL);
+    rgpu_print_scan_free(&s);
+    s = scan_for(image, size, t4, 1);
+    check(rgpu_print_scan_may_print(&s, "k_quiet"),
+          "archs.fatbin for sm_75, which runs none of it: every kernel may print", NULL);
+    rgpu_print_scan_free(&s);
+}
+
+/* zstd.fatbin holds an sm_90 cubin and compute_80 PTX: an sm_86 GPU
+ * compiles the PTX, an sm_75 one runs neither. */
+static void ptx_for_newer(const void *image, size_t size)
+{
+    static const unsigned rtx3090[] = { 86 }, t4[] = { 75 };
+    struct rgpu_print_scan s = scan_for(image, size, rtx3090, 1);
+    check(!rgpu_print_scan_may_print(&s, "k_quiet") && rgpu_print_scan_may_print(&s, "k_arch"),
+          "zstd.fatbin for sm_86: its PTX read", NULL);
+    rgpu_print_scan_free(&s);
+    s = scan_for(image, size, t4, 1);
+    check(rgpu_print_scan_may_print(&s, "k_quiet"), "zstd.fatbin for sm_75: nothing read", NULL);
     rgpu_print_scan_free(&s);
 }
 
@@ -133,8 +193,7 @@ static void texts(void)
 {
     static const char quiet[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
                                 ".visible .entry k_quiet()\n{\n\tret;\n}\n";
-    struct rgpu_print_scan s;
-    rgpu_print_scan(quiet, sizeof quiet, &s);
+    struct rgpu_print_scan s = scan_for(quiet, sizeof quiet, NULL, 0);
     check(!s.unknown && !s.any_prints && !rgpu_print_scan_may_print(&s, "k_quiet"),
           "PTX without printf: nothing may print", NULL);
     rgpu_print_scan_free(&s);
@@ -156,6 +215,11 @@ int main(int argc, char **argv)
         check(image != NULL, name, image ? NULL : "cannot read it");
         if (!image)
             continue;
+        if (strcmp(name, "archs.fatbin") == 0) {
+            per_gpu(image, size);
+            free(image);
+            continue;
+        }
         expect_known(name, image, size);
         if (strstr(name, "zstd") && !fatbin) {
             fatbin = image;
@@ -168,8 +232,10 @@ int main(int argc, char **argv)
         }
     }
     check(fatbin && cubin, "the compressed fatbin and the whole-program cubin were given", NULL);
-    if (fatbin)
+    if (fatbin) {
+        ptx_for_newer(fatbin, fatbin_size);
         damaged_fatbins(fatbin, fatbin_size);
+    }
     if (cubin)
         cubin_without_callgraph(cubin, cubin_size);
     texts();
