@@ -170,26 +170,29 @@ static int keep_unless_is(const struct function *f, uint64_t handle)
     return f->handle != handle;
 }
 
-/* With lock held. */
-static void function_set(uint64_t handle, uint64_t origin, int may_print)
-{
-    if ((functions_used + 1) * 2 > functions_cap &&
-        functions_rebuild(functions_cap ? functions_cap * 2 : 256, keep_all, 0) < 0) {
-        return;             /* unrecorded: it falls under the rule for unknown handles */
-    }
-    size_t i = slot_of(functions, functions_cap, handle);
-    if (!functions[i].handle)
-        functions_used++;
-    functions[i] = (struct function){ handle, origin, may_print };
-}
-
 /* With lock held: the record, or NULL. */
-static const struct function *function_find(uint64_t handle)
+static struct function *function_find(uint64_t handle)
 {
     if (!functions_cap || !handle)
         return NULL;
     size_t i = slot_of(functions, functions_cap, handle);
     return functions[i].handle ? &functions[i] : NULL;
+}
+
+/* With lock held: the record of handle made or replaced. */
+static void function_set(uint64_t handle, uint64_t origin, int may_print)
+{
+    struct function *f = function_find(handle);
+    if (!handle)
+        return;
+    if (!f && (functions_used + 1) * 2 > functions_cap &&
+        functions_rebuild(functions_cap ? functions_cap * 2 : 256, keep_all, 0) < 0)
+        return;             /* unrecorded: it falls under the rule for unknown handles */
+    if (!f) {
+        f = &functions[slot_of(functions, functions_cap, handle)];
+        functions_used++;
+    }
+    *f = (struct function){ handle, origin, may_print };
 }
 
 /* ---- what the stubs tell ------------------------------------------------------------ */
