@@ -20,7 +20,8 @@
 # RGPU_BENCH=0 skip those parts, RGPU_LADDER=1 adds the PyTorch ladder
 # (RGPU_LADDER_RUNGS picks rungs), RGPUD_ARGS more options for rgpud (e.g.
 # --sandbox-audit), RGPU_PROFILE=1 a table of where nanogpt
-# waits on the network (RGPU_PROFILE_STEPS, default 50).
+# waits on the network (RGPU_PROFILE_STEPS, default 50); RGPU_PRINTF_WAITS=0
+# skips the count of waits after a kernel that printed (run_printf_waits).
 #
 # RGPU_TRAIN=1 adds training steps over emulated links (off by default: it
 # needs PyTorch and takes minutes, at most its budget below): a second rgpud on TCP
@@ -696,6 +697,34 @@ run_profile() {
     log_file "nanogpt profile" "$WORK/profile.out"
 }
 
+# Synchronises wait only after kernels that may printf
+# (docs/synchronisation.md): tests/progs/printf_step through rgpu for 20 and
+# 60 training-like steps after one kernel of its module printed, under
+# RGPU_STATS=1, through the runtime, the driver API and with 64 MiB batches;
+# the 40 extra steps may wait for their 4 loss reads only.
+run_printf_waits() {
+    local variant steps w20 w60
+    say ""
+    say "== waits after a printf: printf_step, 40 extra steps (want 4: the loss reads)"
+    for variant in runtime driver big; do
+        for steps in 20 60; do
+            RGPU_STATS=1 run_prog_as rgpu "printf-waits-$variant-$steps" "$STUBS" \
+                "$PROGS/printf_step" "$PROG_TIMEOUT" "$steps" "$variant" > /dev/null
+        done
+        w20=$(awk '$1 == "rgpu:" && $3 == "calls" && $4 == "waited" { print $2 }' \
+            "$WORK/printf-waits-$variant-20.rgpu.err")
+        w60=$(awk '$1 == "rgpu:" && $3 == "calls" && $4 == "waited" { print $2 }' \
+            "$WORK/printf-waits-$variant-60.rgpu.err")
+        if [ -n "$w20" ] && [ -n "$w60" ] && [ $((w60 - w20)) -eq 4 ]; then
+            say "printf_step $variant: $((w60 - w20)) waits in 40 steps: PASS"
+        else
+            say "printf_step $variant: ${w20:-?} waits in 20 steps, ${w60:-?} in 60: FAIL"
+            log_file "printf_step $variant, 60 steps, stderr" \
+                "$WORK/printf-waits-$variant-60.rgpu.err"
+        fi
+    done
+}
+
 # --- training over emulated links (RGPU_TRAIN=1) -----------------------------
 
 TRAIN_RGPUD_PID=
@@ -917,6 +946,7 @@ main() {
         say ""
         say "issue-11 items: $ITEMS_PASSED passed, $ITEMS_FAILED failed, $ITEMS_SKIPPED skipped"
     fi
+    [ "${RGPU_PRINTF_WAITS:-1}" = 0 ] || [ ! -x "$PROGS/printf_step" ] || run_printf_waits
     [ "${RGPU_BENCH:-1}" = 0 ] || run_bench
     [ -n "${RGPU_LADDER:-}" ] && run_ladder
     [ -n "${RGPU_PROFILE:-}" ] && run_profile
