@@ -89,3 +89,40 @@ uint32_t rgpu_cudnn_data_type_size(int type)
         return 0;
     }
 }
+
+/* The bytes of one element of a cudnnDataType_t, for the value of a tensor
+ * passed by value (the client reads it at the host address the program
+ * gave, stubs/cudnn_backend.c).  Sub-byte types take a whole byte; 0 for
+ * the unknown. */
+uint32_t rgpu_cudnn_value_size(int dtype);
+
+uint32_t rgpu_cudnn_value_size(int dtype)
+{
+    switch (dtype) {
+    case CUDNN_DATA_COMPLEX_FP64:
+        return 16;
+    case CUDNN_DATA_DOUBLE:
+    case CUDNN_DATA_INT64:
+    case CUDNN_DATA_COMPLEX_FP32:
+        return 8;
+    case CUDNN_DATA_FLOAT:
+    case CUDNN_DATA_INT32:
+    case CUDNN_DATA_UINT32:
+        return 4;
+    case CUDNN_DATA_HALF:
+    case CUDNN_DATA_BFLOAT16:
+        return 2;
+    case CUDNN_DATA_INT8:
+    case CUDNN_DATA_UINT8:
+    case CUDNN_DATA_BOOLEAN:
+    case CUDNN_DATA_FP8_E4M3:
+    case CUDNN_DATA_FP8_E5M2:
+    case CUDNN_DATA_FP8_E8M0:
+    case CUDNN_DATA_FP4_E2M1:
+    case CUDNN_DATA_INT4:
+    case CUDNN_DATA_UINT4:
+        return 1;
+    default:
+        return 0;
+    }
+}
