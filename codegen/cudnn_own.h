@@ -34,8 +34,42 @@ cudnnStatus_t rgpu_cudnn_backend_initialize(uint64_t name);
  * session's cuDNN handles and pointers its device memory. */
 cudnnStatus_t rgpu_cudnn_backend_set(uint64_t name, int64_t attr, int64_t type, int64_t count,
                                      const void *values, size_t size, int deferred);
-/* cudnnBackendFinalize. */
-cudnnStatus_t rgpu_cudnn_backend_finalize(uint64_t name);
+/* What cuDNN answered to the gets of a finalized descriptor, which never
+ * change (stubs/cudnn_backend.c answers the program's gets from them).  A
+ * description lists, for each attribute of rgpu_cudnn_described_attrs
+ * (common/cudnn_types.c) of the descriptor and of the descriptors cuDNN
+ * fills from it (an engine config's engine...), the answer to a count query
+ * (no array) and to a read of `requested` elements.  Node 0 is the
+ * descriptor described; a descriptor attribute's elements are nodes
+ * `at`, at + 1, ... (RGPU_CUDNN_UNDESCRIBED: not described, for want of
+ * room); other values are count elements at byte `at` of the
+ * description's bytes. */
+struct rgpu_cudnn_answer {
+    int32_t node, attr, type, status, null_status, pad;
+    int64_t requested, count, null_count;
+    uint64_t at;
+};
+#define RGPU_CUDNN_UNDESCRIBED UINT64_MAX
+
+/* An attribute that descriptions hold (common/cudnn_types.c): of
+ * descriptors of type desc_type, read as type, at most max elements; the
+ * elements of a descriptor attribute are described in turn, as
+ * descriptors of type child. */
+struct rgpu_cudnn_described {
+    int32_t desc_type, attr, type;
+    int64_t max;
+    int32_t child;
+};
+
+/* cudnnBackendFinalize; when it succeeds and max_answers is not 0, the
+ * description of what was finalized (*nanswers answers). */
+cudnnStatus_t rgpu_cudnn_backend_finalize(uint64_t name, struct rgpu_cudnn_answer *answers,
+                                          size_t max_answers, size_t *nanswers, void *bytes,
+                                          size_t max_bytes);
+/* The description of a finalized descriptor alone. */
+cudnnStatus_t rgpu_cudnn_describe(uint64_t name, struct rgpu_cudnn_answer *answers,
+                                  size_t max_answers, size_t *nanswers, void *bytes,
+                                  size_t max_bytes);
 /* cudnnBackendGetAttribute.  array 0: the program passed no array (a count
  * query).  Descriptor attributes are read into the descriptors named in
  * fill (nfill: requested of them); others into values (size: requested

@@ -31,6 +31,7 @@
 
 uint32_t rgpu_cudnn_type_size(int type);
 int rgpu_cudnn_is_pack_attribute(int64_t name);
+const struct rgpu_cudnn_described *rgpu_cudnn_described_attr(size_t i);
 
 static uint32_t C_NAMED;
 
@@ -238,13 +239,149 @@ cudnnStatus_t serve_rgpu_cudnn_backend_set(uint64_t name, int64_t attr, int64_t 
     return settle(name, deferred, st);
 }
 
-cudnnStatus_t serve_rgpu_cudnn_backend_finalize(uint64_t name)
+/* ---- descriptions: what cuDNN answers about a finalized descriptor ---------------------- */
+
+/* Descriptors cuDNN fills from another are described to this depth (a
+ * heuristics' engine configs' engines and knob choices). */
+#define DESCRIBE_DEPTH 3
+
+struct description {
+    struct rgpu_cudnn_answer *a;
+    size_t max, n;
+    unsigned char *bytes;
+    size_t max_bytes, used;
+    int32_t nodes;              /* node numbers handed out */
+};
+
+static void describe(struct description *w, cudnnBackendDescriptor_t d, int32_t type,
+                     int32_t node, int depth);
+
+/* Elements of descriptor attribute e read into descriptors made for them,
+ * each described as a node of its own: a->at is the first's node. */
+static void describe_elements(struct description *w, cudnnBackendDescriptor_t d,
+                              const struct rgpu_cudnn_described *e, struct rgpu_cudnn_answer *a,
+                              int depth)
+{
+    cudnnBackendDescriptor_t *temps = calloc(a->requested ? (size_t)a->requested : 1,
+                                             sizeof *temps);
+    int64_t made = 0;
+    a->at = RGPU_CUDNN_UNDESCRIBED;
+    a->status = CUDNN_STATUS_ALLOC_FAILED;
+    while (temps && made < a->requested &&
+           REAL(cudnnBackendCreateDescriptor)((cudnnBackendDescriptorType_t)e->child,
+                                              &temps[made]) == CUDNN_STATUS_SUCCESS)
+        made++;
+    if (temps && made == a->requested)
+        a->status = REAL(cudnnBackendGetAttribute)(d, (cudnnBackendAttributeName_t)e->attr,
+                                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, a->requested,
+                                                   &a->count, temps);
+    if (a->status == CUDNN_STATUS_SUCCESS && a->count >= 0 && a->count <= a->requested &&
+        depth < DESCRIBE_DEPTH) {
+        a->at = (uint64_t)w->nodes;
+        w->nodes += (int32_t)a->count;
+        for (int64_t i = 0; i < a->count; i++)
+            describe(w, temps[i], e->child, (int32_t)a->at + (int32_t)i, depth + 1);
+    }
+    for (int64_t i = 0; i < made; i++)
+        REAL(cudnnBackendDestroyDescriptor)(temps[i]);
+    free(temps);
+}
+
+/* Values of attribute e read into the description's bytes; a->at is where. */
+static void describe_values(struct description *w, cudnnBackendDescriptor_t d,
+                            const struct rgpu_cudnn_described *e, struct rgpu_cudnn_answer *a)
+{
+    uint32_t esize = type_size(e->type);
+    a->at = w->used;
+    a->status = CUDNN_STATUS_NOT_SUPPORTED;
+    if (!esize || (uint64_t)a->requested > (w->max_bytes - w->used) / esize)
+        return;     /* no room: not answered (the program's get asks cuDNN) */
+    a->status = REAL(cudnnBackendGetAttribute)(d, (cudnnBackendAttributeName_t)e->attr,
+                                               (cudnnBackendAttributeType_t)e->type, a->requested,
+                                               &a->count, w->bytes + w->used);
+    if (a->status == CUDNN_STATUS_SUCCESS && a->count >= 0 && a->count <= a->requested)
+        w->used += (size_t)a->count * esize;
+    else if (a->status == CUDNN_STATUS_SUCCESS)
+        a->status = CUDNN_STATUS_INTERNAL_ERROR;    /* more than asked: never answered */
+}
+
+/* Descriptor d, of type `type`, as node `node`: for each attribute the
+ * table names, the answers to a count query and to a read.  Stops where
+ * the answers run out of room. */
+static void describe(struct description *w, cudnnBackendDescriptor_t d, int32_t type,
+                     int32_t node, int depth)
+{
+    const struct rgpu_cudnn_described *e;
+    for (size_t i = 0; (e = rgpu_cudnn_described_attr(i)) != NULL && w->n < w->max; i++) {
+        if (e->desc_type != type)
+            continue;
+        struct rgpu_cudnn_answer *a = &w->a[w->n++];
+        *a = (struct rgpu_cudnn_answer){ .node = node, .attr = e->attr, .type = e->type,
+                                         .requested = e->max };
+        a->null_status = REAL(cudnnBackendGetAttribute)(
+            d, (cudnnBackendAttributeName_t)e->attr, (cudnnBackendAttributeType_t)e->type, 0,
+            &a->null_count, NULL);
+        /* Elements are read as many as there are, up to the table's bound. */
+        if (a->null_status == CUDNN_STATUS_SUCCESS && a->null_count >= 0 &&
+            a->null_count < e->max)
+            a->requested = a->null_count;
+        if (e->type == CUDNN_TYPE_BACKEND_DESCRIPTOR)
+            describe_elements(w, d, e, a, depth);
+        else
+            describe_values(w, d, e, a);
+    }
+}
+
+/* The description of the finalized descriptor real, of the type kept with
+ * its name, into the request's buffers. */
+static void describe_named(uint64_t name, cudnnBackendDescriptor_t real,
+                           struct rgpu_cudnn_answer *answers, size_t max_answers,
+                           size_t *nanswers, void *bytes, size_t max_bytes)
+{
+    uint32_t info = 0;
+    struct description w = { answers, answers ? max_answers : 0, 0, bytes,
+                             bytes ? max_bytes : 0, 0, 1 };
+    if (real && named_find(C_NAMED, name, NULL, &info))
+        describe(&w, real, (int32_t)(info & 0xffu), 0, 1);
+    if (nanswers)
+        *nanswers = w.n;
+    /* Only what was written travels back. */
+    serve_out_used(answers, w.n * sizeof *answers);
+    serve_out_used(bytes, w.used);
+}
+
+cudnnStatus_t serve_rgpu_cudnn_backend_finalize(uint64_t name, struct rgpu_cudnn_answer *answers,
+                                                size_t max_answers, size_t *nanswers,
+                                                void *bytes, size_t max_bytes)
 {
     cudnnBackendDescriptor_t real;
     if (!backend_present())
         return serve_transport(RGPU_ENOSYM);
+    if (nanswers)
+        *nanswers = 0;
     int st = subject("rgpu_cudnn_backend_finalize", name, 1, &real);
-    return st ? (cudnnStatus_t)st : REAL(cudnnBackendFinalize)(real);
+    if (st)
+        return st;
+    st = REAL(cudnnBackendFinalize)(real);
+    if (st == CUDNN_STATUS_SUCCESS && max_answers)
+        describe_named(name, real, answers, max_answers, nanswers, bytes, max_bytes);
+    return st;
+}
+
+cudnnStatus_t serve_rgpu_cudnn_describe(uint64_t name, struct rgpu_cudnn_answer *answers,
+                                        size_t max_answers, size_t *nanswers, void *bytes,
+                                        size_t max_bytes)
+{
+    cudnnBackendDescriptor_t real;
+    if (!backend_present())
+        return serve_transport(RGPU_ENOSYM);
+    if (nanswers)
+        *nanswers = 0;
+    int st = subject("rgpu_cudnn_describe", name, 1, &real);
+    if (st)
+        return st;
+    describe_named(name, real, answers, max_answers, nanswers, bytes, max_bytes);
+    return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t serve_rgpu_cudnn_backend_get(uint64_t name, int64_t attr, int64_t type,

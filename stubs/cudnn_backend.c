@@ -20,6 +20,18 @@
  * set after finalize, a NULL or oversized array, a handle or descriptor
  * inside the array it does not hold.
  *
+ * Gets must answer, but most need no round trip: a finalized descriptor
+ * never changes, so rgpud describes one when it finalizes it (or at its
+ * first get): cuDNN's answers to the gets cudnn-frontend makes of it and of
+ * the descriptors cuDNN fills from it -- a heuristics' engine configs, their
+ * engines and knob choices -- all in one reply (codegen/cudnn_own.h,
+ * "description").  A get the description answers exactly is answered
+ * here; one that fills descriptors of the program's (an engine config's
+ * engine) still reaches rgpud, without waiting, and those descriptors take
+ * their share of the description.  Anything else -- another attribute
+ * type, fewer elements than there are, an answer that was a failure --
+ * asks cuDNN and waits.
+ *
  * Variant packs never leave the client: cudnnBackendExecute sends the plan
  * and the pack's record in one request (rgpu_cudnn_execute), which builds
  * the pack on the server, runs it and destroys it.  A tensor passed by
@@ -50,6 +62,8 @@
 uint32_t rgpu_cudnn_type_size(int type);
 int rgpu_cudnn_is_pack_attribute(int64_t name);
 uint32_t rgpu_cudnn_value_size(int dtype);
+const struct rgpu_cudnn_described *rgpu_cudnn_described_attr(size_t i);
+int rgpu_cudnn_is_described(int desc_type, int64_t attr);
 
 struct pack_attr {
     cudnnBackendAttributeName_t name;
@@ -81,12 +95,24 @@ struct tensor_facts {
     uint8_t by_value, has_uid, has_dtype;
 };
 
+/* What rgpud read of a finalized descriptor and of those cuDNN fills from
+ * it, shared by the program's descriptors that hold that content, each at
+ * its node. */
+struct description {
+    unsigned refs;
+    size_t n, nbytes;
+    struct rgpu_cudnn_answer *a;
+    unsigned char *bytes;
+};
+
 struct desc {
     cudnnBackendDescriptorType_t type;
     int finalized;              /* a finalize succeeded, or cuDNN filled it */
     struct variant_pack pack;   /* variant packs: their attributes */
     struct tensor_facts tensor; /* tensors */
     struct byval byval;         /* every other kind */
+    struct description *descr;  /* its content's answers, or NULL */
+    int32_t node;
 };
 
 /* The objects alive in this process; their fields are guarded by `lock`
@@ -230,12 +256,161 @@ static void note_set(struct desc *o, cudnnBackendAttributeName_t attr,
     }
 }
 
+/* With the lock held (or before o is shared). */
 static void reset_facts(struct desc *o)
 {
     o->finalized = 0;
     memset(&o->tensor, 0, sizeof o->tensor);
     o->tensor.elements = 1;
     memset(&o->byval, 0, sizeof o->byval);
+}
+
+/* ---- descriptions ------------------------------------------------------------------ */
+
+static void descr_release(struct description *d)
+{
+    if (d && --d->refs == 0) {
+        free(d->a);
+        free(d->bytes);
+        free(d);
+    }
+}
+
+/* With the lock held: o's content is d's node (NULL: unknown). */
+static void descr_set(struct desc *o, struct description *d, int32_t node)
+{
+    if (d)
+        d->refs++;
+    descr_release(o->descr);
+    o->descr = d;
+    o->node = node;
+}
+
+/* The room offered for a description of a descriptor of this type (only
+ * what it takes comes back): a heuristics' holds up to 64 engine configs
+ * with their engines and knob choices. */
+static void descr_room(cudnnBackendDescriptorType_t type, size_t *answers, size_t *bytes)
+{
+    *answers = *bytes = 0;
+    for (size_t i = 0; rgpu_cudnn_described_attr(i); i++)
+        if (rgpu_cudnn_described_attr(i)->desc_type == (int32_t)type) {
+            *answers = 4096;
+            *bytes = 32768;
+        }
+}
+
+/* The bytes the answers of a description use. */
+static size_t bytes_used(const struct rgpu_cudnn_answer *a, size_t n, size_t nbytes)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t esize = rgpu_cudnn_type_size(a[i].type), end;
+        if (!esize || a[i].type == CUDNN_TYPE_BACKEND_DESCRIPTOR ||
+            a[i].status != CUDNN_STATUS_SUCCESS ||
+            a[i].count <= 0 || a[i].at > nbytes || (uint64_t)a[i].count > (nbytes - a[i].at) / esize)
+            continue;
+        end = a[i].at + (uint64_t)a[i].count * esize;
+        used = end > used ? (size_t)end : used;
+    }
+    return used;
+}
+
+/* A description of n answers from buffers the call filled (taken over and
+ * cut to what they hold), with one reference, the caller's. */
+static struct description *descr_new(struct rgpu_cudnn_answer *a, size_t n, unsigned char *bytes,
+                                     size_t nbytes)
+{
+    struct description *d = n ? calloc(1, sizeof *d) : NULL;
+    if (!d) {
+        free(a);
+        free(bytes);
+        return NULL;
+    }
+    size_t used = bytes_used(a, n, nbytes);
+    struct rgpu_cudnn_answer *cut = realloc(a, n * sizeof *a);
+    unsigned char *kept = used ? realloc(bytes, used) : NULL;
+    if (!used)
+        free(bytes);
+    *d = (struct description){ 1, n, used, cut ? cut : a, kept ? kept : (used ? bytes : NULL) };
+    return d;
+}
+
+static const struct rgpu_cudnn_answer *descr_find(const struct desc *o, int64_t attr)
+{
+    const struct description *d = o->descr;
+    for (size_t i = 0; d && i < d->n; i++)
+        if (d->a[i].node == o->node && d->a[i].attr == attr)
+            return &d->a[i];
+    return NULL;
+}
+
+static int32_t child_type(cudnnBackendDescriptorType_t type, int64_t attr)
+{
+    const struct rgpu_cudnn_described *e;
+    for (size_t i = 0; (e = rgpu_cudnn_described_attr(i)) != NULL; i++)
+        if (e->desc_type == (int32_t)type && e->attr == attr)
+            return e->child;
+    return -1;
+}
+
+enum { NOT_HERE, ANSWERED, FILLED };
+
+/* With the lock held: the elements of a descriptor attribute the program
+ * gave are descriptors of the child's type it holds (cuDNN then fills the
+ * first a->count): each takes its node of the description. */
+static int fill_here(struct desc *o, const struct rgpu_cudnn_answer *a, int64_t requested,
+                     const cudnnBackendDescriptor_t *elems)
+{
+    int32_t child = child_type(o->type, a->attr);
+    if (a->at == RGPU_CUDNN_UNDESCRIBED || a->at + (uint64_t)a->count > INT32_MAX)
+        return NOT_HERE;
+    for (int64_t i = 0; i < requested; i++) {
+        const struct desc *c = held(elems[i]);
+        if (!c || is_pack(c) || (int32_t)c->type != child)
+            return NOT_HERE;
+    }
+    for (int64_t i = 0; i < a->count; i++) {
+        struct desc *c = held(elems[i]);
+        descr_set(c, o->descr, (int32_t)(a->at + (uint64_t)i));
+        c->finalized = 1;
+        c->byval = o->byval;
+    }
+    return FILLED;
+}
+
+/* With the lock held: answer a get of o from its description when the
+ * description holds cuDNN's exact answer -- same attribute type, no fewer
+ * elements asked than there are, an answer that succeeded.  FILLED: the
+ * program's descriptors must still be filled by rgpud (may_fill: that can
+ * go without waiting). */
+static int answer_here(struct desc *o, int64_t attr, int64_t type, int64_t requested,
+                       int64_t *count, void *array, int may_fill)
+{
+    const struct rgpu_cudnn_answer *a = descr_find(o, attr);
+    uint32_t esize = rgpu_cudnn_type_size((int)type);
+    if (!a || a->type != type || requested < 0 || !esize)
+        return NOT_HERE;
+    if (!array) {
+        if (a->null_status != CUDNN_STATUS_SUCCESS)
+            return NOT_HERE;
+        if (count)
+            *count = a->null_count;
+        return ANSWERED;
+    }
+    /* The read saw every element: fewer than it asked, or all there are. */
+    if (a->status != CUDNN_STATUS_SUCCESS || a->count < 0 || requested < a->count ||
+        (a->count == a->requested && a->null_count != a->count))
+        return NOT_HERE;
+    int rc = ANSWERED;
+    if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR)
+        rc = may_fill ? fill_here(o, a, requested, array) : NOT_HERE;
+    else if (a->at > o->descr->nbytes || (uint64_t)a->count > (o->descr->nbytes - a->at) / esize)
+        rc = NOT_HERE;
+    else if (a->count)
+        memcpy(array, o->descr->bytes + a->at, (size_t)a->count * esize);
+    if (rc != NOT_HERE && count)
+        *count = a->count;
+    return rc;
 }
 
 /* ---- create, destroy, initialize ------------------------------------------------- */
@@ -308,6 +483,9 @@ RGPU_EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t
         pack_free(&o->pack);
     else
         rc = server_destroy(name_of(o), may_defer());
+    pthread_mutex_lock(&lock);
+    descr_set(o, NULL, 0);
+    pthread_mutex_unlock(&lock);
     free(o);
     return rc;
 }
@@ -330,8 +508,10 @@ RGPU_EXPORT cudnnStatus_t cudnnBackendInitialize(cudnnBackendDescriptor_t descri
     cudnnStatus_t rc = (cudnnStatus_t)rgpu_call_waiting(
         LIB, RGPU_CUDNN_rgpu_cudnn_backend_initialize, argv);
     pthread_mutex_lock(&lock);
-    if (rc == CUDNN_STATUS_SUCCESS && (o = held(descriptor)) != NULL)
+    if (rc == CUDNN_STATUS_SUCCESS && (o = held(descriptor)) != NULL) {
         reset_facts(o);
+        descr_set(o, NULL, 0);
+    }
     pthread_mutex_unlock(&lock);
     return rc;
 }
@@ -414,9 +594,12 @@ RGPU_EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc
         return rc;
     }
     /* cuDNN refuses a set after finalize, and checks the array at once:
-     * those wait for its answer. */
+     * those wait for its answer.  Whatever it says, the content may be new:
+     * the description goes. */
     int deferred = o && !o->finalized && sized && may_defer() &&
                    elements_known(attributeType, elementCount, arrayOfElements);
+    if (o)
+        descr_set(o, NULL, 0);
     pthread_mutex_unlock(&lock);
 
     const void *argv[] = { &name, &attr, &type, &elementCount, &values, &size, &deferred };
@@ -447,7 +630,6 @@ static int64_t attr_count(const struct variant_pack *p, cudnnBackendAttributeNam
 RGPU_EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor)
 {
     uint64_t name = name_of(descriptor);
-    const void *argv[] = { &name };
     pthread_mutex_lock(&lock);
     struct desc *o = held(descriptor);
     if (o && is_pack(o)) {
@@ -460,12 +642,32 @@ RGPU_EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descript
         pthread_mutex_unlock(&lock);
         return rc;
     }
+    cudnnBackendDescriptorType_t type = o ? o->type : CUDNN_BACKEND_POINTWISE_DESCRIPTOR;
     pthread_mutex_unlock(&lock);
+    /* With the description of what it finalized, for the gets to come. */
+    size_t max_answers = 0, max_bytes = 0, n = 0;
+    if (o)
+        descr_room(type, &max_answers, &max_bytes);
+    struct rgpu_cudnn_answer *answers = max_answers ? calloc(max_answers, sizeof *answers) : NULL;
+    unsigned char *bytes = answers ? calloc(max_bytes ? max_bytes : 1, 1) : NULL;
+    if (!bytes) {
+        free(answers);
+        answers = NULL;
+        max_answers = max_bytes = 0;
+    }
+    size_t *nanswers = &n;
+    const void *argv[] = { &name, &answers, &max_answers, &nanswers, &bytes, &max_bytes };
     cudnnStatus_t rc = (cudnnStatus_t)rgpu_call_waiting(
         LIB, RGPU_CUDNN_rgpu_cudnn_backend_finalize, argv);
+    struct description *d = rc == CUDNN_STATUS_SUCCESS && n <= max_answers
+                                ? descr_new(answers, n, bytes, max_bytes)
+                                : (free(answers), free(bytes), NULL);
     pthread_mutex_lock(&lock);
-    if (rc == CUDNN_STATUS_SUCCESS && o && held(descriptor) == o)
+    if (rc == CUDNN_STATUS_SUCCESS && o && held(descriptor) == o) {
         o->finalized = 1;
+        descr_set(o, d, 0);
+    }
+    descr_release(d);       /* o holds its own reference */
     pthread_mutex_unlock(&lock);
     return rc;
 }
@@ -507,6 +709,74 @@ static void note_filled(const struct desc *parent, const cudnnBackendDescriptor_
     }
 }
 
+/* The description of descriptor d, which this process holds and knows
+ * finalized, asked of rgpud for a get it cannot answer yet. */
+static void describe_held(cudnnBackendDescriptor_t d, cudnnBackendDescriptorType_t type)
+{
+    uint64_t name = name_of(d);
+    size_t max_answers, max_bytes, n = 0, *nanswers = &n;
+    descr_room(type, &max_answers, &max_bytes);
+    struct rgpu_cudnn_answer *answers = calloc(max_answers ? max_answers : 1, sizeof *answers);
+    unsigned char *bytes = calloc(max_bytes ? max_bytes : 1, 1);
+    const void *argv[] = { &name, &answers, &max_answers, &nanswers, &bytes, &max_bytes };
+    struct description *descr = NULL;
+    if (answers && bytes &&
+        rgpu_call_waiting(LIB, RGPU_CUDNN_rgpu_cudnn_describe, argv) == CUDNN_STATUS_SUCCESS &&
+        n <= max_answers) {
+        descr = descr_new(answers, n, bytes, max_bytes);
+        answers = NULL;
+        bytes = NULL;
+    }
+    free(answers);
+    free(bytes);
+    pthread_mutex_lock(&lock);
+    struct desc *o = held(d);
+    if (o && !o->descr)
+        descr_set(o, descr, 0);
+    descr_release(descr);
+    pthread_mutex_unlock(&lock);
+}
+
+/* cuDNN fills the descriptors the description answered for: rgpud runs the
+ * get without a reply (the program already has its answer). */
+static cudnnStatus_t fill_unwaited(uint64_t name, int64_t attr, int64_t requested,
+                                   const void *fill)
+{
+    int64_t type = CUDNN_TYPE_BACKEND_DESCRIPTOR, *count = NULL;
+    int array = 1;
+    size_t nfill = (size_t)requested, size = 0;
+    void *values = NULL;
+    const void *argv[] = { &name, &attr, &type, &requested, &count, &array,
+                           &fill, &nfill, &values, &size };
+    return (cudnnStatus_t)rgpu_call_unwaited_when(LIB, RGPU_CUDNN_rgpu_cudnn_backend_get, argv, 1);
+}
+
+/* A get of a descriptor this process holds, answered here when its
+ * description can: NOT_HERE, ANSWERED, or FILLED (the fill to send). */
+static int get_here(cudnnBackendDescriptor_t descriptor, int64_t attr, int64_t type,
+                    int64_t requested, int64_t *count, void *array)
+{
+    int rc = NOT_HERE, ask = 0;
+    cudnnBackendDescriptorType_t dtype = CUDNN_BACKEND_POINTWISE_DESCRIPTOR;
+    for (int tries = 0; tries < 2 && rc == NOT_HERE; tries++) {
+        if (tries && ask)
+            describe_held(descriptor, dtype);
+        else if (tries)
+            break;
+        pthread_mutex_lock(&lock);
+        struct desc *o = held(descriptor);
+        if (o && !is_pack(o)) {
+            rc = answer_here(o, attr, type, requested, count, array, may_defer());
+            /* No answer yet for what a description holds: ask for one. */
+            ask = rc == NOT_HERE && !o->descr && o->finalized &&
+                  rgpu_cudnn_is_described((int)o->type, attr);
+            dtype = o->type;
+        }
+        pthread_mutex_unlock(&lock);
+    }
+    return rc;
+}
+
 #undef cudnnBackendGetAttribute
 RGPU_EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor,
                                                    cudnnBackendAttributeName_t attributeName,
@@ -533,10 +803,19 @@ RGPU_EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t cons
     pthread_mutex_unlock(&lock);
 
     uint64_t name = name_of(descriptor);
+    int64_t attr = attributeName, type = attributeType;
+    switch (o ? get_here(descriptor, attr, type, requestedElementCount, elementCount,
+                         arrayOfElements)
+              : NOT_HERE) {
+    case ANSWERED:
+        return CUDNN_STATUS_SUCCESS;
+    case FILLED:
+        return fill_unwaited(name, attr, requestedElementCount, arrayOfElements);
+    }
+
     /* The count is always asked for (cuDNN takes NULL or not alike): the
      * descriptors it filled are known by it. */
-    int64_t attr = attributeName, type = attributeType, n = elementCount ? *elementCount : 0;
-    int64_t *count = &n;
+    int64_t n = elementCount ? *elementCount : 0, *count = &n;
     int array = arrayOfElements != NULL;
     /* Descriptors to fill travel as names, in; other values both ways, so
      * that elements cuDNN does not write keep the program's. */

@@ -349,7 +349,8 @@ int main(int argc, char **argv)
         printf("ok forged-cudnn-handle-in-backend-array (rgpu_cudnn_backend_set)\n");
     }
     before = refusals();
-    if (callf(a, "cudnn", "rgpu_cudnn_backend_finalize", &api, NULL, "u", FORGED) < 0 ||
+    if (callf(a, "cudnn", "rgpu_cudnn_backend_finalize", &api, NULL, "uuuouu", FORGED,
+              (uint64_t)0, (uint64_t)0, (uint64_t)0, (uint64_t)0) < 0 ||
         (api != CUDNN_STATUS_BAD_PARAM && fail("status %llu", (unsigned long long)api)) ||
         (refusals() <= before && fail("rgpud did not refuse it")) ||
         callf(a, "cudnn", "rgpu_cudnn_backend_create", &api, NULL, "uuu", name,

@@ -459,7 +459,7 @@ static cudnnStatus_t slot_for(struct bd *d, cudnnBackendAttributeName_t a, struc
         case CUDNN_ATTR_ENGINECFG_ENGINE: return DSLOT(CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1, 1, &c->engine, NULL, F_ENGINE);
         case CUDNN_ATTR_ENGINECFG_KNOB_CHOICES: return DSLOT(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, 1, KNOBS, c->knobs, &c->nknobs, 0);
         case CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE: return COMPUTED(CUDNN_TYPE_INT64, 0, 1);
-        case CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED: return COMPUTED(CUDNN_TYPE_INT64, 0, 1);
+        case CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED: return COMPUTED(CUDNN_TYPE_INT32, 0, 1);
         }
         break;
     }
