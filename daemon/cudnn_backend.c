@@ -292,10 +292,12 @@ static void describe_values(struct description *w, cudnnBackendDescriptor_t d,
                             const struct rgpu_cudnn_described *e, struct rgpu_cudnn_answer *a)
 {
     uint32_t esize = type_size(e->type);
-    a->at = w->used;
+    size_t at = (w->used + 7) & ~(size_t)7;     /* cuDNN writes int64s there */
+    a->at = at;
     a->status = CUDNN_STATUS_NOT_SUPPORTED;
-    if (!esize || (uint64_t)a->requested > (w->max_bytes - w->used) / esize)
+    if (!esize || at > w->max_bytes || (uint64_t)a->requested > (w->max_bytes - at) / esize)
         return;     /* no room: not answered (the program's get asks cuDNN) */
+    w->used = at;
     a->status = REAL(cudnnBackendGetAttribute)(d, (cudnnBackendAttributeName_t)e->attr,
                                                (cudnnBackendAttributeType_t)e->type, a->requested,
                                                &a->count, w->bytes + w->used);

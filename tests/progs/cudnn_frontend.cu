@@ -27,8 +27,10 @@
 //       descriptors and cuDNN handles never made inside an attribute.
 //
 // tests/cudnn-roundtrips.sh counts the calls that wait for rgpud per graph.
-// Inputs are multiples of 1/8 in [-1, 1]: every product and sum is exact
-// in fp32 whatever order the GPU sums in.
+// Inputs are multiples of 1/8 in [-1, 1]; tolerance per element
+// |got - ref| <= 1e-4 * (sum |x w| + 1), for engines (Winograd, FFT) that
+// do not sum exactly.  Which engine runs differs between GPUs and is never
+// printed.
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -338,16 +340,19 @@ static bool run_conv(cudnnBackendDescriptor_t plan, int64_t ws_size, const int64
     for (int64_t k = 0; ok && k < yd[1]; k++)
         for (int64_t p = 0; ok && p < yd[2]; p++)
             for (int64_t q = 0; ok && q < yd[3]; q++) {
-                double acc = 0;
+                double acc = 0, mag = 0;
                 for (int64_t c = 0; c < xd[1]; c++)
                     for (int64_t r = 0; r < wd[2]; r++)
                         for (int64_t t = 0; t < wd[3]; t++) {
                             int64_t ih = p - pad + r, iw = q - pad + t;
-                            if (ih >= 0 && ih < xd[2] && iw >= 0 && iw < xd[3])
-                                acc += (double)xh[(c * xd[2] + ih) * xd[3] + iw] *
+                            if (ih < 0 || ih >= xd[2] || iw < 0 || iw >= xd[3])
+                                continue;
+                            double v = (double)xh[(c * xd[2] + ih) * xd[3] + iw] *
                                        wh[((k * wd[1] + c) * wd[2] + r) * wd[3] + t];
+                            acc += v;
+                            mag += fabs(v);
                         }
-                ok = got[(k * yd[2] + p) * yd[3] + q] == (float)acc;
+                ok = fabs(got[(k * yd[2] + p) * yd[3] + q] - acc) <= 1e-4 * (mag + 1);
             }
     cudaFree(x);
     cudaFree(w);
