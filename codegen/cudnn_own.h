@@ -93,7 +93,7 @@ struct rgpu_cudnn_pack_attr {
  * of RGPU_CUDNN_VALUE_MAX bytes of its own and points the pack there. */
 #define RGPU_CUDNN_VALUE_MAX 64
 /* Values one execution carries at most. */
-#define RGPU_CUDNN_VALUES_MAX 16
+#define RGPU_CUDNN_VALUES_MAX 32
 struct rgpu_cudnn_value {
     uint64_t index, size;
     unsigned char bytes[RGPU_CUDNN_VALUE_MAX];

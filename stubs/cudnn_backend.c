@@ -299,17 +299,17 @@ static void descr_room(cudnnBackendDescriptorType_t type, size_t *answers, size_
         }
 }
 
-/* The bytes the answers of a description use. */
+/* The bytes the answers of a description use (those the client reads). */
 static size_t bytes_used(const struct rgpu_cudnn_answer *a, size_t n, size_t nbytes)
 {
     size_t used = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t esize = rgpu_cudnn_type_size(a[i].type), end;
-        if (!esize || a[i].type == CUDNN_TYPE_BACKEND_DESCRIPTOR ||
-            a[i].status != CUDNN_STATUS_SUCCESS ||
-            a[i].count <= 0 || a[i].at > nbytes || (uint64_t)a[i].count > (nbytes - a[i].at) / esize)
+        uint64_t esize = rgpu_cudnn_type_size(a[i].type);
+        int values = esize && a[i].type != CUDNN_TYPE_BACKEND_DESCRIPTOR &&
+                     a[i].status == CUDNN_STATUS_SUCCESS && a[i].count > 0;
+        if (!values || a[i].at > nbytes || (uint64_t)a[i].count > (nbytes - a[i].at) / esize)
             continue;
-        end = a[i].at + (uint64_t)a[i].count * esize;
+        uint64_t end = a[i].at + (uint64_t)a[i].count * esize;
         used = end > used ? (size_t)end : used;
     }
     return used;
@@ -318,7 +318,7 @@ static size_t bytes_used(const struct rgpu_cudnn_answer *a, size_t n, size_t nby
 /* A description of n answers from buffers the call filled (taken over and
  * cut to what they hold), with one reference, the caller's. */
 static struct description *descr_new(struct rgpu_cudnn_answer *a, size_t n, unsigned char *bytes,
-                                     size_t nbytes)
+                                      size_t nbytes)
 {
     struct description *d = n ? calloc(1, sizeof *d) : NULL;
     if (!d) {
@@ -331,7 +331,9 @@ static struct description *descr_new(struct rgpu_cudnn_answer *a, size_t n, unsi
     unsigned char *kept = used ? realloc(bytes, used) : NULL;
     if (!used)
         free(bytes);
-    *d = (struct description){ 1, n, used, cut ? cut : a, kept ? kept : (used ? bytes : NULL) };
+    else if (!kept)
+        kept = bytes;       /* not cut: still holds them */
+    *d = (struct description){ 1, n, used, cut ? cut : a, kept };
     return d;
 }
 
