@@ -346,13 +346,31 @@ static const struct rgpu_cudnn_answer *descr_find(const struct desc *o, int64_t 
     return NULL;
 }
 
-static int32_t child_type(cudnnBackendDescriptorType_t type, int64_t attr)
+static const struct rgpu_cudnn_described *described(cudnnBackendDescriptorType_t type,
+                                                     int64_t attr)
 {
     const struct rgpu_cudnn_described *e;
     for (size_t i = 0; (e = rgpu_cudnn_described_attr(i)) != NULL; i++)
         if (e->desc_type == (int32_t)type && e->attr == attr)
-            return e->child;
-    return -1;
+            return e;
+    return NULL;
+}
+
+static int32_t child_type(cudnnBackendDescriptorType_t type, int64_t attr)
+{
+    const struct rgpu_cudnn_described *e = described(type, attr);
+    return e ? e->child : -1;
+}
+
+/* Whether rgpud's read saw every element of the attribute: it asked for
+ * more than came, the count query said as many, or the attribute holds one
+ * value (read as one, whatever a count query says). */
+static int read_whole(const struct desc *o, const struct rgpu_cudnn_answer *a)
+{
+    const struct rgpu_cudnn_described *e = described(o->type, a->attr);
+    return a->count < a->requested ||
+           (a->null_status == CUDNN_STATUS_SUCCESS && a->null_count == a->count) ||
+           (e && e->max == 1 && a->requested == 1);
 }
 
 enum { NOT_HERE, ANSWERED, FILLED };
@@ -399,9 +417,8 @@ static int answer_here(struct desc *o, int64_t attr, int64_t type, int64_t reque
             *count = a->null_count;
         return ANSWERED;
     }
-    /* The read saw every element: fewer than it asked, or all there are. */
     if (a->status != CUDNN_STATUS_SUCCESS || a->count < 0 || requested < a->count ||
-        (a->count == a->requested && a->null_count != a->count))
+        !read_whole(o, a))
         return NOT_HERE;
     int rc = ANSWERED;
     if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR)
