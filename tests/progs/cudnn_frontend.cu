@@ -19,8 +19,10 @@
 //   cudnn_frontend deferred-errors   (rgpu; tests/cudnn-roundtrips.sh)
 //       a set that cuDNN refuses, on a descriptor not finalized yet, is
 //       reported by the descriptor's next call that waits: its finalize,
-//       or a get; that call runs once the failure is reported.  With
-//       "blocking" (RGPU_SYNC=blocking), by the set itself.
+//       or a get; the call after that runs.  A plan set to an engine
+//       config cuDNN refuses fails to finalize, and the next config makes
+//       a plan, as cudnn-frontend goes on.  With "blocking"
+//       (RGPU_SYNC=blocking), by the set itself.
 //   cudnn_frontend bad-handles   (rgpu: undefined natively)
 //       descriptors never made or destroyed get CUDNN_STATUS_BAD_PARAM at
 //       once, from destroy, set, get and finalize alike, and so do
@@ -449,6 +451,38 @@ static void deferred_errors(bool blocking)
     check(s == CUDNN_STATUS_NOT_INITIALIZED, "the get after the report runs", "%s",
           cudnnGetErrorString(s));
     cudnnBackendDestroyDescriptor(u);
+
+    // cudnn-frontend's way on: a plan whose engine config cuDNN refuses
+    // (one never finalized) fails to finalize, and the next config is
+    // tried.
+    const int64_t xd[4] = {1, 2, 5, 5}, wd[4] = {3, 2, 3, 3}, yd[4] = {1, 3, 5, 5};
+    struct graph g = build_graph(xd, wd, yd, 1);
+    cudnnBackendDescriptor_t heur, fresh = create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    std::vector<cudnnBackendDescriptor_t> cfgs = engine_configs(g.graph, &heur);
+    cudnnBackendDescriptor_t plan = create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    s = set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+    bad = set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+              &fresh);
+    fin = cudnnBackendFinalize(plan);
+    check(s == CUDNN_STATUS_SUCCESS && (blocking ? bad : fin) != CUDNN_STATUS_SUCCESS &&
+              (blocking || bad == CUDNN_STATUS_SUCCESS),
+          blocking ? "blocking: an unfinalized engine config is refused by the plan's set"
+                   : "an unfinalized engine config fails the plan's finalize",
+          "handle %s, config %s, finalize %s", cudnnGetErrorString(s), cudnnGetErrorString(bad),
+          cudnnGetErrorString(fin));
+    cudnnBackendDestroyDescriptor(plan);
+    int64_t ws = 0;
+    cudnnBackendDescriptor_t next = NULL;
+    for (size_t i = 0; i < cfgs.size() && !next; i++)
+        next = build_plan(cfgs[i], &ws);
+    check(next != NULL, "the next engine config makes a plan", "none did");
+    if (next)
+        cudnnBackendDestroyDescriptor(next);
+    for (auto &c : cfgs)
+        cudnnBackendDestroyDescriptor(c);
+    cudnnBackendDestroyDescriptor(fresh);
+    cudnnBackendDestroyDescriptor(heur);
+    destroy_graph(&g);
 }
 
 static void expect(cudnnStatus_t got, cudnnStatus_t want, const char *name)
