@@ -287,15 +287,21 @@ static void descr_set(struct desc *o, struct description *d, int32_t node)
 }
 
 /* The room offered for a description of a descriptor of this type (only
- * what it takes comes back): a heuristics' holds up to 64 engine configs
- * with their engines and knob choices. */
+ * what it takes comes back): a heuristics' holds up to 128 engine configs
+ * with their engines and knob choices, a few thousand answers; any other
+ * one a config at most (its engine and up to 44 knob choices). */
 static void descr_room(cudnnBackendDescriptorType_t type, size_t *answers, size_t *bytes)
 {
     *answers = *bytes = 0;
+    if (type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) {
+        *answers = 8192;
+        *bytes = 65536;
+        return;
+    }
     for (size_t i = 0; rgpu_cudnn_described_attr(i); i++)
         if (rgpu_cudnn_described_attr(i)->desc_type == (int32_t)type) {
-            *answers = 4096;
-            *bytes = 32768;
+            *answers = 256;
+            *bytes = 4096;
         }
 }
 
