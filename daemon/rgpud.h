@@ -218,6 +218,10 @@ void record_frame(const char *frame, size_t len);
  * status to return with it.  RGPU_EPROTO ends the session, as any request
  * that does not match its procedure. */
 int serve_transport(int status);
+/* A serve_ function that wrote only the first `used` bytes of the output
+ * buffer `out` it was given (a description of variable size): the reply
+ * carries those alone, and the client takes the shorter output as it is. */
+void serve_out_used(const void *out, size_t used);
 
 struct guard {
     const char *lib, *name;

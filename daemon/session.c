@@ -362,11 +362,21 @@ static _Noreturn void protocol_error(uint64_t serial, int status, const char *wh
 /* What a serve_ function of rgpu's own procedures said of its call's
  * transport (serve_transport), for run_generated. */
 static __thread int serve_status;
+/* The frame of the generated call running on this thread, for serve_out_used. */
+static __thread struct rgpu_call_frame *serve_frame;
 
 int serve_transport(int status)
 {
     serve_status = status;
     return 0;
+}
+
+void serve_out_used(const void *out, size_t used)
+{
+    struct rgpu_call_frame *f = serve_frame;
+    for (unsigned i = 0; f && out && i < RGPU_MAX_PARAMS; i++)
+        if (f->slot[i] == (uint64_t)(uintptr_t)out && used <= f->outlen[i])
+            f->outlen[i] = used;
 }
 
 static int run_generated(struct served_lib *l, size_t index, const msgpack_object *args,
@@ -392,7 +402,9 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
         if (api == 0) {
             uint64_t forgotten = handles_before_call(proc, &frame);
             serve_status = RGPU_OK;
+            serve_frame = &frame;
             api = l->server[index].thunk(fn, frame.argv);
+            serve_frame = NULL;
             if (serve_status != RGPU_OK) {
                 *transport = serve_status;
                 api = 0;

@@ -316,21 +316,51 @@ int main(int argc, char **argv)
     run_hand_cases(a, &failures);
     run_launch_cases(a, &failures);
     run_no_output_cases(a, &failures);
-    /* A descriptor inside a cuDNN backend attribute array. */
-    uint64_t desc, api, forged = FORGED;
+    /* cuDNN backend descriptors are named by the client
+     * (daemon/cudnn_backend.c): a forged name inside an attribute array, a
+     * forged cuDNN handle inside one, a name the session never made, and
+     * one made twice. */
+    uint64_t api = 0, forged = FORGED, name = 0x5000;
     int before = refusals();
-    if (must(a, "cudnn", "cudnnBackendCreateDescriptor", &desc, "uo",
-             CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, 0) < 0 ||
-        callf(a, "cudnn", "cudnnBackendSetAttribute", &api, NULL, "uuuub", desc,
+    if (callf(a, "cudnn", "rgpu_cudnn_backend_create", &api, NULL, "uuu", name,
+              (uint64_t)CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, (uint64_t)0) < 0 ||
+        (api != 0 && fail("create: status %llu", (unsigned long long)api)) ||
+        callf(a, "cudnn", "rgpu_cudnn_backend_set", &api, NULL, "uuuubuu", name,
               (uint64_t)CUDNN_ATTR_OPERATIONGRAPH_OPS, (uint64_t)CUDNN_TYPE_BACKEND_DESCRIPTOR,
-              (uint64_t)1, &forged, sizeof forged) < 0 ||
+              (uint64_t)1, &forged, sizeof forged, (uint64_t)sizeof forged, (uint64_t)0) < 0 ||
         (api != CUDNN_STATUS_BAD_PARAM && fail("status %llu", (unsigned long long)api)) ||
         (refusals() <= before && fail("rgpud did not refuse it")) ||
         good_call(a, ++serial_no) < 0) {
         printf("FAIL forged-backend-descriptor-in-array: %s\n", why);
         failures++;
     } else {
-        printf("ok forged-backend-descriptor-in-array (cudnnBackendSetAttribute)\n");
+        printf("ok forged-backend-descriptor-in-array (rgpu_cudnn_backend_set)\n");
+    }
+    before = refusals();
+    if (callf(a, "cudnn", "rgpu_cudnn_backend_set", &api, NULL, "uuuubuu", name,
+              (uint64_t)CUDNN_ATTR_OPERATIONGRAPH_HANDLE, (uint64_t)CUDNN_TYPE_HANDLE,
+              (uint64_t)1, &forged, sizeof forged, (uint64_t)sizeof forged, (uint64_t)0) < 0 ||
+        (api != CUDNN_STATUS_BAD_PARAM && fail("status %llu", (unsigned long long)api)) ||
+        (refusals() <= before && fail("rgpud did not refuse it")) ||
+        good_call(a, ++serial_no) < 0) {
+        printf("FAIL forged-cudnn-handle-in-backend-array: %s\n", why);
+        failures++;
+    } else {
+        printf("ok forged-cudnn-handle-in-backend-array (rgpu_cudnn_backend_set)\n");
+    }
+    before = refusals();
+    if (callf(a, "cudnn", "rgpu_cudnn_backend_finalize", &api, NULL, "uuuouu", FORGED,
+              (uint64_t)0, (uint64_t)0, (uint64_t)0, (uint64_t)0) < 0 ||
+        (api != CUDNN_STATUS_BAD_PARAM && fail("status %llu", (unsigned long long)api)) ||
+        (refusals() <= before && fail("rgpud did not refuse it")) ||
+        callf(a, "cudnn", "rgpu_cudnn_backend_create", &api, NULL, "uuu", name,
+              (uint64_t)CUDNN_BACKEND_TENSOR_DESCRIPTOR, (uint64_t)0) < 0 ||
+        (api != CUDNN_STATUS_BAD_PARAM && fail("made twice: status %llu", (unsigned long long)api)) ||
+        good_call(a, ++serial_no) < 0) {
+        printf("FAIL backend-descriptor-names: %s\n", why);
+        failures++;
+    } else {
+        printf("ok backend-descriptor-names (never made, made twice)\n");
     }
     /* CUDA arrays and texture objects (daemon/hand_arrays.c): a forged
      * array to the runtime's and the driver's array copies, a forged

@@ -62,7 +62,11 @@
 # level in these rgpu runs.  One line per item: "NAME: native OK|FAIL, rgpu
 # OK|FAIL, output identical|DIFFERS", then a count of passed, failed and
 # skipped items.  RGPU_SMI (1): `rgpu smi` beside nvidia-smi natively, one
-# item.  Only these: RGPU_PROGS=0 RGPU_BENCH=0.
+# item.  RGPU_CUDNN_WAITS (1): cuDNN backend graphs built as cudnn-frontend
+# builds PyTorch's convolutions (tests/progs/cudnn_frontend.cu) through rgpu
+# with 2 and 6 graphs under RGPU_STATS=1: the cuDNN calls that waited per
+# graph on the real cuDNN, by procedure, one item (it fails when a graph
+# waits more than 16 times or a result is wrong).  Only these: RGPU_PROGS=0 RGPU_BENCH=0.
 # RGPU_CUDA12 (1): tests/gpu/cuda12_check.sh, a CUDA 12 program natively
 # (the build's real libcudart.so.12) and through rgpu, served by the host's
 # CUDA 13 and by that CUDA 12 runtime (rgpud --cuda12-lib-dir), one item.
@@ -524,6 +528,44 @@ script_item() {
     fi
 }
 
+# cuDNN backend graphs as cudnn-frontend builds PyTorch's convolutions: the
+# cuDNN calls that waited for rgpud per graph, the 4 extra graphs' of a run
+# with 6 over one with 2, by procedure (RGPU_STATS tables).
+run_cudnn_waits() {
+    local prog=$PROGS/cudnn_frontend n rc=0
+    say ""
+    say "== cuDNN backend graphs through rgpu: waits per graph (tests/progs/cudnn_frontend.cu)"
+    if [ ! -x "$prog" ]; then
+        say "cudnn-waits: SKIP (no cudnn_frontend in the build)"
+        count_item SKIP
+        return
+    fi
+    export RGPU_STATS=1
+    for n in 2 6; do
+        [ "$(run_prog_as rgpu "cudnn-waits-$n" "$STUBS" "$prog" "$PROG_TIMEOUT" graphs $n)" = 0 ] ||
+            rc=1
+        awk '$1 == "rgpu:" && NF == 4 && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ &&
+             $4 ~ /^(cudnn|rgpu_cudnn)/ { print $4, $2 }' "$WORK/cudnn-waits-$n.rgpu.err" |
+            sort > "$WORK/cudnn-waits-$n.stats"
+    done
+    unset RGPU_STATS
+    join -a 1 -a 2 -e 0 -o 0,1.2,2.2 "$WORK/cudnn-waits-2.stats" "$WORK/cudnn-waits-6.stats" |
+        awk '{ d = ($3 - $2) / 4; t += d; if (d) printf "cudnn-waits:   %-32s %g\n", $1, d }
+             END { printf "cudnn-waits: %g per graph\n", t; exit !(t <= 16) }' |
+        tee -a "$SUMMARY"
+    [ "${PIPESTATUS[1]}" = 0 ] || rc=1
+    grep -q '^ok graph 5: convolution result$' "$WORK/cudnn-waits-6.rgpu.out" || rc=1
+    if [ $rc = 0 ]; then
+        say "cudnn-waits: PASS"
+        count_item PASS
+    else
+        say "cudnn-waits: FAIL"
+        count_item FAIL
+        log_file "cudnn_frontend graphs 6 (rgpu) stdout" "$WORK/cudnn-waits-6.rgpu.out"
+        log_file "cudnn_frontend graphs 6 (rgpu) stderr" "$WORK/cudnn-waits-6.rgpu.err"
+    fi
+}
+
 # rgpud's device subset and several GPUs (tests/gpu/multigpu_check.sh,
 # with its own rgpud): one item.
 run_multigpu() {
@@ -941,6 +983,7 @@ main() {
     [ "${RGPU_MULTIGPU:-1}" = 0 ] || run_multigpu
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
     [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi
+    [ "${RGPU_CUDNN_WAITS:-1}" = 0 ] || run_cudnn_waits
     [ "${RGPU_JAX_DIAG:-0}" = 0 ] || run_jax_diag
     if [ $((ITEMS_PASSED + ITEMS_FAILED + ITEMS_SKIPPED)) -gt 0 ]; then
         say ""
