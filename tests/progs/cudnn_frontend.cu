@@ -44,6 +44,7 @@
 enum { UID_X = 'x', UID_Y = 'y', UID_W = 'w' };
 
 static cudnnHandle_t handle;
+static cudaStream_t stream;
 
 static void must(bool ok, const char *what)
 {
@@ -334,6 +335,15 @@ static bool run_conv(cudnnBackendDescriptor_t plan, int64_t ws_size, const int64
         s = set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
     if (s == CUDNN_STATUS_SUCCESS)
         s = cudnnBackendFinalize(pack);
+    // As PyTorch does before each cuDNN call: give the handle its stream,
+    // and ask it back.
+    cudaStream_t got_stream = NULL;
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnSetStream(handle, stream);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnGetStream(handle, &got_stream);
+    if (s == CUDNN_STATUS_SUCCESS && got_stream != stream)
+        s = CUDNN_STATUS_INTERNAL_ERROR;
     if (s == CUDNN_STATUS_SUCCESS)
         s = cudnnBackendExecute(handle, plan, pack);
     cudnnBackendDestroyDescriptor(pack);
@@ -531,6 +541,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "graphs") == 0 && argc > 2)
         graphs = atoi(argv[2]);
     must(cudnnCreate(&handle) == CUDNN_STATUS_SUCCESS, "cudnnCreate");
+    must(cudaStreamCreate(&stream) == cudaSuccess, "cudaStreamCreate");
     if (strcmp(mode, "deferred-errors") == 0) {
         deferred_errors(argc > 2 && strcmp(argv[2], "blocking") == 0);
     } else if (strcmp(mode, "bad-handles") == 0) {
@@ -548,5 +559,6 @@ int main(int argc, char **argv)
                  "destroy plans");
     }
     cudnnDestroy(handle);
+    cudaStreamDestroy(stream);
     return check_exit_status();
 }
