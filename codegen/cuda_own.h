@@ -43,4 +43,11 @@ CUresult rgpu_cu_device_attrs(int *values, unsigned char *answered, size_t count
 CUresult rgpu_cu_func_name(char *name, size_t max_size, CUfunction function);
 CUresult rgpu_cu_kernel_name(char *name, size_t max_size, CUkernel kernel);
 
+/* ---- stream capture: stubs/cuda_graphs.c, daemon/hand_cuda.c --------------------
+ * cuStreamGetCaptureInfo_v3 (per_thread: its _ptsz form), and _v2 with
+ * edges NULL: as rgpu_capture_info of codegen/cudart_own.h. */
+CUresult rgpu_cu_capture_info(CUstream stream, int per_thread, CUstreamCaptureStatus *status,
+                              cuuint64_t *id, CUgraph *graph, CUgraphNode *deps,
+                              CUgraphEdgeData *edges, size_t max_deps, size_t *count);
+
 #endif

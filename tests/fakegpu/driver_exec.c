@@ -1114,10 +1114,10 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags)
         return CUDA_ERROR_INVALID_VALUE;
     fg_lock();
     r = fg_enter(FG_ENQUEUE, &c, &skip);
-    if (r == CUDA_SUCCESS)
-        r = fg_check_stream(h);
     if (r == CUDA_SUCCESS && !event_get(ev))
         r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS && !fg_capture_event_wait(h, ev, &r))
+        r = fg_check_stream(h);
     fg_unlock();
     return r;
 }
@@ -1173,6 +1173,11 @@ CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s)
     ev = event_get(h);
     if (r == CUDA_SUCCESS && !ev)
         r = CUDA_ERROR_INVALID_HANDLE;
+    // In a capture, the record is the capture's business.
+    if (r == CUDA_SUCCESS && fg_capture_event_record(h, s, &r)) {
+        fg_unlock();
+        return r;
+    }
     if (r == CUDA_SUCCESS)
         r = fg_check_stream(s);
     // An event records only on a stream of its own device.

@@ -117,6 +117,11 @@ CUdevice fg_event_device(CUevent e);
 // become nodes of its graph instead (lock not held).
 int fg_capturing(CUstream s);
 int fg_capture_refused(CUstream s);
+// An event recorded on a capturing stream keeps the capture's dependencies
+// and a stream waiting for it joins the capture (capture.c): 1 when the
+// capture handled the call (its status in *r), 0 when it is ordinary work.
+int fg_capture_event_record(CUevent ev, CUstream s, CUresult *r);
+int fg_capture_event_wait(CUstream s, CUevent ev, CUresult *r);
 CUresult fg_capture_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                            unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
                            void **extra);
