@@ -1,6 +1,6 @@
 // Stream capture (cuStreamBeginCapture_v2 and its kin): while a stream
-// captures, its kernel launches, asynchronous copies and host functions
-// become nodes of the capture's graph (graph.c) after the capture's current
+// captures, its kernel launches, asynchronous copies, host functions and
+// stream-ordered allocations and frees become nodes of the capture's graph (graph.c) after the capture's current
 // dependencies, which the new node then replaces, instead of running.  Any
 // other work on a capturing stream, a synchronise or a query of it, is
 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, whose
@@ -11,7 +11,9 @@
 // the capture with them (or, capturing already, adds them to its own), as
 // CUDA forks and joins a capture; ending the capture ends it on every
 // stream that joined, and invalidating it on one stream invalidates it on
-// all.  Capture modes, the unjoined-work check and stream callbacks in a
+// all.  A capture not begun in the relaxed mode ends only on the thread
+// that began it (CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD).  What the modes
+// forbid meanwhile, the unjoined-work check and stream callbacks in a
 // capture are not modelled.
 //
 // Locking: the captures have their own lock, never held while a cuGraph*
@@ -35,6 +37,10 @@ struct capture {
     CUgraphEdgeData *edges;     // all default, as deps
     size_t n;
     int joined;                 // a stream that joined through an event, not the origin
+    // Who began it and how: a capture begun in the global or thread-local
+    // mode must end on the thread that began it.
+    pthread_t owner;
+    CUstreamCaptureMode mode;
 };
 
 static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -185,7 +191,8 @@ static CUresult join(CUstream s, const struct capture *origin, const CUgraphNode
             c = &captures[i];
     if (!c)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *c = (struct capture){ s, origin->graph, 0, origin->invalid, origin->id, NULL, NULL, 0, 1 };
+    *c = (struct capture){ s, origin->graph, 0, origin->invalid, origin->id, NULL, NULL, 0, 1,
+                           origin->owner, origin->mode };
     CUresult r = set_deps(c, deps, n);
     if (r != CUDA_SUCCESS)
         c->stream = NULL;
@@ -289,6 +296,39 @@ static CUresult add_host(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, 
     return cuGraphAddHostNode(node, g, deps, n, arg);
 }
 
+static CUresult add_alloc(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                          const void *arg)
+{
+    return cuGraphAddMemAllocNode(node, g, deps, n, (CUDA_MEM_ALLOC_NODE_PARAMS *)arg);
+}
+
+static CUresult add_free(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                         const void *arg)
+{
+    return cuGraphAddMemFreeNode(node, g, deps, n, *(const CUdeviceptr *)arg);
+}
+
+// cuMemAllocAsync and cuMemFreeAsync on a capturing stream: memory nodes,
+// the address fixed when the node is made, as CUDA does.
+CUresult fg_capture_alloc(CUstream s, CUdevice dev, size_t size, CUdeviceptr *dptr)
+{
+    CUDA_MEM_ALLOC_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.poolProps.location.id = dev;
+    p.bytesize = size;
+    CUresult r = capture_node(s, add_alloc, &p);
+    if (r == CUDA_SUCCESS)
+        *dptr = p.dptr;
+    return r;
+}
+
+CUresult fg_capture_free(CUstream s, CUdeviceptr p)
+{
+    return capture_node(s, add_free, &p);
+}
+
 CUresult fg_capture_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                            unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
                            void **extra)
@@ -317,7 +357,8 @@ CUresult fg_capture_host(CUstream s, CUhostFn fn, void *data)
 
 // ---- the capture calls -------------------------------------------------------------------
 
-static CUresult begin(CUstream s, CUgraph graph, const CUgraphNode *deps, size_t n)
+static CUresult begin(CUstream s, CUgraph graph, const CUgraphNode *deps, size_t n,
+                      CUstreamCaptureMode mode)
 {
     struct fg_ctx *ctx;
     fg_lock();
@@ -345,7 +386,8 @@ static CUresult begin(CUstream s, CUgraph graph, const CUgraphNode *deps, size_t
     else if (!c)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     else {
-        *c = (struct capture){ s, graph, made, 0, ++next_id, NULL, NULL, 0, 0 };
+        *c = (struct capture){ s, graph, made, 0, ++next_id, NULL, NULL, 0, 0, pthread_self(),
+                               mode };
         r = set_deps(c, deps, n);
         if (r != CUDA_SUCCESS)
             c->stream = NULL;
@@ -360,8 +402,7 @@ static CUresult begin(CUstream s, CUgraph graph, const CUgraphNode *deps, size_t
 
 CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
 {
-    (void)mode;
-    return begin(s, NULL, NULL, 0);
+    return begin(s, NULL, NULL, 0, mode);
 }
 
 CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode)
@@ -375,13 +416,12 @@ CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream s, CUgraph graph,
                                              CUstreamCaptureMode mode)
 {
     static const CUgraphEdgeData plain;
-    (void)mode;
     if (!graph || (n && !deps))
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; edges && i < n; i++)
         if (memcmp(&edges[i], &plain, sizeof plain) != 0)
             return CUDA_ERROR_NOT_SUPPORTED;
-    return begin(s, graph, deps, n);
+    return begin(s, graph, deps, n, mode);
 }
 
 CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph graph,
@@ -410,6 +450,11 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph *out)
     if (c && c->joined) {
         pthread_mutex_unlock(&capture_lock);
         return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;  // not begun on this stream
+    }
+    if (c && c->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+        !pthread_equal(c->owner, pthread_self())) {
+        pthread_mutex_unlock(&capture_lock);
+        return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
     }
     if (c) {
         done = *c;

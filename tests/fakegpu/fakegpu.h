@@ -127,6 +127,8 @@ CUresult fg_capture_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, 
                            void **extra);
 CUresult fg_capture_copy(uintptr_t dst, uintptr_t src, size_t n, CUstream s);
 CUresult fg_capture_host(CUstream s, CUhostFn fn, void *data);
+CUresult fg_capture_alloc(CUstream s, CUdevice dev, size_t size, CUdeviceptr *dptr);
+CUresult fg_capture_free(CUstream s, CUdeviceptr p);
 
 // Host functions in flight (host_functions.c), lock held: whether work on s
 // would wait for one; wait for those, or for all (a context synchronise).
