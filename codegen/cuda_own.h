@@ -25,6 +25,11 @@ CUresult rgpu_cu_array_from_device(CUarray array, size_t x, size_t y, size_t z,
 CUresult rgpu_cu_array_to_device(CUdeviceptr dst, size_t dpitch, CUarray array, size_t x,
                                  size_t y, size_t z, size_t width, size_t height,
                                  CUstream stream);
+/* Between two arrays (both handles checked as the session's), enqueued on
+ * stream: no host memory is involved. */
+CUresult rgpu_cu_array_to_array(CUarray dst, size_t dx, size_t dy, size_t dz, CUarray src,
+                                size_t sx, size_t sy, size_t sz, size_t width, size_t height,
+                                CUstream stream);
 
 /* ---- device attributes: stubs/cuda_cache.c, daemon/hand_cuda.c ------------------
  * Every attribute of dev in one round trip (a static runtime's
