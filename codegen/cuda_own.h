@@ -48,6 +48,19 @@ CUresult rgpu_cu_device_attrs(int *values, unsigned char *answered, size_t count
 CUresult rgpu_cu_func_name(char *name, size_t max_size, CUfunction function);
 CUresult rgpu_cu_kernel_name(char *name, size_t max_size, CUkernel kernel);
 
+/* ---- occupancy: stubs/cuda_launch.c, daemon/hand_cuda_launch.c -------------------
+ * cuOccupancyMaxPotentialBlockSizeWithFlags (and without flags: 0).  Its
+ * callback, which gives the dynamic shared memory a block size needs, is
+ * the program's and runs on the client: smem_by_block[b - 1] is its answer
+ * for block size b, for b from 1 to count, and the server's driver runs
+ * against that table (count 0: no callback, dynamic_smem for every block
+ * size).  A block size outside the table the driver asks about fails the
+ * call with CUDA_ERROR_NOT_SUPPORTED. */
+CUresult rgpu_cu_occupancy_block_size(int *min_grid_size, int *block_size, CUfunction func,
+                                      const size_t *smem_by_block, size_t count,
+                                      size_t dynamic_smem, int block_size_limit,
+                                      unsigned int flags);
+
 /* ---- stream capture: stubs/cuda_graphs.c, daemon/hand_cuda.c --------------------
  * cuStreamGetCaptureInfo_v3 (per_thread: its _ptsz form), and _v2 with
  * edges NULL: as rgpu_capture_info of codegen/cudart_own.h. */
