@@ -1,7 +1,8 @@
 /* Driver-API launches, server side: parameter layouts, cuLaunchKernel,
  * cuLaunchKernelEx with launch attributes (and the cooperative launches,
  * which the client sends as such), and function and kernel names and the
- * potential block size (rgpu's own procedures, codegen/cuda_own.h; client side: stubs/cuda_launch.c;
+ * potential block size (rgpu's own procedures, codegen/cuda_own.h;
+ * client side: stubs/cuda_launch.c;
  * argument lists: common/rgpu_hand_procs.h). */
 #include "rgpud.h"
 #include "launch_attrs.h"

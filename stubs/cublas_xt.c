@@ -508,6 +508,16 @@ static cublasStatus_t gemm_tile(const struct xt_gemm *g, struct xt_device *d, si
     return st;
 }
 
+/* Room for any tile of the call: a block dimension squared, or less where
+ * the matrices are smaller. */
+static size_t tile_bytes(const struct xt_gemm *g, size_t bd)
+{
+    size_t most = g->m > g->n ? g->m : g->n;
+    most = most > g->k ? most : g->k;
+    most = most < bd ? most : bd;
+    return most * most * type_size(g->type);
+}
+
 /* The tiles of C dealt to the devices in turn, each device's in a row
  * under its context. */
 static cublasStatus_t gemm_tiles(cublasXtHandle_t h, const struct xt_gemm *g)
@@ -519,7 +529,7 @@ static cublasStatus_t gemm_tiles(cublasXtHandle_t h, const struct xt_gemm *g)
         struct xt_device *d = &h->dev[i];
         if ((st = device_enter(d)) != CUBLAS_STATUS_SUCCESS)
             break;
-        st = tiles_fit(d, bd * bd * type_size(XT_Z));
+        st = tiles_fit(d, tile_bytes(g, bd));
         for (size_t t = i; t < tiles && st == CUBLAS_STATUS_SUCCESS; t += ndev) {
             size_t i0 = t % tiles_m * bd, j0 = t / tiles_m * bd;
             size_t mi = g->m - i0 < bd ? g->m - i0 : bd, nj = g->n - j0 < bd ? g->n - j0 : bd;

@@ -269,9 +269,9 @@ static CUresult capture_info(int per_thread, CUstream stream, CUstreamCaptureSta
     void *nodes = NULL, *edge_data = NULL;
     size_t n = 0;
     int rc = rgpu_capture_query_arrays((uint64_t)(uintptr_t)stream, per_thread,
-                                       sizeof(CUgraphNode),
-                                       sizeof(CUgraphEdgeData), deps != NULL, edges != NULL,
-                                       ask_capture_info, &q, &nodes, &edge_data, &n);
+                                       sizeof(CUgraphNode), sizeof(CUgraphEdgeData),
+                                       deps != NULL, edges != NULL, ask_capture_info, &q, &nodes,
+                                       &edge_data, &n);
     if (rc < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (rc != CUDA_SUCCESS)

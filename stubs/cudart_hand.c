@@ -1098,10 +1098,9 @@ static cudaError_t capture_info(const struct rgpu_proc *proc, int per_thread,
     void *nodes = NULL, *edges = NULL;
     size_t n = 0;
     int rc = rgpu_capture_query_arrays((uint64_t)(uintptr_t)stream, per_thread,
-                                       sizeof(cudaGraphNode_t),
-                                       sizeof(cudaGraphEdgeData), dependencies_out != NULL,
-                                       edgeData_out != NULL, ask_capture_info, &q, &nodes,
-                                       &edges, &n);
+                                       sizeof(cudaGraphNode_t), sizeof(cudaGraphEdgeData),
+                                       dependencies_out != NULL, edgeData_out != NULL,
+                                       ask_capture_info, &q, &nodes, &edges, &n);
     if (rc < 0)
         return RESULT(cudaErrorMemoryAllocation);
     if (rc != cudaSuccess)

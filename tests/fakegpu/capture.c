@@ -1,7 +1,8 @@
 // Stream capture (cuStreamBeginCapture_v2 and its kin): while a stream
 // captures, its kernel launches, asynchronous copies, host functions and
-// stream-ordered allocations and frees become nodes of the capture's graph (graph.c) after the capture's current
-// dependencies, which the new node then replaces, instead of running.  Any
+// stream-ordered allocations and frees become nodes of the capture's graph
+// (graph.c) after the capture's current dependencies, which the new node
+// then replaces, instead of running.  Any
 // other work on a capturing stream, a synchronise or a query of it, is
 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, whose
 // end then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, as a GPU's

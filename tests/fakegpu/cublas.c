@@ -856,7 +856,8 @@ static cublasStatus_t complex_gemm(cublasHandle_t h, cublasOperation_t transa,
         for (int64_t i = 0; i < m; i++) {
             double re = 0, im = 0;
             for (int64_t l = 0; l < k; l++) {
-                struct cplx x = complex_op(a, transa, i, l, ar), y = complex_op(b, transb, l, j, br);
+                struct cplx x = complex_op(a, transa, i, l, ar);
+                struct cplx y = complex_op(b, transb, l, j, br);
                 re += x.re * y.re - x.im * y.im;
                 im += x.re * y.im + x.im * y.re;
             }

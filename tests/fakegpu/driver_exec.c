@@ -641,7 +641,8 @@ CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int
             best_blocks = blocks;
         }
     }
-    if ((r = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0)) != CUDA_SUCCESS)
+    r = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0);
+    if (r != CUDA_SUCCESS)
         return r;
     *blockSize = best_size;
     *minGridSize = best_blocks * sms;

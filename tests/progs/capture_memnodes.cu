@@ -91,7 +91,8 @@ static void check_results(const struct arrays *a, const char *when)
     int i = 0;
     while (i < a->n && a->twice[i] == 2 * a->in[i] && a->four[i] == 4 * a->in[i])
         i++;
-    check(i == a->n, fmt_name(name, sizeof name, "host buffers hold 2x and 4x the input (%s)", when),
+    check(i == a->n,
+          fmt_name(name, sizeof name, "host buffers hold 2x and 4x the input (%s)", when),
           "element %d: %d and %d for %d", i, i < a->n ? a->twice[i] : 0,
           i < a->n ? a->four[i] : 0, i < a->n ? a->in[i] : 0);
 }
