@@ -502,14 +502,15 @@ cudaError_t serve_rgpu_occupancy_smem(size_t *bytes, cudaKernel_t kernel, int nu
 void capture_arrays_out(const void *nodes, const void *edges, size_t n, void *deps_out,
                         void *edges_out, size_t max)
 {
-    size_t k = nodes && n < max ? n : nodes ? max : 0;
+    size_t k = !nodes ? 0 : n < max ? n : max;
     if (deps_out) {
         memset(deps_out, 0, max * sizeof(uint64_t));
-        memcpy(deps_out, nodes, k * sizeof(uint64_t));
+        if (k)
+            memcpy(deps_out, nodes, k * sizeof(uint64_t));
     }
     if (edges_out) {
         memset(edges_out, 0, max * sizeof(uint64_t));
-        if (edges)
+        if (edges && k)
             memcpy(edges_out, edges, k * sizeof(uint64_t));
     }
 }

@@ -1,12 +1,10 @@
 // Stream-ordered allocations, frees and copies from pageable host memory,
 // run once in streams and then captured into a graph (memory nodes and host
 // copy nodes) and launched twice with other host data; and the same nodes
-// added one by one to a graph.  The work forks to a
-// second stream made inside the capture, through events made there too,
-// and joins back; a managed flag written by a kernel is read in between, as
-// programs that validate on the GPU do.  Through rgpu the host copies of the
-// capture are nodes that move the bytes each time the graph runs
-// (common/rgpu_graph_host.c).
+// added one by one to a graph.  The work forks to a second stream made
+// inside the capture, through events made there too, and joins back.
+// Through rgpu the host copies of the capture are nodes that move the bytes
+// each time the graph runs (common/rgpu_graph_host.c).
 //
 //   capture_memnodes [N]   elements of each buffer (default 1 Mi ints)
 #include <stdlib.h>
@@ -151,17 +149,6 @@ static void explicit_graph(cudaStream_t s, struct arrays *a)
     cudaGraphDestroy(g);
 }
 
-// A kernel sets a managed flag that the program reads after a synchronise.
-static void managed_flag(int *flag, cudaStream_t s, int want)
-{
-    char name[96];
-    *flag = 0;
-    k_inc<<<1, 1, 0, s>>>(flag, 1);
-    check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize (flag)");
-    check(*flag == want, fmt_name(name, sizeof name, "managed flag written by a kernel (%d)", want),
-          "%d", *flag);
-}
-
 int main(int argc, char **argv)
 {
     struct arrays a;
@@ -170,9 +157,7 @@ int main(int argc, char **argv)
     a.in = (int *)malloc(a.bytes);
     a.twice = (int *)malloc(a.bytes);
     a.four = (int *)malloc(a.bytes);
-    int *flag = NULL;
     cudaStream_t s;
-    check_cuda(cudaMallocManaged((void **)&flag, sizeof *flag), "cudaMallocManaged flag");
     check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
 
     // In streams first.
@@ -180,7 +165,6 @@ int main(int argc, char **argv)
     work_in_streams(s, &a, "streams");
     check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize (streams)");
     check_results(&a, "streams");
-    managed_flag(flag, s, 1);
 
     // The same captured: a graph of memory nodes, kernels and host copies.
     cudaGraph_t graph = NULL;
@@ -199,13 +183,11 @@ int main(int argc, char **argv)
             check_cuda(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
             check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize (graph)");
             check_results(&a, when);
-            managed_flag(flag, s, 1);
         }
         check_cuda(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
     }
     explicit_graph(s, &a);
     check_cuda(cudaStreamDestroy(s), "cudaStreamDestroy");
-    check_cuda(cudaFree(flag), "cudaFree flag");
     free(a.in);
     free(a.twice);
     free(a.four);
