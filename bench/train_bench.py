@@ -15,6 +15,13 @@ Models (sizes are options; defaults below):
              batch 16 x block 256
   convnet    3 x (conv 3x3, batch norm, ReLU, pooling) + linear on 32x32 images,
              batch 64, fp32 (cuDNN)
+  gpt-bf16   a GPT written apart from the example's (fused attention through
+             scaled_dot_product_attention, tied embeddings, GELU tanh), bf16
+             autocast: 6 layers, d=768, 12 heads, batch 16 x block 256,
+             vocabulary 4096
+  resnet     a ResNet-18-like image model (basic residual blocks, batch norm),
+             fp32, batch 32 of 3x112x112 images: a 4.8 MiB pageable batch
+             copied every step
 
 Each step does what a training loop fed by a DataLoader does: builds the
 batch on the CPU (from a seeded CPU generator), copies it with .to("cuda"),
@@ -55,11 +62,14 @@ import subprocess
 import sys
 import time
 
-MODELS = ("gpt-small", "gpt-amp", "convnet")
+MODELS = ("gpt-small", "gpt-amp", "convnet", "gpt-bf16", "resnet")
 DEFAULTS = {
     "gpt-small": dict(layers=4, embed=128, heads=4, batch=32, block=64, amp=False),
     "gpt-amp": dict(layers=6, embed=768, heads=12, batch=16, block=256, amp=True),
     "convnet": dict(batch=64, image=32, width=32, amp=False),
+    "gpt-bf16": dict(layers=6, embed=768, heads=12, batch=16, block=256, amp=True,
+                     vocab=4096),
+    "resnet": dict(batch=32, image=112, width=64, amp=False, classes=100),
 }
 VOCAB = 65
 LOG_EVERY = 10
@@ -156,16 +166,125 @@ def build_convnet(torch, cfg):
     return ConvNet()
 
 
-def image_batches(torch, cfg, seed):
-    """Ten classes, each a fixed random pattern; an image is its class's
-    pattern plus noise."""
+def build_gpt_bf16(torch, cfg):
+    """A GPT defined here, apart from examples/nanogpt, as a user would write
+    one today: fused attention (scaled_dot_product_attention, causal),
+    pre-norm blocks, GELU (tanh), tied input and output embeddings."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.heads = heads
+            self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.up, self.down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads) \
+                .permute(2, 0, 3, 1, 4)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.out(y.transpose(1, 2).reshape(b, t, d))
+            return x + self.down(F.gelu(self.up(self.norm2(x)), approximate="tanh"))
+
+    class Gpt(nn.Module):
+        def __init__(self, vocab, d, heads, layers, block):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, d)
+            self.position = nn.Parameter(torch.zeros(block, d))
+            nn.init.normal_(self.position, std=0.02)
+            self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+            self.norm = nn.LayerNorm(d)
+            for m in self.modules():            # GPT-2's initialisation
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    nn.init.normal_(m.weight, std=0.02)
+                if isinstance(m, nn.Linear):
+                    nn.init.zeros_(m.bias)
+
+        def forward(self, idx, targets):
+            x = self.embed(idx) + self.position[:idx.shape[1]]
+            for blk in self.blocks:
+                x = blk(x)
+            logits = self.norm(x) @ self.embed.weight.t()
+            return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
+
+    return Gpt(cfg["vocab"], cfg["embed"], cfg["heads"], cfg["layers"], cfg["block"])
+
+
+def token_batches(torch, cfg, seed):
+    """Token sequences over cfg["vocab"] ids with something to learn: words
+    of 1 to 4 tokens from a fixed lexicon, drawn with Zipf-like frequencies."""
+    rng = random.Random(seed)
+    vocab = cfg["vocab"]
+    lexicon = [[rng.randrange(vocab) for _ in range(rng.randint(1, 4))] for _ in range(3000)]
+    weights = [1.0 / (i + 1) for i in range(len(lexicon))]
+    tokens = []
+    while len(tokens) < 300000:
+        for w in rng.choices(lexicon, weights, k=1000):
+            tokens.extend(w)
+    data = torch.tensor(tokens, dtype=torch.long)
     gen = torch.Generator().manual_seed(seed)
-    n = cfg["image"]
-    protos = torch.randn(10, 3, n, n, generator=gen)
+    block, batch = cfg["block"], cfg["batch"]
+
+    def next_batch():
+        ix = torch.randint(len(data) - block - 1, (batch,), generator=gen).tolist()
+        x = torch.stack([data[i:i + block] for i in ix])
+        y = torch.stack([data[i + 1:i + block + 1] for i in ix])
+        return x, y
+    return next_batch
+
+
+def build_resnet(torch, cfg):
+    """ResNet-18's shape (a 7x7 stem, four stages of two basic residual
+    blocks, 64 to 512 channels), written here."""
+    nn = torch.nn
+
+    class Basic(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.skip = nn.Sequential()
+            if stride != 1 or cin != cout:
+                self.skip = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = torch.relu(self.bn1(self.conv1(x)))
+            return torch.relu(self.bn2(self.conv2(y)) + self.skip(x))
+
+    class ResNet(nn.Module):
+        def __init__(self, w, classes):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, w, 7, 2, 3, bias=False), nn.BatchNorm2d(w),
+                                      nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1))
+            layers, cin = [], w
+            for i, cout in enumerate((w, 2 * w, 4 * w, 8 * w)):
+                layers += [Basic(cin, cout, 1 if i == 0 else 2), Basic(cout, cout, 1)]
+                cin = cout
+            self.layers = nn.Sequential(*layers)
+            self.fc = nn.Linear(cin, classes)
+
+        def forward(self, x, y):
+            h = self.layers(self.stem(x)).mean(dim=(2, 3))
+            return torch.nn.functional.cross_entropy(self.fc(h), y)
+
+    return ResNet(cfg["width"], cfg["classes"])
+
+
+def image_batches(torch, cfg, seed):
+    """cfg["classes"] (10) classes, each a fixed random pattern; an image is
+    its class's pattern plus noise."""
+    gen = torch.Generator().manual_seed(seed)
+    n, classes = cfg["image"], cfg.get("classes", 10)
+    protos = torch.randn(classes, 3, n, n, generator=gen)
     batch = cfg["batch"]
 
     def next_batch():
-        y = torch.randint(10, (batch,), generator=gen)
+        y = torch.randint(classes, (batch,), generator=gen)
         x = protos[y] + 0.8 * torch.randn(batch, 3, n, n, generator=gen)
         return x, y
     return next_batch
@@ -192,20 +311,30 @@ def worker(args):
     torch.backends.cudnn.benchmark = False
     torch.use_deterministic_algorithms(True, warn_only=True)
 
-    if args.model.startswith("gpt"):
+    if args.model == "gpt-bf16":
+        model = build_gpt_bf16(torch, cfg)
+        next_batch = token_batches(torch, cfg, args.seed)
+    elif args.model.startswith("gpt"):
         model = build_gpt(torch, cfg)
         next_batch = gpt_batches(torch, cfg, args.seed)
+    elif args.model == "resnet":
+        model = build_resnet(torch, cfg)
+        next_batch = image_batches(torch, cfg, args.seed)
     else:
         model = build_convnet(torch, cfg)
         next_batch = image_batches(torch, cfg, args.seed)
-    model = model.to("cuda")
+    dev = args.device
+    model = model.to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     amp = cfg.get("amp", False)
+    batch_bytes = []
 
     def step(n):
         x, y = next_batch()
-        x, y = x.to("cuda"), y.to("cuda")
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=amp):
+        if not batch_bytes:
+            batch_bytes.append(x.nbytes + y.nbytes)
+        x, y = x.to(dev), y.to(dev)
+        with torch.autocast(device_type=dev, dtype=torch.bfloat16, enabled=amp):
             loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -219,7 +348,8 @@ def worker(args):
     total = args.warmup + args.steps
     for n in range(1, args.warmup + 1):
         step(n)
-    torch.cuda.synchronize()
+    if dev == "cuda":
+        torch.cuda.synchronize()
     before = totals() if totals else None
     t0 = time.perf_counter()
     for n in range(args.warmup + 1, total + 1):
@@ -238,7 +368,8 @@ def worker(args):
         "losses": losses,
         "loss_steps": list(range(LOG_EVERY, total + 1, LOG_EVERY)),
         "config": cfg,
-        "device": torch.cuda.get_device_name(0),
+        "batch_bytes": batch_bytes[0] if batch_bytes else None,
+        "device": torch.cuda.get_device_name(0) if dev == "cuda" else dev,
         "torch": torch.__version__,
     }
     print(json.dumps(result), flush=True)
@@ -338,7 +469,7 @@ def make_row(model, label, native, rgpu, native_why, rgpu_why):
             "losses_identical": same, "max_abs_diff": diff}
 
 
-HEADER = (f"{'model':10} {'RTT':>8} {'native ms':>10} {'rgpu ms':>10} {'ratio':>7} "
+HEADER = (f"{'model':10} {'batch':>9} {'RTT':>8} {'native ms':>10} {'rgpu ms':>10} {'ratio':>7} "
           f"{'waits/step':>10} {'unwaited':>9}  losses identical")
 
 
@@ -357,8 +488,10 @@ def format_row(r):
     errors = [f"{k}: {r[k + '_error']}" for k in ("native", "rgpu") if r.get(k + "_error")]
     if errors:
         same += "  [" + "; ".join(errors) + "]"
-    return (f"{r['model']:10} {r['label']:>8} {ms(r['native'])} {ms(rg)} {ratio} {waits} {unw}"
-            f"  {same}")
+    size = (r["native"] or rg or {}).get("batch_bytes")
+    batch = f"{size / 1024:7.0f} K" if size else f"{'-':>9}"
+    return (f"{r['model']:10} {batch} {r['label']:>8} {ms(r['native'])} {ms(rg)} {ratio} {waits} "
+            f"{unw}  {same}")
 
 
 def compare(args):
@@ -455,6 +588,8 @@ def main():
 
     w = sub.add_parser("worker", help="run one model here, print one JSON line")
     w.add_argument("--model", required=True, choices=MODELS)
+    w.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                   help="cuda (default); cpu only to try a model without a GPU")
     common(w)
 
     c = sub.add_parser("compare", help="native vs rgpu workers, one table")

@@ -129,9 +129,13 @@ int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
             break;
     }
     /* A copy to the host waited for the GPU: what it wrote into shared
-     * memory is the program's to read now (rgpu_mapped.c). */
+     * memory is the program's to read now (rgpu_mapped.c); the server
+     * synchronised the stream, so what its kernels printed came ahead of
+     * the reply (rgpu_printing.c). */
     if (status == 0 && rgpu_mapped_active())
         rgpu_mapped_after_sync();
+    if (status == 0 && count > 0)
+        rgpu_printing_stream_synced(stream);
     return status;
 }
 

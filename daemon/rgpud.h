@@ -3,6 +3,7 @@
 #define RGPUD_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <msgpack.h>
@@ -18,7 +19,10 @@ struct rgpud_options {
                                    libcublas.so.12, libcublasLt.so.12 (':' between);
                                    NULL: CUDA 12 clients are served by CUDA 13's */
     int foreground;
-    int max_sessions;
+    int max_sessions;           /* clients let in, at once */
+    int max_startups;           /* connections not let in yet, all sources (admission.c) */
+    int per_source_startups;    /* ... from one source */
+    int max_auth_failures;      /* TCP: connections of one source ending unlet per minute */
     long spin_ns;               /* poll for the next request this long */
     /* Who may connect (auth.c). */
     struct rgpu_addr addr;      /* listen, parsed */
@@ -38,6 +42,44 @@ struct rgpud_options {
     uint64_t staging_limit;     /* module images in pieces (image_stage.c); 0: default */
     const char *devices;        /* --devices / RGPUD_DEVICES; NULL: every GPU */
 };
+
+/* ---- listener.c: the accept loop, its sessions and their lines --------------- */
+
+/* Before listening: the tables (0, or -1). */
+int listener_init(const struct rgpud_options *opt);
+/* Accept and fork sessions until SIGTERM or SIGINT arrives on sfd. */
+void listener_serve(int lfd, int sfd, const struct rgpud_options *opt);
+/* In a session whose client was just let in: ask the listener for a place
+ * among the --max-sessions; at the cap the client is answered busy with w
+ * and the session ends. */
+void listener_let_in(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w);
+
+/* ---- admission.c: connections not let in yet ------------------------------------ */
+
+enum admit {
+    ADMIT_START,                /* a session may start now */
+    ADMIT_WAIT,                 /* its source is at its bound: wait here */
+    ADMIT_BUSY,                 /* every startup slot and the queue taken: a busy answer */
+    ADMIT_DROP,                 /* closed at once (its source is over its bounds) */
+};
+int admission_init(const struct rgpud_options *opt);
+/* The accepted connection's source (an entry of admission.c's table), or
+ * -1 when the kernel cannot say. */
+int admission_source(int fd, const struct sockaddr_storage *ss);
+const char *admission_source_text(int source);
+enum admit admission_decide(int source);
+/* A session started for source; it ended before being let in (failed:
+ * it was refused or went away, not answered busy) or was let in. */
+void admission_started(int source);
+void admission_ended(int source, int failed);
+/* Keep fd waiting for source's turn; the next connection that may start
+ * now, or -1 (*source set); close those that waited the hello timeout and
+ * give the milliseconds until the next such end (-1: none). */
+void admission_wait(int fd, int source);
+int admission_next(int *source);
+int admission_expire(void);
+/* In a child of the listener: close what waits. */
+void admission_close_in_child(void);
 
 /* ---- auth.c: who may connect ------------------------------------------------ */
 
@@ -212,11 +254,29 @@ const struct guard *nvml_guard_for(const char *lib, const char *name);
 void nvml_allow_settings(int allow);
 /* ipc.c: memory opened by CUDA IPC joins and leaves the owned table. */
 const struct guard *ipc_guard_for(const char *lib, const char *name);
-/* The daemon's key for IPC handles, made once by the listener (0, or -1);
- * then, in a session, the identity its client was let in as ("uid 1000",
- * "key lab"): handles are enciphered for it (docs/security.md). */
+/* The daemon's secret for IPC handles, made once by the listener (0, or
+ * -1).  Only the listener keeps it: before each fork it derives what the
+ * session needs (ipc_listener_seed: on a Unix socket the key of the
+ * peer's uid, under --insecure-tcp-no-auth the shared unauthenticated
+ * one, on TCP with keys a salt that the client's own key completes), and
+ * the session keeps that alone (ipc_session_start wipes the inherited
+ * secret and the caller's seed); other children of the listener only
+ * wipe the secret (ipc_forget_secret).  Once the client is let in, the
+ * session takes its key: ipc_identity("uid 1000") when it matches the
+ * seed, ipc_identity_key(name, client secret) on TCP.  Handles are
+ * enciphered with it (docs/security.md, "CUDA IPC"). */
+enum { IPC_SEED_NONE, IPC_SEED_KEY, IPC_SEED_SALT };
+struct ipc_seed {
+    int kind;
+    char who[40];               /* IPC_SEED_KEY: the identity it is for */
+    unsigned char bytes[32];
+};
 int ipc_daemon_secret(void);
+void ipc_listener_seed(int fd, const struct rgpud_options *opt, struct ipc_seed *out);
+void ipc_session_start(struct ipc_seed *from_listener);
+void ipc_forget_secret(void);
 void ipc_identity(const char *who);
+void ipc_identity_key(const char *name, const unsigned char *secret, size_t len);
 /* While a graph's dot description is printed, the memory file the library
  * writes it to and its /proc/self/fd path (else -1): the one open for
  * writing the sandbox grants a session (sandbox.c). */

@@ -1000,6 +1000,7 @@ void session_run(int fd, const struct rgpud_options *opt)
     /* Who the client is, first: one not let in never makes us load CUDA. */
     hello_deadline(opt->hello_timeout_s);
     auth_session(fd, opt, &w, &visible, &client);
+    listener_let_in(fd, opt, &w);   /* a place among --max-sessions, or busy */
     alarm(0);
     output_capture();           /* before a library can print */
     init_tables();

@@ -79,6 +79,7 @@ static CUresult node_call(const struct node_op *o, CUgraphNode *made)
                                         &params, &len, &owned);
     if (rc != CUDA_SUCCESS)
         return rc;
+    rgpu_printing_graph_kernel(rgpu_printing_may((uint64_t)(uintptr_t)node_function(o->p)));
     rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_KERNEL_NODE), 0);
     pack_node(&req, o, params, len);
     int t = rgpu_req_exchange(LIB, o->what, &req, &reply);

@@ -235,6 +235,8 @@ static CUresult launch(const struct launch *L)
     rgpu_stats_name(req.proc_id, nsent ? "driver kernel launch with attributes"
                                        : "driver kernel launch");
     pack_launch(&req, L, nsent, buf, len);
+    rgpu_printing_launched((uint64_t)(uintptr_t)L->stream,
+                           rgpu_printing_may((uint64_t)(uintptr_t)L->f));
     if (wait) {
         rc = (CUresult)rgpu_req_status(LIB, L->what, &req);
         free(owned);
@@ -516,6 +518,82 @@ RGPU_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(
 {
     return potential_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
                                 dynamicSMemSize, blockSizeLimit, flags);
+}
+
+/* ---- functions of modules and libraries ------------------------------------------------ */
+
+/* Each handle is recorded with whether it may printf, from the scan of
+ * the image it came from (common/rgpu_printing.c): a launch of it then
+ * makes the synchronises after it wait, or not. */
+static uint64_t u64(const void *handle)
+{
+    return (uint64_t)(uintptr_t)handle;
+}
+
+#undef cuModuleGetFunction
+RGPU_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    const void *argv[] = { &hfunc, &hmod, &name };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuModuleGetFunction, argv);
+    if (rc == CUDA_SUCCESS && hfunc && name)
+        rgpu_printing_function_of(u64(*hfunc), u64(hmod), name);
+    return rc;
+}
+
+#undef cuLibraryGetKernel
+RGPU_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+    const void *argv[] = { &pKernel, &library, &name };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuLibraryGetKernel, argv);
+    if (rc == CUDA_SUCCESS && pKernel && name)
+        rgpu_printing_function_of(u64(*pKernel), u64(library), name);
+    return rc;
+}
+
+#undef cuKernelGetFunction
+RGPU_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+    const void *argv[] = { &pFunc, &kernel };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuKernelGetFunction, argv);
+    if (rc == CUDA_SUCCESS && pFunc)
+        rgpu_printing_function_of(u64(*pFunc), u64(kernel), NULL);
+    return rc;
+}
+
+#undef cuLibraryGetModule
+RGPU_EXPORT CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+    const void *argv[] = { &pMod, &library };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuLibraryGetModule, argv);
+    if (rc == CUDA_SUCCESS && pMod)
+        rgpu_printing_image_alias(u64(*pMod), u64(library));
+    return rc;
+}
+
+/* Enumerated, the handles come without names: each may print when its
+ * image's kernels may. */
+#undef cuModuleEnumerateFunctions
+RGPU_EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions,
+                                                CUmodule mod)
+{
+    const void *argv[] = { &functions, &numFunctions, &mod };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuModuleEnumerateFunctions, argv);
+    for (unsigned i = 0; rc == CUDA_SUCCESS && functions && i < numFunctions; i++)
+        if (functions[i])
+            rgpu_printing_function_of(u64(functions[i]), u64(mod), NULL);
+    return rc;
+}
+
+#undef cuLibraryEnumerateKernels
+RGPU_EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels,
+                                               CUlibrary lib)
+{
+    const void *argv[] = { &kernels, &numKernels, &lib };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuLibraryEnumerateKernels, argv);
+    for (unsigned i = 0; rc == CUDA_SUCCESS && kernels && i < numKernels; i++)
+        if (kernels[i])
+            rgpu_printing_function_of(u64(kernels[i]), u64(lib), NULL);
+    return rc;
 }
 
 /* ---- libraries from files ------------------------------------------------------------- */

@@ -20,19 +20,20 @@
 # RGPU_BENCH=0 skip those parts, RGPU_LADDER=1 adds the PyTorch ladder
 # (RGPU_LADDER_RUNGS picks rungs), RGPUD_ARGS more options for rgpud (e.g.
 # --sandbox-audit), RGPU_PROFILE=1 a table of where nanogpt
-# waits on the network (RGPU_PROFILE_STEPS, default 50).
+# waits on the network (RGPU_PROFILE_STEPS, default 50); RGPU_PRINTF_WAITS=0
+# skips the count of waits after a kernel that printed (run_printf_waits).
 #
 # RGPU_TRAIN=1 adds training steps over emulated links (off by default: it
 # needs PyTorch and takes minutes, at most its budget below): a second rgpud on TCP
 # (127.0.0.1, with a client key made for the run), bench/rgpu-delay in front
 # of it at 0, 1 and 10 ms round trip (0 = the proxy without delay, so its own
 # cost is in every column) besides a direct column without the proxy, and
-# bench/train_bench.py's three models natively and through
+# bench/train_bench.py's five models natively and through
 # `rgpu run --server` on each link, each native run right before its rgpu
 # run (RGPU_TRAIN_NATIVE_ONCE=1: native once, first, to save time).  One table: model, RTT, native ms, rgpu
 # ms, ratio, waits/step, losses identical; the workers' output, rgpu's
 # per-call tables (RGPU_STATS=1) included, go to $OUT/train-logs.txt.
-# RGPU_TRAIN_MODELS (gpt-small,gpt-amp,convnet), RGPU_TRAIN_LINKS (one-way
+# RGPU_TRAIN_MODELS (gpt-small,gpt-amp,convnet,gpt-bf16,resnet), RGPU_TRAIN_LINKS (one-way
 # delays in ms, "direct" for no proxy; default "direct 0 0.5 5"),
 # RGPU_TRAIN_WARMUP (10) and RGPU_TRAIN_STEPS (50) steps per run,
 # RGPU_TRAIN_SLOW_STEPS (20) on links of 10 ms round trip or more (losses
@@ -67,6 +68,9 @@
 # CUDA 13 and by that CUDA 12 runtime (rgpud --cuda12-lib-dir), one item.
 # RGPU_MINOR (1): tests/gpu/minor_check.sh, a program built against CUDA
 # 13.5's headers natively and through rgpu on this 13.0 host, one item.
+# RGPU_IPC_FILES (1): tests/gpu/ipc_files_check.sh, the driver's CUDA IPC
+# files (/dev/shm/cuda.shm.*) left by rgpud's sessions once they end,
+# after a clean run and a killed session (none may be), one item.
 # RGPU_MULTIGPU (1): tests/gpu/multigpu_check.sh, rgpud's --devices subset
 # (on one GPU too) and, with two GPUs or more, the multi-GPU programs
 # natively and through rgpu, one item; the PyTorch checks on two GPUs are
@@ -484,6 +488,12 @@ run_minor() {
     run_program_check "CUDA 13.x on a 13.0 host" minor_check minor_prog
 }
 
+# The driver's CUDA IPC files do not outlive rgpud's sessions
+# (tests/gpu/ipc_files_check.sh, with its own sandboxed rgpud): one item.
+run_ipc_files() {
+    run_program_check "CUDA IPC files in /dev/shm" ipc_files_check progs/ipc
+}
+
 # run_program_check TITLE SCRIPT PROGRAM: tests/gpu/SCRIPT.sh, which runs
 # BUILD/tests/PROGRAM natively and through rgpu, as one item.
 run_program_check() {
@@ -687,6 +697,34 @@ run_profile() {
     log_file "nanogpt profile" "$WORK/profile.out"
 }
 
+# Synchronises wait only after kernels that may printf
+# (docs/synchronisation.md): tests/progs/printf_step through rgpu for 20 and
+# 60 training-like steps after one kernel of its module printed, under
+# RGPU_STATS=1, through the runtime, the driver API and with 64 MiB batches;
+# the 40 extra steps may wait for their 4 loss reads only.
+run_printf_waits() {
+    local variant steps w20 w60
+    say ""
+    say "== waits after a printf: printf_step, 40 extra steps (want 4: the loss reads)"
+    for variant in runtime driver big; do
+        for steps in 20 60; do
+            RGPU_STATS=1 run_prog_as rgpu "printf-waits-$variant-$steps" "$STUBS" \
+                "$PROGS/printf_step" "$PROG_TIMEOUT" "$steps" "$variant" > /dev/null
+        done
+        w20=$(awk '$1 == "rgpu:" && $3 == "calls" && $4 == "waited" { print $2 }' \
+            "$WORK/printf-waits-$variant-20.rgpu.err")
+        w60=$(awk '$1 == "rgpu:" && $3 == "calls" && $4 == "waited" { print $2 }' \
+            "$WORK/printf-waits-$variant-60.rgpu.err")
+        if [ -n "$w20" ] && [ -n "$w60" ] && [ $((w60 - w20)) -eq 4 ]; then
+            say "printf_step $variant: $((w60 - w20)) waits in 40 steps: PASS"
+        else
+            say "printf_step $variant: ${w20:-?} waits in 20 steps, ${w60:-?} in 60: FAIL"
+            log_file "printf_step $variant, 60 steps, stderr" \
+                "$WORK/printf-waits-$variant-60.rgpu.err"
+        fi
+    done
+}
+
 # --- training over emulated links (RGPU_TRAIN=1) -----------------------------
 
 TRAIN_RGPUD_PID=
@@ -748,7 +786,7 @@ start_delay() {
 run_train() {
     local tb launcher=$BUILD/launcher/rgpu link label n=0 left rtt jsons=() native
     local warmup=${RGPU_TRAIN_WARMUP:-10} steps=${RGPU_TRAIN_STEPS:-50}
-    local models=${RGPU_TRAIN_MODELS:-gpt-small,gpt-amp,convnet}
+    local models=${RGPU_TRAIN_MODELS:-gpt-small,gpt-amp,convnet,gpt-bf16,resnet}
     local per=${RGPU_TRAIN_TIMEOUT:-120} deadline=$((SECONDS + ${RGPU_TRAIN_BUDGET:-210}))
     local slow_steps=${RGPU_TRAIN_SLOW_STEPS:-20} link_steps
     local trainlog=$OUTDIR/train-logs.txt
@@ -899,6 +937,7 @@ main() {
     [ "${RGPU_NVCC_PROGS:-1}" = 0 ] || run_nvcc_progs
     [ "${RGPU_CUDA12:-1}" = 0 ] || run_cuda12
     [ "${RGPU_MINOR:-1}" = 0 ] || run_minor
+    [ "${RGPU_IPC_FILES:-1}" = 0 ] || run_ipc_files
     [ "${RGPU_MULTIGPU:-1}" = 0 ] || run_multigpu
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
     [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi
@@ -907,6 +946,7 @@ main() {
         say ""
         say "issue-11 items: $ITEMS_PASSED passed, $ITEMS_FAILED failed, $ITEMS_SKIPPED skipped"
     fi
+    [ "${RGPU_PRINTF_WAITS:-1}" = 0 ] || [ ! -x "$PROGS/printf_step" ] || run_printf_waits
     [ "${RGPU_BENCH:-1}" = 0 ] || run_bench
     [ -n "${RGPU_LADDER:-}" ] && run_ladder
     [ -n "${RGPU_PROFILE:-}" ] && run_profile
