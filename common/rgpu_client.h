@@ -287,6 +287,23 @@ void rgpu_event_note_flags(uint64_t event, unsigned flags);
 void rgpu_capture_begin(void);
 void rgpu_capture_end(void);
 int rgpu_capture_active(void);
+/* Room for n dependencies (node_size and edge_size bytes each) that a
+ * capture query of stream (ptsz: by a _ptsz entry point) hands back:
+ * client memory kept per stream until its next query, as CUDA keeps the
+ * arrays it returns (rgpu_capture_arrays.c).  0, or -1 without memory. */
+int rgpu_capture_arrays(uint64_t stream, int ptsz, size_t n, size_t node_size,
+                        size_t edge_size, void **nodes, void **edges);
+/* One capture query with its arrays: query(ctx, nodes, edges, room,
+ * &count) asks the server for at most room dependencies (nodes or edges
+ * NULL where the caller wants none) and says how many there are; asked
+ * again with room for all when they did not fit.  *nodes and *edges are
+ * the stream's kept arrays, *count the dependencies; query's status, or
+ * -1 without memory. */
+typedef int (*rgpu_capture_query)(void *ctx, void *nodes, void *edges, size_t room,
+                                  size_t *count);
+int rgpu_capture_query_arrays(uint64_t stream, int ptsz, size_t node_size, size_t edge_size,
+                              int want_nodes, int want_edges, rgpu_capture_query query,
+                              void *ctx, void **nodes, void **edges, size_t *count);
 
 /* Whether a synchronise of this stream, or of this event, may go without
  * waiting: lazy mode, no capture under way, a handle this process holds

@@ -302,6 +302,10 @@ int hand_cuda_function_layout(uint64_t func, const uint32_t **offset, const uint
                               unsigned *n);
 /* Whether the driver handed out this CUfunction or CUkernel to the session. */
 int guard_function_known(uint64_t func);
+/* A capture query's n dependencies (nodes and, where not NULL, edges: 8
+ * bytes each) into the client's arrays of max (hand_cudart.c). */
+void capture_arrays_out(const void *nodes, const void *edges, size_t n, void *deps_out,
+                        void *edges_out, size_t max);
 
 /* ---- hand-written procedures (hand_*.c) ------------------------------------ */
 

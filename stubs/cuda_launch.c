@@ -1,7 +1,8 @@
 /* Driver-API launches and the facts of functions and kernels the client
  * answers itself: cuLaunchKernel, cuLaunchKernelEx with its launch
  * attributes, the cooperative launches, the names of functions and
- * kernels, and libraries loaded from the client's files.  Server side:
+ * kernels, the potential block size (whose callback runs here), and
+ * libraries loaded from the client's files.  Server side:
  * daemon/hand_cuda_launch.c. */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
@@ -456,6 +457,67 @@ RGPU_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 RGPU_EXPORT CUresult cuKernelGetName(const char **name, CUkernel hfunc)
 {
     return name_of(NAME_KERNEL, (uint64_t)(uintptr_t)hfunc, name);
+}
+
+/* ---- the potential block size -------------------------------------------------- */
+
+/* The largest block size the driver may ask the callback about: the limit
+ * given, or the most threads a block may have on any device; 0 when no
+ * device says. */
+static int callback_block_sizes(int limit)
+{
+    int count = 0, most = 0;
+    if (cuDeviceGetCount(&count) != CUDA_SUCCESS)
+        return 0;
+    for (int d = 0; d < count; d++) {
+        int n = 0;
+        if (cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, d) ==
+                CUDA_SUCCESS && n > most)
+            most = n;
+    }
+    return limit > 0 && limit < most ? limit : most;
+}
+
+/* The program's callback runs here, for every block size the driver could
+ * ask about (it is a function of the block size alone), and the server's
+ * driver runs against the answers (rgpu_cu_occupancy_block_size). */
+static CUresult potential_block_size(int *minGridSize, int *blockSize, CUfunction func,
+                                     CUoccupancyB2DSize smem_of, size_t dynamicSMemSize,
+                                     int blockSizeLimit, unsigned int flags)
+{
+    size_t *table = NULL, n = 0;
+    if (smem_of) {
+        int most = callback_block_sizes(blockSizeLimit);
+        if (most <= 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (!(table = malloc((size_t)most * sizeof *table)))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        for (int b = 1; b <= most; b++)
+            table[b - 1] = smem_of(b);
+        n = (size_t)most;
+    }
+    CUresult rc = rgpu_cu_occupancy_block_size(minGridSize, blockSize, func, table, n,
+                                               dynamicSMemSize, blockSizeLimit, flags);
+    free(table);
+    return rc;
+}
+
+RGPU_EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize,
+                                                      CUfunction func,
+                                                      CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                      size_t dynamicSMemSize, int blockSizeLimit)
+{
+    return potential_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                                dynamicSMemSize, blockSizeLimit, CU_OCCUPANCY_DEFAULT);
+}
+
+RGPU_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(
+    int *minGridSize, int *blockSize, CUfunction func,
+    CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit,
+    unsigned int flags)
+{
+    return potential_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                                dynamicSMemSize, blockSizeLimit, flags);
 }
 
 /* ---- functions of modules and libraries ------------------------------------------------ */

@@ -1092,9 +1092,28 @@ RGPU_EXPORT cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynami
 
 /* ---- stream capture ----------------------------------------------------------------- */
 
-/* The dependency arrays cudaStreamGetCaptureInfo can hand back live in the
- * server's memory: asking for them is refused, the rest is served. */
-static cudaError_t capture_info(const struct rgpu_proc *proc, cudaStream_t stream,
+struct capture_query {
+    cudaStream_t stream;
+    int per_thread;
+    enum cudaStreamCaptureStatus *status;
+    unsigned long long *id;
+    cudaGraph_t *graph;
+};
+
+static int ask_capture_info(void *ctx, void *nodes, void *edges, size_t room, size_t *count)
+{
+    const struct capture_query *q = ctx;
+    return rgpu_capture_info(q->stream, q->per_thread, q->status, q->id, q->graph,
+                             (cudaGraphNode_t *)nodes, (cudaGraphEdgeData *)edges, room, count);
+}
+
+/* The dependency arrays the library hands back live in the server's
+ * memory: with them, the nodes and edges come back in the reply
+ * (rgpu_capture_info) into arrays the client keeps for the stream until
+ * its next query (common/rgpu_capture_arrays.c), which outlives what CUDA
+ * promises of its own.  Without them, the generated call. */
+static cudaError_t capture_info(const struct rgpu_proc *proc, int per_thread,
+                                cudaStream_t stream,
                                 enum cudaStreamCaptureStatus *captureStatus_out,
                                 unsigned long long *id_out, cudaGraph_t *graph_out,
                                 const cudaGraphNode_t **dependencies_out,
@@ -1103,12 +1122,26 @@ static cudaError_t capture_info(const struct rgpu_proc *proc, cudaStream_t strea
 {
     const void *argv[] = { &stream, &captureStatus_out, &id_out, &graph_out,
                            &dependencies_out, &edgeData_out, &numDependencies_out };
-    if (dependencies_out || edgeData_out) {
-        static int logged;
-        return rgpu_refused(LIB, "cudaStreamGetCaptureInfo with dependency arrays",
-                            "the arrays live in the server: not remoted yet", &logged);
-    }
-    return rgpu_call(LIB, proc, argv);
+    if (!dependencies_out && !edgeData_out)
+        return rgpu_call(LIB, proc, argv);
+    struct capture_query q = { stream, per_thread, captureStatus_out, id_out, graph_out };
+    void *nodes = NULL, *edges = NULL;
+    size_t n = 0;
+    int rc = rgpu_capture_query_arrays((uint64_t)(uintptr_t)stream, per_thread,
+                                       sizeof(cudaGraphNode_t), sizeof(cudaGraphEdgeData),
+                                       dependencies_out != NULL, edgeData_out != NULL,
+                                       ask_capture_info, &q, &nodes, &edges, &n);
+    if (rc < 0)
+        return RESULT(cudaErrorMemoryAllocation);
+    if (rc != cudaSuccess)
+        return rc;
+    if (dependencies_out)
+        *dependencies_out = n ? (const cudaGraphNode_t *)nodes : NULL;
+    if (edgeData_out)
+        *edgeData_out = n ? (const cudaGraphEdgeData *)edges : NULL;
+    if (numDependencies_out)
+        *numDependencies_out = n;
+    return cudaSuccess;
 }
 
 #undef cudaStreamGetCaptureInfo
@@ -1120,8 +1153,8 @@ RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
                                                  const cudaGraphEdgeData **edgeData_out,
                                                  size_t *numDependencies_out)
 {
-    return capture_info(RGPU_CUDART_cudaStreamGetCaptureInfo, stream, captureStatus_out, id_out,
-                        graph_out, dependencies_out, edgeData_out, numDependencies_out);
+    return capture_info(RGPU_CUDART_cudaStreamGetCaptureInfo, 0, stream, captureStatus_out,
+                        id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
 }
 
 RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(
@@ -1129,8 +1162,9 @@ RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(
     unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out,
     const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out)
 {
-    return capture_info(RGPU_CUDART_cudaStreamGetCaptureInfo_ptsz, stream, captureStatus_out,
-                        id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
+    return capture_info(RGPU_CUDART_cudaStreamGetCaptureInfo_ptsz, 1, stream,
+                        captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+                        numDependencies_out);
 }
 
 /* ---- graphs ---------------------------------------------------------------------- */
