@@ -195,6 +195,16 @@ static void init_tables(void)
     }
 }
 
+void session_list_procedures(FILE *out)
+{
+    for (size_t i = 0; i < NSERVED; i++)
+        for (size_t k = 0; k < served[i].lib->nprocs; k++)
+            fprintf(out, "generated %s %s\n", served[i].lib->name, served[i].server[k].proc->name);
+    for (size_t t = 0; t < NHAND; t++)
+        for (int i = 0; i < *hand_counts[t]; i++)
+            fprintf(out, "hand %s %s\n", hand_tables[t][i].lib, hand_tables[t][i].name);
+}
+
 static const struct hand_proc *find_hand(uint32_t id)
 {
     for (size_t t = 0; t < NHAND; t++)
