@@ -395,8 +395,8 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
         /* Handles, device pointers and scalars first (daemon/owned_handles.c,
          * daemon/memguards.c). */
         api = handles_check_call(l->lib, proc, &frame);
-        if (api == 0 && rgpu_check_args(l->lib, proc, &frame) != RGPU_OK)
-            api = l->lib->invalid_value;
+        if (api == 0)
+            api = rgpu_check_args(l->lib, proc, &frame);
         if (api == 0 && g && g->pre)
             api = g->pre(frame.argv);
         if (api == 0) {
