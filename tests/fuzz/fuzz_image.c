@@ -243,14 +243,16 @@ static void walk_archive(const struct span *s)
     }
 }
 
-static void walk(const struct span *s)
+/* sized: as cuLinkAddData reads its input (archives too); else as the
+ * loads without a size do (an archive is text to them). */
+static void walk(const struct span *s, int sized)
 {
     uint32_t magic = s->n >= 4 ? (uint32_t)get(s, 0, 4, "the magic") : 0;
     if (magic == 0xba55ed50u)
         walk_fatbin(s);
     else if (s->n >= SELFMAG && memcmp(s->p, ELFMAG, SELFMAG) == 0)
         walk_elf(s);
-    else if (s->n >= 8 && memcmp(s->p, "!<arch>\n", 8) == 0)
+    else if (sized && s->n >= 8 && memcmp(s->p, "!<arch>\n", 8) == 0)
         walk_archive(s);
 }
 
@@ -274,12 +276,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct span s = { copy, size, "an image" };
     int verdict = image_check(copy, size, why, sizeof why);
     if (verdict == IMAGE_OK)
-        walk(&s);
+        walk(&s, 0);
     else
         check_why(why, sizeof why);
     verdict = image_check_sized(copy, size, why, sizeof why);
     if (verdict == IMAGE_OK)
-        walk(&s);
+        walk(&s, 1);
     else
         check_why(why, sizeof why);
     free(copy);
