@@ -84,6 +84,8 @@ static void usage(FILE *f)
             "      --nvml-settings      let clients change GPU settings through NVML (power\n"
             "                           limits, clocks, persistence and compute modes);\n"
             "                           refused by default\n"
+            "      --procedures         print the procedures a session serves, one\n"
+            "                           \"generated|hand LIBRARY NAME\" a line, and exit\n"
             "  -f, --foreground         stay in the foreground (default)\n"
             "  -v, --verbose            more logging (repeat for debug; env RGPU_LOG)\n"
             "  -h, --help               this text\n",
@@ -135,6 +137,7 @@ int main(int argc, char **argv)
         { "sandbox-audit", no_argument, NULL, 'A' },
         { "nvml-settings", no_argument, NULL, 'P' },
         { "devices", required_argument, NULL, 'd' },
+        { "procedures", no_argument, NULL, 'R' },
         { NULL, 0, NULL, 0 },
     };
     struct rgpud_options opt = { .listen = RGPU_DEFAULT_SERVER, .key_dir = RGPUD_KEY_DIR,
@@ -183,6 +186,7 @@ int main(int argc, char **argv)
         case 'A': opt.sandbox_audit = 1; break;
         case 'P': opt.nvml_settings = 1; break;
         case 'd': opt.devices = optarg; break;
+        case 'R': session_list_procedures(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }

@@ -3,6 +3,7 @@
 #define RGPUD_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -181,6 +182,9 @@ int devices_nvml_position(const void *handle);
 
 /* ---- session.c -------------------------------------------------------------- */
 
+/* Every procedure a session serves, one "generated|hand LIBRARY NAME" a
+ * line (rgpud --procedures; tests/procedures.sh). */
+void session_list_procedures(FILE *out);
 /* Serve one client on fd until it leaves; never returns. */
 void session_run(int fd, const struct rgpud_options *opt) __attribute__((noreturn));
 /* Send one frame to the client from any thread; a dead client ends the

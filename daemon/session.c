@@ -193,6 +193,16 @@ static void init_tables(void)
     }
 }
 
+void session_list_procedures(FILE *out)
+{
+    for (size_t i = 0; i < NSERVED; i++)
+        for (size_t k = 0; k < served[i].lib->nprocs; k++)
+            fprintf(out, "generated %s %s\n", served[i].lib->name, served[i].server[k].proc->name);
+    for (size_t t = 0; t < NHAND; t++)
+        for (int i = 0; i < *hand_counts[t]; i++)
+            fprintf(out, "hand %s %s\n", hand_tables[t][i].lib, hand_tables[t][i].name);
+}
+
 static const struct hand_proc *find_hand(uint32_t id)
 {
     for (size_t t = 0; t < NHAND; t++)
@@ -393,8 +403,8 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
         /* Handles, device pointers and scalars first (daemon/owned_handles.c,
          * daemon/memguards.c). */
         api = handles_check_call(l->lib, proc, &frame);
-        if (api == 0 && rgpu_check_args(l->lib, proc, &frame) != RGPU_OK)
-            api = l->lib->invalid_value;
+        if (api == 0)
+            api = rgpu_check_args(l->lib, proc, &frame);
         if (api == 0 && g && g->pre)
             api = g->pre(frame.argv);
         if (api == 0) {

@@ -40,7 +40,9 @@ static size_t max_size(size_t a, size_t b)
 }
 
 /* A cubin's extent as the server checks it (daemon/image_check.c): its
- * header, both header tables, and every section's and segment's bytes. */
+ * header, both header tables, every section's bytes whatever its type
+ * (a section without file bytes, SHT_NOBITS: its offset) and every
+ * segment's. */
 static size_t elf_size(const unsigned char *p)
 {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
@@ -49,8 +51,7 @@ static size_t elf_size(const unsigned char *p)
     end = max_size(end, eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize);
     for (unsigned i = 0; i < eh->e_shnum; i++) {
         const Elf64_Shdr *sh = (const void *)(p + eh->e_shoff + (size_t)i * eh->e_shentsize);
-        if (sh->sh_type != SHT_NOBITS && sh->sh_type != SHT_NULL)
-            end = max_size(end, sh->sh_offset + sh->sh_size);
+        end = max_size(end, sh->sh_offset + (sh->sh_type == SHT_NOBITS ? 0 : sh->sh_size));
     }
     for (unsigned i = 0; i < eh->e_phnum; i++) {
         const Elf64_Phdr *ph = (const void *)(p + eh->e_phoff + (size_t)i * eh->e_phentsize);

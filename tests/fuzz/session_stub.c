@@ -71,8 +71,8 @@ int session_run_generated(const char *lib, const char *name, const msgpack_objec
     if (transport == RGPU_OK) {
         const struct guard *g = guard_for(rl->name, proc->name);
         api = handles_check_call(rl, proc, &frame);
-        if (api == 0 && rgpu_check_args(rl, proc, &frame) != RGPU_OK)
-            api = rl->invalid_value;
+        if (api == 0)
+            api = rgpu_check_args(rl, proc, &frame);
         if (api == 0 && g && g->pre)
             api = g->pre(frame.argv);
         if (api == 0) {
