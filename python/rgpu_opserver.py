@@ -816,7 +816,14 @@ class Executor:
         # The server's kernel laid its result out otherwise than the meta
         # kernel said: copy it into the layout the client knows.
         s = self.torch.UntypedStorage(nbytes, device=self.device)
-        self.view(s, d, size, stride, offset, f"result of {name}").copy_(r)
+        view = self.view(s, d, size, stride, offset, f"result of {name}")
+        if r.numel() == 0 and view.numel() > 0:
+            # An empty result where the meta kernel (and CUDA's) has a sized
+            # one: PyTorch's CPU kernels leave results nothing reads empty
+            # (native_batch_norm's saved statistics in eval mode).  Zeros.
+            view.zero_()
+        else:
+            view.copy_(r)
         self.table[sid] = s
 
     def keep_result(self, sid, dtype, r):

@@ -48,10 +48,14 @@ aten = torch.ops.aten
 _NEEDS_DATA = {aten._local_scalar_dense.default, aten.equal.default, aten.is_nonzero.default,
                aten._linalg_check_errors.default}
 
-# Operations that change a tensor's own sizes or storage: a wrapper's sizes
-# are fixed, so these are refused by name rather than computed wrongly.
-_METADATA_MUTATORS = ("set_", "resize_", "resize_as_", "as_strided_", "_resize_output_",
-                      "swap_", "squeeze_", "unsqueeze_", "t_", "transpose_")
+# Operations that change a tensor's own size or storage: refused by name
+# rather than computed wrongly (a tensor's storage on the server has a
+# fixed size).
+_METADATA_MUTATORS = ("set_", "resize_", "resize_as_", "_resize_output_", "swap_")
+# Operations that lay a tensor over its storage anew in place (nn.RNN's
+# batch_first output is transposed so): only the client's wrapper changes.
+_VIEW_MUTATORS = ("as_strided_", "detach_", "squeeze_", "unsqueeze_", "swapaxes_", "swapdims_",
+                  "t_", "transpose_")
 
 
 class Storage:
@@ -454,7 +458,7 @@ class _Operator:
         self.name = _op_name(func)
         base = self.name.split("::")[-1].split(".")[0]
         self.mutator = base in _METADATA_MUTATORS
-        self.special = _SPECIAL.get(func)
+        self.special = _SPECIAL.get(func) or (_view_in_place if base in _VIEW_MUTATORS else None)
         self.needs_data = func in _NEEDS_DATA
         self.unusual = self.mutator or self.special is not None or self.needs_data
         self.plans = {}
@@ -782,6 +786,27 @@ def _copy_(func, args, kwargs):
                        _cpu_bytes(src))
         return dst
     return NotImplemented       # an ordinary copy_, with src uploaded first
+
+
+def _view_in_place(func, args, kwargs):
+    """transpose_, squeeze_...: the meta device lays the tensor's meta twin
+    out anew, and the tensor takes that layout (its storage, and the
+    server, are untouched)."""
+    x = args[0]
+    if not isinstance(x, RgpuTensor):
+        return NotImplemented
+    m = x._meta_view()
+    func(m, *args[1:], **kwargs)
+    size, stride, offset = tuple(m.size()), m.stride(), m.storage_offset()
+    try:
+        with torch._C._DisableTorchDispatch():
+            aten.as_strided_.default(x, size, stride, offset)
+    except RuntimeError as e:
+        # as_strided_ past the elements the tensor reached when it was made.
+        raise NotImplementedError(f"rgpu: {_op_name(func)} cannot lay this rgpu tensor out "
+                                  f"so ({e})") from None
+    x._lid = _layout_id(x.dtype, size, stride, offset, x._rs.nbytes)
+    return x
 
 
 _SPECIAL = {
