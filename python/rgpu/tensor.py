@@ -323,6 +323,7 @@ _SCALARS = (bool, int, float, complex, str, type(None), torch.dtype, torch.devic
             torch.memory_format, torch.layout)
 _SLOT_SHIFT = 40        # a tensor's part of a key: its layout number | storage index << 40
 _INTS = {int}
+_TAGGED = frozenset(_SCALARS)
 _NO_KWARGS = {}
 _NO_STORAGES = ()
 
@@ -336,14 +337,17 @@ def _collect(args, kwargs, floats=None):
     floats: an optimiser's step sizes change every step."""
     tensors, index, parts = [], {}, []
     try:
-        for a in args:                  # _key_of, its commonest case inline
-            if type(a) is RgpuTensor:
+        for a in args:                  # _key_of, its commonest cases inline
+            kind = type(a)
+            if kind is RgpuTensor:
                 rs = a._rs
                 si = index.get(rs)
                 if si is None:
                     si = index[rs] = len(index)
                 tensors.append(a)
                 parts.append(a._lid | si << _SLOT_SHIFT)
+            elif kind is int:
+                parts.append(a)
             else:
                 parts.append(_key_of(a, tensors, index, floats))
         key = tuple(parts)
@@ -365,8 +369,14 @@ def _collect(args, kwargs, floats=None):
 def _key_of(x, tensors, index, floats):
     """One argument's part of a plan's key (its tensors noted on the way):
     a tensor is its layout's number and which of the call's storages it
-    lies in, so that a key also says which arguments share a storage."""
+    lies in (so that a key also says which arguments share a storage), an
+    int itself, any other scalar its type and value (1, 1.0 and True are
+    equal keys), a list of ints their tuple.  An argument's position has one
+    type in an operator's schema, so a tensor's number and an int never
+    meet; only a Scalar takes an int, a float or a bool."""
     kind = type(x)
+    if kind is int:
+        return x
     if kind is RgpuTensor or isinstance(x, RgpuTensor):
         si = index.get(x._rs)
         if si is None:
@@ -376,14 +386,16 @@ def _key_of(x, tensors, index, floats):
     if kind is float and floats is not None:
         floats.append(x)
         return float
+    if kind in _TAGGED:
+        return (kind, x)
     if kind is list or kind is tuple:
         if set(map(type, x)) == _INTS:  # sizes, dims: the commonest lists
-            return (kind, int, tuple(x))
+            return tuple(x)
         return (kind, tuple([_key_of(v, tensors, index, floats) for v in x]))
     if isinstance(x, torch.Tensor):
         return ("cpu", x.dtype, x.size(), x.stride(), x.device)
     if isinstance(x, _SCALARS):
-        return (kind, x)                # the type too: 1, 1.0 and True are equal keys
+        return (kind, x)
     raise _Uncacheable
 
 
@@ -404,11 +416,14 @@ class _Plan:
     the call with its storage ids (and floats the key left out) as numbered
     slots, which the server keeps as a plan of its own (session.run_plan)."""
 
-    __slots__ = ("spec", "results", "send", "single", "groups", "outs", "template")
+    __slots__ = ("spec", "results", "send", "single", "groups", "outs", "template", "view")
 
     def __init__(self, spec, results, groups, send):
         self.spec, self.results, self.groups, self.send = spec, results, groups, send
         self.single = spec.is_leaf()
+        # A call that only views an argument (view, t, transpose, detach,
+        # expand: most calls of a training step): its one result.
+        self.view = results[0] if self.single and not send and results[0][0] == _VIEW else None
         # The wire's description of each result: (group, dtype, sizes,
         # strides, offset, nbytes) for the first result of a new group, else None.
         self.outs, seen = [], set()
@@ -496,6 +511,10 @@ def dispatch(func, args, kwargs):
     if op.needs_data:
         return _call_waiting(session, func, args, kwargs)
     plan = op.plans.get(key) if key is not None else None
+    if plan is not None and plan.view is not None:
+        if session.dead:
+            _ended(session)
+        return _result(plan.view, storages[plan.view[1]])
     if plan is None:
         plan = _plan(func, op.name, args, kwargs, tensors, storages)
         if plan is _WAIT:
