@@ -642,17 +642,22 @@ def _execute(plan, session, name, args, kwargs, tensors, storages, floats, plann
                 results.append(_result(d, storages[d[1]] if kind == _VIEW else fresh[d[1]]))
         result = tree_unflatten(results, plan.spec)
     if plan.send:
-        if planned and plan.template is None:
-            plan.template = _template(plan, name, args, kwargs, tensors, fresh, floats)
-        if planned and plan.template:
-            values = [t._rs.sid for t in tensors]
-            if fresh:
-                values += [rs.sid for rs in fresh]
-            if floats:
-                values += floats
-            session.run_plan(plan, values)
-        else:
-            _send_plain(plan, session, name, args, kwargs, fresh)
+        try:
+            if planned and plan.template is None:
+                plan.template = _template(plan, name, args, kwargs, tensors, fresh, floats)
+            if planned and plan.template:
+                values = [t._rs.sid for t in tensors]
+                if fresh:
+                    values += [rs.sid for rs in fresh]
+                if floats:
+                    values += floats
+                session.run_plan(plan, values)
+            else:
+                _send_plain(plan, session, name, args, kwargs, fresh)
+        except BaseException:
+            for rs in fresh:
+                rs.session = None       # never made on the server: nothing to free
+            raise
     return result
 
 

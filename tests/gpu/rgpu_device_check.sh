@@ -62,14 +62,14 @@ OUTDIR=${OUT:-/tmp/rgpu-gpu}
 STEPS=${RGPU_DEVICE_STEPS:-200}
 TSTEPS=${RGPU_DEVICE_TIME_STEPS:-60}
 MSTEPS=${RGPU_DEVICE_MODEL_STEPS:-50}
-MODELS_DEFAULT="cnn lstm"
-[ "$NATIVE" = cpu ] && MODELS_DEFAULT="cnn rnn"     # a CPU op server has no fused LSTM cells
-MODELS=${RGPU_DEVICE_MODELS-$MODELS_DEFAULT}
 STUB_STEPS=${RGPU_DEVICE_STUB_STEPS:-30}
 STUB_TIMEOUT=${RGPU_DEVICE_STUB_TIMEOUT:-240}
 SANDBOX=${RGPU_DEVICE_SANDBOX:-on}
 PY=${RGPU_PYTHON:-python3}
 NATIVE=${RGPU_DEVICE_NATIVE:-cuda}
+MODELS_DEFAULT="cnn lstm"
+[ "$NATIVE" = cpu ] && MODELS_DEFAULT="cnn rnn"     # a CPU op server has no fused LSTM cells
+MODELS=${RGPU_DEVICE_MODELS-$MODELS_DEFAULT}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 TRAIN=$SRC/examples/nanogpt/train.py
 MODELS_PY=$SRC/tests/rgpu_device/train_models.py
