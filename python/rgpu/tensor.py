@@ -323,9 +323,11 @@ _SCALARS = (bool, int, float, complex, str, type(None), torch.dtype, torch.devic
             torch.memory_format, torch.layout)
 _SLOT_SHIFT = 40        # a tensor's part of a key: its layout number | storage index << 40
 _INTS = {int}
+_TENSORS = {RgpuTensor}
 _TAGGED = frozenset(_SCALARS)
 _NO_KWARGS = {}
 _NO_STORAGES = ()
+_default_dtype = torch.get_default_dtype
 
 
 def _collect(args, kwargs, floats=None):
@@ -354,7 +356,7 @@ def _collect(args, kwargs, floats=None):
         if kwargs:
             key = (key, tuple([(k, _key_of(v, tensors, index, floats))
                                for k, v in kwargs.items()]))
-        key = (key, torch.get_default_dtype())
+        key = (key, _default_dtype())
     except _Uncacheable:
         key = None
         tensors.clear()
@@ -389,8 +391,19 @@ def _key_of(x, tensors, index, floats):
     if kind in _TAGGED:
         return (kind, x)
     if kind is list or kind is tuple:
-        if set(map(type, x)) == _INTS:  # sizes, dims: the commonest lists
+        types = set(map(type, x))
+        if types == _INTS:              # sizes, dims: the commonest lists
             return tuple(x)
+        if types == _TENSORS:           # a foreach operator's lists
+            parts = []
+            for t in x:
+                rs = t._rs
+                si = index.get(rs)
+                if si is None:
+                    si = index[rs] = len(index)
+                parts.append(t._lid | si << _SLOT_SHIFT)
+            tensors += x
+            return (kind, tuple(parts))
         return (kind, tuple([_key_of(v, tensors, index, floats) for v in x]))
     if isinstance(x, torch.Tensor):
         return ("cpu", x.dtype, x.size(), x.stride(), x.device)
@@ -506,15 +519,51 @@ def dispatch(func, args, kwargs):
             raise NotImplementedError(f"rgpu: {op.name} changes a tensor's sizes or storage "
                                       "in place, which rgpu tensors do not support")
     floats = [] if op.floats_free else None
-    key, tensors, storages = _collect(args, kwargs, floats)
+    # _collect, its commonest cases inline: every operator of every step
+    # comes here.
+    tensors, index, parts = [], {}, []
+    try:
+        for a in args:
+            kind = type(a)
+            if kind is RgpuTensor:
+                rs = a._rs
+                si = index.get(rs)
+                if si is None:
+                    si = index[rs] = len(index)
+                tensors.append(a)
+                parts.append(a._lid | si << _SLOT_SHIFT)
+            elif kind is int:
+                parts.append(a)
+            else:
+                parts.append(_key_of(a, tensors, index, floats))
+        key = tuple(parts)
+        if kwargs:
+            key = (key, tuple([(k, _key_of(v, tensors, index, floats))
+                               for k, v in kwargs.items()]))
+        key = (key, _default_dtype())
+        plan = op.plans.get(key)
+    except _Uncacheable:
+        key, tensors, storages = _collect(args, kwargs, floats)
+        plan = None
+    else:
+        storages = list(index)
+    if plan is not None and plan.view is not None:
+        # Only a view of an argument: its wrapper (_result, inline).
+        d = plan.view
+        rs = storages[d[1]]
+        if rs.session.dead:
+            _ended(rs.session)
+        if d[7]:
+            r = _make_wrapper(RgpuTensor, d[2], dtype=d[5], device=DEVICE)
+        else:
+            r = _make_wrapper(RgpuTensor, d[2], strides=d[3], storage_offset=d[4], dtype=d[5],
+                              device=DEVICE)
+        r._rs = rs
+        r._lid = d[6]
+        return r
     session = storages[0].session if storages else _session.get()
     if op.needs_data:
         return _call_waiting(session, func, args, kwargs)
-    plan = op.plans.get(key) if key is not None else None
-    if plan is not None and plan.view is not None:
-        if session.dead:
-            _ended(session)
-        return _result(plan.view, storages[plan.view[1]])
     if plan is None:
         plan = _plan(func, op.name, args, kwargs, tensors, storages)
         if plan is _WAIT:
