@@ -14,6 +14,14 @@
  *                           stubs to call; the server calls serve_NAME,
  *                           written by hand in daemon/ (NAME_serve.h
  *                           declares them)
+ *   client-sources DIR...   folders, beside the annotation file, of the
+ *                           client's hand-written code (the stubs, the
+ *                           client core): what it sends is found there.
+ *                           A `client` function that no file there sends
+ *                           and an own procedure that none calls stop the
+ *                           generator: the server must serve nothing that
+ *                           no client sends (NAME-sent.txt lists who
+ *                           sends each procedure)
  *   variant -DMACRO ...     parse the headers again with these defines, to
  *                           see the _ptds/_ptsz names they produce
  *   status TYPE NOTSUP UNAVAIL INVALID  the status type, its not-supported
@@ -56,7 +64,10 @@
  *
  *   local PATTERN "why"     answered on the client, no procedure
  *   hand PATTERN "why"      client and server code are hand-written
- *   client PATTERN "why"    hand-written client calling a generated procedure
+ *   client PATTERN "why"    hand-written client sending the function's own
+ *                           generated procedure (RGPU_LIB_NAME in a file of
+ *                           client-sources); a hand-written client that
+ *                           sends other procedures, or none, is `hand`
  *   refuse PATTERN "why"    returns the not-supported status
  *   serve PATTERN           generated, even where a later glob refuses
  *   refuse-superseded "why" an export without prototype whose NAME_vN exists
@@ -299,6 +310,15 @@ static void parse_line(struct annotations *ann, char *p, int line)
             die("%s:%d: too many headers, or a second procedures file", ann->path, line);
         ann->procedures = local_path(ann->path, next_token(&p, ann->path, line));
         ann->headers[ann->nheaders++] = ann->procedures;
+    } else if (strcmp(word, "client-sources") == 0) {
+        for (char *d; (d = next_token(&p, ann->path, line));) {
+            if (ann->nclient_sources == 8)
+                die("%s:%d: too many client-sources", ann->path, line);
+            ann->client_sources[ann->nclient_sources] = local_path(ann->path, d);
+            while (strncmp(d, "../", 3) == 0)
+                d += 3;
+            ann->client_names[ann->nclient_sources++] = xstrdup(d);
+        }
     } else if (strcmp(word, "variant") == 0) {
         if (ann->nvariants == 8)
             die("%s:%d: too many variants", ann->path, line);

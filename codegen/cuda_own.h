@@ -26,6 +26,11 @@ CUresult rgpu_cu_array_from_device(CUarray array, size_t x, size_t y, size_t z,
 CUresult rgpu_cu_array_to_device(CUdeviceptr dst, size_t dpitch, CUarray array, size_t x,
                                  size_t y, size_t z, size_t width, size_t height,
                                  CUstream stream);
+/* Between two arrays (both handles checked as the session's), enqueued on
+ * stream: no host memory is involved. */
+CUresult rgpu_cu_array_to_array(CUarray dst, size_t dx, size_t dy, size_t dz, CUarray src,
+                                size_t sx, size_t sy, size_t sz, size_t width, size_t height,
+                                CUstream stream);
 
 /* ---- copies between host and device memory: stubs/cuda_hand.c through
  * common/rgpu_copy.c, daemon/hand_cuda.c and daemon/copy.c ----------------------
@@ -62,5 +67,25 @@ CUresult rgpu_cu_device_attrs(int *values, unsigned char *answered, size_t count
  * one it returns. */
 CUresult rgpu_cu_func_name(char *name, size_t max_size, CUfunction function);
 CUresult rgpu_cu_kernel_name(char *name, size_t max_size, CUkernel kernel);
+
+/* ---- occupancy: stubs/cuda_launch.c, daemon/hand_cuda_launch.c -------------------
+ * cuOccupancyMaxPotentialBlockSizeWithFlags (and without flags: 0).  Its
+ * callback, which gives the dynamic shared memory a block size needs, is
+ * the program's and runs on the client: smem_by_block[b - 1] is its answer
+ * for block size b, for b from 1 to count, and the server's driver runs
+ * against that table (count 0: no callback, dynamic_smem for every block
+ * size).  A block size outside the table the driver asks about fails the
+ * call with CUDA_ERROR_NOT_SUPPORTED. */
+CUresult rgpu_cu_occupancy_block_size(int *min_grid_size, int *block_size, CUfunction func,
+                                      const size_t *smem_by_block, size_t count,
+                                      size_t dynamic_smem, int block_size_limit,
+                                      unsigned int flags);
+
+/* ---- stream capture: stubs/cuda_graphs.c, daemon/hand_cuda.c --------------------
+ * cuStreamGetCaptureInfo_v3 (per_thread: its _ptsz form), and _v2 with
+ * edges NULL: as rgpu_capture_info of codegen/cudart_own.h. */
+CUresult rgpu_cu_capture_info(CUstream stream, int per_thread, CUstreamCaptureStatus *status,
+                              cuuint64_t *id, CUgraph *graph, CUgraphNode *deps,
+                              CUgraphEdgeData *edges, size_t max_deps, size_t *count);
 
 #endif

@@ -107,6 +107,18 @@ cudaError_t rgpu_occupancy(int *num_blocks, cudaKernel_t kernel, int block_size,
 cudaError_t rgpu_occupancy_smem(size_t *bytes, cudaKernel_t kernel, int num_blocks,
                                 int block_size);
 
+/* ---- stream capture: stubs/cudart_hand.c, daemon/hand_cudart.c -----------------
+ * cudaStreamGetCaptureInfo (per_thread: its _ptsz form) with the capture's
+ * dependency arrays, which the library hands back as pointers into memory
+ * of its own: at most max_deps nodes into deps, and where edges is not
+ * NULL their edge data; count says how many dependencies there are (the
+ * client asks again with room for all).  deps NULL asks for no nodes, as
+ * a NULL dependencies_out does.  The nodes join the session's handles. */
+cudaError_t rgpu_capture_info(cudaStream_t stream, int per_thread,
+                              enum cudaStreamCaptureStatus *status, unsigned long long *id,
+                              cudaGraph_t *graph, cudaGraphNode_t *deps,
+                              cudaGraphEdgeData *edges, size_t max_deps, size_t *count);
+
 /* ---- memory: stubs/cudart_memory.c, daemon/hand_cudart.c -----------------------
  * The device of memory the session owns, for cudaPointerGetAttributes
  * (asked once per allocation whose device the client did not learn when

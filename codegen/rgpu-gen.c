@@ -784,11 +784,14 @@ static const char *disp_name(enum disposition d)
 
 /* ---- where hand-written functions live ---------------------------------------------- */
 
-/* Names found in the hand-written files beside codegen/, so that the
- * coverage report can say where a function's code is: the stub file
+/* Names found in the hand-written files, so that the coverage report can
+ * say where a function's code is and the generator can tell what the
+ * client sends: in the client's folders (client-sources), the file
  * defining each hand-written export (RGPU_EXPORT ... NAME(); its server
- * side is named at the top of that file), the stub (or client core) file
- * calling each of rgpu's own procedures and the daemon file serving it (TYPE serve_NAME(
+ * side is named at the top of that file), the file calling each of rgpu's
+ * own procedures (rgpu_NAME() and the file naming each procedure of this
+ * library (RGPU_LIB_NAME, the handle a stub sends it by); in daemon/
+ * beside codegen/, the file serving each own procedure (TYPE serve_NAME(
  * at the start of a line).  The first place seen is kept. */
 struct defined_in {
     char *name, *file;
@@ -797,7 +800,8 @@ struct file_index {
     struct defined_in *v;
     int n;
 };
-static struct file_index defs, callers, serves;
+static struct file_index defs, callers, serves, sends;
+static char sends_prefix[64];       /* RGPU_CUDART_ */
 
 static void note(struct file_index *ix, const char *name, size_t len, const char *sub,
                  const char *file)
@@ -821,16 +825,13 @@ static const char *lookup(const struct file_index *ix, const char *name)
     return NULL;
 }
 
-/* The folder being scanned (stubs, common). */
-static const char *scanning = "stubs";
-
 static int is_ident(int c)
 {
     return isalnum((unsigned char)c) || c == '_';
 }
 
 /* RGPU_EXPORT ... NAME(: a hand-written export. */
-static void note_export(const char *line, const char *file)
+static void note_export(const char *line, const char *sub, const char *file)
 {
     const char *paren = strchr(line, '('), *end, *start;
     if (strncmp(line, "RGPU_EXPORT ", 12) != 0 || !paren)
@@ -840,85 +841,119 @@ static void note_export(const char *line, const char *file)
     for (start = end; start > line && is_ident(start[-1]);)
         start--;
     if (start != end)
-        note(&defs, start, (size_t)(end - start), scanning, file);
+        note(&defs, start, (size_t)(end - start), sub, file);
 }
 
-/* Whether the identifier ending just before at is RGPU_<LIB>_ (at names
- * the procedure of a table entry, RGPU_CUDART_rgpu_htod). */
-static int after_table_prefix(const char *line, const char *at)
-{
-    const char *start = at;
-    while (start > line && (isupper((unsigned char)start[-1]) ||
-                            isdigit((unsigned char)start[-1]) || start[-1] == '_'))
-        start--;
-    return at - start > 6 && strncmp(start, "RGPU_", 5) == 0 && at[-1] == '_' &&
-           (start == line || !is_ident(start[-1]));
-}
-
-/* rgpu_NAME( anywhere, or RGPU_<LIB>_rgpu_NAME (its table entry, handed to
- * a core function that calls it): a call of one of rgpu's own procedures,
- * perhaps. */
-static void note_own_calls(const char *line, const char *file)
+/* rgpu_NAME( anywhere: a call of one of rgpu's own procedures, perhaps. */
+static void note_own_calls(const char *line, const char *sub, const char *file)
 {
     for (const char *at = strstr(line, "rgpu_"); at; at = strstr(at + 1, "rgpu_")) {
         size_t n = 0;
         while (is_ident(at[n]))
             n++;
-        if ((at[n] == '(' && (at == line || !is_ident(at[-1]))) ||
-            (at > line && after_table_prefix(line, at)))
-            note(&callers, at, n, scanning, file);
+        if (at[n] == '(' && (at == line || !is_ident(at[-1])))
+            note(&callers, at, n, sub, file);
     }
 }
 
-static void note_stub_line(const char *line, const char *file)
+/* RGPU_LIB_NAME anywhere: procedure NAME of this library, sent. */
+static void note_sends(const char *line, const char *sub, const char *file)
 {
-    note_export(line, file);
-    note_own_calls(line, file);
+    size_t plen = strlen(sends_prefix);
+    for (const char *at = strstr(line, sends_prefix); at; at = strstr(at + 1, sends_prefix)) {
+        size_t n = 0;
+        while (is_ident(at[plen + n]))
+            n++;
+        if (n && (at == line || !is_ident(at[-1])))
+            note(&sends, at + plen, n, sub, file);
+    }
 }
 
-static void note_serve_line(const char *line, const char *file)
+static void note_client_line(const char *line, const char *sub, const char *file)
+{
+    note_export(line, sub, file);
+    note_own_calls(line, sub, file);
+    note_sends(line, sub, file);
+}
+
+static void note_serve_line(const char *line, const char *sub, const char *file)
 {
     const char *at = strstr(line, " serve_rgpu_"), *paren;
     if (at && !isspace((unsigned char)line[0]) && (paren = strchr(at, '(')))
-        note(&serves, at + 7, (size_t)(paren - at - 7), "daemon", file);
+        note(&serves, at + 7, (size_t)(paren - at - 7), sub, file);
 }
 
-/* Each line of each .c file in the folder sub beside codegen/. */
-static void scan_folder(const char *ann_path, const char *sub,
-                        void (*per_line)(const char *line, const char *file))
+/* Each line of each .c and .h file in folder dir, reported as sub/FILE. */
+static void scan_folder(const char *dir, const char *sub,
+                        void (*per_line)(const char *line, const char *sub, const char *file))
 {
-    char dir[4096], path[8192], line[1024];
-    const char *slash = strrchr(ann_path, '/');
-    int len = slash ? (int)(slash - ann_path) : 1;
-    if ((size_t)snprintf(dir, sizeof dir, "%.*s/../%s", len, slash ? ann_path : ".", sub) >=
-        sizeof dir)
-        return;
+    char path[8192], line[1024];
     DIR *d = opendir(dir);
     if (!d)
         return;
     for (struct dirent *e; (e = readdir(d));) {
         size_t n = strlen(e->d_name);
-        if (n <= 2 || strcmp(e->d_name + n - 2, ".c") != 0 ||
+        if (n <= 2 || (strcmp(e->d_name + n - 2, ".c") != 0 && strcmp(e->d_name + n - 2, ".h")) ||
             (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path)
             continue;
         FILE *f = fopen(path, "r");
         if (!f)
             continue;
         while (fgets(line, sizeof line, f))
-            per_line(line, e->d_name);
+            per_line(line, sub, e->d_name);
         fclose(f);
     }
     closedir(d);
 }
 
-/* Stubs first: a procedure the client core calls for a stub (a copy's
- * chunks) is named by the stub's file. */
-static void index_hand_written(const char *ann_path)
+static void index_hand_written(const struct annotations *ann)
 {
-    scan_folder(ann_path, "stubs", note_stub_line);
-    scanning = "common";
-    scan_folder(ann_path, "common", note_stub_line);
-    scan_folder(ann_path, "daemon", note_serve_line);
+    char dir[4096];
+    const char *slash = strrchr(ann->path, '/');
+    int len = slash ? (int)(slash - ann->path) : 1;
+    char up[48];
+    upper(up, ann->library, sizeof up);
+    snprintf(sends_prefix, sizeof sends_prefix, "RGPU_%s_", up);
+    for (int i = 0; i < ann->nclient_sources; i++)
+        scan_folder(ann->client_sources[i], ann->client_names[i], note_client_line);
+    if ((size_t)snprintf(dir, sizeof dir, "%.*s/../daemon", len, slash ? ann->path : ".") <
+        sizeof dir)
+        scan_folder(dir, "daemon", note_serve_line);
+}
+
+/* Who sends procedure e: the generated stub, or the first client file
+ * naming it (RGPU_LIB_NAME, or rgpu_NAME( for rgpu's own); NULL: nobody. */
+static const char *sender(const struct export_fn *e)
+{
+    if (e->disp == D_GENERATED)
+        return "generated";
+    const char *file = lookup(&sends, e->name);
+    if (!file && e->disp == D_OWN)
+        file = lookup(&callers, e->name);
+    return file;
+}
+
+/* The server serves no procedure that no client sends: a function the
+ * client serves by hand with other procedures, locally or not at all has
+ * none.  Those are `hand`, `local` or `refuse`, not `client`. */
+static void check_sent(const struct gen *g)
+{
+    for (int i = 0; i < g->nprocs; i++) {
+        const struct export_fn *e = g->procs[i];
+        if (sender(e))
+            continue;
+        if (!g->ann->nclient_sources)
+            problem("%s: %s has a procedure whose sender cannot be found: give client-sources "
+                    "DIR in %s", e->proto->where, e->name, g->ann->path);
+        else if (e->disp == D_OWN)
+            problem("%s: %s: no client file calls this procedure: the server would serve what "
+                    "no client sends; remove it", e->proto->where, e->name);
+        else
+            problem("%s: %s is annotated client, but no client file sends its procedure "
+                    "(%s%s): the server would serve what no client sends; annotate it hand, "
+                    "local or refuse in %s", e->proto->where, e->name, sends_prefix, e->name,
+                    g->ann->path);
+    }
 }
 
 static const char *defining_file(const char *name)
@@ -965,11 +1000,29 @@ static void emit_coverage(const struct gen *g)
         fprintf(f, "\nrgpu's own procedures (codegen/%s): %d\n",
                 strrchr(g->ann->procedures, '/') + 1, g->nown);
     for (int i = 0; i < g->nown; i++) {
-        const char *client = lookup(&callers, g->own[i].name);
+        const char *client = sender(&g->own[i]);
         const char *server = lookup(&serves, g->own[i].name);
         fprintf(f, "%-50s own [client: %s] [server: %s]\n", g->own[i].name,
                 client ? client : "none", server ? server : "none");
     }
+    fclose(f);
+}
+
+/* NAME-sent.txt: every procedure of the table and who sends it, one
+ * "PROCEDURE SENDER" a line (SENDER: "generated" for a generated stub, the
+ * client file naming it, or "none", which check_sent does not let by), in
+ * the table's order (tests/procedures.sh
+ * compares rgpud's table with it). */
+static void emit_sent(const struct gen *g)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s-sent.txt", g->outdir, g->lib);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("%s: cannot write", path);
+    for (int i = 0; i < g->nprocs; i++)
+        fprintf(f, "%s %s\n", g->procs[i]->name,
+                sender(g->procs[i]) ? sender(g->procs[i]) : "none");
     fclose(f);
 }
 
@@ -1122,6 +1175,8 @@ int main(int argc, char **argv)
     }
     collect_own(&g, &ann, funcs, nfuncs);
     check_rules_used(&ann, funcs, nfuncs);
+    index_hand_written(&ann);
+    check_sent(&g);
     if (nproblems)
         die("%d functions need annotations or fixes in %s", nproblems, ann.path);
     sort_lib = g.lib;
@@ -1130,7 +1185,6 @@ int main(int argc, char **argv)
         if (rgpu_proc_id(g.lib, g.procs[i]->name) == rgpu_proc_id(g.lib, g.procs[i - 1]->name))
             die("procedure id collision: %s and %s", g.procs[i]->name, g.procs[i - 1]->name);
 
-    index_hand_written(argv[1]);
     emit_procs_h(&g);
     emit_table_c(&g);
     emit_client_c(&g);
@@ -1147,5 +1201,6 @@ int main(int argc, char **argv)
     }
     emit_map(&g);
     emit_coverage(&g);
+    emit_sent(&g);
     return 0;
 }

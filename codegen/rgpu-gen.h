@@ -98,6 +98,9 @@ struct annotations {
     char *headers[8];
     int nheaders;
     char *procedures;           /* procedures FILE: rgpu's own, as an absolute path */
+    char *client_sources[8];    /* client-sources DIR...: absolute paths */
+    char *client_names[8];      /* ... and as written, "../" dropped, for reports */
+    int nclient_sources;
     char *variants[8];          /* extra -D sets to parse with */
     int nvariants;
     char *typedefs;             /* cudaTypedefs.h: emit the proc-address table */

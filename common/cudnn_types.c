@@ -2,9 +2,12 @@
  * cudnnBackendSetAttribute/GetAttribute carry arrays whose element type is
  * an argument, so both ends of the wire need this table (it sizes the
  * buffers; 0 refuses an unknown type rather than guess). */
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cudnn_graph.h>
+
+#include "cudnn_own.h"
 
 uint32_t rgpu_cudnn_type_size(int type);
 
@@ -88,4 +91,92 @@ uint32_t rgpu_cudnn_data_type_size(int type)
     default:
         return 0;
     }
+}
+
+/* The bytes of one element of a cudnnDataType_t, for the value of a tensor
+ * passed by value (the client reads it at the host address the program
+ * gave, stubs/cudnn_backend.c).  Sub-byte types take a whole byte; 0 for
+ * the unknown. */
+uint32_t rgpu_cudnn_value_size(int dtype);
+
+uint32_t rgpu_cudnn_value_size(int dtype)
+{
+    switch (dtype) {
+    case CUDNN_DATA_COMPLEX_FP64:
+        return 16;
+    case CUDNN_DATA_DOUBLE:
+    case CUDNN_DATA_INT64:
+    case CUDNN_DATA_COMPLEX_FP32:
+        return 8;
+    case CUDNN_DATA_FLOAT:
+    case CUDNN_DATA_INT32:
+    case CUDNN_DATA_UINT32:
+        return 4;
+    case CUDNN_DATA_HALF:
+    case CUDNN_DATA_BFLOAT16:
+        return 2;
+    case CUDNN_DATA_INT8:
+    case CUDNN_DATA_UINT8:
+    case CUDNN_DATA_BOOLEAN:
+    case CUDNN_DATA_FP8_E4M3:
+    case CUDNN_DATA_FP8_E5M2:
+    case CUDNN_DATA_FP8_E8M0:
+    case CUDNN_DATA_FP4_E2M1:
+    case CUDNN_DATA_INT4:
+    case CUDNN_DATA_UINT4:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The attributes of each descriptor type that rgpud reads when it
+ * describes a finalized descriptor (codegen/cudnn_own.h, "description"):
+ * what cudnn-frontend reads of heuristics, engine configs, engines, knob
+ * choices, plans and operation graphs. */
+static const struct rgpu_cudnn_described described[] = {
+    { CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+      CUDNN_TYPE_BACKEND_DESCRIPTOR, 128, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR },
+    { CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE,
+      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, CUDNN_BACKEND_ENGINE_DESCRIPTOR },
+    { CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+      CUDNN_TYPE_BACKEND_DESCRIPTOR, CUDNN_KNOB_TYPE_COUNTS, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR },
+    { CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
+      1, 0 },
+    { CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED,
+      CUDNN_TYPE_INT32, 1, 0 },
+    { CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, 0 },
+    { CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+      CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT, 0 },
+    { CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+      CUDNN_TYPE_BEHAVIOR_NOTE, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, 0 },
+    { CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+      CUDNN_TYPE_KNOB_TYPE, 1, 0 },
+    { CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64,
+      1, 0 },
+    { CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+      CUDNN_TYPE_INT64, 1, 0 },
+    { CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR },
+    { CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
+      CUDNN_TYPE_INT64, 1, 0 },
+};
+
+/* Entry i of the table (NULL past its end). */
+const struct rgpu_cudnn_described *rgpu_cudnn_described_attr(size_t i);
+
+const struct rgpu_cudnn_described *rgpu_cudnn_described_attr(size_t i)
+{
+    return i < sizeof described / sizeof described[0] ? &described[i] : NULL;
+}
+
+/* Whether rgpud describes attribute attr of descriptors of type desc_type. */
+int rgpu_cudnn_is_described(int desc_type, int64_t attr);
+
+int rgpu_cudnn_is_described(int desc_type, int64_t attr)
+{
+    for (size_t i = 0; i < sizeof described / sizeof described[0]; i++)
+        if (described[i].desc_type == desc_type && described[i].attr == attr)
+            return 1;
+    return 0;
 }

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,6 +70,7 @@ static struct {
     struct rgpu_reader rd;
     atomic_uint_fast64_t next_serial;
     atomic_uint next_tid;
+    atomic_ulong frames_heard;      /* frames read from the server, keepalives included */
     struct rgpu_server_info info;
 } S = {
     .once = PTHREAD_ONCE_INIT,
@@ -116,12 +118,44 @@ static struct {
     pthread_cond_t filled;      /* the batch became non-empty; with S.send_lock */
 } B = { .delay_ns = -1, .filled = PTHREAD_COND_INITIALIZER };
 
-static void connection_lost(const char *why);
+static void connection_lost(int err);
+
+/* What a sender last saw of the server (with S.send_lock held). */
+static struct {
+    int fd;
+    unsigned long heard;
+    int unread;
+} life;
+
+/* Whether rgpud showed life since the last call: a frame read by any
+ * thread, or bytes waiting that no thread reads yet (the keepalives a
+ * session sends while it runs a long request and reads nothing of ours). */
+static int server_alive(void *arg)
+{
+    unsigned long heard = atomic_load(&S.frames_heard);
+    int unread = 0;
+    (void)arg;
+    ioctl(life.fd, FIONREAD, &unread);
+    int alive = heard != life.heard || unread != life.unread;
+    life.heard = heard;
+    life.unread = unread;
+    return alive;
+}
+
+/* Sends wait for room in the socket as long as the server shows life, and
+ * give up after RGPU_TIMEOUT of silence with no room, as replies do: a
+ * frozen session takes nothing and says nothing. */
+static struct rgpu_send_limit send_limit(int fd)
+{
+    life.fd = fd;
+    return (struct rgpu_send_limit){ .idle_ms = S.timeout_ms, .alive = server_alive };
+}
 
 /* With S.send_lock held: write the batch; -1 on a write error. */
 static int flush_batch(int fd)
 {
-    if (B.len && rgpu_write_raw(fd, B.buf, B.len) < 0)
+    struct rgpu_send_limit lim = send_limit(fd);
+    if (B.len && rgpu_write_raw_limited(fd, B.buf, B.len, &lim) < 0)
         return -1;
     B.len = 0;
     return 0;
@@ -139,8 +173,9 @@ static void *flusher_main(void *arg)
         nanosleep(&delay, NULL);
         pthread_mutex_lock(&S.send_lock);
         if (S.fd >= 0 && !S.broken && flush_batch(S.fd) < 0) {
+            int err = errno;
             pthread_mutex_unlock(&S.send_lock);
-            connection_lost(strerror(errno));
+            connection_lost(err);
             pthread_mutex_lock(&S.send_lock);
             B.len = 0;
         }
@@ -214,11 +249,13 @@ static int send_packed(int fd, const msgpack_sbuffer *buf, const void *payload, 
     struct iovec iov[2] = { { buf->data, buf->size }, { (void *)payload, plen } };
     int rc;
     pthread_mutex_lock(&S.send_lock);
+    struct rgpu_send_limit lim = send_limit(fd);
     if (noreply && 4 + buf->size + plen <= BATCH_FRAME_MAX && batch_delay_ns() > 0 &&
         batch_add(buf, payload, plen) == 0) {
         rc = B.len >= BATCH_FLUSH ? flush_batch(fd) : 0;
     } else {
-        rc = rgpu_write_frame_after(fd, B.buf, B.len, iov, payload && plen ? 2 : 1);
+        rc = rgpu_write_frame_after_limited(fd, B.buf, B.len, iov, payload && plen ? 2 : 1,
+                                            &lim);
         if (rc == 0)
             B.len = 0;
     }
@@ -539,15 +576,25 @@ static void fail_all_waiters(void)
         w->done = 1;
 }
 
-/* A write failed: nothing more can be sent; every waiter is woken. */
-static void connection_lost(const char *why)
+/* A write failed: part of a frame may have gone, so nothing more can be
+ * sent on this connection.  It is shut down (a session that reads again
+ * sees its end, the reader of another thread wakes), every waiter is
+ * woken, and every later call fails at once with the library's
+ * "unavailable" error. */
+static void connection_lost(int err)
 {
-    rgpu_error("cannot send to rgpud: %s", why);
+    if (err == ETIMEDOUT)
+        rgpu_error("rgpud at %s took nothing of a request and sent nothing for %d s: giving "
+                   "up (RGPU_TIMEOUT)", S.spec, S.timeout_ms / 1000);
+    else
+        rgpu_error("cannot send to rgpud at %s: %s", S.spec, strerror(err));
     pthread_mutex_lock(&S.lock);
     S.broken = 1;
     fail_all_waiters();
     pthread_cond_broadcast(&S.cond);
     pthread_mutex_unlock(&S.lock);
+    if (S.fd >= 0)
+        shutdown(S.fd, SHUT_RDWR);
 }
 
 /* A data frame's head as the server writes it: [DATA, serial, bin32]. */
@@ -655,6 +702,8 @@ static void read_one(void)
         rgpu_spin_until_readable(S.fd, S.spin_ns);
     int rc = read_frame(&frame, &len);
     int err = errno;
+    if (rc == 0)
+        atomic_fetch_add(&S.frames_heard, 1);
     pthread_mutex_lock(&S.lock);
     S.reader_active = 0;
     if (rc < 0 && err == ETIMEDOUT) {
@@ -663,7 +712,7 @@ static void read_one(void)
         S.broken = 1;
         fail_all_waiters();
     } else if (rc < 0) {
-        if (err != EPROTO)
+        if (err != EPROTO && !S.broken)     /* not a send's failure, already said */
             rgpu_error("connection to rgpud lost: %s", strerror(err));
         S.broken = 1;
         fail_all_waiters();
@@ -724,7 +773,7 @@ int rgpu_core_send_frame(const msgpack_sbuffer *buf)
     if (fd < 0)
         return -1;
     if (send_packed(fd, buf, NULL, 0, 0) < 0) {
-        connection_lost(strerror(errno));
+        connection_lost(errno);
         return -1;
     }
     return 0;
@@ -978,7 +1027,7 @@ static int post(struct rgpu_req *req, struct rgpu_ticket **ticket, int counted)
     rc = send_packed(fd, &req->buf, req->payload, req->payload_len, noreply);
     msgpack_sbuffer_destroy(&req->buf);
     if (rc < 0)
-        connection_lost(strerror(errno));
+        connection_lost(errno);
     *ticket = t;
     if (rc == 0 && noreply)
         after_unwaited_send(bytes);

@@ -217,10 +217,13 @@ int rgpu_copy_to_host(const struct rgpu_lib *lib, const struct rgpu_proc *proc, 
  * arguments (dst, dpitch, width, height, stream, rows_size, rows) or
  * (rows, rows_size, src, spitch, width, height, stream): the runtime's
  * rgpu_htod_2d and rgpu_dtoh_2d, cuBLAS's rgpu_cublas_htod_2d and
- * rgpu_cublas_dtoh_2d.  Statuses are proc's library's. */
+ * rgpu_cublas_dtoh_2d.  Statuses are proc's library's.  To the device, the
+ * rows go in requests of about RGPU_COPY_CHUNK bytes, the last waiting
+ * when wait is set (else a failure is reported at the next call that
+ * waits, as the policy of common/rgpu_lazy.c allows). */
 int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const struct rgpu_proc *proc, uint64_t dst,
                       size_t dpitch, const void *src, size_t spitch, size_t width,
-                      size_t height, uint64_t stream);
+                      size_t height, uint64_t stream, int wait);
 int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const struct rgpu_proc *proc, void *dst,
                       size_t dpitch, uint64_t src, size_t spitch, size_t width, size_t height,
                       uint64_t stream);
@@ -317,10 +320,28 @@ void rgpu_event_note_flags(uint64_t event, unsigned flags);
 void rgpu_capture_begin(void);
 void rgpu_capture_end(void);
 int rgpu_capture_active(void);
+/* Room for n dependencies (node_size and edge_size bytes each) that a
+ * capture query of stream (ptsz: by a _ptsz entry point) hands back:
+ * client memory kept per stream until its next query, as CUDA keeps the
+ * arrays it returns (rgpu_capture_arrays.c).  0, or -1 without memory. */
+int rgpu_capture_arrays(uint64_t stream, int ptsz, size_t n, size_t node_size,
+                        size_t edge_size, void **nodes, void **edges);
+/* One capture query with its arrays: query(ctx, nodes, edges, room,
+ * &count) asks the server for at most room dependencies (nodes or edges
+ * NULL where the caller wants none) and says how many there are; asked
+ * again with room for all when they did not fit.  *nodes and *edges are
+ * the stream's kept arrays, *count the dependencies; query's status, or
+ * -1 without memory. */
+typedef int (*rgpu_capture_query)(void *ctx, void *nodes, void *edges, size_t room,
+                                  size_t *count);
+int rgpu_capture_query_arrays(uint64_t stream, int ptsz, size_t node_size, size_t edge_size,
+                              int want_nodes, int want_edges, rgpu_capture_query query,
+                              void *ctx, void **nodes, void **edges, size_t *count);
 
 /* Whether a synchronise of this stream, or of this event, may go without
  * waiting: lazy mode, no capture under way, a handle this process holds
- * (an event only when created with timing disabled). */
+ * (an event only when created with timing disabled), and no kernel that
+ * may print pending where it would print (rgpu_printing_pending). */
 int rgpu_lazy_stream_sync(uint64_t stream);
 int rgpu_lazy_event_sync(uint64_t event);
 /* Whether this process created the event with timing disabled and not for
@@ -329,19 +350,72 @@ int rgpu_lazy_event_sync(uint64_t event);
 int rgpu_event_untimed(uint64_t event);
 /* Whether a copy of count bytes into device memory at dst (from host
  * memory, or from device memory at src) may return once its bytes are
- * sent: lazy mode, no capture, a known stream, and ranges inside device
- * memory this process allocated. */
+ * sent: lazy mode, no capture, a known stream without a kernel that may
+ * print pending, and ranges inside device memory this process allocated.
+ * Of any size: the bound is how far the client may run ahead
+ * (RGPU_AHEAD_MB, rgpu_client.c). */
 int rgpu_lazy_copy_to_device(uint64_t dst, size_t count, uint64_t stream);
 int rgpu_lazy_copy_on_device(uint64_t dst, uint64_t src, size_t count, uint64_t stream);
 
-/* Kernels' printf output and assert messages (rgpu_output.c): rgpud sends
- * what its session writes to fds 1 and 2 as output frames, written here to
- * the same descriptors.  Whether this process may see output of a kernel's
- * printf: a module it loaded calls printf (the stubs note every image they
- * load), or such output arrived.  Then synchronises and copies wait (the
- * policy above), so that the output arrives where CUDA prints it. */
-void rgpu_output_note_image(const void *image, size_t size);
-int rgpu_device_output_possible(void);
+/* The device work on stream goes to, where the client knows it; -1 when
+ * it cannot say. */
+int rgpu_stream_device(uint64_t stream);
+
+/* ---- what kernels may print (rgpu_printing.c; docs/synchronisation.md) ------
+
+ * Kernels' printf output and assert messages reach the program through
+ * rgpu_output.c: rgpud sends what its session writes to fds 1 and 2 as
+ * output frames, ahead of the reply of the call during which the driver
+ * wrote them.  A synchronise or a copy that may deliver a kernel's printf
+ * output must therefore wait for its reply: the stubs say which kernels
+ * may print and where they were launched.  Streams are as the call named
+ * them, NULL or the per-thread stream as the entry point means it. */
+#define RGPU_PER_THREAD_STREAM 2    /* cudaStreamPerThread, CU_STREAM_PER_THREAD */
+struct rgpu_print_scan;
+/* A runtime module's image scanned (rgpu_printf_scan.h) for GPUs of
+ * compute capabilities archs (major * 10 + minor; narchs 0: unknown, any
+ * GPU), kept by the caller for its kernels' names; NULL when out of memory
+ * (every kernel may print). */
+#define RGPU_MAX_GPU_ARCHS 64
+struct rgpu_print_scan *rgpu_printing_scan(const void *image, size_t size, const unsigned *archs,
+                                           size_t narchs);
+int rgpu_printing_scan_may_print(const struct rgpu_print_scan *s, const char *name);
+/* A module or library loaded as handle from image, scanned so and kept
+ * until it is unloaded. */
+void rgpu_printing_image_loaded(uint64_t handle, const void *image, size_t size,
+                                const unsigned *archs, size_t narchs);
+/* A module got from a library (cuLibraryGetModule): the library's. */
+void rgpu_printing_image_alias(uint64_t module, uint64_t library);
+/* A function or kernel handle got from `from`: a module or library, by
+ * name (NULL: enumerated, nameless), or a kernel (cuKernelGetFunction). */
+void rgpu_printing_function_of(uint64_t function, uint64_t from, const char *name);
+/* A function or kernel handle whose image origin says whether it may
+ * print (the runtime's kernels). */
+void rgpu_printing_function_is(uint64_t function, uint64_t origin, int may_print);
+/* Whether a launch of the function or kernel may print: what its record
+ * says, else whether any image loaded may print. */
+int rgpu_printing_may(uint64_t function);
+/* Code unloaded: a module or library, or everything (a context destroyed,
+ * a device reset). */
+void rgpu_printing_unloaded(uint64_t handle);
+void rgpu_printing_forget_all(void);
+/* A graph node was given a function (may_print: rgpu_printing_may's). */
+void rgpu_printing_graph_kernel(int may_print);
+
+/* Work and its synchronises.  A launch on stream; a graph launch; a stream
+ * made to wait for an event.  A synchronise of the stream, or of the
+ * device or context, that waited for its reply and succeeded. */
+void rgpu_printing_launched(uint64_t stream, int may_print);
+void rgpu_printing_graph_launched(uint64_t stream);
+void rgpu_printing_stream_waits(uint64_t stream);
+void rgpu_printing_stream_synced(uint64_t stream);
+void rgpu_printing_device_synced(void);
+/* Whether a synchronise or copy on stream may deliver printf output, and
+ * whether any may (an event synchronise). */
+int rgpu_printing_pending(uint64_t stream);
+int rgpu_printing_pending_any(void);
+/* Output of the session's stdout arrived (rgpu_output.c). */
+void rgpu_printing_output_arrived(void);
 
 /* ---- host functions (common/rgpu_callbacks.c) ---------------------------------
 

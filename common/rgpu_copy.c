@@ -86,35 +86,59 @@ int rgpu_copy_to_host(const struct rgpu_lib *lib, const struct rgpu_proc *proc, 
         landed++;
     }
     /* A copy to the host waited for the GPU: what it wrote into shared
-     * memory is the program's to read now (rgpu_mapped.c). */
+     * memory is the program's to read now (rgpu_mapped.c); the server
+     * synchronised the stream, so what its kernels printed came ahead of
+     * the reply (rgpu_printing.c). */
     if (status == 0 && rgpu_mapped_active())
         rgpu_mapped_after_sync();
+    if (status == 0 && count > 0)
+        rgpu_printing_stream_synced(stream);
     return status;
 }
 
 /* ---- strided copies (cudaMemcpy2D, cublasSetMatrix) -------------------------- */
 
+/* Rows per request of a strided copy to the device: a chunk's worth, at
+ * least one. */
+static size_t rows_per_request(size_t width, size_t height)
+{
+    size_t rows = width ? RGPU_COPY_CHUNK / width : height;
+    return rows ? (rows < height ? rows : height) : 1;
+}
+
 int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const struct rgpu_proc *proc, uint64_t dst,
                       size_t dpitch, const void *src, size_t spitch, size_t width,
-                      size_t height, uint64_t stream)
+                      size_t height, uint64_t stream, int wait)
 {
-    if ((uint64_t)width * height > RGPU_FRAME_MAX - 4096)
-        return rgpu_transport_status(lib, proc->name, RGPU_ETOOBIG);   /* TODO: split tall copies */
-    size_t rows_size = width * height;
-    /* The rows travel packed (gathered here unless they are already); the
-     * server lays them out at dpitch. */
-    char *rows = NULL;
-    if (spitch != width && height > 1) {
-        if (!(rows = malloc(rows_size + 1)))
-            return rgpu_transport_status(lib, proc->name, RGPU_ENOMEM);
-        for (size_t r = 0; r < height; r++)
-            memcpy(rows + r * width, (const char *)src + r * spitch, width);
-    }
-    const void *data = rows ? rows : src;
-    const void *argv[] = { &dst, &dpitch, &width, &height, &stream, &rows_size, &data };
-    int rc = rgpu_call_unwaited_when(lib, proc, argv, 0);
-    free(rows);
-    return rc;
+    if (width > RGPU_FRAME_MAX - 4096)
+        return rgpu_transport_status(lib, proc->name, RGPU_ETOOBIG);
+    size_t step = rows_per_request(width, height), r0 = 0;
+    /* A copy of nothing is still one request: its stream and range are
+     * checked. */
+    do {
+        size_t h = height - r0 < step ? height - r0 : step;
+        int last = r0 + h >= height;
+        size_t rows_size = width * h;
+        uint64_t at = dst + r0 * dpitch;
+        const char *from = (const char *)src + r0 * spitch;
+        /* The rows travel packed (gathered here unless they are already);
+         * the server lays them out at dpitch. */
+        char *rows = NULL;
+        if (spitch != width && h > 1) {
+            if (!(rows = malloc(rows_size + 1)))
+                return rgpu_transport_status(lib, proc->name, RGPU_ENOMEM);
+            for (size_t r = 0; r < h; r++)
+                memcpy(rows + r * width, from + r * spitch, width);
+        }
+        const void *data = rows ? rows : from;
+        const void *argv[] = { &at, &dpitch, &width, &h, &stream, &rows_size, &data };
+        int rc = rgpu_call_unwaited_when(lib, proc, argv, !(last && wait));
+        free(rows);
+        if (rc != 0 || last)
+            return rc;
+        r0 += h;
+    } while (r0 < height);
+    return 0;
 }
 
 int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const struct rgpu_proc *proc, void *dst,
@@ -239,9 +263,13 @@ int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
             break;
     }
     /* A copy to the host waited for the GPU: what it wrote into shared
-     * memory is the program's to read now (rgpu_mapped.c). */
+     * memory is the program's to read now (rgpu_mapped.c); the server
+     * synchronised the stream, so what its kernels printed came ahead of
+     * the reply (rgpu_printing.c). */
     if (status == 0 && rgpu_mapped_active())
         rgpu_mapped_after_sync();
+    if (status == 0 && count > 0)
+        rgpu_printing_stream_synced(stream);
     return status;
 }
 

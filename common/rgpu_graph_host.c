@@ -343,6 +343,7 @@ int rgpu_graph_launch(const struct rgpu_lib *lib, const char *what, const struct
     uint32_t info = 0;
     if (!exec_cls)
         exec_cls = rgpu_handle_class("CUgraphExec_st");
+    rgpu_printing_graph_launched(ptsz && !stream ? RGPU_PER_THREAD_STREAM : stream);
     if (!rgpu_tokens_in_use() ||
         (rgpu_handle_info(exec_cls, exec, &info) && (info & EXEC_PLAIN))) {
         const void *argv[] = { &exec, &stream };

@@ -34,19 +34,25 @@ static int grow(struct rgpu_handle_table *t)
     return 0;
 }
 
+/* With the lock held: room for one more member.  -1 when out of memory. */
+static int reserve(struct rgpu_handle_table *t)
+{
+    return (t->used + 1) * 2 > t->cap ? grow(t) : 0;
+}
+
 int rgpu_htab_add(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint32_t info)
 {
     int rc = 0;
     if (!h)
         return 0;
     pthread_mutex_lock(&t->lock);
-    if ((t->used + 1) * 2 > t->cap && grow(t) < 0) {
+    if (reserve(t) < 0) {
         rc = -1;
         goto out;
     }
     size_t i = probe(t, cls, h);
     if (!t->tab[i].h) {
-        t->tab[i] = (struct rgpu_handle_slot){ h, cls, 1, info };
+        t->tab[i] = (struct rgpu_handle_slot){ .h = h, .cls = cls, .refs = 1, .info = info };
         t->used++;
     } else {
         if (t->shared && t->shared(cls))
@@ -58,22 +64,12 @@ out:
     return rc;
 }
 
-void rgpu_htab_remove(struct rgpu_handle_table *t, uint32_t cls, uint64_t h)
+/* With the lock held: empty slot i.  Backward shift: pull later members of
+ * the run into the hole when their home does not lie cyclically in
+ * (hole, j]. */
+static void unlink_slot(struct rgpu_handle_table *t, size_t i)
 {
-    if (!h)
-        return;
-    pthread_mutex_lock(&t->lock);
-    if (!t->cap)
-        goto out;
-    size_t mask = t->cap - 1, i = probe(t, cls, h);
-    if (!t->tab[i].h)
-        goto out;
-    if (t->tab[i].refs > 1) {
-        t->tab[i].refs--;
-        goto out;
-    }
-    /* Backward shift: pull later members of the run into the hole when
-     * their home does not lie cyclically in (hole, j]. */
+    size_t mask = t->cap - 1;
     for (size_t j = (i + 1) & mask; t->tab[j].h; j = (j + 1) & mask) {
         size_t k = home(t->tab[j].cls, t->tab[j].h, mask);
         int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
@@ -82,26 +78,33 @@ void rgpu_htab_remove(struct rgpu_handle_table *t, uint32_t cls, uint64_t h)
             i = j;
         }
     }
-    t->tab[i] = (struct rgpu_handle_slot){ 0, 0, 0, 0 };
+    t->tab[i] = (struct rgpu_handle_slot){ 0 };
     t->used--;
-out:
+}
+
+/* With the lock held: the slot holding (cls, h), or NULL. */
+static struct rgpu_handle_slot *slot_of(struct rgpu_handle_table *t, uint32_t cls, uint64_t h)
+{
+    if (!h || !t->cap)
+        return NULL;
+    struct rgpu_handle_slot *s = &t->tab[probe(t, cls, h)];
+    return s->h ? s : NULL;
+}
+
+void rgpu_htab_remove(struct rgpu_handle_table *t, uint32_t cls, uint64_t h)
+{
+    pthread_mutex_lock(&t->lock);
+    struct rgpu_handle_slot *s = slot_of(t, cls, h);
+    if (s && s->refs > 1)
+        s->refs--;
+    else if (s)
+        unlink_slot(t, (size_t)(s - t->tab));
     pthread_mutex_unlock(&t->lock);
 }
 
 int rgpu_htab_get(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint32_t *info)
 {
-    int found = 0;
-    if (!h)
-        return 0;
-    pthread_mutex_lock(&t->lock);
-    if (t->cap) {
-        size_t i = probe(t, cls, h);
-        found = t->tab[i].h != 0;
-        if (found && info)
-            *info = t->tab[i].info;
-    }
-    pthread_mutex_unlock(&t->lock);
-    return found;
+    return rgpu_htab_find(t, cls, h, NULL, info);
 }
 
 size_t rgpu_htab_count(struct rgpu_handle_table *t)
@@ -110,6 +113,64 @@ size_t rgpu_htab_count(struct rgpu_handle_table *t)
     size_t n = t->used;
     pthread_mutex_unlock(&t->lock);
     return n;
+}
+
+int rgpu_htab_insert(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint64_t value,
+                     uint32_t info)
+{
+    int rc = 0;
+    if (!h)
+        return -1;
+    pthread_mutex_lock(&t->lock);
+    if (slot_of(t, cls, h)) {
+        rc = 1;
+    } else if (reserve(t) < 0) {
+        rc = -1;
+    } else {
+        t->tab[probe(t, cls, h)] =
+            (struct rgpu_handle_slot){ .h = h, .value = value, .cls = cls, .refs = 1, .info = info };
+        t->used++;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
+int rgpu_htab_find(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint64_t *value,
+                   uint32_t *info)
+{
+    pthread_mutex_lock(&t->lock);
+    struct rgpu_handle_slot *s = slot_of(t, cls, h);
+    if (s && value)
+        *value = s->value;
+    if (s && info)
+        *info = s->info;
+    pthread_mutex_unlock(&t->lock);
+    return s != NULL;
+}
+
+int rgpu_htab_set_info(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint32_t info)
+{
+    pthread_mutex_lock(&t->lock);
+    struct rgpu_handle_slot *s = slot_of(t, cls, h);
+    if (s)
+        s->info = info;
+    pthread_mutex_unlock(&t->lock);
+    return s != NULL;
+}
+
+int rgpu_htab_take(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint64_t *value,
+                   uint32_t *info)
+{
+    pthread_mutex_lock(&t->lock);
+    struct rgpu_handle_slot *s = slot_of(t, cls, h);
+    if (s && value)
+        *value = s->value;
+    if (s && info)
+        *info = s->info;
+    if (s)
+        unlink_slot(t, (size_t)(s - t->tab));
+    pthread_mutex_unlock(&t->lock);
+    return s != NULL;
 }
 
 /* ---- facts of classes ------------------------------------------------------------ */

@@ -17,6 +17,7 @@
 
 struct rgpu_handle_slot {
     uint64_t h;         /* 0: empty (NULL is never stored) */
+    uint64_t value;     /* what a client-named handle stands for (rgpu_htab_insert) */
     uint32_t cls;
     uint32_t refs;      /* times handed out, for shared classes */
     uint32_t info;      /* what the owner records about it (event flags...) */
@@ -41,6 +42,20 @@ void rgpu_htab_remove(struct rgpu_handle_table *t, uint32_t cls, uint64_t h);
 /* 1 with *info set (info may be NULL) when h is held, else 0. */
 int rgpu_htab_get(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint32_t *info);
 size_t rgpu_htab_count(struct rgpu_handle_table *t);
+
+/* Handles that stand for something else (the real handle behind a name the
+ * client chose: daemon/owned_handles.c, "named handles"), with their info
+ * word.  Insert: 0 added, 1 h was there already (left as it was), -1 out
+ * of memory.  Find: 1 with *value and *info set (either may be NULL).
+ * Set_info: 1 when h was there.  Take: as find, and forgets h whatever its
+ * references. */
+int rgpu_htab_insert(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint64_t value,
+                     uint32_t info);
+int rgpu_htab_find(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint64_t *value,
+                   uint32_t *info);
+int rgpu_htab_set_info(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint32_t info);
+int rgpu_htab_take(struct rgpu_handle_table *t, uint32_t cls, uint64_t h, uint64_t *value,
+                   uint32_t *info);
 
 /* What both ends know about handle classes (rgpu_handles.h ids). */
 /* cuBLASLt: one handle per device for every creator, counted (the shared

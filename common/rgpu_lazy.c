@@ -6,8 +6,8 @@
  * checks, its outputs, and whether anything the program can observe
  * depends on it having finished.  Four things decide that:
  * - RGPU_SYNC, the mode;
- * - whether kernels of this process may printf (rgpu_output.c): their
- *   output shows at synchronises, which then wait;
+ * - whether a kernel that may printf was launched where a synchronise or
+ *   copy would print its output (rgpu_printing.c): then it waits;
  * - the handles this process was handed and has not destroyed (a mirror
  *   of the server's table): a call naming anything else waits, so that
  *   the library's own error comes back at once;
@@ -326,11 +326,48 @@ static int changes_launch_limits(const char *name)
     return 0;
 }
 
+/* What a generated call tells about kernels' printf output pending
+ * (rgpu_printing.c): a device synchronise that waited delivered the
+ * device's; a stream made to wait for an event may now wait for work that
+ * printed. */
+static int synchronises_device(const char *name)
+{
+    return strcmp(name, "cudaDeviceSynchronize") == 0 || strcmp(name, "cuCtxSynchronize") == 0;
+}
+
+static uint64_t stream_argument(const struct rgpu_proc *proc, const void *const *argv)
+{
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        const struct rgpu_param *prm = &proc->params[i];
+        if (prm->kind == RGPU_HANDLE && prm->handle_class == C_STREAM) {
+            uint64_t s = value_of(prm, argv[i]);
+            size_t n = strlen(proc->name);
+            /* NULL is the per-thread stream to the _ptsz entry points. */
+            return s == 0 && n > 5 && strcmp(proc->name + n - 5, "_ptsz") == 0
+                       ? RGPU_PER_THREAD_STREAM
+                       : s;
+        }
+    }
+    return 0;
+}
+
+static void printing_after_call(const struct rgpu_proc *proc, const void *const *argv,
+                                int status, int waited)
+{
+    if (waited && status == 0 && synchronises_device(proc->name))
+        rgpu_printing_device_synced();
+    if (strstr(proc->name, "StreamWaitEvent"))
+        rgpu_printing_stream_waits(stream_argument(proc, argv));
+}
+
 void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *argv,
                              int status, int waited)
 {
-    if (status == 0 && resets_device(proc->name))
+    printing_after_call(proc, argv, status, waited);
+    if (status == 0 && resets_device(proc->name)) {
         code_unloaded();
+        rgpu_printing_forget_all();
+    }
     if (changes_launch_limits(proc->name))
         rgpu_launch_limits_changed();
     for (unsigned i = 0; i < proc->nparams; i++) {
@@ -345,6 +382,10 @@ void rgpu_handles_after_call(const struct rgpu_proc *proc, const void *const *ar
             rgpu_answers_forget();  /* the value may name something else next */
             if (holds_code(prm->handle_class))
                 code_unloaded();
+            if (prm->handle_class == C_CONTEXT)
+                rgpu_printing_forget_all();
+            else if (holds_code(prm->handle_class))
+                rgpu_printing_unloaded(value_of(prm, argv[i]));
         }
         if ((prm->kind == RGPU_OUT || prm->kind == RGPU_OUT_BUF) && waited && status == 0) {
             const unsigned char *out = *(const void *const *)argv[i];
@@ -392,6 +433,11 @@ static int one_device(void)
 {
     int n = rgpu_server_devices();
     return n >= 0 && n <= 1;
+}
+
+int rgpu_stream_device(uint64_t stream)
+{
+    return stream_device(stream);
 }
 
 int rgpu_stream_fits_current(uint64_t stream)
@@ -455,26 +501,27 @@ int rgpu_capture_active(void)
 /* ---- the decisions ---------------------------------------------------------------- */
 
 /* Lazy mode, and no capture under way: a synchronise or a pageable copy
- * inside a capture is an error the caller must see at once.  Nor may a
- * kernel's printf output be due: the driver prints it at synchronises and
- * blocking copies, and it must reach the program before such a call
- * returns (rgpu_output.c). */
+ * inside a capture is an error the caller must see at once. */
 static int lazy_now(void)
 {
     return rgpu_sync_mode() == RGPU_SYNC_LAZY && !rgpu_capture_active() &&
-           !rgpu_device_output_possible() && !rgpu_callbacks_outstanding();
+           !rgpu_callbacks_outstanding();
 }
 
+/* Nor may a kernel's printf output be due there: the driver prints it at
+ * synchronises and blocking copies, and it must reach the program before
+ * such a call returns (rgpu_printing.c). */
 int rgpu_lazy_stream_sync(uint64_t stream)
 {
-    return lazy_now() && rgpu_handle_known(C_STREAM, stream);
+    return lazy_now() && rgpu_handle_known(C_STREAM, stream) && !rgpu_printing_pending(stream);
 }
 
 int rgpu_lazy_event_sync(uint64_t event)
 {
     uint32_t info = 0;
     return lazy_now() && rgpu_htab_get(&held, C_EVENT, event, &info) &&
-           (info & EVENT_FLAGS_KNOWN) && (info & EVENT_DISABLE_TIMING);
+           (info & EVENT_FLAGS_KNOWN) && (info & EVENT_DISABLE_TIMING) &&
+           !rgpu_printing_pending_any();
 }
 
 int rgpu_event_untimed(uint64_t event)
@@ -495,7 +542,8 @@ static int device_range_holds(uint64_t p, size_t count)
 
 int rgpu_lazy_copy_to_device(uint64_t dst, size_t count, uint64_t stream)
 {
-    return lazy_now() && rgpu_handle_known(C_STREAM, stream) && device_range_holds(dst, count);
+    return lazy_now() && rgpu_handle_known(C_STREAM, stream) &&
+           !rgpu_printing_pending(stream) && device_range_holds(dst, count);
 }
 
 int rgpu_lazy_copy_on_device(uint64_t dst, uint64_t src, size_t count, uint64_t stream)

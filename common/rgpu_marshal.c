@@ -1,4 +1,5 @@
 #include "rgpu_marshal.h"
+#include "rgpu_handle_table.h"
 #include "rgpu_proto.h"
 
 #include <stdlib.h>
@@ -614,17 +615,48 @@ static int check_scalar(const struct rgpu_lib *lib, const struct rgpu_proc *proc
     return host == 0 && devptr_ok(f->slot[i], len);
 }
 
+/* A handle of the call that is NULL where NULL names nothing: not a
+ * stream (NULL is the default stream), not an optional handle (nullable).
+ * NULL, or the first such parameter. */
+static const struct rgpu_param *null_handle(const struct rgpu_proc *proc,
+                                            const struct rgpu_call_frame *f)
+{
+    for (unsigned i = 0; i < proc->nparams; i++) {
+        const struct rgpu_param *prm = &proc->params[i];
+        if (prm->kind == RGPU_HANDLE && !f->slot[i] &&
+            !(prm->handle_flags & RGPU_HANDLE_NULLABLE) &&
+            !rgpu_handle_default_stream(prm->handle_class, 0))
+            return prm;
+    }
+    return NULL;
+}
+
+/* The status a refused call answers: a library checks its handles before
+ * its other arguments, so a NULL handle answers as the library answers
+ * for it (the status of a handle never handed out: cuBLAS's
+ * CUBLAS_STATUS_NOT_INITIALIZED, as natively), else the library's
+ * invalid value.  A NULL handle also makes the scalars' place unknowable
+ * (the handle or descriptor says it): without this, a cuBLAS call on a
+ * NULL handle answered CUBLAS_STATUS_INVALID_VALUE. */
+static int refusal(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                   const struct rgpu_call_frame *f)
+{
+    const struct rgpu_param *h = null_handle(proc, f);
+    if (!h)
+        return lib->invalid_value;
+    return h->handle_status ? h->handle_status : lib->invalid_handle;
+}
+
 int rgpu_check_args(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                     const struct rgpu_call_frame *f)
 {
     for (unsigned i = 0; i < proc->nparams; i++) {
         const struct rgpu_param *prm = &proc->params[i];
-        if (prm->kind == RGPU_DEVPTR && !check_devptr(proc, prm, f, i))
-            return RGPU_EREFUSED;
-        if (is_scalar(prm->kind) && !check_scalar(lib, proc, f, i))
-            return RGPU_EREFUSED;
+        if ((prm->kind == RGPU_DEVPTR && !check_devptr(proc, prm, f, i)) ||
+            (is_scalar(prm->kind) && !check_scalar(lib, proc, f, i)))
+            return refusal(lib, proc, f);
     }
-    return RGPU_OK;
+    return 0;
 }
 
 /* The bytes of output i that travel back: all of its buffer, or with

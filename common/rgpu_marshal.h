@@ -237,11 +237,13 @@ struct rgpu_server_checks {
 
 void rgpu_set_server_checks(const struct rgpu_server_checks *checks);
 
-/* Server side, after rgpu_decode_args and before the call: RGPU_OK, or
- * RGPU_EREFUSED when a device pointer is not the session's or a scalar
- * does not travel the way the server-side handle says (the call then
- * answers lib->invalid_value without running).  Without registered checks
- * every non-NULL device pointer is refused. */
+/* Server side, after rgpu_decode_args and before the call: 0 when the call
+ * may run, else the status it answers without running, when a device
+ * pointer is not the session's or a scalar does not travel the way the
+ * server-side handle says: lib->invalid_value, or, where a handle of the
+ * call is NULL (not a stream, not nullable), that handle's invalid-handle
+ * status, as the libraries check their handle first.  Without registered
+ * checks every non-NULL device pointer is refused. */
 int rgpu_check_args(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                     const struct rgpu_call_frame *frame);
 /* Server side: the bytes host buffer parameter i of a decoded frame holds

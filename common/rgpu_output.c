@@ -11,10 +11,9 @@
  * lands inside a frame's bytes.
  *
  * Calls that go without waiting (a lazy synchronise, docs/synchronisation.md)
- * would let such output arrive only with a later reply.  So once this
- * process may see kernel output at all (a module it loaded calls printf,
- * or output of the server's stdout arrived), synchronises and copies wait
- * again: rgpu_device_output_possible. */
+ * would let such output arrive only with a later reply: the stubs know
+ * which kernels may print and make the synchronises after them wait
+ * (rgpu_printing.c), and output that arrives unforeseen is told there. */
 #include "rgpu_client.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
@@ -24,31 +23,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-static int output_possible;
-
-int rgpu_device_output_possible(void)
-{
-    return __atomic_load_n(&output_possible, __ATOMIC_RELAXED);
-}
-
-static void output_now_possible(const char *why)
-{
-    if (!__atomic_exchange_n(&output_possible, 1, __ATOMIC_RELAXED))
-        rgpu_info("%s: synchronises and copies wait from now on, so that what kernels print "
-                  "arrives where CUDA prints it", why);
-}
-
-/* A kernel that calls printf calls the driver's vprintf: its name is in the
- * symbol table of a cubin, and in PTX.  Entries a fatbin compresses are not
- * looked into; their first output turns waiting on (rgpu_output_frame). */
-void rgpu_output_note_image(const void *image, size_t size)
-{
-    static const char name[] = "vprintf";
-    if (!rgpu_device_output_possible() && image && size >= sizeof name - 1 &&
-        memmem(image, size, name, sizeof name - 1))
-        output_now_possible("a module that calls printf was loaded");
-}
 
 static int write_all(int fd, const char *p, size_t n)
 {
@@ -91,7 +65,7 @@ int rgpu_output_frame(const char *frame, size_t len)
         root.via.array.ptr[2].type == MSGPACK_OBJECT_BIN) {
         const msgpack_object_bin *bin = &root.via.array.ptr[2].via.bin;
         if (fd == STDOUT_FILENO && bin->size)
-            output_now_possible("rgpud forwarded output of a kernel's printf");
+            rgpu_printing_output_arrived();
         write_behind_stream((int)fd, bin->ptr, bin->size);
         rc = 0;
     }

@@ -14,12 +14,64 @@
 
 /* ---- frames --------------------------------------------------------------- */
 
-static int write_all_iov(int fd, struct iovec *iov, int n)
+static long now_ms(void)
 {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+/* Wait until fd has room for a write, for ever when lim->idle_ms is -1,
+ * else until idle_ms pass with neither room nor, when lim->alive is given,
+ * a sign that the peer lives (then another idle_ms): -1 with ETIMEDOUT.
+ * POLLERR and POLLHUP count as room: the write that follows reports them. */
+static int wait_room(int fd, const struct rgpu_send_limit *lim)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+    if (lim->idle_ms < 0)
+        return poll(&pfd, 1, -1) < 0 && errno != EINTR ? -1 : 0;
+    if (lim->alive)
+        lim->alive(lim->arg);           /* the baseline: life from now on */
+    long deadline = now_ms() + lim->idle_ms;
+    for (;;) {
+        long left = deadline - now_ms();
+        if (left <= 0) {
+            if (!lim->alive || !lim->alive(lim->arg)) {
+                errno = ETIMEDOUT;
+                return -1;
+            }
+            deadline = now_ms() + lim->idle_ms;
+            continue;
+        }
+        int r = poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+        if (r > 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* Write every byte of iov.  Without a limit, blocking writev(2) as the
+ * socket allows; with one, non-blocking sends and wait_room between them,
+ * so that no wait for room outlasts the limit.  Partial writes advance
+ * iov (the caller's copy); on failure some of the bytes may have gone,
+ * so the stream is then unusable. */
+static int write_all_iov(int fd, struct iovec *iov, int n, const struct rgpu_send_limit *lim)
+{
+    int is_socket = lim != NULL;
     while (n > 0) {
-        ssize_t w = writev(fd, iov, n > IOV_MAX ? IOV_MAX : n);
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)(n > IOV_MAX ? IOV_MAX : n) };
+        ssize_t w = is_socket ? sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL)
+                              : writev(fd, iov, n > IOV_MAX ? IOV_MAX : n);
         if (w < 0) {
             if (errno == EINTR)
+                continue;
+            if (errno == ENOTSOCK && is_socket) {
+                is_socket = 0;          /* a pipe in a test: blocking writes */
+                continue;
+            }
+            if (is_socket && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+                wait_room(fd, lim) == 0)
                 continue;
             return -1;
         }
@@ -45,18 +97,23 @@ int rgpu_write_frame_start(int fd, size_t total, const void *head, size_t head_l
     }
     be = htonl((uint32_t)total);
     struct iovec iov[2] = { { &be, sizeof be }, { (void *)head, head_len } };
-    return write_all_iov(fd, iov, 2);
+    return write_all_iov(fd, iov, 2, NULL);
+}
+
+int rgpu_write_raw_limited(int fd, const void *p, size_t n, const struct rgpu_send_limit *lim)
+{
+    struct iovec iov = { (void *)p, n };
+    return write_all_iov(fd, &iov, 1, lim);
 }
 
 int rgpu_write_raw(int fd, const void *p, size_t n)
 {
-    struct iovec iov = { (void *)p, n };
-    return write_all_iov(fd, &iov, 1);
+    return rgpu_write_raw_limited(fd, p, n, NULL);
 }
 
-
-int rgpu_write_frame_after(int fd, const void *framed, size_t framed_len,
-                           const struct iovec *parts, int nparts)
+int rgpu_write_frame_after_limited(int fd, const void *framed, size_t framed_len,
+                                   const struct iovec *parts, int nparts,
+                                   const struct rgpu_send_limit *lim)
 {
     struct iovec iov[9];
     size_t total = 0;
@@ -79,7 +136,13 @@ int rgpu_write_frame_after(int fd, const void *framed, size_t framed_len,
         return -1;
     }
     be = htonl((uint32_t)total);
-    return write_all_iov(fd, iov, n);
+    return write_all_iov(fd, iov, n, lim);
+}
+
+int rgpu_write_frame_after(int fd, const void *framed, size_t framed_len,
+                           const struct iovec *parts, int nparts)
+{
+    return rgpu_write_frame_after_limited(fd, framed, framed_len, parts, nparts, NULL);
 }
 
 int rgpu_write_frame(int fd, const struct iovec *parts, int nparts)
@@ -87,13 +150,6 @@ int rgpu_write_frame(int fd, const struct iovec *parts, int nparts)
     return rgpu_write_frame_after(fd, NULL, 0, parts, nparts);
 }
 
-
-static long now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
-}
 
 /* Wait until fd is readable or deadline (CLOCK_MONOTONIC ms; -1: none)
  * has passed (ETIMEDOUT). */

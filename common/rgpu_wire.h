@@ -22,6 +22,24 @@ int rgpu_write_frame_after(int fd, const void *framed, size_t framed_len,
 int rgpu_write_frame_start(int fd, size_t total, const void *head, size_t head_len);
 int rgpu_write_raw(int fd, const void *p, size_t n);
 
+/* A bound on a write's waits for room in the socket (a peer that reads
+ * nothing: frozen, or stuck): the write fails with ETIMEDOUT once idle_ms
+ * pass with no room and, if alive is given, alive(arg) says the peer
+ * showed no life since its last call either (it is called once when a
+ * wait begins, to start afresh).  idle_ms -1: no bound.  The functions
+ * without a limit block as the socket does (its SO_SNDTIMEO, if set, ends
+ * a write that made no progress with EAGAIN).  After any failure part of
+ * the frame may have gone: the stream is unusable. */
+struct rgpu_send_limit {
+    int idle_ms;
+    int (*alive)(void *arg);
+    void *arg;
+};
+int rgpu_write_frame_after_limited(int fd, const void *framed, size_t framed_len,
+                                   const struct iovec *parts, int nparts,
+                                   const struct rgpu_send_limit *lim);
+int rgpu_write_raw_limited(int fd, const void *p, size_t n, const struct rgpu_send_limit *lim);
+
 /* Read one frame into a malloc'd buffer.  Returns 0, or -1 with errno set:
  * EPIPE on a clean end of stream, EMSGSIZE when the announced length is
  * beyond RGPU_FRAME_MAX. */

@@ -353,8 +353,10 @@ static void check_key(int fd, const struct rgpud_options *opt, const struct rgpu
     }
     rgpu_hs_mac(key.secret, RGPU_MAC_CLIENT, h->nonce, nonce, want);
     int good = rgpu_mac_equal(want, a->mac);
-    if (good)
+    if (good) {
         rgpu_hs_mac(key.secret, RGPU_MAC_SERVER, nonce, h->nonce, w->proof);
+        ipc_identity_key(a->key_id, key.secret, sizeof key.secret);
+    }
     /* The session's own client may read this process's memory through its
      * kernels: no key stays in it. */
     rgpu_wipe(&key, sizeof key);
@@ -364,9 +366,6 @@ static void check_key(int fd, const struct rgpud_options *opt, const struct rgpu
     w->has_proof = 1;
     snprintf(w->message, sizeof w->message, "key '%s' (HMAC-SHA256)", a->key_id);
     rgpu_info("client let in with key '%s'", a->key_id);
-    char who[sizeof a->key_id + 8];
-    snprintf(who, sizeof who, "key %s", a->key_id);
-    ipc_identity(who);
 }
 
 /* What the session must know of the client's libraries once the hello is

@@ -3,9 +3,9 @@
  * (owned_handles.c): those refuse a context the session never saw handed
  * out, or saw destroyed, before the real function runs (a destroyed or
  * invented context passed to cuCtxSetCurrent can crash the driver).
- * What is left here: the calls where NULL, which the handle check
- * lets through, is no context at all, and handles inside typed arrays the
- * generated table cannot see (cuDNN backend attributes). */
+ * What is left here: the calls where NULL, which the handle check lets
+ * through, is no context at all.  (Handles inside cuDNN's backend
+ * attribute arrays are checked in cudnn_backend.c.) */
 #include "rgpud.h"
 #include "owned.h"
 #include "owned_handles.h"
@@ -13,7 +13,6 @@
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
-#include <cudnn_graph.h>
 #include <string.h>
 
 /* argv[i] points at the decoded argument. */
@@ -27,36 +26,6 @@ static int pre_ctx_arg0(void **argv)
 {
     uint64_t ctx = val(argv, 0);
     return ctx && handles_contains(H_CONTEXT, ctx) ? 0 : CUDA_ERROR_INVALID_CONTEXT;
-}
-
-/* A cuDNN backend attribute of type CUDNN_TYPE_BACKEND_DESCRIPTOR is an
- * array of descriptors the library follows: each must be one the session
- * made.  type, count and array are parameter indices. */
-static int backend_descriptors_known(void **argv, int type, int count, int array)
-{
-    const uint64_t *v = *(const uint64_t **)argv[array];
-    int64_t n = *(int64_t *)argv[count];
-    if (val(argv, type) != CUDNN_TYPE_BACKEND_DESCRIPTOR || !v)
-        return 0;
-    for (int64_t i = 0; i < n; i++)
-        if (!handles_valid(rgpu_handle_class("cudnnBackendDescriptor_t"), v[i])) {
-            rgpu_warn("cudnnBackend*Attribute: refused a descriptor the session never handed out");
-            return CUDNN_STATUS_BAD_PARAM;
-        }
-    return 0;
-}
-
-/* cudnnBackendSetAttribute(desc, name, type, elementCount, arrayOfElements) */
-static int pre_backend_set(void **argv)
-{
-    return backend_descriptors_known(argv, 2, 3, 4);
-}
-
-/* cudnnBackendGetAttribute(desc, name, type, requestedElementCount,
- * elementCount, arrayOfElements): descriptors the caller made, to fill. */
-static int pre_backend_get(void **argv)
-{
-    return backend_descriptors_known(argv, 2, 3, 5);
 }
 
 /* Output arrays that live in the server (the node list of
@@ -90,8 +59,6 @@ static const struct guard guards[] = {
     { "cudart", "cudaStreamGetCaptureInfo_ptsz", pre_null_args45, NULL },
     { "cuda", "cuCtxPushCurrent_v2", pre_ctx_arg0, NULL },
     { "cuda", "cuCtxDestroy_v2", pre_ctx_arg0, post_ctx_destroyed },
-    { "cudnn", "cudnnBackendSetAttribute", pre_backend_set, NULL },
-    { "cudnn", "cudnnBackendGetAttribute", pre_backend_get, NULL },
 };
 
 const struct guard *guard_in(const struct guard *table, size_t n, const char *lib,

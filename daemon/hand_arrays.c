@@ -282,6 +282,30 @@ CUresult serve_rgpu_cu_array_to_device(CUdeviceptr dst, size_t dpitch, CUarray a
     return cu_copy_layer(NULL, dst, dpitch, array, x, y, z, width, height, 0, stream);
 }
 
+CUresult serve_rgpu_cu_array_to_array(CUarray dst, size_t dx, size_t dy, size_t dz, CUarray src,
+                                      size_t sx, size_t sy, size_t sz, size_t width,
+                                      size_t height, CUstream stream)
+{
+    CUDA_MEMCPY3D p;
+    NEED(REAL_CU(cuMemcpy3DAsync_v2));
+    if (!width || !height)
+        return CUDA_SUCCESS;
+    memset(&p, 0, sizeof p);
+    p.srcMemoryType = p.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    p.srcArray = src;
+    p.srcXInBytes = sx;
+    p.srcY = sy;
+    p.srcZ = sz;
+    p.dstArray = dst;
+    p.dstXInBytes = dx;
+    p.dstY = dy;
+    p.dstZ = dz;
+    p.WidthInBytes = width;
+    p.Height = height;
+    p.Depth = 1;
+    return REAL_CU(cuMemcpy3DAsync_v2)(&p, stream);
+}
+
 /* ---- resource descriptors ---------------------------------------------------------- */
 
 /* The runtime's array handles (cudaArray_t is struct cudaArray *), the

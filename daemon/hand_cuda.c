@@ -187,6 +187,30 @@ CUresult serve_rgpu_cu_device_attrs(int *values, unsigned char *answered, size_t
     return rc;
 }
 
+/* cuStreamGetCaptureInfo_v3 with its arrays (codegen/cuda_own.h), as the
+ * runtime's (daemon/hand_cudart.c). */
+CUresult serve_rgpu_cu_capture_info(CUstream stream, int per_thread, CUstreamCaptureStatus *status,
+                                    cuuint64_t *id, CUgraph *graph, CUgraphNode *deps,
+                                    CUgraphEdgeData *edges, size_t max_deps, size_t *count)
+{
+    _Static_assert(sizeof(CUgraphEdgeData) == sizeof(uint64_t), "8-byte edge records");
+    __typeof__(&cuStreamGetCaptureInfo_v3) query =
+        (__typeof__(&cuStreamGetCaptureInfo_v3))backend_sym(
+            "cuda", per_thread ? "cuStreamGetCaptureInfo_v3_ptsz" : "cuStreamGetCaptureInfo_v3");
+    const CUgraphNode *d = NULL;
+    const CUgraphEdgeData *e = NULL;
+    size_t n = 0;
+    if (!query)
+        return serve_transport(RGPU_ENOSYM);
+    CUresult rc = query(stream, status, id, graph, deps ? &d : NULL, edges ? &e : NULL, &n);
+    if (rc != CUDA_SUCCESS)
+        n = 0;
+    capture_arrays_out(d, e, n, deps, edges, max_deps);
+    if (count)
+        *count = n;
+    return rc;
+}
+
 const struct hand_proc hand_cuda_procs[] = {
     { "rgpu", RGPU_H_SHARED_HTOD, h_shared_htod },
     { "rgpu", RGPU_H_SHARED_DTOH, h_shared_dtoh },

@@ -1,7 +1,8 @@
 /* Driver-API launches, server side: parameter layouts, cuLaunchKernel,
  * cuLaunchKernelEx with launch attributes (and the cooperative launches,
- * which the client sends as such), and function and kernel names (rgpu's
- * own procedures, codegen/cuda_own.h; client side: stubs/cuda_launch.c;
+ * which the client sends as such), and function and kernel names and the
+ * potential block size (rgpu's own procedures, codegen/cuda_own.h;
+ * client side: stubs/cuda_launch.c;
  * argument lists: common/rgpu_hand_procs.h). */
 #include "rgpud.h"
 #include "launch_attrs.h"
@@ -300,6 +301,47 @@ CUresult serve_rgpu_cu_kernel_name(char *name, size_t max_size, CUkernel kernel)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult rc = REAL(cuKernelGetName)(&found, kernel);
     return name_into(name, max_size, rc, found);
+}
+
+/* ---- the potential block size, against the client's callback answers ---------------- */
+
+/* The table of the program's callback answers for the call this thread
+ * serves: the driver's callback takes the block size and nothing else. */
+static _Thread_local const size_t *smem_table;
+static _Thread_local size_t smem_count;
+static _Thread_local int smem_missed;
+
+static size_t CUDA_CB smem_of_block(int block_size)
+{
+    if (block_size >= 1 && (size_t)block_size <= smem_count)
+        return smem_table[block_size - 1];
+    smem_missed = 1;
+    return 0;
+}
+
+CUresult serve_rgpu_cu_occupancy_block_size(int *min_grid_size, int *block_size,
+                                            CUfunction func, const size_t *smem_by_block,
+                                            size_t count, size_t dynamic_smem,
+                                            int block_size_limit, unsigned int flags)
+{
+    if (!REAL(cuOccupancyMaxPotentialBlockSizeWithFlags))
+        return serve_transport(RGPU_ENOSYM);
+    if (count && !smem_by_block)
+        return CUDA_ERROR_INVALID_VALUE;
+    smem_table = smem_by_block;
+    smem_count = count;
+    smem_missed = 0;
+    CUresult rc = REAL(cuOccupancyMaxPotentialBlockSizeWithFlags)(
+        min_grid_size, block_size, func, count ? smem_of_block : NULL, dynamic_smem,
+        block_size_limit, flags);
+    smem_table = NULL;
+    smem_count = 0;
+    if (smem_missed) {
+        rgpu_warn("cuOccupancyMaxPotentialBlockSize: the driver asked the shared-memory callback "
+                  "about a block size past the %zu the client answered", count);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return rc;
 }
 
 const struct hand_proc hand_cuda_launch_procs[] = {

@@ -407,10 +407,8 @@ static int link_add(struct hand_call *c)
     PROTO_IF(image_arg(c, 4, &img) < 0);
     struct link *l = link_find(h);
     int rc = l ? jit_decode(c, 3, &o) : CUDA_ERROR_INVALID_HANDLE;
-    if (rc == 0 && image_check_sized(img.p, img.n) != IMAGE_OK) {
-        rgpu_warn("refusing a link input of %zu bytes whose headers reach beyond it", img.n);
+    if (rc == 0 && !image_acceptable_sized(img.p, img.n))
         rc = CUDA_ERROR_INVALID_IMAGE;
-    }
     void *copy = NULL;
     if (rc == 0) {
         copy = image_for_library(&img);

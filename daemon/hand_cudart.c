@@ -502,6 +502,52 @@ cudaError_t serve_rgpu_occupancy_smem(size_t *bytes, cudaKernel_t kernel, int nu
                                                            num_blocks, block_size);
 }
 
+/* What a capture query handed back, into the client's arrays: at most max
+ * of the n dependencies (the rest zeros, which record nothing), nodes and
+ * edges of 8 bytes each, as both APIs lay them out.  Shared with the
+ * driver's (daemon/hand_cuda.c). */
+void capture_arrays_out(const void *nodes, const void *edges, size_t n, void *deps_out,
+                        void *edges_out, size_t max)
+{
+    size_t k = !nodes ? 0 : n < max ? n : max;
+    if (deps_out) {
+        memset(deps_out, 0, max * sizeof(uint64_t));
+        if (k)
+            memcpy(deps_out, nodes, k * sizeof(uint64_t));
+    }
+    if (edges_out) {
+        memset(edges_out, 0, max * sizeof(uint64_t));
+        if (edges && k)
+            memcpy(edges_out, edges, k * sizeof(uint64_t));
+    }
+}
+
+/* cudaStreamGetCaptureInfo with its arrays (codegen/cudart_own.h); the
+ * nodes join the session's handles as the codec sends them. */
+cudaError_t serve_rgpu_capture_info(cudaStream_t stream, int per_thread,
+                                    enum cudaStreamCaptureStatus *status,
+                                    unsigned long long *id, cudaGraph_t *graph,
+                                    cudaGraphNode_t *deps, cudaGraphEdgeData *edges,
+                                    size_t max_deps, size_t *count)
+{
+    _Static_assert(sizeof(cudaGraphEdgeData) == sizeof(uint64_t), "8-byte edge records");
+    __typeof__(&cudaStreamGetCaptureInfo) query =
+        (__typeof__(&cudaStreamGetCaptureInfo))real_sym(
+            per_thread ? "cudaStreamGetCaptureInfo_ptsz" : "cudaStreamGetCaptureInfo");
+    const cudaGraphNode_t *d = NULL;
+    const cudaGraphEdgeData *e = NULL;
+    size_t n = 0;
+    if (!query)
+        return serve_transport(RGPU_ENOSYM);
+    cudaError_t rc = query(stream, status, id, graph, deps ? &d : NULL, edges ? &e : NULL, &n);
+    if (rc != cudaSuccess)
+        n = 0;
+    capture_arrays_out(d, e, n, deps, edges, max_deps);
+    if (count)
+        *count = n;
+    return rc;
+}
+
 /* The device of memory the session owns (the codec checked ptr as
  * such), asked of the driver: its device ordinals are the runtime's. */
 cudaError_t serve_rgpu_pointer_device(int *device, const void *ptr)

@@ -16,21 +16,28 @@ enum {
 
 /* Zero bytes after every image handed to a library. */
 #define IMAGE_ZERO_TAIL 64
+/* The most a compressed fatbin entry may declare it holds (the largest
+ * cubin in the fatbins of PyTorch, cuBLAS, cuDNN, cuFFT, cuSPARSE and
+ * cuSOLVER of CUDA 13.0 holds 41 MB). */
+#define IMAGE_ENTRY_MAX (256ull << 20)
 
 /* Whether the n bytes at image hold one module image whose own headers
- * describe it entirely inside them.  IMAGE_OK when they do. */
-int image_check(const void *image, size_t n);
+ * describe it entirely inside them: IMAGE_OK when they do, else why (a
+ * sentence, in why's whylen bytes; why may be NULL). */
+int image_check(const void *image, size_t n, char *why, size_t whylen);
 /* The same for an input whose size the call gives (cuLinkAddData): a
  * fatbin, an ELF (cubin or host object) or an ar archive (a library of
  * objects) must lie inside its n bytes; anything else (PTX, LTO-IR) is
  * read by size, and its zero tail ends a string. */
-int image_check_sized(const void *image, size_t n);
+int image_check_sized(const void *image, size_t n, char *why, size_t whylen);
 
 /* A malloc'd copy of n bytes followed by IMAGE_ZERO_TAIL zero bytes (a
  * terminating NUL for PTX, no "next container" for a fatbin), or NULL. */
 void *image_copy(const void *image, size_t n);
-/* image_check() == IMAGE_OK, with a log line saying why not. */
+/* image_check() == IMAGE_OK, or image_check_sized(), with a log line
+ * saying why not. */
 int image_acceptable(const void *image, size_t n);
+int image_acceptable_sized(const void *image, size_t n);
 
 /* ---- image_stage.c: images larger than a frame --------------------------- */
 

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 
 /* ---- the handles' cipher ------------------------------------------------------------ */
 
@@ -46,10 +47,16 @@
 _Static_assert(sizeof(CUipcMemHandle) == IPC_HANDLE_LEN, "memory handle size");
 _Static_assert(sizeof(CUipcEventHandle) == IPC_HANDLE_LEN, "event handle size");
 
-/* Made by the listener at start, inherited by every session it forks. */
+/* Made by the listener at start; only the listener keeps it.  A session
+ * inherits a copy through fork and wipes it first thing (ipc_session_start):
+ * a client may read its own session's memory through its kernels, and
+ * with this secret it could compute every other identity's key. */
 static unsigned char daemon_secret[32];
 static int have_secret;
-/* This session's: HMAC(daemon_secret, identity); unset until let in. */
+/* What the listener derived for this session before the fork (a key, or a
+ * salt for TCP keys), until the client is let in. */
+static struct ipc_seed seed;
+/* This session's key; unset until let in. */
 static unsigned char identity_key[32];
 static int have_identity;
 
@@ -66,16 +73,103 @@ int ipc_daemon_secret(void)
     return 0;
 }
 
+/* HMAC-SHA256(key, label | extra) into out; -1 on failure. */
+static int derive(const unsigned char *key, size_t keylen, const char *label,
+                  const unsigned char *extra, size_t extra_len, unsigned char out[32])
+{
+    unsigned char msg[256];
+    unsigned int len = 32;
+    size_t n = strlen(label);
+    if (n + extra_len > sizeof msg)
+        return -1;
+    memcpy(msg, label, n);
+    if (extra_len)
+        memcpy(msg + n, extra, extra_len);
+    int ok = HMAC(EVP_sha256(), key, (int)keylen, msg, n + extra_len, out, &len) != NULL;
+    explicit_bzero(msg, sizeof msg);
+    return ok ? 0 : -1;
+}
+
+/* Overwrite the stack below the caller's frame, where the HMAC of the
+ * secret just left its working state (the padded key's words), so that a
+ * session forked next does not inherit it. */
+__attribute__((noinline)) static void wipe_stack_below(void)
+{
+    unsigned char area[64 << 10];
+    explicit_bzero(area, sizeof area);
+    __asm__ volatile("" : : "r"(area) : "memory");
+}
+
+void ipc_listener_seed(int fd, const struct rgpud_options *opt, struct ipc_seed *out)
+{
+    char label[160];
+    memset(out, 0, sizeof *out);
+    if (!have_secret)
+        return;
+    if (opt->addr.kind == RGPU_ADDR_UNIX) {
+        struct ucred cr;
+        socklen_t len = sizeof cr;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+            return;
+        snprintf(out->who, sizeof out->who, "uid %ld", (long)cr.uid);
+    } else if (opt->insecure_tcp) {
+        snprintf(out->who, sizeof out->who, "unauthenticated");
+    }
+    if (out->who[0]) {
+        snprintf(label, sizeof label, "rgpu-ipc-identity %s", out->who);
+        out->kind = derive(daemon_secret, sizeof daemon_secret, label, NULL, 0, out->bytes) == 0
+                        ? IPC_SEED_KEY : IPC_SEED_NONE;
+    } else {
+        /* TCP with keys: who it is comes later, in the session; the key
+         * then comes from the client's own secret with this salt. */
+        out->kind = derive(daemon_secret, sizeof daemon_secret, "rgpu-ipc-tcp-salt", NULL, 0,
+                           out->bytes) == 0 ? IPC_SEED_SALT : IPC_SEED_NONE;
+    }
+    wipe_stack_below();
+}
+
+void ipc_session_start(struct ipc_seed *from_listener)
+{
+    explicit_bzero(daemon_secret, sizeof daemon_secret);
+    have_secret = 0;
+    seed = *from_listener;
+    explicit_bzero(from_listener, sizeof *from_listener);
+}
+
+void ipc_forget_secret(void)
+{
+    explicit_bzero(daemon_secret, sizeof daemon_secret);
+    have_secret = 0;
+}
+
+static void take_key(const unsigned char key[32])
+{
+    memcpy(identity_key, key, sizeof identity_key);
+    have_identity = 1;
+}
+
 void ipc_identity(const char *who)
 {
-    unsigned int len = sizeof identity_key;
+    if (seed.kind == IPC_SEED_KEY && strcmp(seed.who, who) == 0)
+        take_key(seed.bytes);
+    else if (seed.kind != IPC_SEED_NONE)
+        rgpu_warn("the identity '%s' is not the one rgpud derived an IPC key for: CUDA IPC is "
+                  "refused in this session", who);
+    explicit_bzero(&seed, sizeof seed);
+}
+
+void ipc_identity_key(const char *name, const unsigned char *secret, size_t len)
+{
+    unsigned char key[32];
     char label[160];
-    int n = snprintf(label, sizeof label, "rgpu-ipc-identity %s", who);
-    if (!have_secret || n < 0 || (size_t)n >= sizeof label ||
-        !HMAC(EVP_sha256(), daemon_secret, sizeof daemon_secret, (const unsigned char *)label,
-              (size_t)n, identity_key, &len))
-        return;
-    have_identity = 1;
+    snprintf(label, sizeof label, "rgpu-ipc-identity key %s ", name);
+    /* Keyed by the client's own secret: a session of another key knows the
+     * salt but not this secret, so it cannot make this key. */
+    if (seed.kind == IPC_SEED_SALT &&
+        derive(secret, len, label, seed.bytes, sizeof seed.bytes, key) == 0)
+        take_key(key);
+    explicit_bzero(key, sizeof key);
+    explicit_bzero(&seed, sizeof seed);
 }
 
 /* Round function: HMAC(identity key, kind | round | half). */

@@ -75,6 +75,32 @@ int handles_check(uint32_t cls, uint64_t h, int status)
     return status;
 }
 
+/* ---- named handles ------------------------------------------------------------ */
+
+static struct rgpu_handle_table named = RGPU_HANDLE_TABLE_INIT(NULL);
+
+int named_add(uint32_t cls, uint64_t name, uint64_t real, uint32_t info)
+{
+    if (rgpu_htab_count(&named) >= NAMED_MAX)
+        return -1;
+    return rgpu_htab_insert(&named, cls, name, real, info);
+}
+
+int named_find(uint32_t cls, uint64_t name, uint64_t *real, uint32_t *info)
+{
+    return rgpu_htab_find(&named, cls, name, real, info);
+}
+
+int named_set_info(uint32_t cls, uint64_t name, uint32_t info)
+{
+    return rgpu_htab_set_info(&named, cls, name, info);
+}
+
+int named_take(uint32_t cls, uint64_t name, uint64_t *real, uint32_t *info)
+{
+    return rgpu_htab_take(&named, cls, name, real, info);
+}
+
 /* ---- generated procedures ------------------------------------------------- */
 
 static int is_in_buffer(uint8_t kind)

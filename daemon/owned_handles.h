@@ -51,4 +51,20 @@ void handles_after_call(const struct rgpu_proc *proc, const struct rgpu_call_fra
 /* How many handles the session holds (tests, debug logs). */
 unsigned long handles_count(void);
 
+/* Named handles: handles whose value on the wire the client chose (cuDNN's
+ * backend descriptors: daemon/cudnn_backend.c), so that making one needs no
+ * reply.  The session keeps each name with the real handle it stands for
+ * and one word of facts, in a table of its own: a name is only ever looked
+ * up, never followed, and no real handle is accepted as a name.  At most
+ * NAMED_MAX names per session.
+ * named_add: 0, 1 when the name is taken (nothing changed), -1 when the
+ * table is full or out of memory.  named_find and named_take (which forgets
+ * the name): 1 with *real and *info set (either may be NULL), 0 for a name
+ * the session does not hold.  named_set_info: 1 when the name is held. */
+#define NAMED_MAX (1u << 20)
+int named_add(uint32_t cls, uint64_t name, uint64_t real, uint32_t info);
+int named_find(uint32_t cls, uint64_t name, uint64_t *real, uint32_t *info);
+int named_set_info(uint32_t cls, uint64_t name, uint32_t info);
+int named_take(uint32_t cls, uint64_t name, uint64_t *real, uint32_t *info);
+
 #endif

@@ -3,6 +3,8 @@
 #define RGPUD_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <msgpack.h>
@@ -18,7 +20,10 @@ struct rgpud_options {
                                    libcublas.so.12, libcublasLt.so.12 (':' between);
                                    NULL: CUDA 12 clients are served by CUDA 13's */
     int foreground;
-    int max_sessions;
+    int max_sessions;           /* clients let in, at once */
+    int max_startups;           /* connections not let in yet, all sources (admission.c) */
+    int per_source_startups;    /* ... from one source */
+    int max_auth_failures;      /* TCP: connections of one source ending unlet per minute */
     long spin_ns;               /* poll for the next request this long */
     /* Who may connect (auth.c). */
     struct rgpu_addr addr;      /* listen, parsed */
@@ -38,6 +43,44 @@ struct rgpud_options {
     uint64_t staging_limit;     /* module images in pieces (image_stage.c); 0: default */
     const char *devices;        /* --devices / RGPUD_DEVICES; NULL: every GPU */
 };
+
+/* ---- listener.c: the accept loop, its sessions and their lines --------------- */
+
+/* Before listening: the tables (0, or -1). */
+int listener_init(const struct rgpud_options *opt);
+/* Accept and fork sessions until SIGTERM or SIGINT arrives on sfd. */
+void listener_serve(int lfd, int sfd, const struct rgpud_options *opt);
+/* In a session whose client was just let in: ask the listener for a place
+ * among the --max-sessions; at the cap the client is answered busy with w
+ * and the session ends. */
+void listener_let_in(int fd, const struct rgpud_options *opt, struct rgpu_welcome *w);
+
+/* ---- admission.c: connections not let in yet ------------------------------------ */
+
+enum admit {
+    ADMIT_START,                /* a session may start now */
+    ADMIT_WAIT,                 /* its source is at its bound: wait here */
+    ADMIT_BUSY,                 /* every startup slot and the queue taken: a busy answer */
+    ADMIT_DROP,                 /* closed at once (its source is over its bounds) */
+};
+int admission_init(const struct rgpud_options *opt);
+/* The accepted connection's source (an entry of admission.c's table), or
+ * -1 when the kernel cannot say. */
+int admission_source(int fd, const struct sockaddr_storage *ss);
+const char *admission_source_text(int source);
+enum admit admission_decide(int source);
+/* A session started for source; it ended before being let in (failed:
+ * it was refused or went away, not answered busy) or was let in. */
+void admission_started(int source);
+void admission_ended(int source, int failed);
+/* Keep fd waiting for source's turn; the next connection that may start
+ * now, or -1 (*source set); close those that waited the hello timeout and
+ * give the milliseconds until the next such end (-1: none). */
+void admission_wait(int fd, int source);
+int admission_next(int *source);
+int admission_expire(void);
+/* In a child of the listener: close what waits. */
+void admission_close_in_child(void);
 
 /* ---- auth.c: who may connect ------------------------------------------------ */
 
@@ -139,6 +182,9 @@ int devices_nvml_position(const void *handle);
 
 /* ---- session.c -------------------------------------------------------------- */
 
+/* Every procedure a session serves, one "generated|hand LIBRARY NAME" a
+ * line (rgpud --procedures; tests/procedures.sh). */
+void session_list_procedures(FILE *out);
 /* Serve one client on fd until it leaves; never returns. */
 void session_run(int fd, const struct rgpud_options *opt) __attribute__((noreturn));
 /* Send one frame to the client from any thread; a dead client ends the
@@ -170,6 +216,10 @@ void record_frame(const char *frame, size_t len);
  * status to return with it.  RGPU_EPROTO ends the session, as any request
  * that does not match its procedure. */
 int serve_transport(int status);
+/* A serve_ function that wrote only the first `used` bytes of the output
+ * buffer `out` it was given (a description of variable size): the reply
+ * carries those alone, and the client takes the shorter output as it is. */
+void serve_out_used(const void *out, size_t used);
 
 /* The request a serving thread runs, set by the session around each one
  * (and by the fuzz harnesses): where a serve_ function's bulk bytes come
@@ -226,11 +276,29 @@ const struct guard *nvml_guard_for(const char *lib, const char *name);
 void nvml_allow_settings(int allow);
 /* ipc.c: memory opened by CUDA IPC joins and leaves the owned table. */
 const struct guard *ipc_guard_for(const char *lib, const char *name);
-/* The daemon's key for IPC handles, made once by the listener (0, or -1);
- * then, in a session, the identity its client was let in as ("uid 1000",
- * "key lab"): handles are enciphered for it (docs/security.md). */
+/* The daemon's secret for IPC handles, made once by the listener (0, or
+ * -1).  Only the listener keeps it: before each fork it derives what the
+ * session needs (ipc_listener_seed: on a Unix socket the key of the
+ * peer's uid, under --insecure-tcp-no-auth the shared unauthenticated
+ * one, on TCP with keys a salt that the client's own key completes), and
+ * the session keeps that alone (ipc_session_start wipes the inherited
+ * secret and the caller's seed); other children of the listener only
+ * wipe the secret (ipc_forget_secret).  Once the client is let in, the
+ * session takes its key: ipc_identity("uid 1000") when it matches the
+ * seed, ipc_identity_key(name, client secret) on TCP.  Handles are
+ * enciphered with it (docs/security.md, "CUDA IPC"). */
+enum { IPC_SEED_NONE, IPC_SEED_KEY, IPC_SEED_SALT };
+struct ipc_seed {
+    int kind;
+    char who[40];               /* IPC_SEED_KEY: the identity it is for */
+    unsigned char bytes[32];
+};
 int ipc_daemon_secret(void);
+void ipc_listener_seed(int fd, const struct rgpud_options *opt, struct ipc_seed *out);
+void ipc_session_start(struct ipc_seed *from_listener);
+void ipc_forget_secret(void);
 void ipc_identity(const char *who);
+void ipc_identity_key(const char *name, const unsigned char *secret, size_t len);
 /* While a graph's dot description is printed, the memory file the library
  * writes it to and its /proc/self/fd path (else -1): the one open for
  * writing the sandbox grants a session (sandbox.c). */
@@ -252,6 +320,10 @@ int hand_cuda_function_layout(uint64_t func, const uint32_t **offset, const uint
                               unsigned *n);
 /* Whether the driver handed out this CUfunction or CUkernel to the session. */
 int guard_function_known(uint64_t func);
+/* A capture query's n dependencies (nodes and, where not NULL, edges: 8
+ * bytes each) into the client's arrays of max (hand_cudart.c). */
+void capture_arrays_out(const void *nodes, const void *edges, size_t n, void *deps_out,
+                        void *edges_out, size_t max);
 
 /* ---- hand-written procedures (hand_*.c) ------------------------------------ */
 

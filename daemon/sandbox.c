@@ -504,11 +504,66 @@ static void log_trapped(const char *what, int nr, const long a[4], const char *p
 /* The name within /dev/shm of a CUDA IPC file, or NULL. */
 static const char *cuda_shm_name(const char *path)
 {
-    static const char full[] = CUDA_SHM_DIR CUDA_SHM_PREFIX;
-    if (!path || strncmp(path, full, sizeof full - 1) != 0)
+    if (!path || strncmp(path, CUDA_SHM_DIR, sizeof CUDA_SHM_DIR - 1) != 0)
         return NULL;
     const char *name = path + sizeof CUDA_SHM_DIR - 1;
-    return strchr(name, '/') ? NULL : name;
+    return sandbox_ipc_name_ok(name) ? name : NULL;
+}
+
+int sandbox_ipc_name_ok(const char *name)
+{
+    return strncmp(name, CUDA_SHM_PREFIX, sizeof CUDA_SHM_PREFIX - 1) == 0 &&
+           !strchr(name, '/');
+}
+
+/* Where the session names the IPC files it creates (its line to the
+ * listener, which removes them once the session has ended), or -1. */
+static int ipc_report_fd = -1;
+
+void sandbox_report_ipc_files(int fd)
+{
+    ipc_report_fd = fd;
+}
+
+/* Tell the listener that this session created the file open at fd.  In
+ * the trap handler: async-signal-safe calls only.  A name too long to
+ * travel is not told (and not removed). */
+static void report_created(int fd, const char *name)
+{
+    struct sandbox_ipc_file m = { .type = SANDBOX_LINE_IPC_FILE };
+    struct stat st;
+    size_t len = strlen(name);
+    if (ipc_report_fd < 0 || len >= sizeof m.name || fstat(fd, &st) < 0)
+        return;
+    m.dev = (uint64_t)st.st_dev;
+    m.ino = (uint64_t)st.st_ino;
+    memcpy(m.name, name, len);
+    (void)!send(ipc_report_fd, &m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* openat(/dev/shm, name, flags): a descriptor, or -1 with errno.  When the
+ * flags may create the file, it is created exclusively first, so that
+ * what this call created is known and told; O_CREAT without O_EXCL still
+ * opens a file that exists. */
+static long shm_openat(const char *name, int flags, mode_t mode)
+{
+    flags |= O_NOFOLLOW | O_CLOEXEC;
+    if (!(flags & O_CREAT))
+        return syscall(SYS_openat, shm_dir_fd, name, flags, mode);
+    for (int tries = 0; tries < 4; tries++) {
+        long fd = syscall(SYS_openat, shm_dir_fd, name, flags | O_EXCL, mode);
+        if (fd >= 0) {
+            report_created((int)fd, name);
+            return fd;
+        }
+        if (errno != EEXIST || (flags & O_EXCL))
+            return -1;
+        fd = syscall(SYS_openat, shm_dir_fd, name, flags & ~O_CREAT, mode);
+        if (fd >= 0 || errno != ENOENT)
+            return fd;
+        /* Removed between the two: create it after all. */
+    }
+    return -1;
 }
 
 /* 1 when the trapped call is an open or unlink of a CUDA IPC file, made
@@ -520,12 +575,10 @@ static int cuda_shm_call(int nr, const long a[4], const char *path, long *result
     if (!name)
         return 0;
     if (nr == SYS_openat)
-        rc = syscall(SYS_openat, shm_dir_fd, name, (int)a[2] | O_NOFOLLOW | O_CLOEXEC,
-                     (mode_t)a[3]);
+        rc = shm_openat(name, (int)a[2], (mode_t)a[3]);
 #ifdef SYS_open
     else if (nr == SYS_open)
-        rc = syscall(SYS_openat, shm_dir_fd, name, (int)a[1] | O_NOFOLLOW | O_CLOEXEC,
-                     (mode_t)a[2]);
+        rc = shm_openat(name, (int)a[1], (mode_t)a[2]);
     else if (nr == SYS_unlink)
         rc = syscall(SYS_unlinkat, shm_dir_fd, name, 0);
 #endif

@@ -46,4 +46,21 @@ int sandbox_listener_layers(void);
  * tolerated. */
 void sandbox_session(const struct rgpud_options *opt);
 
+/* The CUDA IPC files a session's driver creates in /dev/shm (cuda.shm.*,
+ * made by the trap handler) outlive the session unless someone removes
+ * them: each one created is told on fd (the session's line to the
+ * listener, listener.c) as one message of this layout, and the listener
+ * removes those still there when the session has ended. */
+#define SANDBOX_LINE_IPC_FILE 'F'
+#define SANDBOX_IPC_NAME_MAX 128
+struct sandbox_ipc_file {
+    char type;                  /* SANDBOX_LINE_IPC_FILE */
+    char pad[7];
+    uint64_t dev, ino;          /* the file created, as fstat saw it */
+    char name[SANDBOX_IPC_NAME_MAX];    /* in /dev/shm, NUL-terminated */
+};
+void sandbox_report_ipc_files(int fd);
+/* Whether name (within /dev/shm) is one of the driver's IPC files. */
+int sandbox_ipc_name_ok(const char *name);
+
 #endif

@@ -85,8 +85,6 @@ struct worker {
     /* CLOCK_MONOTONIC ms at which the running request started; 0: idle.
      * The keepalive thread reads it. */
     _Atomic long busy_since;
-    /* The context a retired inline worker's thread takes over (below). */
-    void *adopt_ctx;
 };
 
 /* The deferred-status slot of a library. */
@@ -195,6 +193,16 @@ static void init_tables(void)
         for (int i = 0; i < *hand_counts[t]; i++)
             hand_ids[t][i] = rgpu_proc_id(hand_tables[t][i].lib, hand_tables[t][i].name);
     }
+}
+
+void session_list_procedures(FILE *out)
+{
+    for (size_t i = 0; i < NSERVED; i++)
+        for (size_t k = 0; k < served[i].lib->nprocs; k++)
+            fprintf(out, "generated %s %s\n", served[i].lib->name, served[i].server[k].proc->name);
+    for (size_t t = 0; t < NHAND; t++)
+        for (int i = 0; i < *hand_counts[t]; i++)
+            fprintf(out, "hand %s %s\n", hand_tables[t][i].lib, hand_tables[t][i].name);
 }
 
 static const struct hand_proc *find_hand(uint32_t id)
@@ -364,11 +372,21 @@ static _Noreturn void protocol_error(uint64_t serial, int status, const char *wh
 /* What a serve_ function of rgpu's own procedures said of its call's
  * transport (serve_transport), for run_generated. */
 static __thread int serve_status;
+/* The frame of the generated call running on this thread, for serve_out_used. */
+static __thread struct rgpu_call_frame *serve_frame;
 
 int serve_transport(int status)
 {
     serve_status = status;
     return 0;
+}
+
+void serve_out_used(const void *out, size_t used)
+{
+    struct rgpu_call_frame *f = serve_frame;
+    for (unsigned i = 0; f && out && i < RGPU_MAX_PARAMS; i++)
+        if (f->slot[i] == (uint64_t)(uintptr_t)out && used <= f->outlen[i])
+            f->outlen[i] = used;
 }
 
 /* c: the request's call (its streamed bytes, where a sink's and a large
@@ -390,14 +408,16 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
         /* Handles, device pointers and scalars first (daemon/owned_handles.c,
          * daemon/memguards.c). */
         api = handles_check_call(l->lib, proc, &frame);
-        if (api == 0 && rgpu_check_args(l->lib, proc, &frame) != RGPU_OK)
-            api = l->lib->invalid_value;
+        if (api == 0)
+            api = rgpu_check_args(l->lib, proc, &frame);
         if (api == 0 && g && g->pre)
             api = g->pre(frame.argv);
         if (api == 0) {
             uint64_t forgotten = handles_before_call(proc, &frame);
             serve_status = RGPU_OK;
+            serve_frame = &frame;
             api = l->server[index].thunk(fn, frame.argv);
+            serve_frame = NULL;
             if (serve_status != RGPU_OK) {
                 *transport = serve_status;
                 api = 0;
@@ -514,25 +534,6 @@ static void request_free(struct request *rq)
     free(rq);
 }
 
-/* The calling thread's current context, or NULL. */
-static void *current_context(void)
-{
-    CUcontext ctx = NULL;
-    __typeof__(&cuCtxGetCurrent) get =
-        (__typeof__(&cuCtxGetCurrent))backend_sym("cuda", "cuCtxGetCurrent");
-    if (!get || get(&ctx) != CUDA_SUCCESS)
-        return NULL;
-    return ctx;
-}
-
-static void set_current_context(void *ctx)
-{
-    __typeof__(&cuCtxSetCurrent) set =
-        (__typeof__(&cuCtxSetCurrent))backend_sym("cuda", "cuCtxSetCurrent");
-    if (!set || set(ctx) != CUDA_SUCCESS)
-        rgpu_warn("a worker could not take over its client thread's context");
-}
-
 /* Whether host functions are in use: the reader then runs no request
  * itself, nor waits for requests to run (below). */
 static int inline_retired;
@@ -554,8 +555,6 @@ static void wait_turn(const struct request *rq)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    if (w->adopt_ctx)
-        set_current_context(w->adopt_ctx);
     for (;;) {
         pthread_mutex_lock(&w->lock);
         while (!w->head)
@@ -658,34 +657,34 @@ static void enqueue(struct worker *w, struct request *rq)
 /* Host functions (daemon/host_functions.c) hold their stream until the
  * client acknowledges them, and the reader reads that acknowledgement: from
  * the first one on, the reader must never run a request itself (a
- * synchronise would wait for an acknowledgement only it could read).  The
- * first client thread's requests then go to a worker thread of their own,
- * which takes over the reader's current context; its deferred errors stay
- * where they were.  Its per-thread default stream is the reader's no more:
- * what it put there is waited for first, so that what it puts there next
- * comes after (no host function is enqueued yet, so this wait ends). */
+ * synchronise would wait for an acknowledgement only it could read).  So
+ * the roles swap: the thread that served the first client thread inline
+ * goes on serving it, as its worker, and a new thread becomes the reader.
+ * The client thread keeps its server thread, and with it everything CUDA
+ * keeps per thread: its current context, its per-thread default stream,
+ * its capture mode, and the captures it began, which CUDA lets end only on
+ * the thread that began them (a capture under way when the first host
+ * function came, say one whose copy of pageable memory is a host node). */
+static void *reader_main(void *first);
+static _Noreturn void read_requests(struct request *first);
 
-static void retire_inline_worker(void)
+static _Noreturn void hand_reading_over(struct request *first)
 {
-    if (inline_retired)
-        return;
-    inline_retired = 1;
-    if (!S.have_inline)
-        return;
-    wait_async_done();
     struct worker *w = &S.inline_worker;
-    w->adopt_ctx = current_context();
-    __typeof__(&cuStreamSynchronize) sync =
-        (__typeof__(&cuStreamSynchronize))backend_sym("cuda", "cuStreamSynchronize");
-    if (w->adopt_ctx && sync && sync(CU_STREAM_PER_THREAD) != CUDA_SUCCESS)
-        rgpu_debug("the first client thread's per-thread stream failed: later calls say how");
+    pthread_t reader;
+    inline_retired = 1;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cond, NULL);
-    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-        rgpu_error("cannot start a worker thread for host functions: ending the session");
+    w->thread = pthread_self();
+    if (pthread_create(&reader, NULL, reader_main, first) != 0) {
+        rgpu_error("cannot start a reader thread for host functions: ending the session");
         _exit(1);
     }
-    rgpu_debug("host functions in use: client thread %u moves to a worker thread", w->tid);
+    pthread_detach(reader);
+    rgpu_debug("host functions in use: client thread %u keeps this thread, a new one reads",
+               w->tid);
+    worker_main(w);
+    _exit(1);                   /* worker_main never returns */
 }
 
 static int is_host_function(const struct request *rq)
@@ -1014,6 +1013,7 @@ void session_run(int fd, const struct rgpud_options *opt)
     /* Who the client is, first: one not let in never makes us load CUDA. */
     hello_deadline(opt->hello_timeout_s);
     auth_session(fd, opt, &w, &visible, &client);
+    listener_let_in(fd, opt, &w);   /* a place among --max-sessions, or busy */
     alarm(0);
     output_capture();           /* before a library can print */
     init_tables();
@@ -1029,6 +1029,39 @@ void session_run(int fd, const struct rgpud_options *opt)
     auth_welcome(fd, &w);
     output_start();             /* output frames only after the welcome */
     start_keepalive();
+    read_requests(NULL);
+}
+
+/* Run rq: inline on the reader for the first client thread until host
+ * functions are in use, else at its client thread's worker. */
+static void dispatch(struct request *rq)
+{
+    int streamed = rq->in_len != 0;
+    if (rq->tid == S.inline_worker.tid && !inline_retired) {
+        wait_async_done();
+        execute_busy(&S.inline_worker, rq);
+        request_free(rq);
+        return;
+    }
+    /* A worker reads a streamed request's payload: nothing more is read
+     * here until it has. */
+    S.payload_busy = streamed;
+    enqueue(rq->tid == S.inline_worker.tid ? &S.inline_worker
+                                           : worker_for(rq->tid, rq->serial),
+            rq);
+    pthread_mutex_lock(&S.async_lock);
+    while (S.payload_busy)
+        pthread_cond_wait(&S.payload_done, &S.async_lock);
+    pthread_mutex_unlock(&S.async_lock);
+}
+
+/* The reader: the session's first thread, then, once host functions are in
+ * use, one of its own, which dispatches first (the request that made the
+ * swap) before it reads on. */
+static _Noreturn void read_requests(struct request *first)
+{
+    if (first)
+        dispatch(first);
     for (;;) {
         wait_queue_space();
         struct request *rq = read_request();
@@ -1038,24 +1071,13 @@ void session_run(int fd, const struct rgpud_options *opt)
             S.have_inline = 1;
             S.inline_worker.tid = rq->tid;
         }
-        if (is_host_function(rq))
-            retire_inline_worker();
-        int streamed = rq->in_len != 0;
-        if (rq->tid == S.inline_worker.tid && !inline_retired) {
-            wait_async_done();
-            execute_busy(&S.inline_worker, rq);
-            request_free(rq);
-        } else {
-            /* A worker reads a streamed request's payload: nothing more is
-             * read here until it has. */
-            S.payload_busy = streamed;
-            enqueue(rq->tid == S.inline_worker.tid ? &S.inline_worker
-                                                   : worker_for(rq->tid, rq->serial),
-                    rq);
-            pthread_mutex_lock(&S.async_lock);
-            while (S.payload_busy)
-                pthread_cond_wait(&S.payload_done, &S.async_lock);
-            pthread_mutex_unlock(&S.async_lock);
-        }
+        if (is_host_function(rq) && !inline_retired)
+            hand_reading_over(rq);
+        dispatch(rq);
     }
+}
+
+static void *reader_main(void *first)
+{
+    read_requests(first);
 }

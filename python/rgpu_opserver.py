@@ -39,6 +39,8 @@ MAX_DEPTH = 16
 MAX_SIZE = 1 << 50
 MAX_SID = 1 << 53
 MAX_VIEWS = 1 << 14            # views a session keeps built (Executor.views)
+MAX_PLANS = 1 << 16            # plans a session keeps (numbers 0 .. MAX_PLANS-1)
+MAX_PLAN_VALUES = 1 << 20      # values one call of a plan takes
 _WIRE_SCALARS = frozenset((bool, int, float, str))      # msgpack's, as it decodes them
 _OP_NAME = re.compile(r"^aten::([a-z_][a-z0-9_]*)(?:\.([A-Za-z0-9_]+))?$")
 # Operators a client may not call: files, the server's output, raw storage,
@@ -484,6 +486,7 @@ class Executor:
         # laid out the same way every time.  A storage's views go with it.
         self.views = {}            # (sid, dtype, sizes, strides, offset) -> tensor
         self.views_of = {}         # sid -> keys of its views
+        self.plans = {}            # number -> Plan (op_plan)
         # The requests: ["new", ...] is op_new's, and so on.
         self.handlers = {name[3:]: getattr(self, name) for name in dir(self)
                          if name.startswith("op_")}
@@ -496,9 +499,12 @@ class Executor:
             except Exception as e:          # every failure is the client's to hear about
                 result = None
                 self.failed.update(_promised_ids(op))
-                if self.error is None:
-                    self.error = [_op_label(op), f"{type(e).__name__}: {e}"[:2000]]
+                self.note_error(_op_label(op), e)
         return result
+
+    def note_error(self, label, e):
+        if self.error is None:
+            self.error = [label, f"{type(e).__name__}: {e}"[:2000]]
 
     def run_op(self, op):
         if type(op) is not list or not op or type(op[0]) is not str:
@@ -559,6 +565,19 @@ class Executor:
         del self.table[sid]
         for key in self.views_of.pop(sid, ()):
             self.views.pop(key, None)
+
+    def op_frees(self, sids):
+        """Frees each storage of a list; the first bad id is the error."""
+        if type(sids) is not list:
+            raise BadInput("malformed frees")
+        first = None
+        for sid in sids:
+            try:
+                self.op_free(sid)
+            except BadInput as e:
+                first = first or e
+        if first is not None:
+            raise first
 
     def op_seed(self, seed):
         if not isinstance(seed, int):
@@ -624,7 +643,9 @@ class Executor:
                            "through rgpu")
         return func
 
-    def decode(self, x, depth=0):
+    def decode(self, x, depth=0, nslots=None):
+        """An argument from the wire; with nslots (a plan's template), its
+        slots {"S": ...} and {"F": ...} too, as Slot placeholders."""
         if depth > MAX_DEPTH:
             raise BadInput("arguments nested too deeply")
         kind = type(x)
@@ -632,12 +653,33 @@ class Executor:
             if len(x) != 1:
                 raise BadInput("malformed argument")
             (tag, v), = x.items()
+            if nslots is not None:
+                if tag in ("S", "F"):
+                    return self.slot(tag, v, nslots)
+                if tag == "T":
+                    raise BadInput("a plan names its tensors through slots")
             return self.tensor(v) if tag == "T" else self.decode_tagged(tag, v)
         if kind is list:
-            return [self.decode(v, depth + 1) for v in x]
+            return [self.decode(v, depth + 1, nslots) for v in x]
         if x is None or kind in _WIRE_SCALARS:
             return x
         raise BadInput(f"argument of type {kind.__name__} not allowed")
+
+    def slot(self, tag, v, nslots):
+        """A template's slot: a tensor of the layout given whose storage id,
+        or a float, is the slot's value in each call."""
+        if tag == "F":
+            if not (type(v) is int and 0 <= v < nslots):
+                raise BadInput("malformed float slot")
+            return Slot(v, None)
+        if not (type(v) is list and len(v) == 5 and type(v[0]) is int and 0 <= v[0] < nslots):
+            raise BadInput("malformed tensor slot")
+        index, dtype, size, stride, offset = v
+        d = self.dtype(dtype)
+        # Well formed; whether it fits its storage is checked when a call
+        # names the storage.
+        check_layout(size, stride, offset, self.itemsize[d], 1 << 120, "a tensor slot")
+        return Slot(index, (dtype, tuple(size), tuple(stride), offset), d)
 
     def dtype(self, name):
         d = self.dtypes.get(name) if isinstance(name, str) else None
@@ -691,12 +733,15 @@ class Executor:
         t = self.view(self.storage(sid), self.dtype(dtype), size, stride, offset,
                       f"tensor handle {sid}")
         if key is not None:
-            if len(self.views) >= MAX_VIEWS:
-                self.views.clear()
-                self.views_of.clear()
-            self.views[key] = t
-            self.views_of.setdefault(sid, []).append(key)
+            self.keep_view(key, sid, t)
         return t
+
+    def keep_view(self, key, sid, t):
+        if len(self.views) >= MAX_VIEWS:
+            self.views.clear()
+            self.views_of.clear()
+        self.views[key] = t
+        self.views_of.setdefault(sid, []).append(key)
 
     def view(self, s, d, size, stride, offset, what):
         check_layout(size, stride, offset, self.itemsize[d], s.nbytes(), what)
@@ -766,12 +811,153 @@ class Executor:
         if (r.dtype == d and r.storage_offset() == offset and s.nbytes() >= nbytes
                 and list(r.size()) == size and list(r.stride()) == stride):
             self.table[sid] = s
+            self.keep_result(sid, dtype, r)
             return
         # The server's kernel laid its result out otherwise than the meta
         # kernel said: copy it into the layout the client knows.
         s = self.torch.UntypedStorage(nbytes, device=self.device)
-        self.view(s, d, size, stride, offset, f"result of {name}").copy_(r)
+        view = self.view(s, d, size, stride, offset, f"result of {name}")
+        if r.numel() == 0 and view.numel() > 0:
+            # An empty result where the meta kernel (and CUDA's) has a sized
+            # one: PyTorch's CPU kernels leave results nothing reads empty
+            # (native_batch_norm's saved statistics in eval mode).  Zeros.
+            view.zero_()
+        else:
+            view.copy_(r)
         self.table[sid] = s
+
+    def keep_result(self, sid, dtype, r):
+        """A result is also the view the next call naming its storage, laid
+        out alike, would build (unless a flag of it would not carry over)."""
+        if not (r.is_conj() or r.is_neg()):
+            self.keep_view((sid, dtype, tuple(r.size()), r.stride(), r.storage_offset()), sid, r)
+
+    # -- plans: a call kept under a number, then run with new values
+    def op_plan(self, number, name, args, kwargs, outs, nvalues):
+        """Keeps a call's template (a call with numbered slots for its
+        storage ids and floats) as plan `number`, checked as a call is."""
+        if type(number) is not int or not 0 <= number < MAX_PLANS:
+            raise BadInput("bad plan number")
+        self.plans.pop(number, None)
+        if type(nvalues) is not int or not 0 <= nvalues <= MAX_PLAN_VALUES:
+            raise BadInput("bad number of plan values")
+        try:
+            self.plans[number] = self.make_plan(name, args, kwargs, outs, nvalues)
+        except Exception as e:
+            # Its calls fail as it did, each with its results marked failed.
+            out_slots = [spec[0] for spec in outs if type(spec) is list and spec
+                         and type(spec[0]) is int and 0 <= spec[0] < nvalues] \
+                if type(outs) is list else []
+            self.plans[number] = FailedPlan(str(name)[:120], f"{type(e).__name__}: {e}"[:500],
+                                            nvalues, out_slots)
+            raise
+
+    def make_plan(self, name, args, kwargs, outs, nvalues):
+        func = self.resolve(name)
+        if type(args) is not list or type(kwargs) is not dict or type(outs) is not list:
+            raise BadInput("malformed plan")
+        a = self.decode(args, 0, nvalues)
+        k = {str(key): self.decode(val, 0, nvalues) for key, val in kwargs.items()}
+        fills = []
+        _find_slots(a, fills)
+        _find_slots(k, fills)
+        specs = [None if spec is None else self.out_slot(spec, nvalues) for spec in outs]
+        base = func._schema.name[len("aten::"):]
+        return Plan(name, func, a, k, fills, specs, nvalues,
+                    base if base in _STRIDED_VIEWS else None)
+
+    def out_slot(self, spec, nvalues):
+        """A template's new storage: (slot, dtype, dtype name, sizes,
+        strides, offset, nbytes), the layout inside nbytes."""
+        if not (type(spec) is list and len(spec) == 6 and type(spec[0]) is int
+                and 0 <= spec[0] < nvalues):
+            raise BadInput("malformed result description")
+        index, dtype, size, stride, offset, nbytes = spec
+        d = self.dtype(dtype)
+        if type(nbytes) is not int or not 0 <= nbytes <= MAX_SIZE:
+            raise BadInput("bad storage size")
+        check_layout(size, stride, offset, self.itemsize[d], nbytes, "a result")
+        return (index, d, dtype, tuple(size), tuple(stride), offset, nbytes)
+
+    def op_runs(self, flat):
+        """Calls of plans: [number, its values..., number, its values...].
+        Each call's failure is noted and its results marked failed; the
+        calls after it still run."""
+        if type(flat) is not list:
+            raise BadInput("malformed runs")
+        i, n = 0, len(flat)
+        while i < n:
+            number = flat[i]
+            plan = self.plans.get(number) if type(number) is int else None
+            if plan is None:
+                raise BadInput(f"no plan {str(number)[:20]}")
+            end = i + 1 + plan.nvalues
+            if end > n:
+                raise BadInput(f"a call of {plan.name} without all its values")
+            values = flat[i + 1:end]
+            i = end
+            try:
+                self.run_plan(plan, values)
+            except Exception as e:      # every failure is the client's to hear about
+                self.failed.update(v for v in (values[i] for i in plan.out_slots())
+                                   if type(v) is int and 0 < v < MAX_SID)
+                self.note_error(plan.name, e)
+
+    def run_plan(self, plan, values):
+        if type(plan) is FailedPlan:
+            raise BadInput(f"its plan failed ({plan.error})")
+        try:
+            for container, key, slot in plan.fills:
+                v = values[slot.index]
+                if slot.layout is None:
+                    if type(v) is not float:
+                        raise BadInput(f"a float slot of {plan.name} holds a {type(v).__name__}")
+                    container[key] = v
+                else:
+                    container[key] = self.slot_tensor(v, slot)
+            if plan.strided_view is not None:
+                self.check_strided_view(plan.strided_view, plan.func, plan.args, plan.kwargs)
+            result = plan.call(*plan.args, **plan.kwargs)
+        finally:
+            for container, key, _ in plan.fills:
+                container[key] = None       # the template keeps no storage alive
+        outs = plan.outs
+        flat = list(_flatten(result)) if isinstance(result, (list, tuple)) else [result]
+        if len(flat) != len(outs):
+            raise BadInput(f"{plan.name}: the client expected {len(outs)} results, the "
+                           f"operator gave {len(flat)}")
+        for spec, r in zip(outs, flat):
+            if spec is not None:
+                self.register_planned(spec, values[spec[0]], r, plan.name)
+
+    def slot_tensor(self, sid, slot):
+        if type(sid) is not int:
+            raise BadInput("a tensor handle must be an integer")
+        key = (sid,) + slot.layout
+        t = self.views.get(key)
+        if t is None:
+            _, size, stride, offset = slot.layout
+            t = self.view(self.storage(sid), slot.dtype, size, stride, offset,
+                          f"tensor handle {sid}")
+            self.keep_view(key, sid, t)
+        return t
+
+    def register_planned(self, spec, sid, r, name):
+        """register() for a plan's result, whose described layout was
+        checked when the plan was made: a result laid out so, in a storage
+        of at least nbytes, lies inside it."""
+        _, d, dtype, size, stride, offset, nbytes = spec
+        self._new_sid(sid)
+        t = self.torch
+        if (isinstance(r, t.Tensor) and r.dtype == d and r.layout == t.strided
+                and r.device == self.device and r.storage_offset() == offset
+                and r.size() == size and r.stride() == stride):
+            s = r.untyped_storage()
+            if s.nbytes() >= nbytes:
+                self.table[sid] = s
+                self.keep_result(sid, dtype, r)
+                return
+        self.register([sid, dtype, list(size), list(stride), offset, nbytes], r, name)
 
     def describe(self, result, args, kwargs, name):
         """A waited-for call's results for the client: values as they are,
@@ -810,6 +996,55 @@ class Executor:
                 return str(r).split(".")[1]
             raise BadInput(f"cannot send a result of type {type(r).__name__}")
         return one(result)
+
+
+class Slot:
+    """A template's slot: value `index` of each call, a storage id of a
+    tensor laid out as layout (dtype name, sizes, strides, offset) says,
+    or a float (layout None)."""
+
+    __slots__ = ("index", "layout", "dtype")
+
+    def __init__(self, index, layout, dtype=None):
+        self.index, self.layout, self.dtype = index, layout, dtype
+
+
+class Plan:
+    """A call kept by op_plan: the operator, its decoded arguments with
+    Slot placeholders, where those are (fills: container, key, slot), each
+    result's out_slot or None, and how many values a call takes."""
+
+    __slots__ = ("name", "func", "call", "args", "kwargs", "fills", "outs", "nvalues",
+                 "strided_view")
+
+    def __init__(self, name, func, args, kwargs, fills, outs, nvalues, strided_view):
+        self.name, self.func, self.args, self.kwargs = name, func, args, kwargs
+        self.fills, self.outs, self.nvalues, self.strided_view = fills, outs, nvalues, strided_view
+        self.call = getattr(func, "_op", func)      # the operator without its Python wrapper
+
+    def out_slots(self):
+        return [o[0] for o in self.outs if o is not None]
+
+
+class FailedPlan:
+    """A plan whose definition failed: each of its calls fails too."""
+
+    __slots__ = ("name", "error", "nvalues", "slots")
+
+    def __init__(self, name, error, nvalues, slots):
+        self.name, self.error, self.nvalues, self.slots = name, error, nvalues, slots
+
+    def out_slots(self):
+        return self.slots
+
+
+def _find_slots(container, fills):
+    """(container, key, slot) for each Slot in a decoded template."""
+    for key, v in (container.items() if type(container) is dict else enumerate(container)):
+        if type(v) is Slot:
+            fills.append((container, key, v))
+        elif type(v) is list:
+            _find_slots(v, fills)
 
 
 def check_layout(size, stride, offset, itemsize, nbytes, what):
@@ -866,6 +1101,8 @@ def _promised_ids(op):
 def _op_label(op):
     if isinstance(op, list) and len(op) > 1 and op[0] == "call" and isinstance(op[1], str):
         return op[1][:120]
+    if isinstance(op, list) and len(op) > 2 and op[0] == "plan" and isinstance(op[2], str):
+        return op[2][:120]
     return str(op[0])[:40] if isinstance(op, list) and op else "request"
 
 

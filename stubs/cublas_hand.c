@@ -409,7 +409,7 @@ static cublasStatus_t set_matrix(int64_t rows, int64_t cols, int64_t elemSize, c
     return copy_status(rgpu_copy_htod_2d(LIB, RGPU_CUBLAS_rgpu_cublas_htod_2d,
                                          (uint64_t)(uintptr_t)B, (size_t)ldb * es, A,
                                          (size_t)lda * es, (size_t)rows * es, (size_t)cols,
-                                         (uint64_t)(uintptr_t)stream));
+                                         (uint64_t)(uintptr_t)stream, 1));
 }
 
 static cublasStatus_t get_matrix(int64_t rows, int64_t cols, int64_t elemSize, const void *A,
@@ -439,7 +439,7 @@ static cublasStatus_t set_vector(int64_t n, int64_t elemSize, const void *x, int
     return copy_status(rgpu_copy_htod_2d(LIB, RGPU_CUBLAS_rgpu_cublas_htod_2d,
                                          (uint64_t)(uintptr_t)y, (size_t)incy * es, x,
                                          (size_t)incx * es, es, (size_t)n,
-                                         (uint64_t)(uintptr_t)stream));
+                                         (uint64_t)(uintptr_t)stream, 1));
 }
 
 static cublasStatus_t get_vector(int64_t n, int64_t elemSize, const void *x, int64_t incx,

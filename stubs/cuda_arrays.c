@@ -101,11 +101,10 @@ CUresult rgpu_cuda_array_copy(const CUDA_MEMCPY2D *c, size_t src_z, size_t dst_z
     uint64_t addr;
     int device;
 
-    if (src_array && dst_array) {
-        static int logged;
-        return (CUresult)rgpu_refused(LIB, "cuMemcpy between two CUDA arrays",
-                                      "copies between CUDA arrays: not remoted yet", &logged);
-    }
+    if (src_array && dst_array)
+        return rgpu_cu_array_to_array(c->dstArray, c->dstXInBytes, c->dstY, dst_z, c->srcArray,
+                                      c->srcXInBytes, c->srcY, src_z, c->WidthInBytes, c->Height,
+                                      stream);
     if (dst_array) {
         if (linear_side(c->srcMemoryType, c->srcHost, c->srcDevice, &addr, &device))
             return CUDA_ERROR_INVALID_VALUE;

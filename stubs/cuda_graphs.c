@@ -14,6 +14,7 @@
 #include "write_file.h"
 #include "graph_edges.h"
 #include "graph_params.h"
+#include "cuda_own.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
@@ -78,6 +79,7 @@ static CUresult node_call(const struct node_op *o, CUgraphNode *made)
                                         &params, &len, &owned);
     if (rc != CUDA_SUCCESS)
         return rc;
+    rgpu_printing_graph_kernel(rgpu_printing_may((uint64_t)(uintptr_t)node_function(o->p)));
     rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_KERNEL_NODE), 0);
     pack_node(&req, o, params, len);
     int t = rgpu_req_exchange(LIB, o->what, &req, &reply);
@@ -240,6 +242,91 @@ RGPU_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 RGPU_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
 {
     return counted_end(RGPU_CUDA_cuStreamEndCapture_ptsz, hStream, phGraph);
+}
+
+/* The capture's state with its dependency arrays, as the runtime's
+ * (stubs/cudart_hand.c): the nodes and edges come back in the reply into
+ * arrays kept on the client per stream (common/rgpu_capture_arrays.c). */
+struct capture_query {
+    CUstream stream;
+    int per_thread;
+    CUstreamCaptureStatus *status;
+    cuuint64_t *id;
+    CUgraph *graph;
+};
+
+static int ask_capture_info(void *ctx, void *nodes, void *edges, size_t room, size_t *count)
+{
+    const struct capture_query *q = ctx;
+    return rgpu_cu_capture_info(q->stream, q->per_thread, q->status, q->id, q->graph,
+                                (CUgraphNode *)nodes, (CUgraphEdgeData *)edges, room, count);
+}
+
+static CUresult capture_info(int per_thread, CUstream stream, CUstreamCaptureStatus *status,
+                             cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
+                             const CUgraphEdgeData **edges, size_t *count)
+{
+    struct capture_query q = { stream, per_thread, status, id, graph };
+    void *nodes = NULL, *edge_data = NULL;
+    size_t n = 0;
+    int rc = rgpu_capture_query_arrays((uint64_t)(uintptr_t)stream, per_thread,
+                                       sizeof(CUgraphNode), sizeof(CUgraphEdgeData),
+                                       deps != NULL, edges != NULL, ask_capture_info, &q, &nodes,
+                                       &edge_data, &n);
+    if (rc < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc != CUDA_SUCCESS)
+        return (CUresult)rc;
+    if (deps)
+        *deps = n ? (const CUgraphNode *)nodes : NULL;
+    if (edges)
+        *edges = n ? (const CUgraphEdgeData *)edge_data : NULL;
+    if (count)
+        *count = n;
+    return CUDA_SUCCESS;
+}
+
+RGPU_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream,
+                                               CUstreamCaptureStatus *captureStatus_out,
+                                               cuuint64_t *id_out, CUgraph *graph_out,
+                                               const CUgraphNode **dependencies_out,
+                                               const CUgraphEdgeData **edgeData_out,
+                                               size_t *numDependencies_out)
+{
+    return capture_info(0, hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                        edgeData_out, numDependencies_out);
+}
+
+RGPU_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
+                                                    CUstreamCaptureStatus *captureStatus_out,
+                                                    cuuint64_t *id_out, CUgraph *graph_out,
+                                                    const CUgraphNode **dependencies_out,
+                                                    const CUgraphEdgeData **edgeData_out,
+                                                    size_t *numDependencies_out)
+{
+    return capture_info(1, hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                        edgeData_out, numDependencies_out);
+}
+
+/* _v2 is _v3 without edge data. */
+RGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
+                                               CUstreamCaptureStatus *captureStatus_out,
+                                               cuuint64_t *id_out, CUgraph *graph_out,
+                                               const CUgraphNode **dependencies_out,
+                                               size_t *numDependencies_out)
+{
+    return capture_info(0, hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                        NULL, numDependencies_out);
+}
+
+RGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
+                                                    CUstreamCaptureStatus *captureStatus_out,
+                                                    cuuint64_t *id_out, CUgraph *graph_out,
+                                                    const CUgraphNode **dependencies_out,
+                                                    size_t *numDependencies_out)
+{
+    return capture_info(1, hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                        NULL, numDependencies_out);
 }
 
 /* ---- memory-allocation nodes --------------------------------------------------------------- */

@@ -1,7 +1,8 @@
 /* Driver-API launches and the facts of functions and kernels the client
  * answers itself: cuLaunchKernel, cuLaunchKernelEx with its launch
  * attributes, the cooperative launches, the names of functions and
- * kernels, and libraries loaded from the client's files.  Server side:
+ * kernels, the potential block size (whose callback runs here), and
+ * libraries loaded from the client's files.  Server side:
  * daemon/hand_cuda_launch.c. */
 #include "rgpu_client.h"
 #include "rgpu_hand_procs.h"
@@ -234,6 +235,8 @@ static CUresult launch(const struct launch *L)
     rgpu_stats_name(req.proc_id, nsent ? "driver kernel launch with attributes"
                                        : "driver kernel launch");
     pack_launch(&req, L, nsent, buf, len);
+    rgpu_printing_launched((uint64_t)(uintptr_t)L->stream,
+                           rgpu_printing_may((uint64_t)(uintptr_t)L->f));
     if (wait) {
         rc = (CUresult)rgpu_req_status(LIB, L->what, &req);
         free(owned);
@@ -454,6 +457,143 @@ RGPU_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 RGPU_EXPORT CUresult cuKernelGetName(const char **name, CUkernel hfunc)
 {
     return name_of(NAME_KERNEL, (uint64_t)(uintptr_t)hfunc, name);
+}
+
+/* ---- the potential block size -------------------------------------------------- */
+
+/* The largest block size the driver may ask the callback about: the limit
+ * given, or the most threads a block may have on any device; 0 when no
+ * device says. */
+static int callback_block_sizes(int limit)
+{
+    int count = 0, most = 0;
+    if (cuDeviceGetCount(&count) != CUDA_SUCCESS)
+        return 0;
+    for (int d = 0; d < count; d++) {
+        int n = 0;
+        if (cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, d) ==
+                CUDA_SUCCESS && n > most)
+            most = n;
+    }
+    return limit > 0 && limit < most ? limit : most;
+}
+
+/* The program's callback runs here, for every block size the driver could
+ * ask about (it is a function of the block size alone), and the server's
+ * driver runs against the answers (rgpu_cu_occupancy_block_size). */
+static CUresult potential_block_size(int *minGridSize, int *blockSize, CUfunction func,
+                                     CUoccupancyB2DSize smem_of, size_t dynamicSMemSize,
+                                     int blockSizeLimit, unsigned int flags)
+{
+    size_t *table = NULL, n = 0;
+    if (smem_of) {
+        int most = callback_block_sizes(blockSizeLimit);
+        if (most <= 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (!(table = malloc((size_t)most * sizeof *table)))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        for (int b = 1; b <= most; b++)
+            table[b - 1] = smem_of(b);
+        n = (size_t)most;
+    }
+    CUresult rc = rgpu_cu_occupancy_block_size(minGridSize, blockSize, func, table, n,
+                                               dynamicSMemSize, blockSizeLimit, flags);
+    free(table);
+    return rc;
+}
+
+RGPU_EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize,
+                                                      CUfunction func,
+                                                      CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                      size_t dynamicSMemSize, int blockSizeLimit)
+{
+    return potential_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                                dynamicSMemSize, blockSizeLimit, CU_OCCUPANCY_DEFAULT);
+}
+
+RGPU_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(
+    int *minGridSize, int *blockSize, CUfunction func,
+    CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit,
+    unsigned int flags)
+{
+    return potential_block_size(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                                dynamicSMemSize, blockSizeLimit, flags);
+}
+
+/* ---- functions of modules and libraries ------------------------------------------------ */
+
+/* Each handle is recorded with whether it may printf, from the scan of
+ * the image it came from (common/rgpu_printing.c): a launch of it then
+ * makes the synchronises after it wait, or not. */
+static uint64_t u64(const void *handle)
+{
+    return (uint64_t)(uintptr_t)handle;
+}
+
+#undef cuModuleGetFunction
+RGPU_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    const void *argv[] = { &hfunc, &hmod, &name };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuModuleGetFunction, argv);
+    if (rc == CUDA_SUCCESS && hfunc && name)
+        rgpu_printing_function_of(u64(*hfunc), u64(hmod), name);
+    return rc;
+}
+
+#undef cuLibraryGetKernel
+RGPU_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+    const void *argv[] = { &pKernel, &library, &name };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuLibraryGetKernel, argv);
+    if (rc == CUDA_SUCCESS && pKernel && name)
+        rgpu_printing_function_of(u64(*pKernel), u64(library), name);
+    return rc;
+}
+
+#undef cuKernelGetFunction
+RGPU_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+    const void *argv[] = { &pFunc, &kernel };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuKernelGetFunction, argv);
+    if (rc == CUDA_SUCCESS && pFunc)
+        rgpu_printing_function_of(u64(*pFunc), u64(kernel), NULL);
+    return rc;
+}
+
+#undef cuLibraryGetModule
+RGPU_EXPORT CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+    const void *argv[] = { &pMod, &library };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuLibraryGetModule, argv);
+    if (rc == CUDA_SUCCESS && pMod)
+        rgpu_printing_image_alias(u64(*pMod), u64(library));
+    return rc;
+}
+
+/* Enumerated, the handles come without names: each may print when its
+ * image's kernels may. */
+#undef cuModuleEnumerateFunctions
+RGPU_EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions,
+                                                CUmodule mod)
+{
+    const void *argv[] = { &functions, &numFunctions, &mod };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuModuleEnumerateFunctions, argv);
+    for (unsigned i = 0; rc == CUDA_SUCCESS && functions && i < numFunctions; i++)
+        if (functions[i])
+            rgpu_printing_function_of(u64(functions[i]), u64(mod), NULL);
+    return rc;
+}
+
+#undef cuLibraryEnumerateKernels
+RGPU_EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels,
+                                               CUlibrary lib)
+{
+    const void *argv[] = { &kernels, &numKernels, &lib };
+    CUresult rc = (CUresult)rgpu_call(LIB, RGPU_CUDA_cuLibraryEnumerateKernels, argv);
+    for (unsigned i = 0; rc == CUDA_SUCCESS && kernels && i < numKernels; i++)
+        if (kernels[i])
+            rgpu_printing_function_of(u64(kernels[i]), u64(lib), NULL);
+    return rc;
 }
 
 /* ---- libraries from files ------------------------------------------------------------- */

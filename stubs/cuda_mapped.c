@@ -103,7 +103,7 @@ RGPU_EXPORT CUresult cuMemFreeHost(void *p)
 #undef cuMemHostRegister
 RGPU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
-    uint64_t a = (uint64_t)(uintptr_t)p, dev;
+    uint64_t a = (uint64_t)(uintptr_t)p;
     if (!p || !bytesize)
         return CUDA_ERROR_INVALID_VALUE;
     if (Flags & ~(unsigned)(CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
@@ -112,19 +112,13 @@ RGPU_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int
     int kind = rgpu_ranges_find(a, NULL, NULL);
     if (kind == RGPU_RANGE_PINNED || kind == RGPU_RANGE_MAPPED)
         return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-    if (!(Flags & CU_MEMHOSTREGISTER_DEVICEMAP)) {
-        rgpu_ranges_add(a, bytesize, RGPU_RANGE_PINNED);
-        return CUDA_SUCCESS;
-    }
-    /* The GPU's copy lives elsewhere: CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM
-     * is 0, so programs ask cuMemHostGetDevicePointer. */
-    CUresult rc = alloc_device(bytesize, &dev);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    rc = share(a, dev, bytesize, 0);
-    if (rc != CUDA_SUCCESS)
-        free_device(dev);
-    return rc;
+    /* Mapped or not, the program's own memory is pinned memory for copies;
+     * its GPU copy (elsewhere: CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM is
+     * 0, so programs ask cuMemHostGetDevicePointer) is made when a device
+     * call first names it (map_pinned_on_demand below, as
+     * stubs/cudart_mapped.c does). */
+    rgpu_ranges_add(a, bytesize, RGPU_RANGE_PINNED);
+    return CUDA_SUCCESS;
 }
 
 /* The form before CUDA 6.5: the same on the client. */

@@ -40,7 +40,9 @@ static size_t max_size(size_t a, size_t b)
 }
 
 /* A cubin's extent as the server checks it (daemon/image_check.c): its
- * header, both header tables, and every section's and segment's bytes. */
+ * header, both header tables, every section's bytes whatever its type
+ * (a section without file bytes, SHT_NOBITS: its offset) and every
+ * segment's. */
 static size_t elf_size(const unsigned char *p)
 {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
@@ -49,8 +51,7 @@ static size_t elf_size(const unsigned char *p)
     end = max_size(end, eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize);
     for (unsigned i = 0; i < eh->e_shnum; i++) {
         const Elf64_Shdr *sh = (const void *)(p + eh->e_shoff + (size_t)i * eh->e_shentsize);
-        if (sh->sh_type != SHT_NOBITS && sh->sh_type != SHT_NULL)
-            end = max_size(end, sh->sh_offset + sh->sh_size);
+        end = max_size(end, sh->sh_offset + (sh->sh_type == SHT_NOBITS ? 0 : sh->sh_size));
     }
     for (unsigned i = 0; i < eh->e_phnum; i++) {
         const Elf64_Phdr *ph = (const void *)(p + eh->e_phoff + (size_t)i * eh->e_phentsize);
@@ -297,6 +298,26 @@ static void jit_apply(const struct jit *j, const msgpack_object *outs)
 
 /* ---- modules and libraries ----------------------------------------------------------- */
 
+/* The compute capabilities of the server's GPUs (major * 10 + minor): the
+ * fatbin entries the driver may load for them are those scanned for
+ * printf (common/rgpu_printf_scan.c).  Asked once per device; 0 when they
+ * cannot be told (every entry counts then). */
+static size_t gpu_archs(unsigned archs[RGPU_MAX_GPU_ARCHS])
+{
+    int n = 0, major, minor;
+    size_t k = 0;
+    CUdevice dev;
+    if (cuDeviceGetCount(&n) != CUDA_SUCCESS || n <= 0 || n > RGPU_MAX_GPU_ARCHS)
+        return 0;
+    while (k < (size_t)n && cuDeviceGet(&dev, (int)k) == CUDA_SUCCESS &&
+           cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) ==
+               CUDA_SUCCESS &&
+           cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) ==
+               CUDA_SUCCESS)
+        archs[k++] = (unsigned)(major * 10 + minor);
+    return k == (size_t)n ? k : 0;
+}
+
 /* Loads an image through proc ([[jit options], image] -> [handle, outs]). */
 static CUresult load_image(const char *proc, const char *what, uint64_t *handle,
                            const void *image, struct jit *j)
@@ -321,11 +342,14 @@ static CUresult load_image(const char *proc, const char *what, uint64_t *handle,
         return rc;
     rc = rgpu_reply_status(LIB, &reply);
     jit_apply(j, rgpu_reply_out(&reply, 1));
-    if (rc == CUDA_SUCCESS) {
+    if (rc == CUDA_SUCCESS)
         *handle = rgpu_reply_u64(&reply, 0);
-        rgpu_output_note_image(image, size);    /* may its kernels printf? */
-    }
     rgpu_reply_free(&reply);
+    if (rc == CUDA_SUCCESS) {
+        unsigned archs[RGPU_MAX_GPU_ARCHS];
+        /* Which kernels may printf (common/rgpu_printing.c). */
+        rgpu_printing_image_loaded(*handle, image, size, archs, gpu_archs(archs));
+    }
     return rc;
 }
 

@@ -14,19 +14,29 @@ static CUresult synchronise(const struct rgpu_proc *proc, const void *const *arg
     return (CUresult)rgpu_call_synchronise(LIB, proc, argv, lazy);
 }
 
+/* s: the stream as the entry point means it (the _ptsz one's NULL is the
+ * thread's own).  One that waited delivered what its kernels printed. */
+static CUresult stream_synchronise(const struct rgpu_proc *proc, CUstream stream, uint64_t s)
+{
+    const void *argv[] = { &stream };
+    int lazy = rgpu_lazy_stream_sync(s);
+    CUresult rc = synchronise(proc, argv, lazy);
+    if (!lazy && rc == CUDA_SUCCESS)
+        rgpu_printing_stream_synced(s);
+    return rc;
+}
+
 #undef cuStreamSynchronize
 RGPU_EXPORT CUresult cuStreamSynchronize(CUstream hStream)
 {
-    const void *argv[] = { &hStream };
-    return synchronise(RGPU_CUDA_cuStreamSynchronize, argv,
-                       rgpu_lazy_stream_sync((uint64_t)(uintptr_t)hStream));
+    return stream_synchronise(RGPU_CUDA_cuStreamSynchronize, hStream,
+                              (uint64_t)(uintptr_t)hStream);
 }
 
 RGPU_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream)
 {
-    const void *argv[] = { &hStream };
-    return synchronise(RGPU_CUDA_cuStreamSynchronize_ptsz, argv,
-                       rgpu_lazy_stream_sync((uint64_t)(uintptr_t)hStream));
+    return stream_synchronise(RGPU_CUDA_cuStreamSynchronize_ptsz, hStream,
+                              hStream ? (uint64_t)(uintptr_t)hStream : RGPU_PER_THREAD_STREAM);
 }
 
 #undef cuEventSynchronize

@@ -198,16 +198,26 @@ RGPU_EXPORT cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void *dst, size_t dpitch
 
 /* ---- 3D copies between host memory and an array, layer by layer -------------- */
 
-/* Bytes per element of an array: 0 when it cannot be asked. */
-static size_t array_element(cudaArray_const_t a)
+/* Bytes per element of an array, and of its rows: 0 when they cannot be
+ * asked. */
+static size_t array_element_row(cudaArray_const_t a, size_t *row)
 {
     struct cudaChannelFormatDesc d;
     struct cudaExtent e;
     unsigned flags;
+    *row = 0;
     if (cudaArrayGetInfo(&d, &e, &flags, (cudaArray_t)(uintptr_t)a) != cudaSuccess)
         return 0;
     int bits = d.x + d.y + d.z + d.w;
-    return bits > 0 && bits % 8 == 0 ? (size_t)bits / 8 : 0;
+    size_t elem = bits > 0 && bits % 8 == 0 ? (size_t)bits / 8 : 0;
+    *row = e.width * elem;
+    return elem;
+}
+
+static size_t array_element(cudaArray_const_t a)
+{
+    size_t row;
+    return array_element_row(a, &row);
 }
 
 static cudaError_t memcpy_3d(const struct cudaMemcpy3DParms *p, cudaStream_t stream)
@@ -260,4 +270,209 @@ RGPU_EXPORT cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p
                                                cudaStream_t stream)
 {
     return memcpy_3d(p, stream ? stream : cudaStreamPerThread);
+}
+
+/* ---- the deprecated 1D copies ---------------------------------------------------
+ * cudaMemcpyToArray and its kin copy count bytes from an offset (x bytes
+ * into row y) on, the array's rows taken one after another: the whole of
+ * a 2D array from its corner is one such copy.  The rows they touch are
+ * at most three 2D copies (the rest of the first row, whole rows, the
+ * start of the last), made as cudaMemcpy2DToArray's are; the library
+ * checks each against the array. */
+
+struct span {
+    size_t x, y, width, height;
+    size_t offset;              /* into the linear side */
+};
+
+/* The pieces of count bytes from (x, y) on, in rows of row bytes.  An
+ * offset past the row is one piece, for the library to refuse. */
+static int linear_spans(size_t row, size_t x, size_t y, size_t count, struct span s[3])
+{
+    int n = 0;
+    if (x >= row) {
+        s[n++] = (struct span){ x, y, count, 1, 0 };
+        return n;
+    }
+    size_t first = count < row - x ? count : row - x, off = first;
+    s[n++] = (struct span){ x, y, first, 1, 0 };
+    count -= first;
+    y++;
+    if (count >= row) {
+        size_t rows = count / row;
+        s[n++] = (struct span){ 0, y, row, rows, off };
+        off += rows * row;
+        count -= rows * row;
+        y += rows;
+    }
+    if (count)
+        s[n++] = (struct span){ 0, y, count, 1, off };
+    return n;
+}
+
+/* The spans of a 1D copy into or out of array: 0 pieces when its rows
+ * cannot be asked. */
+static int array_spans(cudaArray_const_t array, size_t x, size_t y, size_t count,
+                       struct span s[3])
+{
+    size_t row;
+    return array_element_row(array, &row) ? linear_spans(row, x, y, count, s) : 0;
+}
+
+static cudaError_t to_array_1d(cudaArray_t dst, size_t x, size_t y, const void *src,
+                               size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    struct span s[3];
+    if ((unsigned)kind > cudaMemcpyDefault)
+        return RESULT(cudaErrorInvalidMemcpyDirection);
+    int n = array_spans(dst, x, y, count, s);
+    cudaError_t rc = n ? cudaSuccess : RESULT(cudaErrorInvalidValue);
+    for (int i = 0; i < n && rc == cudaSuccess; i++)
+        rc = to_array(dst, s[i].x, s[i].y, (const char *)src + s[i].offset, s[i].width,
+                      s[i].width, s[i].height, kind, stream);
+    return rc;
+}
+
+static cudaError_t from_array_1d(void *dst, cudaArray_const_t src, size_t x, size_t y,
+                                 size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    struct span s[3];
+    if ((unsigned)kind > cudaMemcpyDefault)
+        return RESULT(cudaErrorInvalidMemcpyDirection);
+    int n = array_spans(src, x, y, count, s);
+    cudaError_t rc = n ? cudaSuccess : RESULT(cudaErrorInvalidValue);
+    for (int i = 0; i < n && rc == cudaSuccess; i++)
+        rc = from_array((char *)dst + s[i].offset, s[i].width, src, s[i].x, s[i].y, s[i].width,
+                        s[i].height, kind, stream);
+    return rc;
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                          const void *src, size_t count,
+                                          enum cudaMemcpyKind kind)
+{
+    return to_array_1d(dst, wOffset, hOffset, src, count, kind, NULL);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                               const void *src, size_t count,
+                                               enum cudaMemcpyKind kind)
+{
+    return to_array_1d(dst, wOffset, hOffset, src, count, kind, cudaStreamPerThread);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                               const void *src, size_t count,
+                                               enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return to_array_1d(dst, wOffset, hOffset, src, count, kind, stream);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset,
+                                                    size_t hOffset, const void *src,
+                                                    size_t count, enum cudaMemcpyKind kind,
+                                                    cudaStream_t stream)
+{
+    return to_array_1d(dst, wOffset, hOffset, src, count, kind,
+                       stream ? stream : cudaStreamPerThread);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpyFromArray(void *dst, cudaArray_const_t src, size_t wOffset,
+                                            size_t hOffset, size_t count,
+                                            enum cudaMemcpyKind kind)
+{
+    return from_array_1d(dst, src, wOffset, hOffset, count, kind, NULL);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpyFromArray_ptds(void *dst, cudaArray_const_t src,
+                                                 size_t wOffset, size_t hOffset, size_t count,
+                                                 enum cudaMemcpyKind kind)
+{
+    return from_array_1d(dst, src, wOffset, hOffset, count, kind, cudaStreamPerThread);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpyFromArrayAsync(void *dst, cudaArray_const_t src,
+                                                 size_t wOffset, size_t hOffset, size_t count,
+                                                 enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return from_array_1d(dst, src, wOffset, hOffset, count, kind, stream);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpyFromArrayAsync_ptsz(void *dst, cudaArray_const_t src,
+                                                      size_t wOffset, size_t hOffset,
+                                                      size_t count, enum cudaMemcpyKind kind,
+                                                      cudaStream_t stream)
+{
+    return from_array_1d(dst, src, wOffset, hOffset, count, kind,
+                         stream ? stream : cudaStreamPerThread);
+}
+
+/* Generated (codegen/cudart.ann); cuda_runtime_api.h declares the _ptds
+ * form only for programs built with per-thread default streams. */
+cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                          cudaArray_const_t src, size_t wOffsetSrc,
+                                          size_t hOffsetSrc, size_t width, size_t height,
+                                          enum cudaMemcpyKind kind);
+
+/* Between two arrays whose rows may differ: pieces that end where either
+ * side's row does, as 2D copies between arrays (generated: both handles
+ * checked); whole rows at once where both sides start rows of one size. */
+static cudaError_t array_to_array_1d(cudaArray_t dst, size_t xd, size_t yd,
+                                     cudaArray_const_t src, size_t xs, size_t ys, size_t count,
+                                     enum cudaMemcpyKind kind, int per_thread)
+{
+    size_t rd, rs;
+    if (!array_element_row(dst, &rd) || !array_element_row(src, &rs))
+        return RESULT(cudaErrorInvalidValue);
+    cudaError_t rc = cudaSuccess;
+    do {            /* an empty copy still has its arguments checked */
+        size_t width = count, height = 1;
+        if (xd < rd && xs < rs) {
+            width = width < rd - xd ? width : rd - xd;
+            width = width < rs - xs ? width : rs - xs;
+        }
+        if (xd == 0 && xs == 0 && rd == rs && count >= rd) {
+            width = rd;
+            height = count / rd;
+        }
+        rc = per_thread ? cudaMemcpy2DArrayToArray_ptds(dst, xd, yd, src, xs, ys, width, height,
+                                                        kind)
+                        : cudaMemcpy2DArrayToArray(dst, xd, yd, src, xs, ys, width, height,
+                                                   kind);
+        count -= width * height;
+        if (height > 1) {
+            yd += height;
+            ys += height;
+        } else {
+            xd += width;
+            xs += width;
+        }
+        if (xd == rd) {
+            xd = 0;
+            yd++;
+        }
+        if (xs == rs) {
+            xs = 0;
+            ys++;
+        }
+    } while (rc == cudaSuccess && count);
+    return rc;
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst,
+                                               size_t hOffsetDst, cudaArray_const_t src,
+                                               size_t wOffsetSrc, size_t hOffsetSrc,
+                                               size_t count, enum cudaMemcpyKind kind)
+{
+    return array_to_array_1d(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count,
+                             kind, 0);
+}
+
+RGPU_EXPORT cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst,
+                                                    size_t hOffsetDst, cudaArray_const_t src,
+                                                    size_t wOffsetSrc, size_t hOffsetSrc,
+                                                    size_t count, enum cudaMemcpyKind kind)
+{
+    return array_to_array_1d(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count,
+                             kind, 1);
 }

@@ -41,6 +41,7 @@ struct module {
     const void *image;
     size_t image_size;
     uint64_t library;           /* server handle once loaded, else 0 */
+    struct rgpu_print_scan *printing;   /* its kernels that may printf, once loaded */
     pthread_mutex_t lock;
 };
 
@@ -50,6 +51,7 @@ struct kernel {
     struct module *mod;
     const void *host_fn;        /* the host stub nvcc generated */
     char *name;                 /* mangled device name */
+    int may_print;              /* whether it may printf, once resolved */
     uint64_t handle;            /* server cudaKernel_t once resolved */
     struct rgpu_layout layout;
     struct kernel_facts *facts; /* per device; facts_lock */
@@ -263,6 +265,24 @@ static struct var *var_by_host(const void *host)
 
 /* ---- modules reach the server on first use -------------------------------- */
 
+/* The compute capabilities of the server's GPUs (major * 10 + minor): the
+ * fatbin entries the driver may load for them are those scanned for
+ * printf (common/rgpu_printf_scan.c).  Asked once per device; 0 when they
+ * cannot be told (every entry counts then).  The thread's last error stays
+ * as it was. */
+static size_t gpu_archs(unsigned archs[RGPU_MAX_GPU_ARCHS])
+{
+    struct cudaDeviceProp p;
+    int saved = rgpu_last_error(0), n = 0;
+    size_t k = 0;
+    if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0 && n <= RGPU_MAX_GPU_ARCHS)
+        while (k < (size_t)n && cudaGetDeviceProperties(&p, (int)k) == cudaSuccess)
+            archs[k++] = (unsigned)(p.major * 10 + p.minor);
+    rgpu_last_error(1);
+    rgpu_runtime_result(saved);
+    return n > 0 && k == (size_t)n ? k : 0;
+}
+
 static int module_load(struct module *m)
 {
     struct rgpu_req req;
@@ -288,13 +308,15 @@ static int module_load(struct module *m)
     if (rc != RGPU_REPLY_READY)
         goto out;
     rc = rgpu_reply_status(LIB, &reply);
-    if (rc == cudaSuccess) {
+    if (rc == cudaSuccess)
         m->library = rgpu_reply_u64(&reply, 0);
-        rgpu_output_note_image(m->image, m->image_size);   /* may its kernels printf? */
-    } else {
+    else
         rgpu_debug("loading a module of %zu bytes failed: %d", m->image_size, rc);
-    }
     rgpu_reply_free(&reply);
+    if (rc == cudaSuccess) {
+        unsigned archs[RGPU_MAX_GPU_ARCHS];
+        m->printing = rgpu_printing_scan(m->image, m->image_size, archs, gpu_archs(archs));
+    }
 out:
     pthread_mutex_unlock(&m->lock);
     return rc;
@@ -325,10 +347,15 @@ static int kernel_resolve(struct kernel *k)
     if (rc == RGPU_REPLY_READY) {
         rc = rgpu_reply_status(LIB, &reply);
         if (rc == cudaSuccess) {
-            if (rgpu_layout_parse(rgpu_reply_out(&reply, 1), &k->layout) < 0)
+            if (rgpu_layout_parse(rgpu_reply_out(&reply, 1), &k->layout) < 0) {
                 rc = RESULT(cudaErrorInvalidDeviceFunction);
-            else
-                __atomic_store_n(&k->handle, rgpu_reply_u64(&reply, 0), __ATOMIC_RELEASE);
+            } else {
+                uint64_t h = rgpu_reply_u64(&reply, 0);
+                k->may_print = rgpu_printing_scan_may_print(k->mod->printing, k->name);
+                /* The handle may reach the driver's launches (cudaGetKernel). */
+                rgpu_printing_function_is(h, k->mod->library, k->may_print);
+                __atomic_store_n(&k->handle, h, __ATOMIC_RELEASE);
+            }
         }
         rgpu_reply_free(&reply);
     }
@@ -526,6 +553,7 @@ static cudaError_t launch(const struct launch *L)
         rc = rgpu_req_send(&req, NULL) == RGPU_OK ? cudaSuccess
                                                   : rgpu_transport_status(LIB, L->what,
                                                                           RGPU_EIO);
+    rgpu_printing_launched((uint64_t)(uintptr_t)L->stream, L->k->may_print);
     if (params != small)
         free(params);
     return rc;
@@ -657,6 +685,7 @@ int rgpu_cudart_kernel_pack(const void *func, void **args, uint64_t *handle,
     rgpu_layout_pack(&k->layout, args, *buf);
     *handle = k->handle;
     *len = k->layout.bytes;
+    rgpu_printing_graph_kernel(k->may_print);
     return cudaSuccess;
 }
 
@@ -948,6 +977,7 @@ RGPU_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const v
         if (rc != cudaSuccess)
             return rc;
         function = (uint64_t)(uintptr_t)fn;
+        rgpu_printing_function_is(function, k->mod->library, k->may_print);
         pthread_mutex_lock(&facts_lock);
         if ((f = facts_of(k, dev, epoch)) != NULL)
             f->function = function;
@@ -1062,9 +1092,28 @@ RGPU_EXPORT cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynami
 
 /* ---- stream capture ----------------------------------------------------------------- */
 
-/* The dependency arrays cudaStreamGetCaptureInfo can hand back live in the
- * server's memory: asking for them is refused, the rest is served. */
-static cudaError_t capture_info(const struct rgpu_proc *proc, cudaStream_t stream,
+struct capture_query {
+    cudaStream_t stream;
+    int per_thread;
+    enum cudaStreamCaptureStatus *status;
+    unsigned long long *id;
+    cudaGraph_t *graph;
+};
+
+static int ask_capture_info(void *ctx, void *nodes, void *edges, size_t room, size_t *count)
+{
+    const struct capture_query *q = ctx;
+    return rgpu_capture_info(q->stream, q->per_thread, q->status, q->id, q->graph,
+                             (cudaGraphNode_t *)nodes, (cudaGraphEdgeData *)edges, room, count);
+}
+
+/* The dependency arrays the library hands back live in the server's
+ * memory: with them, the nodes and edges come back in the reply
+ * (rgpu_capture_info) into arrays the client keeps for the stream until
+ * its next query (common/rgpu_capture_arrays.c), which outlives what CUDA
+ * promises of its own.  Without them, the generated call. */
+static cudaError_t capture_info(const struct rgpu_proc *proc, int per_thread,
+                                cudaStream_t stream,
                                 enum cudaStreamCaptureStatus *captureStatus_out,
                                 unsigned long long *id_out, cudaGraph_t *graph_out,
                                 const cudaGraphNode_t **dependencies_out,
@@ -1073,12 +1122,26 @@ static cudaError_t capture_info(const struct rgpu_proc *proc, cudaStream_t strea
 {
     const void *argv[] = { &stream, &captureStatus_out, &id_out, &graph_out,
                            &dependencies_out, &edgeData_out, &numDependencies_out };
-    if (dependencies_out || edgeData_out) {
-        static int logged;
-        return rgpu_refused(LIB, "cudaStreamGetCaptureInfo with dependency arrays",
-                            "the arrays live in the server: not remoted yet", &logged);
-    }
-    return rgpu_call(LIB, proc, argv);
+    if (!dependencies_out && !edgeData_out)
+        return rgpu_call(LIB, proc, argv);
+    struct capture_query q = { stream, per_thread, captureStatus_out, id_out, graph_out };
+    void *nodes = NULL, *edges = NULL;
+    size_t n = 0;
+    int rc = rgpu_capture_query_arrays((uint64_t)(uintptr_t)stream, per_thread,
+                                       sizeof(cudaGraphNode_t), sizeof(cudaGraphEdgeData),
+                                       dependencies_out != NULL, edgeData_out != NULL,
+                                       ask_capture_info, &q, &nodes, &edges, &n);
+    if (rc < 0)
+        return RESULT(cudaErrorMemoryAllocation);
+    if (rc != cudaSuccess)
+        return rc;
+    if (dependencies_out)
+        *dependencies_out = n ? (const cudaGraphNode_t *)nodes : NULL;
+    if (edgeData_out)
+        *edgeData_out = n ? (const cudaGraphEdgeData *)edges : NULL;
+    if (numDependencies_out)
+        *numDependencies_out = n;
+    return cudaSuccess;
 }
 
 #undef cudaStreamGetCaptureInfo
@@ -1090,8 +1153,8 @@ RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
                                                  const cudaGraphEdgeData **edgeData_out,
                                                  size_t *numDependencies_out)
 {
-    return capture_info(RGPU_CUDART_cudaStreamGetCaptureInfo, stream, captureStatus_out, id_out,
-                        graph_out, dependencies_out, edgeData_out, numDependencies_out);
+    return capture_info(RGPU_CUDART_cudaStreamGetCaptureInfo, 0, stream, captureStatus_out,
+                        id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
 }
 
 RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(
@@ -1099,8 +1162,9 @@ RGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(
     unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out,
     const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out)
 {
-    return capture_info(RGPU_CUDART_cudaStreamGetCaptureInfo_ptsz, stream, captureStatus_out,
-                        id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
+    return capture_info(RGPU_CUDART_cudaStreamGetCaptureInfo_ptsz, 1, stream,
+                        captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+                        numDependencies_out);
 }
 
 /* ---- graphs ---------------------------------------------------------------------- */

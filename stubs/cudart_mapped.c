@@ -104,21 +104,13 @@ RGPU_EXPORT cudaError_t cudaFreeHost(void *ptr)
     return cudaSuccess;
 }
 
-/* The program's memory, registered mapped: the GPU's copy is device memory
- * at another address (canUseHostPointerForRegisteredMem is 0, so programs
- * ask cudaHostGetDevicePointer). */
-static cudaError_t register_mapped(void *ptr, size_t size)
-{
-    uint64_t dev;
-    int rc = alloc_device(size, &dev);
-    if (rc != cudaSuccess)
-        return rc;
-    rc = share((uint64_t)(uintptr_t)ptr, dev, size, 0, RGPU_RANGE_PINNED);
-    if (rc != cudaSuccess)
-        free_device(dev);
-    return rc;
-}
-
+/* Registered memory is the program's own: pinned memory as far as copies
+ * go, mapped or not.  Its GPU copy (at another address:
+ * canUseHostPointerForRegisteredMem is 0, so programs ask
+ * cudaHostGetDevicePointer) is made when a device call first names it, as
+ * for any pinned memory (map_pinned_on_demand below): until then no kernel
+ * can reach it, and a program that registers a large buffer only to copy
+ * through it pays nothing at its synchronisations. */
 RGPU_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 {
     if (!ptr || !size)
@@ -129,8 +121,6 @@ RGPU_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int fl
     int kind = rgpu_ranges_find((uint64_t)(uintptr_t)ptr, NULL, NULL);
     if (kind == RGPU_RANGE_PINNED || kind == RGPU_RANGE_MAPPED)
         return RESULT(cudaErrorHostMemoryAlreadyRegistered);
-    if (flags & cudaHostRegisterMapped)
-        return register_mapped(ptr, size);
     rgpu_ranges_add((uint64_t)(uintptr_t)ptr, size, RGPU_RANGE_PINNED);
     return cudaSuccess;
 }

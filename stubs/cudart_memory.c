@@ -357,7 +357,7 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
     if (kind == cudaMemcpyHostToDevice)
         return rgpu_copy_htod_2d(LIB, RGPU_CUDART_rgpu_htod_2d, (uint64_t)(uintptr_t)dst,
                                  dpitch, src, spitch, width, height,
-                                 (uint64_t)(uintptr_t)stream);
+                                 (uint64_t)(uintptr_t)stream, 1);
     return rgpu_copy_dtoh_2d(LIB, RGPU_CUDART_rgpu_dtoh_2d, dst, dpitch,
                              (uint64_t)(uintptr_t)src, spitch, width, height,
                              (uint64_t)(uintptr_t)stream);

@@ -16,19 +16,30 @@ static cudaError_t synchronise(const struct rgpu_proc *proc, const void *const *
     return (cudaError_t)rgpu_call_synchronise(LIB, proc, argv, lazy);
 }
 
+/* s: the stream as the entry point means it (the _ptsz one's NULL is the
+ * thread's own).  One that waited delivered what its kernels printed. */
+static cudaError_t stream_synchronise(const struct rgpu_proc *proc, cudaStream_t stream,
+                                      uint64_t s)
+{
+    const void *argv[] = { &stream };
+    int lazy = rgpu_lazy_stream_sync(s);
+    cudaError_t rc = synchronise(proc, argv, lazy);
+    if (!lazy && rc == cudaSuccess)
+        rgpu_printing_stream_synced(s);
+    return rc;
+}
+
 #undef cudaStreamSynchronize
 RGPU_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
-    const void *argv[] = { &stream };
-    return synchronise(RGPU_CUDART_cudaStreamSynchronize, argv,
-                       rgpu_lazy_stream_sync((uint64_t)(uintptr_t)stream));
+    return stream_synchronise(RGPU_CUDART_cudaStreamSynchronize, stream,
+                              (uint64_t)(uintptr_t)stream);
 }
 
 RGPU_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
-    const void *argv[] = { &stream };
-    return synchronise(RGPU_CUDART_cudaStreamSynchronize_ptsz, argv,
-                       rgpu_lazy_stream_sync((uint64_t)(uintptr_t)stream));
+    return stream_synchronise(RGPU_CUDART_cudaStreamSynchronize_ptsz, stream,
+                              stream ? (uint64_t)(uintptr_t)stream : RGPU_PER_THREAD_STREAM);
 }
 
 #undef cudaEventSynchronize

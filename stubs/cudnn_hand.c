@@ -115,3 +115,46 @@ __attribute__((constructor)) static void register_lib(void)
 {
     rgpu_register_lib(&rgpu_cudnn_lib);
 }
+
+/* ---- each handle's stream -------------------------------------------------------- */
+
+/* PyTorch asks a handle's stream before every cuDNN call (twelve times a
+ * step of a GPT whose attention runs in cuDNN): each question would cost
+ * a round trip.  The client sees every stream a handle is given, so it
+ * answers from that once known; a handle it never saw set is asked once.
+ * Destroying the handle forgets its stream: cuDNN hands the value out
+ * again. */
+static struct rgpu_keyed handle_streams = RGPU_KEYED_INIT;
+
+#undef cudnnSetStream
+RGPU_EXPORT cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t streamId)
+{
+    const void *argv[] = { &handle, &streamId };
+    cudnnStatus_t rc = (cudnnStatus_t)rgpu_call(LIB, RGPU_CUDNN_cudnnSetStream, argv);
+    if (rc == CUDNN_STATUS_SUCCESS)
+        rgpu_keyed_set(&handle_streams, handle, (int64_t)(uintptr_t)streamId);
+    return rc;
+}
+
+#undef cudnnGetStream
+RGPU_EXPORT cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t *streamId)
+{
+    const void *argv[] = { &handle, &streamId };
+    int64_t known;
+    if (streamId && handle && rgpu_keyed_get(&handle_streams, handle, &known)) {
+        *streamId = (cudaStream_t)(uintptr_t)known;
+        return CUDNN_STATUS_SUCCESS;
+    }
+    cudnnStatus_t rc = (cudnnStatus_t)rgpu_call(LIB, RGPU_CUDNN_cudnnGetStream, argv);
+    if (rc == CUDNN_STATUS_SUCCESS && streamId && handle)
+        rgpu_keyed_set(&handle_streams, handle, (int64_t)(uintptr_t)*streamId);
+    return rc;
+}
+
+#undef cudnnDestroy
+RGPU_EXPORT cudnnStatus_t cudnnDestroy(cudnnHandle_t handle)
+{
+    const void *argv[] = { &handle };
+    rgpu_keyed_remove(&handle_streams, handle);
+    return (cudnnStatus_t)rgpu_call(LIB, RGPU_CUDNN_cudnnDestroy, argv);
+}

@@ -10,6 +10,16 @@
  *   authclient fake PATH        serve one client on a Unix socket at PATH
  *                               as a fake rgpud: challenge, then an OK
  *                               welcome with a proof made without the key
+ *   authclient hold ADDR FROM SECONDS N
+ *                               a peer without a key: N silent connections
+ *                               from the local address FROM, each opened
+ *                               again as soon as the server closes it, for
+ *                               SECONDS; prints "held M" (connections made)
+ *   authclient hammer ADDR FROM SECONDS
+ *                               hello and auth with RGPU_KEY_FILE's key from
+ *                               FROM, one after the other, for SECONDS;
+ *                               prints "attempts A in S s: let-in L
+ *                               auth-failed F closed C"
  *
  * Prints "welcome STATUS MESSAGE", "refused WHY" (the client's own check
  * failed) or "error WHY" and exits 0, except on a usage error; tests/auth.sh
@@ -26,11 +36,14 @@
 #include "nvml_procs.h"
 
 #include <errno.h>
+#include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 static const struct rgpu_lib *const libs[] = {
@@ -232,11 +245,116 @@ static int do_fake(const char *path)
     return 0;
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* A TCP connection to spec from the local address from (port chosen by
+ * the kernel), blocking; -1 on failure. */
+static int dial_from(const char *spec, const char *from)
+{
+    struct rgpu_addr a;
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *to = NULL, *src = NULL;
+    char err[512];
+    int fd = -1;
+    if (rgpu_addr_parse(spec, &a, err, sizeof err) < 0 || a.kind != RGPU_ADDR_TCP ||
+        getaddrinfo(a.host, a.port, &hints, &to) != 0 ||
+        getaddrinfo(from, NULL, &hints, &src) != 0)
+        goto out;
+    fd = socket(to->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && (bind(fd, src->ai_addr, src->ai_addrlen) < 0 ||
+                    connect(fd, to->ai_addr, to->ai_addrlen) < 0)) {
+        close(fd);
+        fd = -1;
+    }
+out:
+    if (to)
+        freeaddrinfo(to);
+    if (src)
+        freeaddrinfo(src);
+    return fd;
+}
+
+/* N silent connections, each reopened when the server ends it. */
+static int do_hold(const char *spec, const char *from, double seconds, int n)
+{
+    struct pollfd *p = calloc((size_t)n, sizeof *p);
+    long made = 0;
+    double end = now_s() + seconds;
+    for (int i = 0; i < n; i++)
+        p[i].fd = -1;
+    while (now_s() < end) {
+        for (int i = 0; i < n; i++) {
+            if (p[i].fd < 0 && (p[i].fd = dial_from(spec, from)) >= 0)
+                made++;
+            p[i].events = POLLIN;
+        }
+        if (poll(p, (nfds_t)n, 20) <= 0)
+            continue;
+        for (int i = 0; i < n; i++) {
+            char buf[4096];
+            if (p[i].fd >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+                read(p[i].fd, buf, sizeof buf) <= 0) {
+                close(p[i].fd);
+                p[i].fd = -1;
+            }
+        }
+    }
+    printf("held %ld\n", made);
+    return 0;
+}
+
+/* One honest hello after another, with whatever key RGPU_KEY_FILE names. */
+static int do_hammer(const char *spec, const char *from, double seconds)
+{
+    long attempts = 0, let_in = 0, failed = 0, closed = 0;
+    double t0 = now_s();
+    while (now_s() - t0 < seconds) {
+        struct rgpu_hello h;
+        struct rgpu_welcome w;
+        char why[512], how[256];
+        struct timeval tv = { 10, 0 };
+        int fd = dial_from(spec, from);
+        attempts++;
+        if (fd < 0) {
+            closed++;
+            usleep(1000);
+            continue;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        memset(&h, 0, sizeof h);
+        snprintf(h.client_name, sizeof h.client_name, "hammer");
+        for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
+            rgpu_hello_add_lib(&h, libs[i], NULL);
+        int rc = rgpu_hs_client(fd, 1, &h, &w, how, sizeof how, why, sizeof why);
+        close(fd);
+        if (rc == 0 && w.status == RGPU_OK)
+            let_in++;
+        else if (rc == 0 && w.status == RGPU_EAUTH)
+            failed++;
+        else {
+            closed++;
+            usleep(1000);       /* closed at once: do not spin */
+        }
+    }
+    printf("attempts %ld in %.1f s: let-in %ld auth-failed %ld closed %ld\n", attempts,
+           now_s() - t0, let_in, failed, closed);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 6 && strcmp(argv[1], "hold") == 0)
+        return do_hold(argv[2], argv[3], atof(argv[4]), atoi(argv[5]));
+    if (argc == 5 && strcmp(argv[1], "hammer") == 0)
+        return do_hammer(argv[2], argv[3], atof(argv[4]));
     if (argc != 3) {
-        fprintf(stderr, "usage: authclient hello|digest|newer|proto1|replay ADDR | fake PATH\n");
+        fprintf(stderr, "usage: authclient hello|digest|newer|proto1|replay ADDR | fake PATH | "
+                "hold ADDR FROM SECONDS N | hammer ADDR FROM SECONDS\n");
         return 2;
     }
     if (strcmp(argv[1], "hello") == 0)

@@ -9,10 +9,11 @@
 #   lines of one kernel) and formatted; with stdout line-buffered, fully
 #   buffered ("buffered": rgpu flushes the program's buffer first), and
 #   with RGPU_SYNC=strict;
-# - device_printf_compressed (no "vprintf" visible in its fatbin): the same
-#   output, rgpu learning from the first output that kernels print; and
-#   ("exit") output of a synchronise that did not wait, still written
-#   before the program ends;
+# - device_printf_compressed (its fatbin's entries zstd-compressed): the
+#   same output, rgpu reading the compressed image to know that its
+#   kernels print (no output comes unforeseen); and ("exit") output that a
+#   launch which did not wait brought, still written before the program
+#   ends;
 # - device_assert: the assert's message on stderr, once, in CUDA's format;
 #   cudaErrorAssert and CUDA_ERROR_ASSERT, sticky, on stdout.
 set -u
@@ -118,15 +119,15 @@ done
 
 run compressed "$compressed_prog" RGPU_SYNC=lazy -- || bad "compressed: the program failed"
 same compressed "$tmp/printf.expected"
-if grep -q "forwarded output of a kernel's printf" "$tmp/compressed.err"; then
-    ok "compressed: rgpu learnt from the output that kernels print"
+if grep -q "a kernel printed where no kernel that may print was pending" "$tmp/compressed.err"; then
+    bad "compressed: rgpu did not see in the compressed image that its kernels print"
 else
-    bad "compressed: no log line saying rgpu learnt that kernels print"
+    ok "compressed: rgpu knew from the compressed image that its kernels print"
 fi
 
 run exit "$compressed_prog" RGPU_SYNC=lazy -- exit || bad "exit: the program failed"
 if grep -qx 'k_print 7: block \[0,0,0\] thread \[0,0,0\] of grid 1 block 1: value 70' "$tmp/exit.out"; then
-    ok "exit: output of a synchronise that did not wait reached stdout before the end"
+    ok "exit: output that came after the last call that waited reached stdout before the end"
 else
     bad "exit: the kernel's line never reached stdout"
     sed 's/^/    /' "$tmp/exit.out" "$tmp/exit.err"

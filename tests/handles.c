@@ -238,6 +238,35 @@ static int run_no_output_cases(int fd, int *failures)
     return 0;
 }
 
+/* The capture queries (rgpu_capture_info, rgpu_cu_capture_info) asked for
+ * no output at all, their required status included, while max_deps names
+ * room for 16 dependencies: the library's invalid-value status. */
+static int run_capture_info_cases(int fd, int *failures)
+{
+    static const struct {
+        const char *name, *lib, *proc;
+        uint64_t want;
+    } cases[] = {
+        { "capture-info-no-outputs", "cudart", "rgpu_capture_info", cudaErrorInvalidValue },
+        { "cu-capture-info-no-outputs", "cuda", "rgpu_cu_capture_info",
+          CUDA_ERROR_INVALID_VALUE },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t api = 0, z = 0;
+        /* stream, per_thread, status, id, graph, deps, edges, max_deps, count */
+        int rc = callf(fd, cases[i].lib, cases[i].proc, &api, NULL, "uuuuuuuuu", z, z, z, z, z,
+                       z, z, (uint64_t)16, z);
+        if (rc == 0 && api != cases[i].want)
+            rc = fail("status %llu, wanted %llu", (unsigned long long)api,
+                      (unsigned long long)cases[i].want);
+        if (rc == 0 && good_call(fd, ++serial_no) < 0)
+            rc = fail_prefix("session after it");
+        printf("%s %s%s%s\n", rc ? "FAIL" : "ok", cases[i].name, rc ? ": " : "", rc ? why : "");
+        *failures += rc != 0;
+    }
+    return 0;
+}
+
 /* What the well-behaved calls must still do: legitimate handles, the
  * default streams, and a stream made through the handle it came from. */
 static int setup(int a)
@@ -316,21 +345,52 @@ int main(int argc, char **argv)
     run_hand_cases(a, &failures);
     run_launch_cases(a, &failures);
     run_no_output_cases(a, &failures);
-    /* A descriptor inside a cuDNN backend attribute array. */
-    uint64_t desc, api, forged = FORGED;
+    run_capture_info_cases(a, &failures);
+    /* cuDNN backend descriptors are named by the client
+     * (daemon/cudnn_backend.c): a forged name inside an attribute array, a
+     * forged cuDNN handle inside one, a name the session never made, and
+     * one made twice. */
+    uint64_t api = 0, forged = FORGED, name = 0x5000;
     int before = refusals();
-    if (must(a, "cudnn", "cudnnBackendCreateDescriptor", &desc, "uo",
-             CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, 0) < 0 ||
-        callf(a, "cudnn", "cudnnBackendSetAttribute", &api, NULL, "uuuub", desc,
+    if (callf(a, "cudnn", "rgpu_cudnn_backend_create", &api, NULL, "uuu", name,
+              (uint64_t)CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, (uint64_t)0) < 0 ||
+        (api != 0 && fail("create: status %llu", (unsigned long long)api)) ||
+        callf(a, "cudnn", "rgpu_cudnn_backend_set", &api, NULL, "uuuubuu", name,
               (uint64_t)CUDNN_ATTR_OPERATIONGRAPH_OPS, (uint64_t)CUDNN_TYPE_BACKEND_DESCRIPTOR,
-              (uint64_t)1, &forged, sizeof forged) < 0 ||
+              (uint64_t)1, &forged, sizeof forged, (uint64_t)sizeof forged, (uint64_t)0) < 0 ||
         (api != CUDNN_STATUS_BAD_PARAM && fail("status %llu", (unsigned long long)api)) ||
         (refusals() <= before && fail("rgpud did not refuse it")) ||
         good_call(a, ++serial_no) < 0) {
         printf("FAIL forged-backend-descriptor-in-array: %s\n", why);
         failures++;
     } else {
-        printf("ok forged-backend-descriptor-in-array (cudnnBackendSetAttribute)\n");
+        printf("ok forged-backend-descriptor-in-array (rgpu_cudnn_backend_set)\n");
+    }
+    before = refusals();
+    if (callf(a, "cudnn", "rgpu_cudnn_backend_set", &api, NULL, "uuuubuu", name,
+              (uint64_t)CUDNN_ATTR_OPERATIONGRAPH_HANDLE, (uint64_t)CUDNN_TYPE_HANDLE,
+              (uint64_t)1, &forged, sizeof forged, (uint64_t)sizeof forged, (uint64_t)0) < 0 ||
+        (api != CUDNN_STATUS_BAD_PARAM && fail("status %llu", (unsigned long long)api)) ||
+        (refusals() <= before && fail("rgpud did not refuse it")) ||
+        good_call(a, ++serial_no) < 0) {
+        printf("FAIL forged-cudnn-handle-in-backend-array: %s\n", why);
+        failures++;
+    } else {
+        printf("ok forged-cudnn-handle-in-backend-array (rgpu_cudnn_backend_set)\n");
+    }
+    before = refusals();
+    if (callf(a, "cudnn", "rgpu_cudnn_backend_finalize", &api, NULL, "uuuouu", FORGED,
+              (uint64_t)0, (uint64_t)0, (uint64_t)0, (uint64_t)0) < 0 ||
+        (api != CUDNN_STATUS_BAD_PARAM && fail("status %llu", (unsigned long long)api)) ||
+        (refusals() <= before && fail("rgpud did not refuse it")) ||
+        callf(a, "cudnn", "rgpu_cudnn_backend_create", &api, NULL, "uuu", name,
+              (uint64_t)CUDNN_BACKEND_TENSOR_DESCRIPTOR, (uint64_t)0) < 0 ||
+        (api != CUDNN_STATUS_BAD_PARAM && fail("made twice: status %llu", (unsigned long long)api)) ||
+        good_call(a, ++serial_no) < 0) {
+        printf("FAIL backend-descriptor-names: %s\n", why);
+        failures++;
+    } else {
+        printf("ok backend-descriptor-names (never made, made twice)\n");
     }
     /* CUDA arrays and texture objects (daemon/hand_arrays.c): a forged
      * array to the runtime's and the driver's array copies, a forged

@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -490,6 +491,78 @@ static int c_frozen(int in, int out)
     return 0;
 }
 
+/* Allocates 64 MiB, tells the parent, waits for it; then a 64 MiB copy to
+ * the (frozen) session, which takes nothing once the socket buffers are
+ * full, must fail within RGPU_TIMEOUT (2 s) and a bound, and a later call
+ * too. */
+static int c_frozen_send(int in, int out)
+{
+    size_t n = 64u << 20;
+    void *d = NULL;
+    char *h = malloc(n);
+    if (!h || cudaMalloc(&d, n) != cudaSuccess)
+        return fail("could not allocate 64 MiB");
+    memset(h, 0x5a, n);
+    send_byte(out);
+    if (wait_byte(in) < 0)
+        return fail("parent gone");
+    double t0 = now_s();
+    cudaError_t e = cudaMemcpy(d, h, n, cudaMemcpyHostToDevice);
+    double took = now_s() - t0;
+    free(h);
+    if (e == cudaSuccess)
+        return fail("a 64 MiB copy to a frozen session succeeded");
+    if (took < 1.5 || took > 10)
+        return fail("gave up after %.1f s, wanted about 2", took);
+    if (cudaDeviceSynchronize() == cudaSuccess)
+        return fail("a later call succeeded on the broken connection");
+    return 0;
+}
+
+struct copy_job {
+    void *d;
+    char *h;
+    size_t n;
+    cudaError_t err;
+    double took;
+};
+
+static void *copy_later(void *arg)
+{
+    struct copy_job *j = arg;
+    pause_ms(500);
+    double t0 = now_s();
+    j->err = cudaMemcpy(j->d, j->h, j->n, cudaMemcpyHostToDevice);
+    j->took = now_s() - t0;
+    return NULL;
+}
+
+/* While this thread (the session runs its requests on its reader, which
+ * then reads nothing) synchronises for 4 s, another copies 64 MiB with
+ * RGPU_TIMEOUT=2: the copy's send waits for room about 3.5 s, but the
+ * keepalives this thread reads show the session alive, and both succeed. */
+static int c_busy_send(int in, int out)
+{
+    struct copy_job j = { .n = 64u << 20, .err = cudaErrorUnknown };
+    pthread_t t;
+    (void)in;
+    (void)out;
+    j.h = malloc(j.n);
+    if (!j.h || cudaMalloc(&j.d, j.n) != cudaSuccess)
+        return fail("could not allocate 64 MiB");
+    memset(j.h, 0x5a, j.n);
+    if (pthread_create(&t, NULL, copy_later, &j) != 0)
+        return fail("pthread_create");
+    cudaError_t e = cudaDeviceSynchronize();
+    pthread_join(t, NULL);
+    free(j.h);
+    if (e != cudaSuccess || j.err != cudaSuccess)
+        return fail("synchronise %d, copy %d after %.1f s", (int)e, (int)j.err, j.took);
+    if (j.took < 2.5)
+        return fail("the copy took %.1f s: it never waited longer than RGPU_TIMEOUT", j.took);
+    return 0;
+}
+
 /* A synchronise of 4 s with RGPU_TIMEOUT=2: keepalives keep it alive. */
 static int c_slow(int in, int out)
 {
@@ -506,12 +579,14 @@ static int c_slow(int in, int out)
 
 /* ---- cases ------------------------------------------------------------------- */
 
-static int t_frozen_session(void)
+/* The client fn connects and says so; its session is then stopped
+ * (SIGSTOP) and fn's next call must fail in time. */
+static int frozen(int (*fn)(int in, int out))
 {
     struct child c;
     pid_t s[4];
     int rc = -1;
-    if (start_daemon(NULL, NULL) < 0 || child_start(&c, "2", c_frozen) < 0)
+    if (start_daemon(NULL, NULL) < 0 || child_start(&c, "2", fn) < 0)
         return -1;
     if (wait_byte(c.to_parent) < 0)
         return child_end(&c, 5) < 0 ? -1 : fail("the client did not connect");
@@ -531,6 +606,17 @@ static int t_frozen_session(void)
     return rc;
 }
 
+static int t_frozen_session(void)
+{
+    return frozen(c_frozen);
+}
+
+/* A client blocked sending (socket buffers full) honours RGPU_TIMEOUT. */
+static int t_frozen_send(void)
+{
+    return frozen(c_frozen_send);
+}
+
 static int t_slow_request(void)
 {
     struct child c;
@@ -538,6 +624,16 @@ static int t_slow_request(void)
         child_start(&c, "2", c_slow) < 0)
         return -1;
     return child_end(&c, 20);
+}
+
+/* A live session that reads nothing for a while: sends keep waiting. */
+static int t_busy_send(void)
+{
+    struct child c;
+    if (start_daemon("FAKEGPU_SYNC_SLEEP_MS=4000", "--keepalive-ms", "200", NULL) < 0 ||
+        child_start(&c, "2", c_busy_send) < 0)
+        return -1;
+    return child_end(&c, 30);
 }
 
 /* Half a frame, then nothing: the slot is free after --frame-timeout. */
@@ -842,7 +938,9 @@ static const struct {
     int (*run)(void);
 } cases[] = {
     { "frozen-session", t_frozen_session },
+    { "frozen-session-send", t_frozen_send },
     { "slow-request-kept-alive", t_slow_request },
+    { "busy-session-send", t_busy_send },
     { "stalled-client", t_stalled_client },
     { "stalled-inside-a-copy", t_stalled_copy },
     { "silent-client", t_silent_client },

@@ -311,11 +311,12 @@ static void cudnn_scalars(uint64_t dev)
            CALL("cudnn", "cudnnSetTensor", NULL, 0, U(h), U(0), U(dev), U(elf_addr)),
            CUDNN_BAD_PARAM);
     /* A kept variant pack's data pointer (rgpu_cudnn_execute) naming the
-     * session's heap. */
-    uint64_t plan = 0;
-    if (CALL("cudnn", "cudnnBackendCreateDescriptor", &plan, 8,
-             U(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR), U(8)) != 0 || !plan) {
-        printf("FAIL cudnnBackendCreateDescriptor: %s\n", why);
+     * session's heap, and a workspace doing so beside a by-value value
+     * (which stands for its own data pointer only). */
+    uint64_t plan = 0x7000;
+    if (CALL("cudnn", "rgpu_cudnn_backend_create", NULL, 0, U(plan),
+             U(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR), U(0)) != 0) {
+        printf("FAIL rgpu_cudnn_backend_create: %s\n", why);
         failures++;
         return;
     }
@@ -323,7 +324,22 @@ static void cudnn_scalars(uint64_t dev)
                                          CUDNN_TYPE_VOID_PTR, 1, 0 };
     expect("variant pack data pointer as a session address",
            CALL("cudnn", "rgpu_cudnn_execute", NULL, 0, U(h), U(plan), B(&attr, sizeof attr),
-                U(1), B(&heap_addr, 8), U(8)), CUDNN_BAD_PARAM);
+                U(1), B(&heap_addr, 8), U(8), NIL, U(0)), CUDNN_BAD_PARAM);
+    struct rgpu_cudnn_pack_attr two[2] = {
+        { CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 1, 0 },
+        { CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, 8 },
+    };
+    uint64_t ptrs[2] = { heap_addr, heap_addr };
+    struct rgpu_cudnn_value value = { .index = 0, .size = 4 };
+    expect("variant pack workspace as a session address beside a by-value value",
+           CALL("cudnn", "rgpu_cudnn_execute", NULL, 0, U(h), U(plan), B(two, sizeof two),
+                U(2), B(ptrs, sizeof ptrs), U(sizeof ptrs), B(&value, sizeof value), U(1)),
+           CUDNN_BAD_PARAM);
+    /* A pointer inside a backend attribute (not a variant pack's). */
+    expect("backend attribute pointer as a session address",
+           CALL("cudnn", "rgpu_cudnn_backend_set", NULL, 0, U(plan),
+                U(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE), U(CUDNN_TYPE_VOID_PTR), U(1),
+                B(&heap_addr, 8), U(8), U(0)), CUDNN_BAD_PARAM);
 }
 
 /* cuBLASLt: one descriptor made by rgpu_lt_materialize from kind, create

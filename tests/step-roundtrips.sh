@@ -1,26 +1,30 @@
 #!/bin/bash
 # A training step waits for the network only to read the loss:
 #
-#   step-roundtrips.sh <build-dir> <train_step program> [CONFIGS]
+#   step-roundtrips.sh <build-dir> <program> [ARGS...]
 #
-# Runs tests/progs/train_step through rgpu (run-prog.sh) for 20 and for 60
-# steps under RGPU_STATS=1, each step with CONFIGS (0) more launches of as
-# many configurations (train_step.cu says why).  The 40 extra steps read the loss 4 times, and
-# nothing else of theirs may wait: the batch copy and its stream
+# Runs the program (tests/progs/train_step, printf_step) through rgpu
+# (run-prog.sh) as `program STEPS ARGS...` for 20 and for 60 steps under
+# RGPU_STATS=1.  train_step's ARGS: CONFIGS more launches of as many
+# configurations per step (train_step.cu says why); printf_step's: `driver`
+# for the driver API, `big` for batches of 32 KiB, 1 MiB and 64 MiB
+# (printf_step.cu).  The 40 extra steps read the loss 4 times, and
+# nothing else of theirs may wait: the batch copies and their stream
 # synchronise, the gemm, the device-to-device copy, the launches, the event
 # synchronise all go without waiting.  The per-procedure table of both runs
 # is printed, so a failure names the call that waited.
 set -u
 build=$1
 prog=$2
-configs=${3:-0}
+shift 2
+args=("$@")
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rgpu-steprt.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 # waited STEPS: run, keep the table, print the total of waiting calls.
 waited() {
-    if ! RGPU_STATS=1 "$here/run-prog.sh" "$build" "$prog" "$1" "$configs" >"$tmp/out.$1" 2>"$tmp/err.$1"; then
+    if ! RGPU_STATS=1 "$here/run-prog.sh" "$build" "$prog" "$1" "${args[@]}" >"$tmp/out.$1" 2>"$tmp/err.$1"; then
         cat "$tmp/out.$1" "$tmp/err.$1" >&2
         echo "step-roundtrips: $prog $1 failed" >&2
         exit 1

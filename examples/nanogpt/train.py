@@ -119,6 +119,7 @@ def main():
     for step in range(1, args.steps + 1):
         if step == min(11, args.steps):     # after warm-up: whole steps, batches included
             wall_from, waits_from = time.perf_counter(), _rgpu_waits(args.device)
+            cpu_from = time.process_time()
         ix = torch.randint(len(data) - args.block - 1, (args.batch,), generator=gen)
         x = torch.stack([data[i:i + args.block] for i in ix]).to(args.device)
         y = torch.stack([data[i + 1:i + args.block + 1] for i in ix]).to(args.device)
@@ -135,6 +136,9 @@ def main():
     counted = args.steps - min(11, args.steps) + 1
     print(f"wall_ms_per_step {(time.perf_counter() - wall_from) / counted * 1e3:.2f} "
           f"(steps {min(11, args.steps)}..{args.steps})")
+    # This process's CPU time, all its threads (the backward pass runs on
+    # one of PyTorch's): what the script and PyTorch cost here.
+    print(f"cpu_ms_per_step {(time.process_time() - cpu_from) / counted * 1e3:.2f}")
     if waits_from is not None:
         print(f"rgpu_waits_per_step {(_rgpu_waits(args.device) - waits_from) / counted:.2f}")
 

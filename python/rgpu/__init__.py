@@ -121,11 +121,12 @@ class _DeviceModule:
 
     @staticmethod
     def stats():
-        """Requests that waited for the server, frames and operations sent,
-        so far."""
+        """Requests that waited for the server, frames and operations sent
+        (frees not counted), of which calls sent as a plan's number and
+        values (planned), and plans sent, so far in this session."""
         s = _session.current()
-        return {"waits": s.waits if s else 0, "frames": s.frames if s else 0,
-                "ops": s.ops if s else 0}
+        return {k: getattr(s, k) if s else 0
+                for k in ("waits", "frames", "ops", "planned", "plans")}
 
 
 device_module = _DeviceModule()
@@ -163,6 +164,16 @@ for _name in _WHOLE_FACTORIES:
     _base, _, _overload = _name.partition(".")
     _op = getattr(getattr(torch.ops.aten, _base), _overload or "default")
     _aten_lib.impl(_name, _whole(_op), "PrivateUse1")
+
+# Optimisers and clip_grad_norm_ take their foreach (multi-tensor) forms
+# for rgpu tensors as they do for CUDA's: a handful of operators per step
+# instead of several per parameter.  They choose by the tensors' type.
+import torch.optim.optimizer as _optimizer  # noqa: E402
+import torch.utils._foreach_utils as _foreach_utils  # noqa: E402
+
+for _types in (_optimizer._foreach_supported_types, _foreach_utils._foreach_supported_types):
+    if _tensor.RgpuTensor not in _types:
+        _types.append(_tensor.RgpuTensor)
 
 RgpuTensor = _tensor.RgpuTensor
 synchronize = device_module.synchronize

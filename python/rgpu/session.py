@@ -7,8 +7,13 @@ out together in one frame when something waits (a read, a synchronisation),
 when the queue is long, or when it holds many bytes.  The server runs them
 in order; the first error among them comes back with the next answer and is
 raised there, naming the operation.  The queue holds each operation already
-msgpack-encoded, so that a frame is their concatenation (a planned call is
-encoded once, tensor.py).
+msgpack-encoded, so that a frame is their concatenation.
+
+A planned call (tensor.py) is sent once in full as a plan the server keeps
+under a number of this session's; afterwards each call of it is the
+number and the call's values (storage ids, floats), and consecutive such
+calls travel as one flat list of numbers (a "runs" operation).  Storages
+freed on the client go out as one list at the end of the next frame.
 """
 import atexit
 import itertools
@@ -20,6 +25,20 @@ import rgpu_wire as wire
 
 BATCH_OPS = 512                # queued operations that make a frame go out
 BATCH_BYTES = 8 << 20          # queued tensor bytes that make a frame go out
+MAX_PLANS = 1 << 16            # plans a session's server keeps (numbers 0 .. MAX_PLANS-1)
+
+# Forks seen by this process: a session made before the last fork belongs
+# to the parent (its socket is the parent's).
+_forks = 0
+
+
+def _after_fork_in_child():
+    global _forks
+    _forks += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class RgpuError(RuntimeError):
@@ -31,15 +50,21 @@ class Session:
         self.addr = addr
         self.lock = threading.RLock()
         self.queue = []                 # encoded operations (bytes)
+        self.queued = 0                 # operations queued, planned calls included
         self.queued_bytes = 0
+        self.runs = None                # the planned calls after the queue, flat
+        self.freed = []                 # storage ids the client let go
+        self.plan_numbers = {}          # plan -> its number in this session
         self.sids = itertools.count(1)  # next() is atomic: no lock
         self.seq = 0
         self.dead = None                # why the session ended, once it has
         self.waits = 0                  # requests that waited for an answer
         self.frames = 0                 # frames sent
         self.ops = 0                    # operations sent
+        self.planned = 0                # of which calls sent as a plan's number and values
+        self.plans = 0                  # plans sent
         self.flags = None
-        self.pid = os.getpid()          # a forked child must not write to our socket
+        self.forks = _forks             # a forked child must not write to our socket
         kind, self.sock = _connect_waiting(addr)
         try:
             self.info = wire.client_handshake(self.sock, kind == "tcp",
@@ -54,7 +79,7 @@ class Session:
         return next(self.sids)
 
     def forked(self):
-        return os.getpid() != self.pid
+        return self.forks != _forks
 
     def check_alive(self):
         if self.forked():
@@ -72,29 +97,83 @@ class Session:
         self.check_alive()              # before the lock, which a fork may have left held
         with self.lock:
             self.check_alive()
+            self._close_runs()
             self.queue.append(packed)
+            self.queued += 1
             self.queued_bytes += nbytes
-            if len(self.queue) >= BATCH_OPS or self.queued_bytes >= BATCH_BYTES:
+            if self.queued >= BATCH_OPS or self.queued_bytes >= BATCH_BYTES:
                 self._send(want_reply=False)
 
+    def run_plan(self, plan, values):
+        """Queues a call of plan (its template, tensor.py) with values in its
+        slots; the plan goes to the server first if this session has not
+        sent it."""
+        if self.dead or self.forks != _forks:
+            self.check_alive()          # raises
+        with self.lock:
+            if self.dead:
+                self.check_alive()
+            number = self.plan_numbers.get(plan)
+            if number is None:
+                number = self._send_plan(plan)
+            runs = self.runs
+            if runs is None:
+                runs = self.runs = []
+            runs.append(number)
+            runs += values
+            self.planned += 1
+            self.queued += 1
+            if self.queued >= BATCH_OPS:
+                self._send(want_reply=False)
+
+    def _send_plan(self, plan):
+        """Queues plan's definition under a new number.  When every number is
+        taken, they are all given out again: the server replaces a plan
+        whose number comes again, and only calls after it use it."""
+        if len(self.plan_numbers) >= MAX_PLANS:
+            self.plan_numbers.clear()
+        number = len(self.plan_numbers)
+        self._close_runs()
+        self.queue.append(_pack(["plan", number, *plan.template]))
+        self.queued += 1
+        self.plans += 1
+        self.plan_numbers[plan] = number
+        return number
+
+    def _close_runs(self):
+        if self.runs is not None:
+            self.queue.append(wire.pack(["runs", self.runs]))
+            self.runs = None
+
     def enqueue_free(self, sid):
-        """From a finaliser, possibly in another thread or at exit: never raises."""
-        if self.dead or self.forked():
+        """From a finaliser, possibly in another thread or at exit: never
+        raises.  Every operation on the storage is queued already."""
+        if self.dead or self.forks != _forks:
             return
-        self.queue.append(wire.pack(["free", sid]))     # list.append is atomic
+        self.freed.append(sid)          # list.append is atomic
 
     def _send(self, want_reply, last=None):
+        self._close_runs()
         ops = self.queue
+        # The ids freed so far, taken so that a finaliser appending now (in
+        # another thread) is not lost: it lands after them.
+        n = len(self.freed)
+        if n:
+            freed = self.freed[:n]
+            del self.freed[:n]
+            ops.append(wire.pack(["frees", freed]))
         if last is not None:
             ops.append(last)
+        sent = self.queued + (last is not None)
         self.queue = []
+        self.queued = 0
         self.queued_bytes = 0
         self._sync_flags(ops)
         self.seq += 1
         try:
             wire.send_batch(self.sock, self.seq, ops, want_reply)
             self.frames += 1
-            self.ops += len(ops)
+            self.ops += sent
         except (OSError, wire.WireError) as e:
             self._die(f"sending to {self.addr}: {e}")
 
@@ -119,7 +198,7 @@ class Session:
         self.check_alive()              # before the lock, which a fork may have left held
         with self.lock:
             self.check_alive()
-            if self.queue:
+            if self.queue or self.runs or self.freed:
                 self._send(want_reply=False)
 
     def request(self, op):
@@ -148,7 +227,7 @@ class Session:
             if self.dead or self.forked():
                 return
             try:
-                if self.queue:
+                if self.queue or self.runs or self.freed:
                     self._send(want_reply=False)
                 wire.send_frame(self.sock, ["bye"])
             except (OSError, wire.WireError, RgpuError):

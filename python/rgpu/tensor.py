@@ -17,12 +17,20 @@ argument travels as (storage id, dtype, sizes, strides, offset).  A view is
 a new RgpuTensor on the same Storage, so in-place operations on views change
 their bases exactly as on any device.  A Storage tells the server to free
 its memory when the last tensor using it goes.
+
+An operator called again on arguments laid out as before (a training loop's
+every step) costs little: the meta device's answer is kept (a plan, keyed by
+the operator and its arguments' layouts), and the server keeps the plan's
+call too, so that the call travels as the plan's number and its storage ids
+(docs/rgpu-device.md, "Plans").
 """
 import copy
 import ctypes
-import struct
+import itertools
 
 import torch
+import rgpu_wire as wire
+from rgpu_wire import CHUNK
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from . import session as _session
@@ -40,10 +48,14 @@ aten = torch.ops.aten
 _NEEDS_DATA = {aten._local_scalar_dense.default, aten.equal.default, aten.is_nonzero.default,
                aten._linalg_check_errors.default}
 
-# Operations that change a tensor's own sizes or storage: a wrapper's sizes
-# are fixed, so these are refused by name rather than computed wrongly.
-_METADATA_MUTATORS = ("set_", "resize_", "resize_as_", "as_strided_", "_resize_output_",
-                      "swap_", "squeeze_", "unsqueeze_", "t_", "transpose_")
+# Operations that change a tensor's own size or storage: refused by name
+# rather than computed wrongly (a tensor's storage on the server has a
+# fixed size).
+_METADATA_MUTATORS = ("set_", "resize_", "resize_as_", "_resize_output_", "swap_")
+# Operations that lay a tensor over its storage anew in place (nn.RNN's
+# batch_first output is transposed so): only the client's wrapper changes.
+_VIEW_MUTATORS = ("as_strided_", "detach_", "squeeze_", "unsqueeze_", "swapaxes_", "swapdims_",
+                  "t_", "transpose_")
 
 
 class Storage:
@@ -73,6 +85,9 @@ class Storage:
 
 class RgpuTensor(torch.Tensor):
     __torch_function__ = torch._C._disabled_torch_function_impl
+    # Its Storage and its layout's number (_layout_id); slots, since every
+    # operator's result gets them.
+    __slots__ = ("_rs", "_lid")
 
     @staticmethod
     def __new__(cls, storage, like):
@@ -87,7 +102,21 @@ class RgpuTensor(torch.Tensor):
         r = torch.Tensor._make_wrapper_subclass(cls, size, strides=stride, storage_offset=offset,
                                                 dtype=dtype, device=DEVICE)
         r._rs = storage
+        r._lid = _layout_id(dtype, size, stride, offset, storage.nbytes)
         return r
+
+    # x.data = y (nn.Module.half() and .to(dtype) do it to parameters) gives
+    # x y's sizes, strides and dtype: x then lives in y's storage too.
+    @property
+    def data(self):
+        return torch.Tensor.data.__get__(self)
+
+    @data.setter
+    def data(self, new):
+        if not isinstance(new, RgpuTensor):
+            raise RgpuError("rgpu: an rgpu tensor's .data can only be another rgpu tensor")
+        torch.Tensor.data.__set__(self, new)
+        self._rs, self._lid = new._rs, new._lid
 
     def _meta_view(self):
         return torch.empty(0, dtype=self.dtype, device=META).set_(
@@ -124,7 +153,6 @@ class RgpuTensor(torch.Tensor):
         if self.requires_grad:
             new.requires_grad_(True)
         for key, value in self.__dict__.items():
-            if key != "_rs":
                 setattr(new, key, copy.deepcopy(value, memo))
         memo[id(self)] = new
         return new
@@ -139,7 +167,7 @@ class RgpuTensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        return dispatch(func, args, kwargs or {})
+        return dispatch(func, args, kwargs or _NO_KWARGS)
 
 
 def _rebuild_on_rgpu(cpu_tensor, requires_grad):
@@ -156,6 +184,26 @@ def _dtype_name(dtype):
     return str(dtype).split(".", 1)[1]
 
 
+# Each distinct layout (dtype, sizes, strides, offset, storage bytes) a
+# tensor can have gets a number, which the tensor keeps: a plan's key holds
+# its arguments' numbers instead of their sizes and strides.  Numbers are
+# never reused, so a tensor numbered before the table was last emptied only
+# misses a plan, never finds another layout's.
+_layouts = {}
+_LAYOUTS_MAX = 1 << 16
+_layout_numbers = itertools.count(1)
+
+
+def _layout_id(dtype, size, stride, offset, nbytes):
+    key = (dtype, tuple(size), tuple(stride), offset, nbytes)
+    lid = _layouts.get(key)
+    if lid is None:
+        if len(_layouts) >= _LAYOUTS_MAX:
+            _layouts.clear()
+        lid = _layouts[key] = next(_layout_numbers)
+    return lid
+
+
 # ---- moving bytes -----------------------------------------------------------------
 
 def _cpu_bytes(t):
@@ -166,14 +214,9 @@ def _cpu_bytes(t):
 
 
 def _write_storage(session, sid, byte_offset, data):
-    for start in range(0, len(data), _wire_chunk()):
-        piece = data[start:start + _wire_chunk()]
+    for start in range(0, len(data), CHUNK):
+        piece = data[start:start + CHUNK]
         session.enqueue(["write", sid, byte_offset + start, piece], len(piece))
-
-
-def _wire_chunk():
-    from rgpu_wire import CHUNK
-    return CHUNK
 
 
 def new_storage(session, nbytes):
@@ -203,8 +246,8 @@ def download(t):
     start = t.storage_offset() * t.element_size()
     sid = t._spec()["T"][0]
     buf = bytearray(nbytes)
-    for done in range(0, nbytes, _wire_chunk()):
-        n = min(_wire_chunk(), nbytes - done)
+    for done in range(0, nbytes, CHUNK):
+        n = min(CHUNK, nbytes - done)
         data = s.request(["read", sid, start + done, n])
         if not isinstance(data, bytes) or len(data) != n:
             raise RgpuError("rgpu: the op server sent a read of the wrong length")
@@ -278,103 +321,181 @@ class _Uncacheable(Exception):
 
 _SCALARS = (bool, int, float, complex, str, type(None), torch.dtype, torch.device,
             torch.memory_format, torch.layout)
+_SLOT_SHIFT = 40        # a tensor's part of a key: its layout number | storage index << 40
+_INTS = {int}
+_TENSORS = {RgpuTensor}
+_TAGGED = frozenset(_SCALARS)
+_NO_KWARGS = {}
+_NO_STORAGES = ()
+_default_dtype = torch.get_default_dtype
 
 
 def _collect(args, kwargs, floats=None):
-    """The RgpuTensors among the arguments, their distinct Storages, and a
-    key that identifies everything the meta kernels look at (None when an
-    argument cannot be part of a key).  With floats (a list, for a pointwise
-    operator) the key holds only that an argument is a float, and its value
-    goes into floats: a pointwise operator's results are laid out by its
-    tensors and the scalars' types, never by their values (an optimiser's
-    step sizes change every step)."""
-    tensors, storages = [], []
+    """The RgpuTensors among the arguments (each occurrence, in order), their
+    distinct Storages, and a key that identifies everything the meta
+    kernels look at (None when an argument cannot be part of a key).  With
+    floats (a list, for an operator whose results' layout no float decides)
+    the key holds only that an argument is a float, and its value goes into
+    floats: an optimiser's step sizes change every step."""
+    tensors, index, parts = [], {}, []
     try:
-        key = (tuple([_key_of(a, tensors, storages, floats) for a in args]),
-               tuple([(k, _key_of(v, tensors, storages, floats)) for k, v in kwargs.items()]),
-               torch.get_default_dtype())
+        for a in args:                  # _key_of, its commonest cases inline
+            kind = type(a)
+            if kind is RgpuTensor:
+                rs = a._rs
+                si = index.get(rs)
+                if si is None:
+                    si = index[rs] = len(index)
+                tensors.append(a)
+                parts.append(a._lid | si << _SLOT_SHIFT)
+            elif kind is int:
+                parts.append(a)
+            else:
+                parts.append(_key_of(a, tensors, index, floats))
+        key = tuple(parts)
+        if kwargs:
+            key = (key, tuple([(k, _key_of(v, tensors, index, floats))
+                               for k, v in kwargs.items()]))
+        key = (key, _default_dtype())
     except _Uncacheable:
         key = None
         tensors.clear()
-        storages.clear()
+        index.clear()
         for x in tree_flatten((args, kwargs))[0]:
             if isinstance(x, RgpuTensor):
-                if not any(rs is x._rs for rs in storages):
-                    storages.append(x._rs)
+                index.setdefault(x._rs, len(index))
                 tensors.append(x)
-    return key, tensors, storages
+    return key, tensors, list(index)
 
 
-def _key_of(x, tensors, storages, floats):
-    """One argument's part of a plan's key (its tensors noted on the way)."""
-    if type(x) is float and floats is not None:
+def _key_of(x, tensors, index, floats):
+    """One argument's part of a plan's key (its tensors noted on the way):
+    a tensor is its layout's number and which of the call's storages it
+    lies in (so that a key also says which arguments share a storage), an
+    int itself, any other scalar its type and value (1, 1.0 and True are
+    equal keys), a list of ints their tuple.  An argument's position has one
+    type in an operator's schema, so a tensor's number and an int never
+    meet; only a Scalar takes an int, a float or a bool."""
+    kind = type(x)
+    if kind is int:
+        return x
+    if kind is RgpuTensor or isinstance(x, RgpuTensor):
+        si = index.get(x._rs)
+        if si is None:
+            si = index[x._rs] = len(index)
+        tensors.append(x)
+        return x._lid | si << _SLOT_SHIFT
+    if kind is float and floats is not None:
         floats.append(x)
         return float
-    if isinstance(x, RgpuTensor):
-        rs = x._rs
-        for si, known in enumerate(storages):   # a call names few storages: a scan
-            if known is rs:
-                break
-        else:
-            si = len(storages)
-            storages.append(rs)
-        tensors.append(x)
-        return (x.dtype, x.size(), x.stride(), x.storage_offset(), si, rs.nbytes)
-    if isinstance(x, (list, tuple)):
-        return (type(x), tuple([_key_of(v, tensors, storages, floats) for v in x]))
+    if kind in _TAGGED:
+        return (kind, x)
+    if kind is list or kind is tuple:
+        types = set(map(type, x))
+        if types == _INTS:              # sizes, dims: the commonest lists
+            return tuple(x)
+        if types == _TENSORS:           # a foreach operator's lists
+            parts = []
+            for t in x:
+                rs = t._rs
+                si = index.get(rs)
+                if si is None:
+                    si = index[rs] = len(index)
+                parts.append(t._lid | si << _SLOT_SHIFT)
+            tensors += x
+            return (kind, tuple(parts))
+        return (kind, tuple([_key_of(v, tensors, index, floats) for v in x]))
     if isinstance(x, torch.Tensor):
         return ("cpu", x.dtype, x.size(), x.stride(), x.device)
     if isinstance(x, _SCALARS):
-        return (type(x), x)             # the type too: 1, 1.0 and True are equal keys
+        return (kind, x)
     raise _Uncacheable
+
+
+# A plan's results, each a tuple whose first item says what it is:
+_VALUE, _SAME, _VIEW, _NEW = range(4)
+#   (_VALUE, value)                         a value, not a tensor
+#   (_SAME, i)                              the i-th tensor argument itself (in place, out=)
+#   (_VIEW, si, sizes, strides, offset, dtype, layout number, contiguous)
+#                                           a view of the si-th argument storage
+#   (_NEW, g, ...)                          the same, in new storage group g
 
 
 class _Plan:
     """What an operator's call gives, from the meta device, for arguments
-    laid out as its key says: each result as a value, an argument itself
-    (in place, out=), a view of an argument's storage, or new memory (of
-    groups[g] bytes for group g); whether the server must hear of the call
-    (a pure view needs nothing from it); and, once made, the call's msgpack
-    encoding with its storage ids left open (packed)."""
+    laid out as its key says: its results (above), the bytes of each new
+    storage group (groups), whether the server must hear of the call (a
+    pure view needs nothing from it), and, once made, the call's template:
+    the call with its storage ids (and floats the key left out) as numbered
+    slots, which the server keeps as a plan of its own (session.run_plan)."""
 
-    __slots__ = ("spec", "results", "send", "single", "groups", "outs", "packed")
+    __slots__ = ("spec", "results", "send", "single", "groups", "outs", "template", "view")
 
     def __init__(self, spec, results, groups, send):
         self.spec, self.results, self.groups, self.send = spec, results, groups, send
         self.single = spec.is_leaf()
-        # The wire's description of each result: [group, dtype, sizes,
-        # strides, offset, nbytes] for the first result of a new group, else None.
+        # A call that only views an argument (view, t, transpose, detach,
+        # expand: most calls of a training step): its one result.
+        self.view = results[0] if self.single and not send and results[0][0] == _VIEW else None
+        # The wire's description of each result: (group, dtype, sizes,
+        # strides, offset, nbytes) for the first result of a new group, else None.
         self.outs, seen = [], set()
         for d in results:
-            if d[0] == "new" and d[1] not in seen:
+            if d[0] == _NEW and d[1] not in seen:
                 seen.add(d[1])
                 self.outs.append((d[1], _dtype_name(d[5]), list(d[2]), list(d[3]), d[4],
                                   groups[d[1]]))
             else:
                 self.outs.append(None)
-        self.packed = None
+        self.template = None            # None: not made yet; False: the call cannot have one
 
 
-# Plans by operator and key.  A training loop repeats the same operators on
-# tensors laid out the same way, so the meta kernels run once per distinct call.
-_plans = {}
+# Plans are kept by operator (_Operator.plans) and key.  A training loop
+# repeats the same operators on tensors laid out the same way, so the meta
+# kernels run once per distinct call.  At most _PLANS_MAX in all.
+_plans_kept = 0
 _PLANS_MAX = 1 << 16
 _WAIT = object()
 
 
+def _keep_plan(op, key, plan):
+    global _plans_kept
+    if _plans_kept >= _PLANS_MAX:
+        for other in _operators.values():
+            other.plans.clear()
+        _plans_kept = 0
+    op.plans[key] = plan
+    _plans_kept += 1
+
+
+def _all_plans():
+    """(operator name, plan) for every plan kept (for tests)."""
+    return [(op.name, plan) for op in _operators.values() for plan in op.plans.values()]
+
+
 class _Operator:
     """What the dispatcher needs to know of an operator, found once (its
-    object's hash is Python code: operators are looked up by id)."""
+    object's hash is Python code: operators are looked up by id), and its
+    plans by key."""
 
-    __slots__ = ("func", "name", "mutator", "special", "needs_data", "pointwise")
+    __slots__ = ("func", "name", "mutator", "special", "needs_data", "unusual", "floats_free",
+                 "plans")
 
     def __init__(self, func):
         self.func = func                # kept, so that its id stays its own
         self.name = _op_name(func)
-        self.mutator = self.name.split("::")[-1].split(".")[0] in _METADATA_MUTATORS
-        self.special = _SPECIAL.get(func)
+        base = self.name.split("::")[-1].split(".")[0]
+        self.mutator = base in _METADATA_MUTATORS
+        self.special = _SPECIAL.get(func) or (_view_in_place if base in _VIEW_MUTATORS else None)
         self.needs_data = func in _NEEDS_DATA
-        self.pointwise = torch.Tag.pointwise in getattr(func, "tags", ())
+        self.unusual = self.mutator or self.special is not None or self.needs_data
+        self.plans = {}
+        # Operators whose results are laid out by their tensors and the
+        # scalars' types alone, never by a float's value: PyTorch's
+        # pointwise ones (mul, add, addcdiv_, lerp_, where...) and the
+        # foreach ones, which apply such an operator to lists of tensors.
+        self.floats_free = (torch.Tag.pointwise in getattr(func, "tags", ())
+                            or self.name.startswith("aten::_foreach_"))
 
 
 _operators = {}                 # id(operator) -> _Operator
@@ -388,33 +509,71 @@ def _operator(func):
 
 
 def dispatch(func, args, kwargs):
-    op = _operator(func)
-    if op.special is not None:
-        result = op.special(func, args, kwargs)
-        if result is not NotImplemented:
-            return result
-    name = op.name
-    if op.mutator:
-        raise NotImplementedError(f"rgpu: {name} changes a tensor's sizes or storage in "
-                                  "place, which rgpu tensors do not support")
-    floats = [] if op.pointwise else None
-    key, tensors, storages = _collect(args, kwargs, floats)
+    op = _operators.get(id(func)) or _operator(func)
+    if op.unusual:
+        if op.special is not None:
+            result = op.special(func, args, kwargs)
+            if result is not NotImplemented:
+                return result
+        if op.mutator:
+            raise NotImplementedError(f"rgpu: {op.name} changes a tensor's sizes or storage "
+                                      "in place, which rgpu tensors do not support")
+    floats = [] if op.floats_free else None
+    # _collect, its commonest cases inline: every operator of every step
+    # comes here.
+    tensors, index, parts = [], {}, []
+    try:
+        for a in args:
+            kind = type(a)
+            if kind is RgpuTensor:
+                rs = a._rs
+                si = index.get(rs)
+                if si is None:
+                    si = index[rs] = len(index)
+                tensors.append(a)
+                parts.append(a._lid | si << _SLOT_SHIFT)
+            elif kind is int:
+                parts.append(a)
+            else:
+                parts.append(_key_of(a, tensors, index, floats))
+        key = tuple(parts)
+        if kwargs:
+            key = (key, tuple([(k, _key_of(v, tensors, index, floats))
+                               for k, v in kwargs.items()]))
+        key = (key, _default_dtype())
+        plan = op.plans.get(key)
+    except _Uncacheable:
+        key, tensors, storages = _collect(args, kwargs, floats)
+        plan = None
+    else:
+        storages = list(index)
+    if plan is not None and plan.view is not None:
+        # Only a view of an argument: its wrapper (_result, inline).
+        d = plan.view
+        rs = storages[d[1]]
+        if rs.session.dead:
+            _ended(rs.session)
+        if d[7]:
+            r = _make_wrapper(RgpuTensor, d[2], dtype=d[5], device=DEVICE)
+        else:
+            r = _make_wrapper(RgpuTensor, d[2], strides=d[3], storage_offset=d[4], dtype=d[5],
+                              device=DEVICE)
+        r._rs = rs
+        r._lid = d[6]
+        return r
     session = storages[0].session if storages else _session.get()
     if op.needs_data:
         return _call_waiting(session, func, args, kwargs)
-    plan = _plans.get((op, key)) if key is not None else None
     if plan is None:
-        plan = _plan(func, name, args, kwargs, tensors, storages)
+        plan = _plan(func, op.name, args, kwargs, tensors, storages)
         if plan is _WAIT:
             return _call_waiting(session, func, args, kwargs)
-        if key is not None and not any(d[0] == "value" and isinstance(d[1], torch.Tensor)
+        if key is not None and not any(d[0] == _VALUE and isinstance(d[1], torch.Tensor)
                                        for d in plan.results):
-            if len(_plans) >= _PLANS_MAX:
-                _plans.clear()
-            _plans[(op, key)] = plan
+            _keep_plan(op, key, plan)
         else:
-            key = None                # a plan used once is not worth packing
-    return _execute(plan, session, name, args, kwargs, tensors, storages, floats,
+            key = None                # a plan used once gets no template
+    return _execute(plan, session, op.name, args, kwargs, tensors, storages, floats,
                     key is not None)
 
 
@@ -452,63 +611,107 @@ def _plan(func, name, args, kwargs, tensors, storages):
     results, fresh, groups = [], {}, []
     for o in flat:
         if not isinstance(o, torch.Tensor) or o.device.type != "meta":
-            results.append(("value", o))
+            results.append((_VALUE, o))
             continue
-        layout = (tuple(o.size()), o.stride(), o.storage_offset(), o.dtype)
+        size, stride, offset = tuple(o.size()), o.stride(), o.storage_offset()
         same = by_meta_arg.get(id(o))
         if same is not None:          # an in-place or out= result: the argument itself
             t = tensors[same]
-            if layout[:3] != (tuple(t.size()), t.stride(), t.storage_offset()):
+            if (size, stride, offset) != (tuple(t.size()), t.stride(), t.storage_offset()):
                 raise NotImplementedError(f"rgpu: {name} would resize an rgpu tensor in place, "
                                           "which rgpu tensors do not support")
-            results.append(("same", same))
+            results.append((_SAME, same))
             continue
         key = o.untyped_storage()._cdata
         if key in by_meta_storage:    # a view of an argument's storage
-            results.append(("view", by_meta_storage[key]) + layout)
+            kind, index = _VIEW, by_meta_storage[key]
+            nbytes = storages[index].nbytes
         else:                         # new memory: the server allocates it
-            group = fresh.get(key)
-            if group is None:
-                group = fresh[key] = len(groups)
+            kind, index = _NEW, fresh.get(key)
+            if index is None:
+                index = fresh[key] = len(groups)
                 groups.append(o.untyped_storage().nbytes())
-            results.append(("new", group) + layout)
+            nbytes = groups[index]
+        # A dense tensor at offset 0 is made without its strides (cheaper).
+        plain = offset == 0 and stride == torch.empty(size, device=META).stride()
+        results.append((kind, index, size, stride, offset, o.dtype,
+                        _layout_id(o.dtype, size, stride, offset, nbytes), plain))
     # A view needs nothing from the server; anything else goes there (a
     # call without tensor results may be a check that raises).
     send = bool(fresh) or func._schema.is_mutable or \
-        not any(r[0] != "value" for r in results)
+        not any(r[0] != _VALUE for r in results)
     return _Plan(spec, results, groups, send)
+
+
+_make_wrapper = torch.Tensor._make_wrapper_subclass
+
+
+def _result(d, rs):
+    """The RgpuTensor a plan's _VIEW or _NEW result d describes, on rs."""
+    if d[7]:
+        r = _make_wrapper(RgpuTensor, d[2], dtype=d[5], device=DEVICE)
+    else:
+        r = _make_wrapper(RgpuTensor, d[2], strides=d[3], storage_offset=d[4], dtype=d[5],
+                          device=DEVICE)
+    r._rs = rs
+    r._lid = d[6]
+    return r
+
+
+def _ended(session):
+    raise RgpuError(f"rgpu: this tensor belongs to an op server session that has ended "
+                    f"({session.dead or 'another session began since'})")
 
 
 def _execute(plan, session, name, args, kwargs, tensors, storages, floats, planned):
     for rs in storages:
-        if rs.session.dead:
-            raise RgpuError(f"rgpu: this tensor belongs to an op server session that has "
-                            f"ended ({rs.session.dead})")
-    fresh = [Storage(session, session.new_sid(), nbytes) for nbytes in plan.groups]
-    results = []
-    for d in plan.results:
+        if rs.session is not session:
+            _ended(rs.session)
+    if session.dead:
+        _ended(session)
+    if plan.groups:
+        sids = session.sids
+        fresh = [Storage(session, next(sids), nbytes) for nbytes in plan.groups]
+    else:
+        fresh = _NO_STORAGES
+    if plan.single:
+        d = plan.results[0]
         kind = d[0]
-        if kind == "value":
-            results.append(d[1])
-        elif kind == "same":
-            results.append(tensors[d[1]])
-        else:
-            rs = storages[d[1]] if kind == "view" else fresh[d[1]]
-            results.append(RgpuTensor._wrap(rs, d[2], d[3], d[4], d[5]))
+        result = d[1] if kind == _VALUE else tensors[d[1]] if kind == _SAME else \
+            _result(d, storages[d[1]] if kind == _VIEW else fresh[d[1]])
+    else:
+        results = []
+        for d in plan.results:
+            kind = d[0]
+            if kind == _VALUE:
+                results.append(d[1])
+            elif kind == _SAME:
+                results.append(tensors[d[1]])
+            else:
+                results.append(_result(d, storages[d[1]] if kind == _VIEW else fresh[d[1]]))
+        result = tree_unflatten(results, plan.spec)
     if plan.send:
-        _send_call(plan, session, name, args, kwargs, tensors, fresh, floats, planned)
-    return results[0] if plan.single else tree_unflatten(results, plan.spec)
+        try:
+            if planned and plan.template is None:
+                plan.template = _template(plan, name, args, kwargs, tensors, fresh, floats)
+            if planned and plan.template:
+                values = [t._rs.sid for t in tensors]
+                if fresh:
+                    values += [rs.sid for rs in fresh]
+                if floats:
+                    values += floats
+                session.run_plan(plan, values)
+            else:
+                _send_plain(plan, session, name, args, kwargs, fresh)
+        except BaseException:
+            for rs in fresh:
+                rs.session = None       # never made on the server: nothing to free
+            raise
+    return result
 
 
-def _send_call(plan, session, name, args, kwargs, tensors, fresh, floats, planned):
-    """Queues the call: a planned one from its packed encoding with this
-    call's storage ids (and a pointwise operator's floats) written in, any
-    other encoded afresh."""
-    if planned and plan.packed is None:
-        plan.packed = _pack_plan(plan, name, args, kwargs, tensors, fresh, floats)
-    if planned and plan.packed:
-        session.enqueue_packed(_fill(plan.packed, tensors, fresh, floats))
-        return
+def _send_plain(plan, session, name, args, kwargs, fresh):
+    """Queues the call encoded in full (CPU arguments uploaded first)."""
     enc = _Encoder()
     op = ["call", name, enc(list(args)), {k: enc(v) for k, v in kwargs.items()},
           _wire_outs(plan, [rs.sid for rs in fresh])]
@@ -520,97 +723,72 @@ def _wire_outs(plan, sids):
     return [None if o is None else [sids[o[0]]] + list(o[1:]) for o in plan.outs]
 
 
-# The packed encoding of a planned call has each storage id as msgpack's
-# 9-byte int64 (0xd3 and 8 bytes, big-endian; ids the server made are
-# negative), a placeholder at first: _ARG_SLOT - i for the i-th tensor
-# argument, _OUT_SLOT - g for new group g, values no argument of a real
-# call has.  A pointwise operator's floats are msgpack's 9-byte doubles
-# (0xcb), placeholders NaNs whose payload no arithmetic makes.  The packed
-# call is checked against the call's plain encoding when made.
-_ARG_SLOT = -(1 << 62)
-_OUT_SLOT = -(1 << 62) - (1 << 40)
-_FLOAT_SLOT = 0x7FF8_DEAD_0000_0000
-_ARG, _OUT, _FLOAT = 0, 1, 2
-_DOUBLE = struct.Struct(">d")
+# A plan's template is the call with slots where its values go: each
+# tensor argument {"S": [slot, dtype, sizes, strides, offset]} (its storage
+# id is the slot's value), each float the key left out {"F": slot}, each
+# new storage's id the slot in its outs entry.  A call's values are its
+# tensor arguments' storage ids in order, then its new storages' ids, then
+# its floats.
 
+class _TemplateEncoder(_Encoder):
+    """The arguments with slots for the tensors' storage ids and the floats
+    the key left out; CPU tensors (their values are not in the plan's key)
+    make a call template-less."""
 
-def _int64(v):
-    return b"\xd3" + v.to_bytes(8, "big", signed=True)
-
-
-def _float_slot(i):
-    return _DOUBLE.unpack((_FLOAT_SLOT + i).to_bytes(8, "big"))[0]
-
-
-def _fill(packed, tensors, fresh, floats):
-    """A packed call with this call's values written into its slots."""
-    template, slots = packed
-    buf = bytearray(template)
-    for offset, kind, i in slots:
-        if kind == _ARG:
-            buf[offset + 1:offset + 9] = tensors[i]._rs.sid.to_bytes(8, "big", signed=True)
-        elif kind == _OUT:
-            buf[offset + 1:offset + 9] = fresh[i].sid.to_bytes(8, "big", signed=True)
-        else:
-            buf[offset + 1:offset + 9] = _DOUBLE.pack(floats[i])
-    return buf
-
-
-class _SlotEncoder(_Encoder):
-    """The arguments with placeholders for the tensors' storage ids and the
-    floats the key left out; CPU tensors (their values are not in the
-    plan's key) make a call unpackable."""
-
-    def __init__(self, floats):
+    def __init__(self, first_float, floats):
         super().__init__()
         self.tensors = 0
+        self.first_float = first_float
         self.floats = 0 if floats is not None else None
 
     def __call__(self, x):
         if isinstance(x, RgpuTensor):
-            spec = x._spec()
-            spec["T"][0] = _ARG_SLOT - self.tensors
+            spec = x._spec()["T"]
+            spec[0] = self.tensors
             self.tensors += 1
-            return spec
+            return {"S": spec}
         if type(x) is float and self.floats is not None:
             self.floats += 1
-            return _float_slot(self.floats - 1)
+            return {"F": self.first_float + self.floats - 1}
         if isinstance(x, torch.Tensor):
             raise _Uncacheable
         return super().__call__(x)
 
 
-def _pack_plan(plan, name, args, kwargs, tensors, fresh, floats):
-    """(template, [(offset, kind, index)]) for a planned call; False when
-    the call cannot be packed."""
-    import rgpu_wire as wire
-    enc = _SlotEncoder(floats)
+def _template(plan, name, args, kwargs, tensors, fresh, floats):
+    """(name, args, kwargs, outs, number of values) with slots, checked
+    against this call's plain encoding; False when the call cannot have one."""
+    enc = _TemplateEncoder(len(tensors) + len(fresh), floats)
     try:
-        wargs, wkwargs = enc(list(args)), {k: enc(v) for k, v in kwargs.items()}
+        targs, tkwargs = enc(list(args)), {k: enc(v) for k, v in kwargs.items()}
     except _Uncacheable:
         return False
     if enc.tensors != len(tensors) or enc.floats != (None if floats is None else len(floats)):
         return False
-    outs = _wire_outs(plan, [_OUT_SLOT - g for g in range(len(fresh))])
-    template = wire.pack(["call", name, wargs, wkwargs, outs])
-    wanted = [(_int64(_ARG_SLOT - i), _ARG, i) for i in range(len(tensors))]
-    wanted += [(_int64(_OUT_SLOT - g), _OUT, g) for g in range(len(fresh))]
-    wanted += [(b"\xcb" + (_FLOAT_SLOT + i).to_bytes(8, "big"), _FLOAT, i)
-               for i in range(len(floats or ()))]
-    slots = []
-    for pattern, kind, i in wanted:
-        offset = template.find(pattern)
-        if offset < 0 or template.find(pattern, offset + 1) >= 0:
-            return False
-        slots.append((offset, kind, i))
-    # The packed call, this call's values written in, must decode to the
-    # call's plain encoding (NaN arguments fail this: such calls stay plain).
-    packed = (template, slots)
+    touts = _wire_outs(plan, [len(tensors) + g for g in range(len(fresh))])
+    template = (name, targs, tkwargs, touts, len(tensors) + len(fresh) + len(floats or ()))
+    # The template with this call's values in its slots, as the server
+    # fills it, must be the call's plain encoding.
+    values = [t._rs.sid for t in tensors] + [rs.sid for rs in fresh] + list(floats or ())
+    filled = ["call", name, _fill(targs, values), {k: _fill(v, values) for k, v in tkwargs.items()},
+              [None if o is None else [values[o[0]]] + o[1:] for o in touts]]
     plain = ["call", name, _Encoder()(list(args)), {k: _Encoder()(v) for k, v in kwargs.items()},
              _wire_outs(plan, [rs.sid for rs in fresh])]
-    if wire.unpack(bytes(_fill(packed, tensors, fresh, floats))) != plain:
+    if wire.pack(filled) != wire.pack(plain):
         return False
-    return packed
+    return template
+
+
+def _fill(x, values):
+    """A template's argument with values in its slots."""
+    if isinstance(x, list):
+        return [_fill(v, values) for v in x]
+    if isinstance(x, dict):             # a one-key tagged value
+        if "S" in x:
+            return {"T": [values[x["S"][0]]] + x["S"][1:]}
+        if "F" in x:
+            return values[x["F"]]
+    return x
 
 
 def _call_waiting(session, func, args, kwargs):
@@ -681,6 +859,27 @@ def _copy_(func, args, kwargs):
                        _cpu_bytes(src))
         return dst
     return NotImplemented       # an ordinary copy_, with src uploaded first
+
+
+def _view_in_place(func, args, kwargs):
+    """transpose_, squeeze_...: the meta device lays the tensor's meta twin
+    out anew, and the tensor takes that layout (its storage, and the
+    server, are untouched)."""
+    x = args[0]
+    if not isinstance(x, RgpuTensor):
+        return NotImplemented
+    m = x._meta_view()
+    func(m, *args[1:], **kwargs)
+    size, stride, offset = tuple(m.size()), m.stride(), m.storage_offset()
+    try:
+        with torch._C._DisableTorchDispatch():
+            aten.as_strided_.default(x, size, stride, offset)
+    except RuntimeError as e:
+        # as_strided_ past the elements the tensor reached when it was made.
+        raise NotImplementedError(f"rgpu: {_op_name(func)} cannot lay this rgpu tensor out "
+                                  f"so ({e})") from None
+    x._lid = _layout_id(x.dtype, size, stride, offset, x._rs.nbytes)
+    return x
 
 
 _SPECIAL = {

@@ -66,4 +66,14 @@ elif grep -q "mini_own.h:[0-9]*: rgpu_miniFill.bytes: a stream parameter comes l
 else
     echo "FAIL bulk.ann: unexpected message: $(cat "$out/bulk.err")"; fail=1
 fi
+# A `client` function that no client file sends would give the server a
+# procedure no stub sends: the generator must refuse it, naming it.
+if "$gen" unsent.ann root "$ref" libmini.so.1 "$out/unsent" 2>"$out/unsent.err"; then
+    echo "FAIL unsent.ann: the generator served a client function no client file sends"; fail=1
+elif grep -q "miniGetCount is annotated client, but no client file sends its procedure (RGPU_MINI_miniGetCount)" \
+        "$out/unsent.err"; then
+    echo "ok a client function no client file sends rejected"
+else
+    echo "FAIL unsent.ann: unexpected message: $(cat "$out/unsent.err")"; fail=1
+fi
 exit $fail

@@ -1,13 +1,21 @@
 // Stream capture (cuStreamBeginCapture_v2 and its kin): while a stream
-// captures, its kernel launches, asynchronous copies and host functions
-// become nodes of the capture's graph (graph.c) after the capture's current
-// dependencies, which the new node then replaces, instead of running.  Any
+// captures, its kernel launches, asynchronous copies, host functions and
+// stream-ordered allocations and frees become nodes of the capture's graph
+// (graph.c) after the capture's current dependencies, which the new node
+// then replaces, instead of running.  Any
 // other work on a capturing stream, a synchronise or a query of it, is
 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, whose
 // end then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, as a GPU's
 // does.  Streams capture one at a time per stream; the legacy stream never
-// does.  Cross-stream capture (events), capture modes and stream callbacks
-// in a capture are not modelled.
+// does.  Cross-stream capture: an event recorded on a capturing stream
+// keeps the capture's dependencies, and a stream that waits for it joins
+// the capture with them (or, capturing already, adds them to its own), as
+// CUDA forks and joins a capture; ending the capture ends it on every
+// stream that joined, and invalidating it on one stream invalidates it on
+// all.  A capture not begun in the relaxed mode ends only on the thread
+// that began it (CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD).  What the modes
+// forbid meanwhile, the unjoined-work check and stream callbacks in a
+// capture are not modelled.
 //
 // Locking: the captures have their own lock, never held while a cuGraph*
 // call runs (those take the graphs' lock and fg_lock), and taken under
@@ -29,6 +37,11 @@ struct capture {
     CUgraphNode *deps;
     CUgraphEdgeData *edges;     // all default, as deps
     size_t n;
+    int joined;                 // a stream that joined through an event, not the origin
+    // Who began it and how: a capture begun in the global or thread-local
+    // mode must end on the thread that began it.
+    pthread_t owner;
+    CUstreamCaptureMode mode;
 };
 
 static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,6 +94,14 @@ int fg_capturing(CUstream s)
     return capturing;
 }
 
+// Lock held: the capture c belongs to is invalid on every stream.
+static void invalidate(const struct capture *c)
+{
+    for (int i = 0; i < MAX_CAPTURES; i++)
+        if (captures[i].stream && captures[i].id == c->id)
+            captures[i].invalid = 1;
+}
+
 int fg_capture_refused(CUstream s)
 {
     if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
@@ -88,9 +109,138 @@ int fg_capture_refused(CUstream s)
     pthread_mutex_lock(&capture_lock);
     struct capture *c = find(s);
     if (c)
-        c->invalid = 1;
+        invalidate(c);
     pthread_mutex_unlock(&capture_lock);
     return c != NULL;
+}
+
+// ---- forks and joins through events ------------------------------------------------
+
+#define MAX_CAPTURE_EVENTS 256
+
+struct capture_event {
+    CUevent event;              // NULL: a free slot
+    cuuint64_t id;              // the capture it was recorded in
+    CUgraphNode *deps;
+    size_t n;
+};
+
+static struct capture_event capture_events[MAX_CAPTURE_EVENTS];
+
+// Lock held.
+static struct capture_event *event_record_of(CUevent ev)
+{
+    for (int i = 0; ev && i < MAX_CAPTURE_EVENTS; i++)
+        if (capture_events[i].event == ev)
+            return &capture_events[i];
+    return NULL;
+}
+
+static void event_forget_locked(struct capture_event *e)
+{
+    if (e) {
+        free(e->deps);
+        *e = (struct capture_event){ 0 };
+    }
+}
+
+int fg_capture_event_record(CUevent ev, CUstream s, CUresult *r)
+{
+    if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&capture_lock);
+    struct capture *c = find(s);
+    struct capture_event *e = event_record_of(ev);
+    event_forget_locked(e);     // a record replaces what the event held
+    if (c) {
+        *r = CUDA_SUCCESS;
+        for (int i = 0; !e && i < MAX_CAPTURE_EVENTS; i++)
+            if (!capture_events[i].event)
+                e = &capture_events[i];
+        CUgraphNode *deps = c->n ? malloc(c->n * sizeof *deps) : NULL;
+        if (c->invalid)
+            *r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        else if (!e || (c->n && !deps))
+            *r = CUDA_ERROR_OUT_OF_MEMORY;
+        if (*r == CUDA_SUCCESS) {
+            if (c->n)
+                memcpy(deps, c->deps, c->n * sizeof *deps);
+            *e = (struct capture_event){ ev, c->id, deps, c->n };
+        } else {
+            free(deps);
+        }
+    }
+    pthread_mutex_unlock(&capture_lock);
+    return c != NULL;
+}
+
+// Lock held: the live capture of that id, on any of its streams.
+static struct capture *capture_of_id(cuuint64_t id)
+{
+    for (int i = 0; id && i < MAX_CAPTURES; i++)
+        if (captures[i].stream && captures[i].id == id)
+            return &captures[i];
+    return NULL;
+}
+
+// Lock held: s joins the capture of origin with deps.
+static CUresult join(CUstream s, const struct capture *origin, const CUgraphNode *deps, size_t n)
+{
+    struct capture *c = NULL;
+    for (int i = 0; !c && i < MAX_CAPTURES; i++)
+        if (!captures[i].stream)
+            c = &captures[i];
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *c = (struct capture){ s, origin->graph, 0, origin->invalid, origin->id, NULL, NULL, 0, 1,
+                           origin->owner, origin->mode };
+    CUresult r = set_deps(c, deps, n);
+    if (r != CUDA_SUCCESS)
+        c->stream = NULL;
+    else
+        __atomic_add_fetch(&active, 1, __ATOMIC_RELEASE);
+    return r;
+}
+
+// Lock held: c's dependencies and deps[0..n), each once.
+static CUresult add_deps(struct capture *c, const CUgraphNode *deps, size_t n)
+{
+    CUgraphNode *all = malloc((c->n + n + 1) * sizeof *all);
+    size_t total = c->n;
+    if (!all)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(all, c->deps, c->n * sizeof *all);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < total && all[k] != deps[i])
+            k++;
+        if (k == total)
+            all[total++] = deps[i];
+    }
+    CUresult r = set_deps(c, all, total);
+    free(all);
+    return r;
+}
+
+int fg_capture_event_wait(CUstream s, CUevent ev, CUresult *r)
+{
+    if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&capture_lock);
+    struct capture_event *e = event_record_of(ev);
+    struct capture *origin = e ? capture_of_id(e->id) : NULL, *c = find(s);
+    int handled = origin != NULL || c != NULL;
+    if (origin && c && c->id != origin->id)
+        *r = CUDA_ERROR_STREAM_CAPTURE_ISOLATION;     // two captures cannot merge
+    else if (origin && c)
+        *r = add_deps(c, e->deps, e->n);
+    else if (origin)
+        *r = s == NULL || s == CU_STREAM_LEGACY ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+                                                : join(s, origin, e->deps, e->n);
+    else if (c)
+        *r = CUDA_SUCCESS;      // an event of no capture: nothing to wait for in the graph
+    pthread_mutex_unlock(&capture_lock);
+    return handled;
 }
 
 // ---- nodes of a capture ------------------------------------------------------------
@@ -147,6 +297,39 @@ static CUresult add_host(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, 
     return cuGraphAddHostNode(node, g, deps, n, arg);
 }
 
+static CUresult add_alloc(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                          const void *arg)
+{
+    return cuGraphAddMemAllocNode(node, g, deps, n, (CUDA_MEM_ALLOC_NODE_PARAMS *)arg);
+}
+
+static CUresult add_free(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                         const void *arg)
+{
+    return cuGraphAddMemFreeNode(node, g, deps, n, *(const CUdeviceptr *)arg);
+}
+
+// cuMemAllocAsync and cuMemFreeAsync on a capturing stream: memory nodes,
+// the address fixed when the node is made, as CUDA does.
+CUresult fg_capture_alloc(CUstream s, CUdevice dev, size_t size, CUdeviceptr *dptr)
+{
+    CUDA_MEM_ALLOC_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.poolProps.location.id = dev;
+    p.bytesize = size;
+    CUresult r = capture_node(s, add_alloc, &p);
+    if (r == CUDA_SUCCESS)
+        *dptr = p.dptr;
+    return r;
+}
+
+CUresult fg_capture_free(CUstream s, CUdeviceptr p)
+{
+    return capture_node(s, add_free, &p);
+}
+
 CUresult fg_capture_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                            unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
                            void **extra)
@@ -175,7 +358,8 @@ CUresult fg_capture_host(CUstream s, CUhostFn fn, void *data)
 
 // ---- the capture calls -------------------------------------------------------------------
 
-static CUresult begin(CUstream s, CUgraph graph, const CUgraphNode *deps, size_t n)
+static CUresult begin(CUstream s, CUgraph graph, const CUgraphNode *deps, size_t n,
+                      CUstreamCaptureMode mode)
 {
     struct fg_ctx *ctx;
     fg_lock();
@@ -203,7 +387,8 @@ static CUresult begin(CUstream s, CUgraph graph, const CUgraphNode *deps, size_t
     else if (!c)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     else {
-        *c = (struct capture){ s, graph, made, 0, ++next_id, NULL, NULL, 0 };
+        *c = (struct capture){ s, graph, made, 0, ++next_id, NULL, NULL, 0, 0, pthread_self(),
+                               mode };
         r = set_deps(c, deps, n);
         if (r != CUDA_SUCCESS)
             c->stream = NULL;
@@ -218,8 +403,7 @@ static CUresult begin(CUstream s, CUgraph graph, const CUgraphNode *deps, size_t
 
 CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
 {
-    (void)mode;
-    return begin(s, NULL, NULL, 0);
+    return begin(s, NULL, NULL, 0, mode);
 }
 
 CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode)
@@ -233,13 +417,12 @@ CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream s, CUgraph graph,
                                              CUstreamCaptureMode mode)
 {
     static const CUgraphEdgeData plain;
-    (void)mode;
     if (!graph || (n && !deps))
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; edges && i < n; i++)
         if (memcmp(&edges[i], &plain, sizeof plain) != 0)
             return CUDA_ERROR_NOT_SUPPORTED;
-    return begin(s, graph, deps, n);
+    return begin(s, graph, deps, n, mode);
 }
 
 CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph graph,
@@ -250,22 +433,44 @@ CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph graph,
     return cuStreamBeginCaptureToGraph(per_thread(s), graph, deps, edges, n, mode);
 }
 
+// Lock held: the capture slot is free again.
+static void release(struct capture *c)
+{
+    free(c->deps);
+    free(c->edges);
+    *c = (struct capture){ 0 };
+    __atomic_sub_fetch(&active, 1, __ATOMIC_RELEASE);
+}
+
 CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph *out)
 {
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&capture_lock);
     struct capture *c = find(s), done = { 0 };
+    if (c && c->joined) {
+        pthread_mutex_unlock(&capture_lock);
+        return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;  // not begun on this stream
+    }
+    if (c && c->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+        !pthread_equal(c->owner, pthread_self())) {
+        pthread_mutex_unlock(&capture_lock);
+        return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+    }
     if (c) {
         done = *c;
-        c->stream = NULL;
-        c->deps = NULL;
-        c->edges = NULL;
-        __atomic_sub_fetch(&active, 1, __ATOMIC_RELEASE);
+        done.deps = NULL;
+        done.edges = NULL;
+        // The streams that joined stop capturing with it; the events
+        // recorded in it name a capture that is over.
+        for (int i = 0; i < MAX_CAPTURES; i++)
+            if (captures[i].stream && captures[i].id == done.id)
+                release(&captures[i]);
+        for (int i = 0; i < MAX_CAPTURE_EVENTS; i++)
+            if (capture_events[i].event && capture_events[i].id == done.id)
+                event_forget_locked(&capture_events[i]);
     }
     pthread_mutex_unlock(&capture_lock);
-    free(done.deps);
-    free(done.edges);
     if (!c)
         return CUDA_ERROR_ILLEGAL_STATE;            // not capturing
     if (done.invalid) {

@@ -586,6 +586,27 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *dev)
     return r;
 }
 
+// The current context's flags; mapped host memory is always on, as the
+// driver reports it.
+CUresult CUDAAPI cuCtxGetFlags(unsigned int *flags)
+{
+    CUresult r = CUDA_SUCCESS;
+
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    if (!inited)
+        r = CUDA_ERROR_NOT_INITIALIZED;
+    else if (ctx_depth == 0)
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    else if (!ctx_get(ctx_stack[ctx_depth - 1]))
+        r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    else
+        *flags = ctx_get(ctx_stack[ctx_depth - 1])->flags | CU_CTX_MAP_HOST;
+    fg_unlock();
+    return r;
+}
+
 // FAKEGPU_SYNC_SLEEP_MS=N: every synchronise takes N ms, like a long kernel
 // (the hang test tells a slow GPU from a dead server with it).
 static void sync_sleep(void)

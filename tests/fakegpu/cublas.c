@@ -737,6 +737,164 @@ cublasStatus_t CUBLASWINAPI cublasDgemm_v2(cublasHandle_t h,
                 CUDA_R_64F, &bt);
 }
 
+// ---- complex gemms: computed in double, op C conjugating -------------------------------
+
+struct cplx {
+    double re, im;
+};
+
+// rows x cols complex elements (pairs of width bytes each) of device
+// memory with leading dimension ld, into doubles.
+static cublasStatus_t get_complex(cublasHandle_t h, struct cplx *dst, const void *src,
+                                  size_t width, int64_t rows, int64_t cols, int64_t ld)
+{
+    size_t n = (size_t)(rows * cols), es = 2 * width;
+    unsigned char *raw = malloc(n * es + 1);
+    if (!raw)
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    CUresult cr = fgb_copy2d(raw, 0, (size_t)rows * es, src, 1, (size_t)ld * es,
+                             (size_t)rows * es, (size_t)cols, 1, h->stream);
+    for (size_t i = 0; cr == CUDA_SUCCESS && i < n; i++) {
+        if (width == sizeof(float)) {
+            float v[2];
+            memcpy(v, raw + i * es, sizeof v);
+            dst[i] = (struct cplx){ v[0], v[1] };
+        } else {
+            memcpy(&dst[i], raw + i * es, sizeof dst[i]);
+        }
+    }
+    free(raw);
+    return cr == CUDA_SUCCESS ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
+}
+
+static cublasStatus_t put_complex(cublasHandle_t h, void *dst, const struct cplx *src,
+                                  size_t width, int64_t rows, int64_t cols, int64_t ld)
+{
+    size_t n = (size_t)(rows * cols), es = 2 * width;
+    unsigned char *raw = malloc(n * es + 1);
+    if (!raw)
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    for (size_t i = 0; i < n; i++) {
+        if (width == sizeof(float)) {
+            float v[2] = { (float)src[i].re, (float)src[i].im };
+            memcpy(raw + i * es, v, sizeof v);
+        } else {
+            memcpy(raw + i * es, &src[i], sizeof src[i]);
+        }
+    }
+    CUresult cr = fgb_copy2d(dst, 1, (size_t)ld * es, raw, 0, (size_t)rows * es,
+                             (size_t)rows * es, (size_t)cols, 1, h->stream);
+    free(raw);
+    return cr == CUDA_SUCCESS ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
+}
+
+// A complex scalar where the pointer mode says.
+static cublasStatus_t complex_scalar(cublasHandle_t h, const void *p, size_t width,
+                                     struct cplx *out)
+{
+    struct cplx v[1];
+    if (!p)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE)
+        return get_complex(h, out, p, width, 1, 1, 1);
+    if (width == sizeof(float)) {
+        float f[2];
+        memcpy(f, p, sizeof f);
+        *out = (struct cplx){ f[0], f[1] };
+    } else {
+        memcpy(v, p, sizeof v);
+        *out = v[0];
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+// op(X)[i][l] of a stored complex matrix of `rows` rows.
+static struct cplx complex_op(const struct cplx *x, cublasOperation_t o, int64_t i, int64_t l,
+                              int64_t rows)
+{
+    if (o == CUBLAS_OP_N)
+        return x[i + l * rows];
+    struct cplx v = x[l + i * rows];
+    if (o == CUBLAS_OP_C)
+        v.im = -v.im;
+    return v;
+}
+
+static cublasStatus_t complex_gemm(cublasHandle_t h, cublasOperation_t transa,
+                                   cublasOperation_t transb, int m, int n, int k,
+                                   const void *alpha, const void *A, int lda, const void *B,
+                                   int ldb, const void *beta, void *C, int ldc, size_t width)
+{
+    cublasStatus_t r = enter(h);
+    struct cplx al, be;
+    if (r != CUBLAS_STATUS_SUCCESS)
+        return r;
+    int ta = op(transa), tb = op(transb);
+    if (ta < 0 || tb < 0 || m < 0 || n < 0 || k < 0 || lda < max1(ta ? k : m) ||
+        ldb < max1(tb ? n : k) || ldc < max1(m))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (m == 0 || n == 0)
+        return CUBLAS_STATUS_SUCCESS;
+    if (!A || !B || !C)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if ((r = complex_scalar(h, alpha, width, &al)) != CUBLAS_STATUS_SUCCESS ||
+        (r = complex_scalar(h, beta, width, &be)) != CUBLAS_STATUS_SUCCESS)
+        return r;
+    int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    struct cplx *a = calloc((size_t)(ar * ac) + 1, sizeof *a);
+    struct cplx *b = calloc((size_t)(br * bc) + 1, sizeof *b);
+    struct cplx *c = calloc((size_t)m * n, sizeof *c);
+    int use_c = be.re != 0 || be.im != 0;
+    r = !a || !b || !c ? CUBLAS_STATUS_ALLOC_FAILED : CUBLAS_STATUS_SUCCESS;
+    if (r == CUBLAS_STATUS_SUCCESS && k > 0)
+        r = get_complex(h, a, A, width, ar, ac, lda);
+    if (r == CUBLAS_STATUS_SUCCESS && k > 0)
+        r = get_complex(h, b, B, width, br, bc, ldb);
+    if (r == CUBLAS_STATUS_SUCCESS && use_c)
+        r = get_complex(h, c, C, width, m, n, ldc);
+    for (int64_t j = 0; r == CUBLAS_STATUS_SUCCESS && j < n; j++)
+        for (int64_t i = 0; i < m; i++) {
+            double re = 0, im = 0;
+            for (int64_t l = 0; l < k; l++) {
+                struct cplx x = complex_op(a, transa, i, l, ar);
+                struct cplx y = complex_op(b, transb, l, j, br);
+                re += x.re * y.re - x.im * y.im;
+                im += x.re * y.im + x.im * y.re;
+            }
+            struct cplx *cij = &c[i + j * m], old = use_c ? *cij : (struct cplx){ 0, 0 };
+            cij->re = al.re * re - al.im * im + be.re * old.re - be.im * old.im;
+            cij->im = al.re * im + al.im * re + be.re * old.im + be.im * old.re;
+        }
+    if (r == CUBLAS_STATUS_SUCCESS)
+        r = put_complex(h, C, c, width, m, n, ldc);
+    free(a);
+    free(b);
+    free(c);
+    return r;
+}
+
+cublasStatus_t CUBLASWINAPI cublasCgemm_v2(cublasHandle_t h, cublasOperation_t transa,
+                                           cublasOperation_t transb, int m, int n, int k,
+                                           const cuComplex *alpha, const cuComplex *A, int lda,
+                                           const cuComplex *B, int ldb, const cuComplex *beta,
+                                           cuComplex *C, int ldc)
+{
+    return complex_gemm(h, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc,
+                        sizeof(float));
+}
+
+cublasStatus_t CUBLASWINAPI cublasZgemm_v2(cublasHandle_t h, cublasOperation_t transa,
+                                           cublasOperation_t transb, int m, int n, int k,
+                                           const cuDoubleComplex *alpha,
+                                           const cuDoubleComplex *A, int lda,
+                                           const cuDoubleComplex *B, int ldb,
+                                           const cuDoubleComplex *beta, cuDoubleComplex *C,
+                                           int ldc)
+{
+    return complex_gemm(h, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc,
+                        sizeof(double));
+}
+
 cublasStatus_t CUBLASWINAPI cublasSgemmStridedBatched(
     cublasHandle_t h, cublasOperation_t transa, cublasOperation_t transb,
     int m, int n, int k, const float *alpha, const float *A, int lda,

@@ -1,8 +1,12 @@
 // Fake libcudnn.so.9, part two: the backend (graph) API, as far as a
-// convolution-forward graph goes: TENSOR, CONVOLUTION,
-// OPERATION_CONVOLUTION_FORWARD, OPERATIONGRAPH (one operation),
-// ENGINEHEUR (one result whatever the mode), ENGINECFG, ENGINE (global
-// index 0), EXECUTION_PLAN (no workspace) and VARIANT_PACK descriptors.
+// graph of one convolution forward or one pointwise operation goes: TENSOR,
+// CONVOLUTION, POINTWISE, OPERATION_CONVOLUTION_FORWARD,
+// OPERATION_POINTWISE (add or multiply x by b, b a tensor of y's shape or
+// a scalar, which may be passed by value), OPERATIONGRAPH (one operation),
+// ENGINEHEUR (ENGINES results whatever the mode), ENGINECFG (with KNOBS knob
+// choices), ENGINE (global indices 0 to ENGINES-1, which all compute the
+// same; their numerical notes differ: see engine_notes), KNOB_CHOICE,
+// EXECUTION_PLAN (no workspace) and VARIANT_PACK descriptors.
 // Every other descriptor type is refused at creation with
 // CUDNN_STATUS_NOT_SUPPORTED, and so is an attribute of a supported
 // descriptor that the fake does not model.
@@ -29,6 +33,9 @@
 // - CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, the variant pack's attributes and
 //   CUDNN_ATTR_OPERATIONGRAPH_OPS cannot be read back
 //   (CUDNN_STATUS_NOT_SUPPORTED).
+// - A tensor passed by value (CUDNN_ATTR_TENSOR_IS_BY_VALUE) is a scalar
+//   (every dimension 1); its variant pack pointer is a host address,
+//   read when the plan executes.
 #include "dnn.h"
 
 #include <stdlib.h>
@@ -38,12 +45,16 @@
 
 #define MAX_OPS 4               // operations a graph may list (one runs)
 #define MAX_VP 64               // variant pack entries
+#define ENGINES 3               // engines of every graph, and heuristics results
+#define KNOBS 2                 // knob choices of every engine config
 
 // Bits of the attributes that were set.
 enum {
     T_TYPE = 1, T_DIMS = 2, T_STRIDES = 4, T_UID = 8, T_ALIGN = 16,
     C_NSP = 1, C_CTYPE = 2, C_MODE = 4, C_DIL = 8, C_STRIDES = 16, C_PRE = 32, C_POST = 64,
-    O_X = 1, O_W = 2, O_Y = 4, O_CONV = 8,
+    O_X = 1, O_W = 2, O_Y = 4, O_CONV = 8, O_PW = 16,
+    W_MODE = 1,
+    K_TYPE = 1, K_VALUE = 2,
     G_OPS = 1, G_HANDLE = 2,
     H_GRAPH = 1, H_MODE = 2,
     E_GRAPH = 1, E_INDEX = 2,
@@ -74,11 +85,22 @@ struct bconv {
     int64_t pre[DNN_SPATIAL_MAX], post[DNN_SPATIAL_MAX];
 };
 
+struct bpw {
+    unsigned set;
+    int finalized;
+    cudnnPointwiseMode_t mode;
+    cudnnDataType_t prec;
+};
+
+// A convolution forward (x, w, y, conv) or a pointwise operation (x, b in
+// w, y, pw): kind is its descriptor type.
 struct bop {
     unsigned set;
     int finalized;
+    cudnnBackendDescriptorType_t kind;
     struct btensor x, w, y;
     struct bconv conv;
+    struct bpw pw;
     double alpha, beta;
 };
 
@@ -98,10 +120,19 @@ struct bengine {
     int64_t index;
 };
 
+struct bknob {
+    unsigned set;
+    int finalized;
+    cudnnBackendKnobType_t type;
+    int64_t value;
+};
+
 struct bcfg {
     unsigned set;
     int finalized;
     struct bengine engine;
+    int64_t nknobs;
+    struct bknob knobs[KNOBS];
 };
 
 struct bheur {
@@ -136,6 +167,8 @@ struct bd {
         struct { unsigned set; int finalized; } hdr;
         struct btensor tensor;
         struct bconv conv;
+        struct bpw pw;
+        struct bknob knob;
         struct bop op;
         struct bgraph graph;
         struct bengine engine;
@@ -146,12 +179,29 @@ struct bd {
     } u;
 };
 
+// The element type of CUDNN_ATTR_OPERATIONGRAPH_OPS: any operation.
+#define ANY_OP ((cudnnBackendDescriptorType_t)-1)
+
+static int is_op(cudnnBackendDescriptorType_t t)
+{
+    return t == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
+           t == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR;
+}
+
+static int of_type(cudnnBackendDescriptorType_t have, cudnnBackendDescriptorType_t want)
+{
+    return have == want || (want == ANY_OP && is_op(have));
+}
+
 static size_t body_size(cudnnBackendDescriptorType_t t)
 {
     switch (t) {
     case CUDNN_BACKEND_TENSOR_DESCRIPTOR: return sizeof(struct btensor);
     case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR: return sizeof(struct bconv);
-    case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR: return sizeof(struct bop);
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR: return sizeof(struct bpw);
+    case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR: return sizeof(struct bknob);
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR: return sizeof(struct bop);
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR: return sizeof(struct bgraph);
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR: return sizeof(struct bengine);
     case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR: return sizeof(struct bcfg);
@@ -189,8 +239,11 @@ API cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type
     d->type = type;
     // Defaults: an operation scales by 1 and adds 0 times the output; a
     // tensor is one vector element per element; heuristics are instant.
-    if (type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)
+    if (type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR ||
+        type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) {
+        d->u.op.kind = type;
         d->u.op.alpha = 1;
+    }
     if (type == CUDNN_BACKEND_TENSOR_DESCRIPTOR) {
         d->u.tensor.vector_count = 1;
         d->u.tensor.vector_dim = -1;
@@ -259,7 +312,10 @@ struct slot {
 static int in_range(cudnnBackendDescriptorType_t t, int a)
 {
     switch (t) {
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR: return a >= 0 && a < 100;
     case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR: return a >= 100 && a < 200;
+    case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR: return a >= 600 && a < 700;
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR: return a >= 750 && a <= 758;
     case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR: return a >= 200 && a < 300;
     case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR: return a >= 300 && a < 400;
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: return a >= 400 && a < 500;
@@ -270,6 +326,15 @@ static int in_range(cudnnBackendDescriptorType_t t, int a)
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR: return a >= 1300 && a < 1400;
     default: return 0;
     }
+}
+
+// The numerical note of an engine, or -1: engine 1 uses tensor cores,
+// engine 2 down-converts its inputs, engine 0 has no note.
+static int engine_note(int64_t index)
+{
+    return index == 1 ? CUDNN_NUMERICAL_NOTE_TENSOR_CORE
+           : index == 2 ? CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS
+                        : -1;
 }
 
 static cudnnStatus_t slot_for(struct bd *d, cudnnBackendAttributeName_t a, struct slot *s)
@@ -308,6 +373,32 @@ static cudnnStatus_t slot_for(struct bd *d, cudnnBackendAttributeName_t a, struc
         }
         break;
     }
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR: {
+        struct bpw *w = &d->u.pw;
+        switch ((int)a) {
+        case CUDNN_ATTR_POINTWISE_MODE: return SLOT(CUDNN_TYPE_POINTWISE_MODE, 1, 1, &w->mode, NULL, W_MODE);
+        case CUDNN_ATTR_POINTWISE_MATH_PREC: return SLOT(CUDNN_TYPE_DATA_TYPE, 1, 1, &w->prec, NULL, 0);
+        }
+        break;
+    }
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR: {
+        struct bop *o = &d->u.op;
+        switch ((int)a) {
+        case CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR: return DSLOT(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, 1, 1, &o->pw, NULL, O_PW);
+        case CUDNN_ATTR_OPERATION_POINTWISE_XDESC: return DSLOT(CUDNN_BACKEND_TENSOR_DESCRIPTOR, 1, 1, &o->x, NULL, O_X);
+        case CUDNN_ATTR_OPERATION_POINTWISE_BDESC: return DSLOT(CUDNN_BACKEND_TENSOR_DESCRIPTOR, 1, 1, &o->w, NULL, O_W);
+        case CUDNN_ATTR_OPERATION_POINTWISE_YDESC: return DSLOT(CUDNN_BACKEND_TENSOR_DESCRIPTOR, 1, 1, &o->y, NULL, O_Y);
+        }
+        break;
+    }
+    case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR: {
+        struct bknob *k = &d->u.knob;
+        switch ((int)a) {
+        case CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE: return SLOT(CUDNN_TYPE_KNOB_TYPE, 1, 1, &k->type, NULL, K_TYPE);
+        case CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE: return SLOT(CUDNN_TYPE_INT64, 1, 1, &k->value, NULL, K_VALUE);
+        }
+        break;
+    }
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR: {
         struct bop *o = &d->u.op;
         switch ((int)a) {
@@ -325,12 +416,12 @@ static cudnnStatus_t slot_for(struct bd *d, cudnnBackendAttributeName_t a, struc
         struct bgraph *g = &d->u.graph;
         switch ((int)a) {
         case CUDNN_ATTR_OPERATIONGRAPH_OPS:
-            (void)DSLOT(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, 1, MAX_OPS, g->ops, &g->nops, G_OPS);
+            (void)DSLOT(ANY_OP, 1, MAX_OPS, g->ops, &g->nops, G_OPS);
             s->get_ok = 0;
             return CUDNN_STATUS_SUCCESS;
         case CUDNN_ATTR_OPERATIONGRAPH_HANDLE: return SLOT(CUDNN_TYPE_HANDLE, 1, 1, &g->handle, NULL, G_HANDLE);
         case CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED: return SLOT(CUDNN_TYPE_BOOLEAN, 1, 1, &g->dynamic, NULL, 0);
-        case CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT: return COMPUTED(CUDNN_TYPE_INT64, 1, 1);
+        case CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT: return COMPUTED(CUDNN_TYPE_INT64, ENGINES, 1);
         }
         break;
     }
@@ -341,9 +432,9 @@ static cudnnStatus_t slot_for(struct bd *d, cudnnBackendAttributeName_t a, struc
         case CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH: return DSLOT(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, 1, 1, &h->graph, NULL, H_GRAPH);
         case CUDNN_ATTR_ENGINEHEUR_SM_COUNT_TARGET: return SLOT(CUDNN_TYPE_INT32, 1, 1, &h->sm_target, NULL, 0);
         case CUDNN_ATTR_ENGINEHEUR_RESULTS:
-            // Read-only, one engine config: built by the caller (get_results).
+            // Read-only, ENGINES engine configs: built by the caller (heuristic_results).
             *s = (struct slot){ .type = CUDNN_TYPE_BACKEND_DESCRIPTOR, .dtype = CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
-                                .get_ok = 1, .count = 1 };
+                                .get_ok = 1, .count = ENGINES };
             s->n = &s->count;
             return CUDNN_STATUS_SUCCESS;
         }
@@ -354,8 +445,10 @@ static cudnnStatus_t slot_for(struct bd *d, cudnnBackendAttributeName_t a, struc
         switch ((int)a) {
         case CUDNN_ATTR_ENGINE_OPERATION_GRAPH: return DSLOT(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, 1, 1, &e->graph, NULL, E_GRAPH);
         case CUDNN_ATTR_ENGINE_GLOBAL_INDEX: return SLOT(CUDNN_TYPE_INT64, 1, 1, &e->index, NULL, E_INDEX);
-        // The one engine has no notes.
-        case CUDNN_ATTR_ENGINE_NUMERICAL_NOTE: return COMPUTED(CUDNN_TYPE_NUMERICAL_NOTE, 0, 0);
+        case CUDNN_ATTR_ENGINE_NUMERICAL_NOTE: {
+            int note = engine_note(e->index);
+            return COMPUTED(CUDNN_TYPE_NUMERICAL_NOTE, note, note >= 0);
+        }
         case CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE: return COMPUTED(CUDNN_TYPE_BEHAVIOR_NOTE, 0, 0);
         }
         break;
@@ -364,8 +457,9 @@ static cudnnStatus_t slot_for(struct bd *d, cudnnBackendAttributeName_t a, struc
         struct bcfg *c = &d->u.cfg;
         switch ((int)a) {
         case CUDNN_ATTR_ENGINECFG_ENGINE: return DSLOT(CUDNN_BACKEND_ENGINE_DESCRIPTOR, 1, 1, &c->engine, NULL, F_ENGINE);
+        case CUDNN_ATTR_ENGINECFG_KNOB_CHOICES: return DSLOT(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, 1, KNOBS, c->knobs, &c->nknobs, 0);
         case CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE: return COMPUTED(CUDNN_TYPE_INT64, 0, 1);
-        case CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED: return COMPUTED(CUDNN_TYPE_INT64, 0, 1);
+        case CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED: return COMPUTED(CUDNN_TYPE_INT32, 0, 1);
         }
         break;
     }
@@ -443,11 +537,11 @@ API cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
         return CUDNN_STATUS_BAD_PARAM;
     if (s.type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
         const cudnnBackendDescriptor_t *src = arrayOfElements;
-        size_t size = body_size(s.dtype);
+        size_t size = s.dtype == ANY_OP ? sizeof(struct bop) : body_size(s.dtype);
         // All elements are checked before any is copied.
         for (int64_t i = 0; i < elementCount; i++) {
             struct bd *e = bd_of(src[i]);
-            if (!e || e->type != s.dtype)
+            if (!e || !of_type(e->type, s.dtype))
                 return CUDNN_STATUS_BAD_PARAM;
             if (!e->u.hdr.finalized)
                 return CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED;
@@ -473,6 +567,27 @@ static cudnnStatus_t copy_out(cudnnBackendDescriptor_t dst, cudnnBackendDescript
         return CUDNN_STATUS_BAD_PARAM;
     memcpy(&e->u, body, body_size(type));
     return CUDNN_STATUS_SUCCESS;
+}
+
+// The heuristics' results for a graph, best first: engine 1 (tensor
+// cores), 0, then 2 (down-converted inputs), each finalized with its knob
+// choices (a tile size and a number of stages that differ by engine).
+static void heuristic_results(const struct bgraph *g, struct bcfg cfg[ENGINES])
+{
+    static const int64_t order[ENGINES] = { 1, 0, 2 };
+    memset(cfg, 0, ENGINES * sizeof *cfg);
+    for (int i = 0; i < ENGINES; i++) {
+        struct bcfg *c = &cfg[i];
+        c->set = F_ENGINE;
+        c->finalized = 1;
+        c->engine.set = E_GRAPH | E_INDEX;
+        c->engine.finalized = 1;
+        c->engine.graph = *g;
+        c->engine.index = order[i];
+        c->nknobs = KNOBS;
+        c->knobs[0] = (struct bknob){ K_TYPE | K_VALUE, 1, CUDNN_KNOB_TYPE_TILE_SIZE, order[i] + 1 };
+        c->knobs[1] = (struct bknob){ K_TYPE | K_VALUE, 1, CUDNN_KNOB_TYPE_STAGES, 2 * order[i] + 3 };
+    }
 }
 
 API cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor,
@@ -510,22 +625,15 @@ API cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descri
     n = requestedElementCount < have ? requestedElementCount : have;
     if (s.type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
         cudnnBackendDescriptor_t *dst = arrayOfElements;
-        struct bcfg cfg;
+        struct bcfg cfg[ENGINES];
         for (int64_t i = 0; i < n; i++) {
             struct bd *e = bd_of(dst[i]);
             if (!e || e->type != s.dtype)
                 return CUDNN_STATUS_BAD_PARAM;
         }
         if (attributeName == CUDNN_ATTR_ENGINEHEUR_RESULTS) {
-            // The heuristics' one result: engine 0 of the graph, finalized.
-            memset(&cfg, 0, sizeof cfg);
-            cfg.set = F_ENGINE;
-            cfg.finalized = 1;
-            cfg.engine.set = E_GRAPH | E_INDEX;
-            cfg.engine.finalized = 1;
-            cfg.engine.graph = d->u.heur.graph;
-            cfg.engine.index = 0;
-            s.p = &cfg;
+            heuristic_results(&d->u.heur.graph, cfg);
+            s.p = cfg;
         }
         for (int64_t i = 0; i < n; i++)
             copy_out(dst[i], s.dtype, (const char *)s.p + (size_t)i * body_size(s.dtype));
@@ -552,8 +660,11 @@ static cudnnStatus_t finalize_tensor(struct btensor *t)
     for (int64_t i = 0; i < t->ndims; i++)
         if (t->dim[i] <= 0 || t->stride[i] <= 0)
             return CUDNN_STATUS_BAD_PARAM;
-    if (t->vector_count != 1 || t->by_value || t->reorder != CUDNN_TENSOR_REORDERING_NONE)
+    if (t->vector_count != 1 || t->reorder != CUDNN_TENSOR_REORDERING_NONE)
         return CUDNN_STATUS_NOT_SUPPORTED;
+    for (int64_t i = 0; t->by_value && i < t->ndims; i++)
+        if (t->dim[i] != 1)
+            return CUDNN_STATUS_NOT_SUPPORTED;      // only scalars go by value
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -592,9 +703,42 @@ static void view_of(const struct btensor *t, struct dnn_view *v)
     memcpy(v->stride, t->stride, sizeof v->stride);
 }
 
+// Whether tensor b may stand beside y in a pointwise operation: y's shape,
+// or a scalar (every dimension 1).
+static int fits_or_scalar(const struct btensor *b, const struct btensor *y)
+{
+    int scalar = 1, same = b->ndims == y->ndims;
+    for (int64_t i = 0; i < b->ndims; i++) {
+        scalar &= b->dim[i] == 1;
+        same &= i < y->ndims && b->dim[i] == y->dim[i];
+    }
+    return scalar || same;
+}
+
+// x and y of one shape, b of that shape or a scalar; float or double data;
+// add or multiply.  Virtual tensors are not computed.
+static cudnnStatus_t finalize_pointwise(struct bop *o)
+{
+    if (!all_set(o->set, O_X | O_W | O_Y | O_PW))
+        return CUDNN_STATUS_BAD_PARAM;
+    if (o->x.is_virtual || o->w.is_virtual || o->y.is_virtual || o->x.by_value ||
+        o->y.by_value)
+        return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
+    if (o->pw.mode != CUDNN_POINTWISE_ADD && o->pw.mode != CUDNN_POINTWISE_MUL)
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    if (o->x.ndims != o->y.ndims || !fits_or_scalar(&o->w, &o->y))
+        return CUDNN_STATUS_BAD_PARAM;
+    for (int64_t i = 0; i < o->x.ndims; i++)
+        if (o->x.dim[i] != o->y.dim[i])
+            return CUDNN_STATUS_BAD_PARAM;
+    if (o->x.type != o->y.type || o->w.type != o->y.type || !dnn_esize(o->x.type))
+        return CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE;
+    return CUDNN_STATUS_SUCCESS;
+}
+
 // The shapes of x, w and y must fit the convolution; virtual tensors and
 // types other than float and double are not computed.
-static cudnnStatus_t finalize_op(struct bop *o)
+static cudnnStatus_t finalize_conv_op(struct bop *o)
 {
     struct dnn_conv cv;
     struct dnn_view x, w, y;
@@ -603,7 +747,8 @@ static cudnnStatus_t finalize_op(struct bop *o)
 
     if (!all_set(o->set, O_X | O_W | O_Y | O_CONV))
         return CUDNN_STATUS_BAD_PARAM;
-    if (o->x.is_virtual || o->w.is_virtual || o->y.is_virtual)
+    if (o->x.is_virtual || o->w.is_virtual || o->y.is_virtual || o->x.by_value ||
+        o->w.by_value || o->y.by_value)
         return CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN;
     conv_of(&o->conv, &cv);
     view_of(&o->x, &x);
@@ -626,6 +771,12 @@ static cudnnStatus_t finalize_op(struct bop *o)
                : CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
 }
 
+static cudnnStatus_t finalize_op(struct bop *o)
+{
+    return o->kind == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR ? finalize_pointwise(o)
+                                                                  : finalize_conv_op(o);
+}
+
 API cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor)
 {
     struct bd *d = bd_of(descriptor);
@@ -643,7 +794,16 @@ API cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor)
         r = finalize_conv(&d->u.conv);
         break;
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
         r = finalize_op(&d->u.op);
+        break;
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR:
+        if (!all_set(d->u.pw.set, W_MODE))
+            r = CUDNN_STATUS_BAD_PARAM;
+        break;
+    case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR:
+        if (!all_set(d->u.knob.set, K_TYPE | K_VALUE))
+            r = CUDNN_STATUS_BAD_PARAM;
         break;
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
         if (!all_set(d->u.graph.set, G_OPS))
@@ -661,8 +821,8 @@ API cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor)
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
         if (!all_set(d->u.engine.set, E_GRAPH | E_INDEX))
             r = CUDNN_STATUS_BAD_PARAM;
-        else if (d->u.engine.index != 0)
-            r = CUDNN_STATUS_NOT_SUPPORTED;       // the fake has one engine
+        else if (d->u.engine.index < 0 || d->u.engine.index >= ENGINES)
+            r = CUDNN_STATUS_NOT_SUPPORTED;
         break;
     case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
         if (!all_set(d->u.cfg.set, F_ENGINE))
@@ -697,6 +857,52 @@ static void *lookup(const struct bvp *v, int64_t uid)
     return NULL;
 }
 
+static cudnnStatus_t run_conv(const struct dnn_handle *h, const struct bop *o,
+                              const struct bvp *vp)
+{
+    struct dnn_conv cv;
+    struct dnn_view xv, wv, yv;
+    void *x = lookup(vp, o->x.uid), *w = lookup(vp, o->w.uid), *y = lookup(vp, o->y.uid);
+    if (!x || !w || !y)
+        return CUDNN_STATUS_BAD_PARAM;
+    conv_of(&o->conv, &cv);
+    view_of(&o->x, &xv);
+    view_of(&o->w, &wv);
+    view_of(&o->y, &yv);
+    return dnn_conv_forward(h->stream, &cv, o->alpha, &xv, x, &wv, w, o->beta, &yv, y);
+}
+
+// y = x + b or x * b.  A b passed by value is read at its host address, as
+// cuDNN reads it; any other b is device memory of y's shape or a scalar.
+static cudnnStatus_t run_pointwise(const struct dnn_handle *h, const struct bop *o,
+                                   const struct bvp *vp)
+{
+    struct dnn_view xv, bv, yv;
+    void *x = lookup(vp, o->x.uid), *b = lookup(vp, o->w.uid), *y = lookup(vp, o->y.uid);
+    double *xs = NULL, *bs = NULL, scalar = 0;
+    cudnnStatus_t r;
+    if (!x || !b || !y)
+        return CUDNN_STATUS_BAD_PARAM;
+    view_of(&o->x, &xv);
+    view_of(&o->w, &bv);
+    view_of(&o->y, &yv);
+    r = dnn_load(h->stream, &xv, x, &xs);
+    if (r == CUDNN_STATUS_SUCCESS && o->w.by_value)
+        r = dnn_scalar(o->w.type, b, &scalar);
+    else if (r == CUDNN_STATUS_SUCCESS)
+        r = dnn_load(h->stream, &bv, b, &bs);
+    int64_t n = dnn_count(&yv), nb = dnn_count(&bv);
+    for (int64_t i = 0; r == CUDNN_STATUS_SUCCESS && i < n; i++) {
+        double bi = bs ? bs[nb == n ? i : 0] : scalar;
+        xs[i] = o->pw.mode == CUDNN_POINTWISE_MUL ? xs[i] * bi : xs[i] + bi;
+    }
+    if (r == CUDNN_STATUS_SUCCESS)
+        r = dnn_store(h->stream, &yv, y, xs, 1, 0);
+    free(xs);
+    free(bs);
+    return r;
+}
+
 API cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan,
                                       cudnnBackendDescriptor_t variantPack)
 {
@@ -715,18 +921,9 @@ API cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescript
         return r;
     g = &p->u.plan.cfg.engine.graph;
     for (int64_t i = 0; i < g->nops; i++) {
-        const struct bop *o = &g->ops[i];
-        struct dnn_conv cv;
-        struct dnn_view xv, wv, yv;
-        void *x = lookup(&v->u.vp, o->x.uid), *w = lookup(&v->u.vp, o->w.uid),
-             *y = lookup(&v->u.vp, o->y.uid);
-        if (!x || !w || !y)
-            return CUDNN_STATUS_BAD_PARAM;
-        conv_of(&o->conv, &cv);
-        view_of(&o->x, &xv);
-        view_of(&o->w, &wv);
-        view_of(&o->y, &yv);
-        r = dnn_conv_forward(h->stream, &cv, o->alpha, &xv, x, &wv, w, o->beta, &yv, y);
+        r = g->ops[i].kind == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR
+                ? run_pointwise(h, &g->ops[i], &v->u.vp)
+                : run_conv(h, &g->ops[i], &v->u.vp);
         if (r != CUDNN_STATUS_SUCCESS)
             return r;
     }

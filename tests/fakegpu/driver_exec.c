@@ -601,6 +601,62 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUf
                                                                 dynamicSMemSize, 0);
 }
 
+// The block size of the most resident threads per SM (the fewest blocks
+// among equals: the largest such size), searched from the largest size
+// down in warps, as the occupancy calculator does; the callback, when
+// given, says the dynamic shared memory of each size tried.
+CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize,
+                                                           CUfunction func,
+                                                           CUoccupancyB2DSize smem_of,
+                                                           size_t dynamicSMemSize,
+                                                           int blockSizeLimit, unsigned int flags)
+{
+    struct fg_func *f;
+    struct fg_ctx *c;
+    CUresult r;
+    int most, best_size = 0, best_blocks = 0, sms = 0;
+
+    if (!minGridSize || !blockSize || blockSizeLimit < 0 ||
+        flags > CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(FG_CTX_OPTIONAL, &c, NULL);
+    f = func_get(func);
+    if (r == CUDA_SUCCESS && !f)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    most = r == CUDA_SUCCESS ? f->max_threads : 0;
+    fg_unlock();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (blockSizeLimit > 0 && blockSizeLimit < most)
+        most = blockSizeLimit;
+    for (int aligned = (most + 31) / 32 * 32; aligned > 0; aligned -= 32) {
+        int size = aligned < most ? aligned : most;
+        size_t dyn = smem_of ? smem_of(size) : dynamicSMemSize;
+        fg_lock();
+        int blocks = blocks_per_sm(f, size, dyn);
+        fg_unlock();
+        if (blocks * size > best_blocks * best_size) {
+            best_size = size;
+            best_blocks = blocks;
+        }
+    }
+    r = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *blockSize = best_size;
+    *minGridSize = best_blocks * sms;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize,
+                                                  CUfunction func, CUoccupancyB2DSize smem_of,
+                                                  size_t dynamicSMemSize, int blockSizeLimit)
+{
+    return cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func, smem_of,
+                                                     dynamicSMemSize, blockSizeLimit, 0);
+}
+
 CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize,
                                                          CUfunction func, int numBlocks,
                                                          int blockSize)
@@ -1114,10 +1170,10 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent ev, unsigned int flags)
         return CUDA_ERROR_INVALID_VALUE;
     fg_lock();
     r = fg_enter(FG_ENQUEUE, &c, &skip);
-    if (r == CUDA_SUCCESS)
-        r = fg_check_stream(h);
     if (r == CUDA_SUCCESS && !event_get(ev))
         r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS && !fg_capture_event_wait(h, ev, &r))
+        r = fg_check_stream(h);
     fg_unlock();
     return r;
 }
@@ -1173,6 +1229,11 @@ CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s)
     ev = event_get(h);
     if (r == CUDA_SUCCESS && !ev)
         r = CUDA_ERROR_INVALID_HANDLE;
+    // In a capture, the record is the capture's business.
+    if (r == CUDA_SUCCESS && fg_capture_event_record(h, s, &r)) {
+        fg_unlock();
+        return r;
+    }
     if (r == CUDA_SUCCESS)
         r = fg_check_stream(s);
     // An event records only on a stream of its own device.

@@ -117,11 +117,18 @@ CUdevice fg_event_device(CUevent e);
 // become nodes of its graph instead (lock not held).
 int fg_capturing(CUstream s);
 int fg_capture_refused(CUstream s);
+// An event recorded on a capturing stream keeps the capture's dependencies
+// and a stream waiting for it joins the capture (capture.c): 1 when the
+// capture handled the call (its status in *r), 0 when it is ordinary work.
+int fg_capture_event_record(CUevent ev, CUstream s, CUresult *r);
+int fg_capture_event_wait(CUstream s, CUevent ev, CUresult *r);
 CUresult fg_capture_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                            unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
                            void **extra);
 CUresult fg_capture_copy(uintptr_t dst, uintptr_t src, size_t n, CUstream s);
 CUresult fg_capture_host(CUstream s, CUhostFn fn, void *data);
+CUresult fg_capture_alloc(CUstream s, CUdevice dev, size_t size, CUdeviceptr *dptr);
+CUresult fg_capture_free(CUstream s, CUdeviceptr p);
 
 // Host functions in flight (host_functions.c), lock held: whether work on s
 // would wait for one; wait for those, or for all (a context synchronise).

@@ -55,7 +55,10 @@ struct gnode {
     CUDA_HOST_NODE_PARAMS host; // a host node's function and data
     struct fg_graph *child;     // a copy, owned by the node
     CUdeviceptr mem;            // memory nodes: the allocation
-    int owns_mem;               // the alloc node it was made by (not a copy)
+    // An alloc node and its copies (clones, instantiations) share the
+    // allocation, freed with the last of them: a program may destroy the
+    // graph it instantiated and launch the executable graph.
+    unsigned *mem_refs;
     // Conditional: the handle's record and the body graphs (owned).
     struct fg_cond *cond;
     CUgraphConditionalNodeType cond_type;
@@ -135,8 +138,10 @@ static void graph_free(struct fg_graph *g);
 
 static void node_free(struct gnode *n)
 {
-    if (n->owns_mem)
+    if (n->mem_refs && --*n->mem_refs == 0) {
         cuMemFree_v2(n->mem);
+        free(n->mem_refs);
+    }
     handle_drop(n->handle);
     if (n->child)
         graph_free(n->child);
@@ -485,7 +490,8 @@ static struct fg_graph *graph_copy(const struct fg_graph *src)
         n->child = NULL;
         n->bodies = NULL;
         n->nbodies = 0;
-        n->owns_mem = 0;            // the original's allocation
+        if (n->mem_refs)
+            ++*n->mem_refs;         // the original's allocation, shared
         n->handle = (CUgraphNode)(uintptr_t)handle_new(FG_GRAPH_NODE, n);
         g->nodes[g->n++] = n;
         n->ndeps = 0;
@@ -657,10 +663,14 @@ static CUresult fill_alloc(struct gnode *n, const void *arg)
         p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
         p->poolProps.location.id != 0 || !p->bytesize)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = cuMemAlloc_v2(&n->mem, p->bytesize);
+    n->mem_refs = malloc(sizeof *n->mem_refs);
+    CUresult r = n->mem_refs ? cuMemAlloc_v2(&n->mem, p->bytesize) : CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS) {
-        n->owns_mem = 1;
+        *n->mem_refs = 1;
         p->dptr = n->mem;
+    } else {
+        free(n->mem_refs);
+        n->mem_refs = NULL;
     }
     return r;
 }

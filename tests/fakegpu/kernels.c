@@ -1,5 +1,6 @@
-// CPU twins of the test kernels in tests/progs/kernels.cuh and
-// tests/progs/device_output.cuh and tests/progs/textures.cuh, and the loop
+// CPU twins of the test kernels in tests/progs/kernels.cuh,
+// tests/progs/device_output.cuh, tests/progs/printf_mates.cuh and
+// tests/progs/textures.cuh, and the loop
 // that runs one over a grid.
 //
 // A twin is written per thread, like the CUDA kernel: it reads its
@@ -324,6 +325,40 @@ static void k_assert(struct fg_thread *t)
     }
 }
 
+// ---- One module's printing and silent kernels (tests/progs/printf_mates.cuh) --------------
+
+static void pm_print(struct fg_thread *t)
+{
+    if (first_thread(t))
+        fg_device_printf(t, "pm_print %d: value %d\n", FG_ARG(t, 0, int), FG_ARG(t, 1, int));
+}
+
+// pm_say's line, printed from its caller.
+static void pm_via(struct fg_thread *t)
+{
+    if (first_thread(t))
+        fg_device_printf(t, "pm_via %d: value %d\n", FG_ARG(t, 0, int), FG_ARG(t, 1, int));
+}
+
+static void pm_mate(struct fg_thread *t)
+{
+    k_axpy(t);              // the same body and parameters
+}
+
+static void pm_finite(struct fg_thread *t)
+{
+    CUdeviceptr x = FG_ARG(t, 0, CUdeviceptr);
+    int n = FG_ARG(t, 1, int);
+    int i = (int)gid32(t);
+
+    if (i < n) {
+        float v = FG_LD(t, x + (int64_t)i * 4, float);
+        if (v != v)
+            fg_device_assert(t, "x[i] == x[i]", "printf_mates.cuh", 44,
+                             "void pm_finite(const float *, int)");
+    }
+}
+
 // Phase 0 before grid.sync(), phase 1 after it.
 static void k_coop_reverse(struct fg_thread *t)
 {
@@ -427,6 +462,11 @@ static const struct fg_twin twins[] = {
     { "_Z7k_linesi", 1, { 4 }, k_lines, 0 },
     { "_Z9k_formatsijxdfc", 6, { 4, 4, 8, 8, 4, 1 }, k_formats, 0 },
     { "_Z8k_asserti", 1, { 4 }, k_assert, 0 },
+    // tests/progs/printf_mates.cuh
+    { "_Z8pm_printii", 2, { 4, 4 }, pm_print, 0 },
+    { "_Z6pm_viaii", 2, { 4, 4 }, pm_via, 0 },
+    { "_Z7pm_matefPKfPfi", 4, { 4, 8, 8, 4 }, pm_mate, 0 },
+    { "_Z9pm_finitePKfi", 2, { 8, 4 }, pm_finite, 0 },
     // tests/progs/textures.cuh
     { "_Z11k_tex_fetchyPfiii", 5, { 8, 8, 4, 4, 4 }, k_tex_fetch, 0 },
     { "_Z12k_surf_writeyii", 3, { 8, 4, 4 }, k_surf_write, 0 },

@@ -1,6 +1,7 @@
 // Fake libcuda.so.1: stream-ordered allocation and each device's default
 // memory pool.  Allocations are ordinary fake allocations made at once (the
-// fake runs work in order anyway); the pool keeps cuMemPool's attributes and
+// fake runs work in order anyway), or memory nodes on a capturing stream
+// (capture.c); the pool keeps cuMemPool's attributes and
 // counts the bytes in use.  It caches nothing, so the memory it reserves is
 // what is in use, and cuMemPoolTrimTo has nothing to give back.
 #include "fakegpu.h"
@@ -81,9 +82,10 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemor
     struct fake_pool *fp = pool_of(pool);
     CUresult r;
 
-    (void)s;
     if (!dptr || !fp || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (fg_capturing(s))
+        return fg_capture_alloc(s, (CUdevice)(fp - default_pools), size, dptr);
     fg_lock();
     r = pool_alloc(fp, dptr, size);
     fg_unlock();
@@ -105,7 +107,8 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
     struct fg_ctx *c;
     CUresult r;
 
-    (void)s;
+    if (fg_capturing(s))
+        return fg_capture_free(s, dptr);
     fg_lock();
     r = fg_enter(0, &c, NULL);
     for (struct pooled **pp = &pooled; r == CUDA_SUCCESS && *pp; pp = &(*pp)->next) {

@@ -482,6 +482,23 @@ cudaError_t CUDARTAPI cudaSetDeviceFlags(unsigned int flags)
     return ret(rt(r));
 }
 
+// The primary context's flags; mapped host memory is always on, as the
+// runtime reports it since CUDA 4.
+cudaError_t CUDARTAPI cudaGetDeviceFlags(unsigned int *flags)
+{
+    unsigned int f = 0;
+    int active = 0;
+    CUresult r = cuInit(0);
+
+    if (!flags)
+        return ret(cudaErrorInvalidValue);
+    if (r == CUDA_SUCCESS)
+        r = cuDevicePrimaryCtxGetState(cur_device, &f, &active);
+    if (r == CUDA_SUCCESS)
+        *flags = f | cudaDeviceMapHost;
+    return ret(rt(r));
+}
+
 // ---- Memory -------------------------------------------------------------------------------
 
 cudaError_t CUDARTAPI cudaMalloc(void **p, size_t size)

@@ -233,6 +233,26 @@ cudaError_t CUDARTAPI cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch,
     CALL(from_array(dst, dpitch, src, x, y, width, height, kind, 1, s));
 }
 
+cudaError_t CUDARTAPI cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t xd, size_t yd,
+                                               cudaArray_const_t src, size_t xs, size_t ys,
+                                               size_t width, size_t height,
+                                               enum cudaMemcpyKind kind)
+{
+    CUDA_MEMCPY2D c;
+
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.srcArray = arr(src);
+    c.srcXInBytes = xs;
+    c.srcY = ys;
+    c.dstArray = arr(dst);
+    c.dstXInBytes = xd;
+    c.dstY = yd;
+    c.WidthInBytes = width;
+    c.Height = height;
+    CALL(copy_array_2d(&c, kind, 0, NULL));
+}
+
 // ---- texture objects ------------------------------------------------------------------
 
 static cudaError_t create_texture(cudaTextureObject_t *out, const struct cudaResourceDesc *res,

@@ -84,8 +84,8 @@ static int run_generated(unsigned sel, unsigned index, const msgpack_object *arg
         /* The checks session.c makes before any call: rgpu's own
          * procedures count on them as the real libraries do. */
         int api = handles_check_call(rl, proc, &frame);
-        if (api == 0 && rgpu_check_args(rl, proc, &frame) != RGPU_OK)
-            api = rl->invalid_value;
+        if (api == 0)
+            api = rgpu_check_args(rl, proc, &frame);
         if (api == 0 && g && g->pre)
             api = g->pre(frame.argv);
         if (api == 0) {

@@ -24,7 +24,7 @@ seconds=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_frame fuzz_hello fuzz_decode fuzz_dispatch)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_frame fuzz_hello fuzz_decode fuzz_dispatch fuzz_image)
 log=${RGPU_FUZZ_LOG:-$build/fuzz-runs.log}
 artifacts=$build/fuzz-artifacts
 mkdir -p "$artifacts"
@@ -47,12 +47,15 @@ for h in "${harnesses[@]}"; do
     # refuses by a NULL from malloc, as a GPU refuses with an error.
     asan=${ASAN_OPTIONS:-}
     [ "$h" = fuzz_dispatch ] && asan=detect_leaks=0:allocator_may_return_null=1${asan:+:$asan}
+    # Module images: real cubins and fatbins are tens of KiB.
+    max_len=16384
+    [ "$h" = fuzz_image ] && max_len=65536
     mode=()
     [ -n "${RGPU_FUZZ_KEEP_GOING:-}" ] && mode=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
     start=$(date +%s)
     ASAN_OPTIONS=$asan UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
         "$exe" "${mode[@]}" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=25 \
-        -max_len=16384 -print_final_stats=1 -artifact_prefix="$artifacts/$h-" \
+        -max_len="$max_len" -print_final_stats=1 -artifact_prefix="$artifacts/$h-" \
         "$work/corpus" "$here/corpus/$h" >"$work/log" 2>&1
     rc=$?
     took=$(($(date +%s) - start))

@@ -18,7 +18,7 @@ fail() {
     failures=$((failures + 1))
 }
 
-for f in "$here/run.sh" "$here/bench-compare.sh" "$here/rgpu_device_check.sh" "$here/cuda12_check.sh" "$here/multigpu_check.sh" "$here/pack-build.sh" "$here/jax_diag.sh"; do
+for f in "$here/run.sh" "$here/bench-compare.sh" "$here/rgpu_device_check.sh" "$here/cuda12_check.sh" "$here/multigpu_check.sh" "$here/ipc_files_check.sh" "$here/pack-build.sh" "$here/jax_diag.sh"; do
     bash -n "$f" || fail "bash -n $f"
 done
 

@@ -16,12 +16,20 @@
 #    driver's libraries and device nodes from it and CUDA_VISIBLE_DEVICES is
 #    empty, the nearest stand-in for PyTorch's CPU-only wheel here (that
 #    file says what it shows and what not); its verdict is printed;
-# 3. the step time over links made by bench/rgpu-delay (BUILD_DIR's) in
+# 3. two more models (tests/rgpu_device/train_models.py), RGPU_DEVICE_MODEL_STEPS
+#    (50) steps each, --device cuda against --device rgpu, every step's
+#    loss within 1e-4 relative: a CNN with BatchNorm, dropout, SGD with
+#    Nesterov momentum, a step schedule and eval mode at the end; a
+#    two-layer LSTM (batch_first) with Adam.  RGPU_DEVICE_MODELS names
+#    others ("cnn lstm rnn"; empty: none);
+# 4. the step time over links made by bench/rgpu-delay (BUILD_DIR's) in
 #    front of the op server, at 0, 1 and 10 ms round trip (0 = the proxy
 #    without delay) besides the direct socket, RGPU_DEVICE_TIME_STEPS (60)
 #    steps each with a loss read every 20 steps, as a training loop logs:
-#    wall ms per step (steps 11..N, batches included) and requests that
-#    waited for the server per step; native cuda the same way.
+#    wall ms per step (steps 11..N, batches included), the client's CPU ms
+#    per step (all its threads), requests that waited for the server per
+#    step, and the ratio to native cuda measured the same way right before
+#    each row (the target is 1.3 at most; a number, not a verdict).
 #
 # With RGPU_STUB_SERVER=ADDR (an rgpud already running; tests/gpu/run.sh
 # passes its own), the table also has the stub path's rows: the same
@@ -53,13 +61,18 @@ BUILD=${1:-build}
 OUTDIR=${OUT:-/tmp/rgpu-gpu}
 STEPS=${RGPU_DEVICE_STEPS:-200}
 TSTEPS=${RGPU_DEVICE_TIME_STEPS:-60}
+MSTEPS=${RGPU_DEVICE_MODEL_STEPS:-50}
 STUB_STEPS=${RGPU_DEVICE_STUB_STEPS:-30}
 STUB_TIMEOUT=${RGPU_DEVICE_STUB_TIMEOUT:-240}
 SANDBOX=${RGPU_DEVICE_SANDBOX:-on}
 PY=${RGPU_PYTHON:-python3}
 NATIVE=${RGPU_DEVICE_NATIVE:-cuda}
+MODELS_DEFAULT="cnn lstm"
+[ "$NATIVE" = cpu ] && MODELS_DEFAULT="cnn rnn"     # a CPU op server has no fused LSTM cells
+MODELS=${RGPU_DEVICE_MODELS-$MODELS_DEFAULT}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 TRAIN=$SRC/examples/nanogpt/train.py
+MODELS_PY=$SRC/tests/rgpu_device/train_models.py
 CUDALESS=$SRC/tests/rgpu_device/cudaless.py
 mkdir -p "$OUTDIR"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rgpu-device.XXXXXX")
@@ -150,7 +163,34 @@ train() {
       cat "$5"; } >>"$LOG"
     return $rc
 }
+# train_model MODEL DEVICE OUTFILE: train_models.py, on the op server's socket.
+train_model() {
+    local wrap=()
+    [ "$2" = rgpu ] && wrap=("$CUDALESS")
+    RGPU_OP_SERVER=unix:$WORK/ops.sock timeout 1200 "$PY" "${wrap[@]}" "$MODELS_PY" \
+        --model "$1" --device "$2" --steps "$MSTEPS" >"$3" 2>&1
+    local rc=$?
+    { echo "== train_models.py --model $1 --device $2 --steps $MSTEPS: exit $rc"; cat "$3"; } >>"$LOG"
+    return $rc
+}
 field() { sed -n "s/^$1 \\([0-9.]*\\).*/\\1/p" "$2" | tail -1; }
+# compare_losses WHAT NATIVE_OUT RGPU_OUT STEPS: every step's loss within 1e-4 relative.
+compare_losses() {
+    "$PY" - "$@" <<'PY'
+import re, sys
+def losses(path):
+    return [float(v) for v in re.findall(r"^step \d+ loss (\S+)", open(path).read(), re.M)]
+what, a, b, n = sys.argv[1], losses(sys.argv[2]), losses(sys.argv[3]), int(sys.argv[4])
+if len(a) != n or len(b) != n:
+    sys.exit(f"{what}: losses logged: native {len(a)}, rgpu {len(b)}, wanted {n}")
+rel = max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b))
+same = sum(x == y for x, y in zip(a, b))
+print(f"{what} losses: {n} steps, first {a[0]:.6f} / {b[0]:.6f}, last {a[-1]:.6f} / {b[-1]:.6f} "
+      f"(native / rgpu); identical at {same} steps; largest relative difference {rel:.2e} "
+      f"(allowed 1e-4)")
+sys.exit(0 if rel <= 1e-4 else 1)
+PY
+}
 
 # ---- 1. losses, 200 steps ---------------------------------------------------------------------
 fail=0 rgpu_ok=1
@@ -172,41 +212,51 @@ if [ "$SANDBOX" = on ] && grep -q 'killed by the sandbox' "$WORK/opserver.log"; 
 fi
 [ $rgpu_ok = 1 ] || { fail=1; say "rgpu run failed (see $LOG)"; }
 if [ $fail = 0 ]; then
-    "$PY" - "$WORK/native.out" "$WORK/rgpu.out" "$STEPS" <<'PY' || fail=1
-import re, sys
-def losses(path):
-    return [float(v) for v in re.findall(r"^step \d+ loss (\S+)", open(path).read(), re.M)]
-a, b, n = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
-if len(a) != n or len(b) != n:
-    sys.exit(f"losses logged: native {len(a)}, rgpu {len(b)}, wanted {n}")
-rel = max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b))
-same = sum(x == y for x, y in zip(a, b))
-print(f"losses: {n} steps, first {a[0]:.6f} / {b[0]:.6f}, last {a[-1]:.6f} / {b[-1]:.6f} "
-      f"(native / rgpu); identical at {same} steps; largest relative difference {rel:.2e} "
-      f"(allowed 1e-4)")
-sys.exit(0 if rel <= 1e-4 else 1)
-PY
+    compare_losses nanoGPT "$WORK/native.out" "$WORK/rgpu.out" "$STEPS" || fail=1
     cudaless=$(grep '^cudaless client:' "$WORK/rgpu.out" | tail -1)
     say "device rgpu client: ${cudaless:-no verdict from tests/rgpu_device/cudaless.py}"
     case $cudaless in "cudaless client: OK"*) ;; *) fail=1 ;; esac
 fi
 part "losses"
 
-# ---- 2. step time over links -----------------------------------------------------------------
-say ""
-say "nanoGPT (4 layers, d=128, batch 32 x block 64, fp32), $TSTEPS steps, loss read every 20"
-say "| run | RTT | wall ms/step | waits/step |"
-say "|---|---|---|---|"
-if train "$NATIVE" "$TSTEPS" 20 "$WORK/ops.sock" "$WORK/t-native.out"; then
-    say "| native $NATIVE | - | $(field wall_ms_per_step "$WORK/t-native.out") | - |"
-else
-    fail=1
-fi
-row() {   # row LABEL SOCKET
-    if train rgpu "$TSTEPS" 20 "$2" "$WORK/t.out"; then
-        say "| device rgpu | $1 | $(field wall_ms_per_step "$WORK/t.out") | $(field rgpu_waits_per_step "$WORK/t.out") |"
+# ---- 2. other models ------------------------------------------------------------------------
+for model in $MODELS; do
+    if train_model "$model" "$NATIVE" "$WORK/m-native.out" &&
+            train_model "$model" rgpu "$WORK/m-rgpu.out"; then
+        compare_losses "$model" "$WORK/m-native.out" "$WORK/m-rgpu.out" "$MSTEPS" || fail=1
     else
-        say "| device rgpu | $1 | failed (see $LOG) | |"
+        say "$model: a run failed (see $LOG)"
+        fail=1
+    fi
+done
+[ -z "$MODELS" ] || part "models"
+
+# ---- 3. step time over links -----------------------------------------------------------------
+say ""
+say "nanoGPT (4 layers, d=128, batch 32 x block 64, fp32), $TSTEPS steps, loss read every 20;"
+say "native $NATIVE measured right before each rgpu row (ratio = rgpu wall / that native wall)"
+say "| run | RTT | wall ms/step | client CPU ms/step | waits/step | ratio to native |"
+say "|---|---|---|---|---|---|"
+# native_row: native cuda's wall ms per step now, in NATIVE_WALL ("" if it failed).
+native_row() {
+    NATIVE_WALL=
+    if train "$NATIVE" "$TSTEPS" 20 "$WORK/ops.sock" "$WORK/t-native.out"; then
+        NATIVE_WALL=$(field wall_ms_per_step "$WORK/t-native.out")
+        say "| native $NATIVE | - | $NATIVE_WALL | $(field cpu_ms_per_step "$WORK/t-native.out") | - | - |"
+    else
+        say "| native $NATIVE | - | failed (see $LOG) | | | |"
+        fail=1
+    fi
+}
+row() {   # row LABEL SOCKET
+    native_row
+    if train rgpu "$TSTEPS" 20 "$2" "$WORK/t.out"; then
+        local wall ratio=-
+        wall=$(field wall_ms_per_step "$WORK/t.out")
+        [ -n "$NATIVE_WALL" ] && ratio=$(awk "BEGIN { printf \"%.2f\", $wall / $NATIVE_WALL }")
+        say "| device rgpu | $1 | $wall | $(field cpu_ms_per_step "$WORK/t.out") | $(field rgpu_waits_per_step "$WORK/t.out") | $ratio |"
+    else
+        say "| device rgpu | $1 | failed (see $LOG) | | | |"
         fail=1
     fi
 }
@@ -217,9 +267,9 @@ stub_row() {
     [ "$STUB_ROWS" != 0 ] || return 0
     if timeout "$STUB_TIMEOUT" "$BUILD/launcher/rgpu" run --server "$2" -- "$PY" "$TRAIN" \
             --device cuda --steps "$STUB_STEPS" --log-every 10 --data "$DATA" >"$WORK/s.out" 2>&1; then
-        say "| stubs (rgpu run) | $1 | $(field wall_ms_per_step "$WORK/s.out") | (RGPU_TRAIN table) |"
+        say "| stubs (rgpu run) | $1 | $(field wall_ms_per_step "$WORK/s.out") | $(field cpu_ms_per_step "$WORK/s.out") | (RGPU_TRAIN table) | |"
     else
-        say "| stubs (rgpu run) | $1 | failed (see $LOG) | |"
+        say "| stubs (rgpu run) | $1 | failed (see $LOG) | | | |"
     fi
     { echo "== stubs over $1 ($2)"; cat "$WORK/s.out"; } >>"$LOG"
 }
@@ -249,7 +299,7 @@ if [ -x "$DELAY" ]; then
         if [ -n "$LINK" ]; then
             row "$rtt ms" "$LINK"
         else
-            say "| device rgpu | $rtt ms | rgpu-delay did not start | |"
+            say "| device rgpu | $rtt ms | rgpu-delay did not start | | | |"
         fi
         if [ "$STUB_ROWS" != 0 ]; then
             link "$rtt" "$RGPU_STUB_SERVER" stublink

@@ -20,7 +20,8 @@
 # RGPU_BENCH=0 skip those parts, RGPU_LADDER=1 adds the PyTorch ladder
 # (RGPU_LADDER_RUNGS picks rungs), RGPUD_ARGS more options for rgpud (e.g.
 # --sandbox-audit), RGPU_PROFILE=1 a table of where nanogpt
-# waits on the network (RGPU_PROFILE_STEPS, default 50).
+# waits on the network (RGPU_PROFILE_STEPS, default 50); RGPU_PRINTF_WAITS=0
+# skips the count of waits after a kernel that printed (run_printf_waits).
 #
 # RGPU_TRAIN=1 adds training steps over emulated links (off by default: it
 # needs PyTorch and takes minutes, at most its budget below): a second rgpud on TCP
@@ -61,12 +62,19 @@
 # level in these rgpu runs.  One line per item: "NAME: native OK|FAIL, rgpu
 # OK|FAIL, output identical|DIFFERS", then a count of passed, failed and
 # skipped items.  RGPU_SMI (1): `rgpu smi` beside nvidia-smi natively, one
-# item.  Only these: RGPU_PROGS=0 RGPU_BENCH=0.
+# item.  RGPU_CUDNN_WAITS (1): cuDNN backend graphs built as cudnn-frontend
+# builds PyTorch's convolutions (tests/progs/cudnn_frontend.cu) through rgpu
+# with 2 and 6 graphs under RGPU_STATS=1: the cuDNN calls that waited per
+# graph on the real cuDNN, by procedure, one item (it fails when a graph
+# waits more than 16 times or a result is wrong).  Only these: RGPU_PROGS=0 RGPU_BENCH=0.
 # RGPU_CUDA12 (1): tests/gpu/cuda12_check.sh, a CUDA 12 program natively
 # (the build's real libcudart.so.12) and through rgpu, served by the host's
 # CUDA 13 and by that CUDA 12 runtime (rgpud --cuda12-lib-dir), one item.
 # RGPU_MINOR (1): tests/gpu/minor_check.sh, a program built against CUDA
 # 13.5's headers natively and through rgpu on this 13.0 host, one item.
+# RGPU_IPC_FILES (1): tests/gpu/ipc_files_check.sh, the driver's CUDA IPC
+# files (/dev/shm/cuda.shm.*) left by rgpud's sessions once they end,
+# after a clean run and a killed session (none may be), one item.
 # RGPU_MULTIGPU (1): tests/gpu/multigpu_check.sh, rgpud's --devices subset
 # (on one GPU too) and, with two GPUs or more, the multi-GPU programs
 # natively and through rgpu, one item; the PyTorch checks on two GPUs are
@@ -484,6 +492,12 @@ run_minor() {
     run_program_check "CUDA 13.x on a 13.0 host" minor_check minor_prog
 }
 
+# The driver's CUDA IPC files do not outlive rgpud's sessions
+# (tests/gpu/ipc_files_check.sh, with its own sandboxed rgpud): one item.
+run_ipc_files() {
+    run_program_check "CUDA IPC files in /dev/shm" ipc_files_check progs/ipc
+}
+
 # run_program_check TITLE SCRIPT PROGRAM: tests/gpu/SCRIPT.sh, which runs
 # BUILD/tests/PROGRAM natively and through rgpu, as one item.
 run_program_check() {
@@ -511,6 +525,44 @@ script_item() {
     else
         count_item FAIL
         log_file "$*" "$WORK/$name.out"
+    fi
+}
+
+# cuDNN backend graphs as cudnn-frontend builds PyTorch's convolutions: the
+# cuDNN calls that waited for rgpud per graph, the 4 extra graphs' of a run
+# with 6 over one with 2, by procedure (RGPU_STATS tables).
+run_cudnn_waits() {
+    local prog=$PROGS/cudnn_frontend n rc=0
+    say ""
+    say "== cuDNN backend graphs through rgpu: waits per graph (tests/progs/cudnn_frontend.cu)"
+    if [ ! -x "$prog" ]; then
+        say "cudnn-waits: SKIP (no cudnn_frontend in the build)"
+        count_item SKIP
+        return
+    fi
+    export RGPU_STATS=1
+    for n in 2 6; do
+        [ "$(run_prog_as rgpu "cudnn-waits-$n" "$STUBS" "$prog" "$PROG_TIMEOUT" graphs $n)" = 0 ] ||
+            rc=1
+        awk '$1 == "rgpu:" && NF == 4 && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ &&
+             $4 ~ /^(cudnn|rgpu_cudnn)/ { print $4, $2 }' "$WORK/cudnn-waits-$n.rgpu.err" |
+            sort > "$WORK/cudnn-waits-$n.stats"
+    done
+    unset RGPU_STATS
+    join -a 1 -a 2 -e 0 -o 0,1.2,2.2 "$WORK/cudnn-waits-2.stats" "$WORK/cudnn-waits-6.stats" |
+        awk '{ d = ($3 - $2) / 4; t += d; if (d) printf "cudnn-waits:   %-32s %g\n", $1, d }
+             END { printf "cudnn-waits: %g per graph\n", t; exit !(t <= 16) }' |
+        tee -a "$SUMMARY"
+    [ "${PIPESTATUS[1]}" = 0 ] || rc=1
+    grep -q '^ok graph 5: convolution result$' "$WORK/cudnn-waits-6.rgpu.out" || rc=1
+    if [ $rc = 0 ]; then
+        say "cudnn-waits: PASS"
+        count_item PASS
+    else
+        say "cudnn-waits: FAIL"
+        count_item FAIL
+        log_file "cudnn_frontend graphs 6 (rgpu) stdout" "$WORK/cudnn-waits-6.rgpu.out"
+        log_file "cudnn_frontend graphs 6 (rgpu) stderr" "$WORK/cudnn-waits-6.rgpu.err"
     fi
 }
 
@@ -685,6 +737,34 @@ run_profile() {
     say "exit status $?"
     grep -E '^(rgpu: |mean_step_ms)' "$WORK/profile.out" | head -45 | tee -a "$SUMMARY"
     log_file "nanogpt profile" "$WORK/profile.out"
+}
+
+# Synchronises wait only after kernels that may printf
+# (docs/synchronisation.md): tests/progs/printf_step through rgpu for 20 and
+# 60 training-like steps after one kernel of its module printed, under
+# RGPU_STATS=1, through the runtime, the driver API and with 64 MiB batches;
+# the 40 extra steps may wait for their 4 loss reads only.
+run_printf_waits() {
+    local variant steps w20 w60
+    say ""
+    say "== waits after a printf: printf_step, 40 extra steps (want 4: the loss reads)"
+    for variant in runtime driver big; do
+        for steps in 20 60; do
+            RGPU_STATS=1 run_prog_as rgpu "printf-waits-$variant-$steps" "$STUBS" \
+                "$PROGS/printf_step" "$PROG_TIMEOUT" "$steps" "$variant" > /dev/null
+        done
+        w20=$(awk '$1 == "rgpu:" && $3 == "calls" && $4 == "waited" { print $2 }' \
+            "$WORK/printf-waits-$variant-20.rgpu.err")
+        w60=$(awk '$1 == "rgpu:" && $3 == "calls" && $4 == "waited" { print $2 }' \
+            "$WORK/printf-waits-$variant-60.rgpu.err")
+        if [ -n "$w20" ] && [ -n "$w60" ] && [ $((w60 - w20)) -eq 4 ]; then
+            say "printf_step $variant: $((w60 - w20)) waits in 40 steps: PASS"
+        else
+            say "printf_step $variant: ${w20:-?} waits in 20 steps, ${w60:-?} in 60: FAIL"
+            log_file "printf_step $variant, 60 steps, stderr" \
+                "$WORK/printf-waits-$variant-60.rgpu.err"
+        fi
+    done
 }
 
 # --- training over emulated links (RGPU_TRAIN=1) -----------------------------
@@ -899,14 +979,17 @@ main() {
     [ "${RGPU_NVCC_PROGS:-1}" = 0 ] || run_nvcc_progs
     [ "${RGPU_CUDA12:-1}" = 0 ] || run_cuda12
     [ "${RGPU_MINOR:-1}" = 0 ] || run_minor
+    [ "${RGPU_IPC_FILES:-1}" = 0 ] || run_ipc_files
     [ "${RGPU_MULTIGPU:-1}" = 0 ] || run_multigpu
     [ "${RGPU_FRAMEWORKS:-1}" = 0 ] || run_frameworks
     [ "${RGPU_SMI:-1}" = 0 ] || run_rgpu_smi
+    [ "${RGPU_CUDNN_WAITS:-1}" = 0 ] || run_cudnn_waits
     [ "${RGPU_JAX_DIAG:-0}" = 0 ] || run_jax_diag
     if [ $((ITEMS_PASSED + ITEMS_FAILED + ITEMS_SKIPPED)) -gt 0 ]; then
         say ""
         say "issue-11 items: $ITEMS_PASSED passed, $ITEMS_FAILED failed, $ITEMS_SKIPPED skipped"
     fi
+    [ "${RGPU_PRINTF_WAITS:-1}" = 0 ] || [ ! -x "$PROGS/printf_step" ] || run_printf_waits
     [ "${RGPU_BENCH:-1}" = 0 ] || run_bench
     [ -n "${RGPU_LADDER:-}" ] && run_ladder
     [ -n "${RGPU_PROFILE:-}" ] && run_profile

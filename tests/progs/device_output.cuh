@@ -1,8 +1,8 @@
 // Kernels that print and assert, for device_printf.cu and device_assert.cu.
 //
-// Not in kernels.cuh: a module whose kernels call printf makes rgpu's
-// synchronises wait (docs/synchronisation.md), which the programs testing
-// the waiting policy must not see.  The fake GPU backend carries a CPU twin
+// Not in kernels.cuh: a launch of a kernel that may printf makes rgpu's
+// synchronises after it wait (docs/synchronisation.md), and a program
+// that launches no such kernel keeps its waits apart from these.  The fake GPU backend carries a CPU twin
 // of each (tests/fakegpu/kernels.c).  Every line is printed by one thread,
 // or by threads in an order CUDA keeps (one thread's printfs), so that the
 // output does not depend on scheduling.

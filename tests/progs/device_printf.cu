@@ -11,7 +11,9 @@
 // stdout is line-buffered, so that the order does not depend on how the
 // driver writes (through the C library or not): tests/gpu/run.sh compares
 // this run natively and through rgpu.  `device_printf exit` ends right
-// after a stream synchronise: what the kernel printed must not be lost.
+// after a launch that does not wait (its configuration known), at whose
+// start the driver printed what the kernel before it printed: that output
+// must not be lost.
 #include <cuda.h>
 #include <string.h>
 
@@ -25,13 +27,17 @@ static void host(const char *what)
     printf("host: %s\n", what);
 }
 
-// A kernel prints, a stream synchronise, the end: nothing waits after it.
+// A kernel prints, another launch (printing nothing) starts, the end:
+// nothing waits after the kernel.  The second launch's configuration is
+// known from a first one, so that it does not wait either.
 static int print_then_exit(void)
 {
     cudaStream_t s;
     check_cuda(cudaStreamCreate(&s), "cudaStreamCreate");
-    k_print<<<1, 1, 0, s>>>(7, 70);
+    k_lines<<<1, 1, 0, s>>>(0);
     check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    k_print<<<1, 1, 0, s>>>(7, 70);
+    k_lines<<<1, 1, 0, s>>>(0);
     return check_exit_status();
 }
 

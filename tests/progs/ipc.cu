@@ -123,8 +123,18 @@ static int driver_child(const cudaIpcMemHandle_t &mh, const cudaIpcEventHandle_t
 // tests/ipc-identity.sh: "export" prints the handles of filled memory and
 // keeps them alive until stdin closes; "try HEX HEX" says whether this
 // process may open them (not part of the output compared on a GPU).
-static int export_and_wait(void)
+// "export COUNT MIB" (tests/shm-leftovers.sh) exports COUNT allocations
+// of MIB MiB more first, never freed, and prints "exported COUNT".
+static int export_and_wait(int count, size_t mib)
 {
+    for (int i = 0; i < count; i++) {
+        void *p = NULL;
+        cudaIpcMemHandle_t more;
+        if (cudaMalloc(&p, mib << 20) != cudaSuccess || cudaIpcGetMemHandle(&more, p) != cudaSuccess)
+            return 1;
+    }
+    if (count)
+        printf("exported %d\n", count);
     static int h[N];
     int *d = NULL;
     cudaEvent_t ev;
@@ -183,6 +193,10 @@ static bool run_child(const char *self, const char *kind, const char *mh, const 
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "export") == 0)
+        return export_and_wait(0, 0);
+    if (argc == 4 && strcmp(argv[1], "export") == 0)
+        return export_and_wait(atoi(argv[2]), (size_t)atoi(argv[3]));
     if (argc == 4) {
         cudaIpcMemHandle_t mh;
         cudaIpcEventHandle_t eh;
@@ -192,8 +206,6 @@ int main(int argc, char **argv)
             return try_open(mh, eh);
         return strcmp(argv[1], "driver") == 0 ? driver_child(mh, eh) : runtime_child(mh, eh);
     }
-    if (argc == 2 && strcmp(argv[1], "export") == 0)
-        return export_and_wait();
 
     static int h[N];
     int *d = NULL;

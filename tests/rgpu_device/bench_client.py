@@ -2,7 +2,7 @@
 server: the working tree against an older revision, in one run.
 
     tests/rgpu_device/run.sh bench [--against REV] [--iters N] [--steps S]
-                                   [--repeat R] [--only mix|nanogpt]
+                                   [--repeat R] [--only mix|nanogpt|tiny]
 
 Two workloads, each in a fresh client process against its own op server on
 PyTorch's CPU device (the revision's own server and client; the working
@@ -14,12 +14,20 @@ tree's with its sandbox):
            the cost is rgpu's own, not the kernels';
   nanogpt  examples/nanogpt/train.py's model (4 layers, d=128, batch 32 x
            block 64, AdamW), S steps after 5 of warm-up, the loss read at
-           the end.
+           the end;
+  tiny     the same model with d=16, batch 1 x block 8: the same operators
+           on tensors so small that the CPU's arithmetic hardly counts, as a
+           GPU's hardly counts for the client of a real model; 4*S steps.
+           Also run on PyTorch's CPU device in the client's process
+           ("native cpu"): its CPU time per step is PyTorch's own work for
+           these operators, the yardstick for the client's.
 
-For each: wall time, the client's CPU time and the op server session's CPU
+For each: wall time, the client's CPU time (all its threads: PyTorch runs
+a backward pass on a thread of its own) and the op server session's CPU
 time (from /proc), per operation for the mix (operations counted on the
 CPU device with a dispatch mode, so both revisions count the same) and per
-step for nanoGPT.  With --against REV, REV's python/ (git archive) runs
+step for nanoGPT, with the operators per step that reached rgpu's
+dispatcher and the requests per step that went to the server.  With --against REV, REV's python/ (git archive) runs
 too, the two alternating R times; the medians are printed, then the
 ratios.  Wall times on a loaded machine swing; CPU times hold better.  The
 op servers run with OMP_NUM_THREADS=1: PyTorch's CPU kernels would
@@ -96,22 +104,24 @@ def child_mix(iters):
     _handshake("done")
 
 
-def child_nanogpt(steps):
+def child_nanogpt(steps, shape=(128, 64, 32), device="rgpu"):
     import torch
-    import rgpu  # noqa: F401
+    if device == "rgpu":
+        import rgpu
     sys.path.insert(0, os.path.join(REPO, "examples", "nanogpt"))
     import train
     torch.manual_seed(1337)
-    vocab, block, batch = 40, 64, 32
+    embed, block, batch = shape
+    vocab = 40
     data = torch.randint(vocab, (20000,))
-    model = train.GPT(vocab, 128, 4, 4, block).to("rgpu")
+    model = train.GPT(vocab, embed, 4, 4, block).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     gen = torch.Generator().manual_seed(1)
 
     def step():
         ix = torch.randint(len(data) - block - 1, (batch,), generator=gen)
-        x = torch.stack([data[i:i + block] for i in ix]).to("rgpu")
-        y = torch.stack([data[i + 1:i + block + 1] for i in ix]).to("rgpu")
+        x = torch.stack([data[i:i + block] for i in ix]).to(device)
+        y = torch.stack([data[i + 1:i + block + 1] for i in ix]).to(device)
         loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -121,14 +131,47 @@ def child_nanogpt(steps):
     for _ in range(5):
         step()
     step().item()
+    dispatched = count_dispatched(step) if device == "rgpu" else 0
     _handshake("warm")
+    sent = rgpu.stats()["ops"] if device == "rgpu" else 0
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps):
         loss = step()
     loss.item()
     wall, cpu_s = time.perf_counter() - t0, time.process_time() - c0
-    print(json.dumps({"units": steps, "wall": wall, "client": cpu_s}))
+    sent = (rgpu.stats()["ops"] - sent) / steps if device == "rgpu" else 0
+    print(json.dumps({"units": steps, "wall": wall, "client": cpu_s,
+                      "dispatched": dispatched, "sent": sent}))
     _handshake("done")
+
+
+def count_dispatched(fn):
+    """Operators that reach rgpu's dispatcher in one call of fn."""
+    from rgpu import tensor
+    counted = [0]
+    real = tensor.dispatch
+
+    def counting(func, args, kwargs):
+        counted[0] += 1
+        return real(func, args, kwargs)
+    tensor.dispatch = counting
+    try:
+        fn()
+    finally:
+        tensor.dispatch = real
+    return counted[0]
+
+
+TINY = (16, 8, 1)
+
+
+def native_tiny(steps):
+    """The tiny model on PyTorch's CPU device, in a child process: its CPU
+    time per step."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "native-tiny",
+                          str(steps)], input="\n\n", capture_output=True, text=True,
+                         env=dict(os.environ, OMP_NUM_THREADS="1"), check=True)
+    return json.loads(out.stdout.splitlines()[1])
 
 
 # ---- the parent --------------------------------------------------------------------------
@@ -208,32 +251,44 @@ def main():
     ap.add_argument("--iters", type=int, default=1000)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--only", choices=("mix", "nanogpt"))
+    ap.add_argument("--only", choices=("mix", "nanogpt", "tiny"))
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        return (child_mix if args.child[0] == "mix" else child_nanogpt)(int(args.child[1]))
+        kind, n = args.child[0], int(args.child[1])
+        if kind == "mix":
+            return child_mix(n)
+        if kind == "tiny":
+            return child_nanogpt(n, TINY)
+        if kind == "native-tiny":
+            return child_nanogpt(n, TINY, "cpu")
+        return child_nanogpt(n)
 
     variants = [("working tree", os.path.join(REPO, "python"))]
     if args.against:
         variants.insert(0, (args.against, export_revision(args.against)))
-    workloads = [w for w in ("mix", "nanogpt") if args.only in (None, w)]
+    workloads = [w for w in ("mix", "nanogpt", "tiny") if args.only in (None, w)]
     results = {(v, w): [] for v, _ in variants for w in workloads}
+    steps = {"mix": args.iters, "nanogpt": args.steps, "tiny": 4 * args.steps}
+    if "tiny" in workloads:
+        results[("native cpu", "tiny")] = []
     for _ in range(args.repeat):
         for name, pydir in variants:
             server = Server(pydir)
             try:
                 for w in workloads:
-                    n = args.iters if w == "mix" else args.steps
-                    results[(name, w)].append(run_child(pydir, server, w, n))
+                    results[(name, w)].append(run_child(pydir, server, w, steps[w]))
             finally:
                 server.stop()
+        if "tiny" in workloads:
+            results[("native cpu", "tiny")].append(dict(native_tiny(steps["tiny"]), server=0.0))
 
     print(f"device rgpu on the CPU op server, medians of {args.repeat} runs "
           f"(mix: {args.iters} x {results[(variants[0][0], 'mix')][0]['ops_per_iter'] if 'mix' in workloads else 0} "
           f"operations; nanogpt: {args.steps} steps)")
-    print("| revision | workload | wall | client CPU | server CPU | ops/s (wall) |")
-    print("|---|---|---|---|---|---|")
+    print("| revision | workload | wall | client CPU | server CPU | ops/s (wall) "
+          "| operators/step | requests/step |")
+    print("|---|---|---|---|---|---|---|---|")
     medians = {}
     for (name, w), runs in results.items():
         unit, scale = ("us/op", 1e6) if w == "mix" else ("ms/step", 1e3)
@@ -241,8 +296,14 @@ def main():
              for k in ("wall", "client", "server")}
         medians[(name, w)] = m
         rate = f"{1e6 / m['wall']:.0f}" if w == "mix" else "-"
+        counts = "| - | -" if w == "mix" or name == "native cpu" else \
+            f"| {runs[0].get('dispatched', '?')} | {runs[0].get('sent', 0):.0f}"
         print(f"| {name} | {w} | {m['wall']:.1f} {unit} | {m['client']:.1f} {unit} | "
-              f"{m['server']:.1f} {unit} | {rate} |")
+              f"{m['server']:.1f} {unit} | {rate} {counts} |")
+    if "tiny" in workloads:
+        native = medians[("native cpu", "tiny")]["client"]
+        for name, _ in variants:
+            print(f"tiny: {name}: client CPU / native CPU {medians[(name, 'tiny')]['client'] / native:.2f}")
     if args.against:
         for w in workloads:
             old, new = medians[(args.against, w)], medians[("working tree", w)]

@@ -414,13 +414,13 @@ class Errors(Case):
 
 
 class PlannedCalls(Case):
-    """A call planned once goes out from its packed encoding afterwards: each
-    call must still carry its own storages and a pointwise operator's own
-    floats (which its plan's key leaves out)."""
+    """A call planned once goes out as its plan's number and values
+    afterwards: each call must still carry its own storages and a pointwise
+    operator's own floats (which its plan's key leaves out)."""
 
     def packed(self, name):
         from rgpu import tensor
-        return [p.packed for (op, _), p in tensor._plans.items() if op.name == name]
+        return [p.template for op, p in tensor._all_plans() if op == name]
 
     def test_floats_of_pointwise_operators(self):
         def f(d):

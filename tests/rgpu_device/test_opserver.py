@@ -247,6 +247,118 @@ class HostileClient(unittest.TestCase):
                 self.assertFalse(names & (forbidden_modules | forbidden_names | forbidden_attrs),
                                  f"{module} line {node.lineno}: {names}")
 
+    # -- plans: a call kept under a number, then run with values in its slots
+    def plan_add(self, number, alpha=1):
+        """plan `number`: add(slot 0, slot 1, alpha) into a new storage (slot
+        2), all float32 [2]."""
+        return ["plan", number, "aten::add.Tensor",
+                [{"S": [0, "float32", [2], [1], 0]}, {"S": [1, "float32", [2], [1], 0]}],
+                {"alpha": alpha}, [[2, "float32", [2], [1], 0, 8]], 3]
+
+    def floats(self, sid):
+        err, data = self.c.ask(["read", sid, 0, 8])
+        self.assertIsNone(err)
+        return struct.unpack("<2f", data)
+
+    def test_plan_runs(self):
+        self.c.ask(["new", 70, 8], ["write", 70, 0, struct.pack("<2f", 1, 2)],
+                   ["new", 71, 8], ["write", 71, 0, struct.pack("<2f", 10, 20)])
+        err, _ = self.c.ask(self.plan_add(3), ["runs", [3, 70, 71, 72, 3, 72, 72, 73]])
+        self.assertIsNone(err)
+        self.assertEqual(self.floats(72), (11, 22))
+        self.assertEqual(self.floats(73), (22, 44))
+        # A float slot, and a number given again replaces its plan.
+        err, _ = self.c.ask(["plan", 3, "aten::mul.Scalar", [{"S": [0, "float32", [2], [1], 0]},
+                                                             {"F": 2}], {},
+                             [[1, "float32", [2], [1], 0, 8]], 3],
+                            ["runs", [3, 70, 74, 2.5]], ["frees", [72, 73]])
+        self.assertIsNone(err)
+        self.assertEqual(self.floats(74), (2.5, 5))
+        self.assertRefused(["read", 72, 0, 8], "unknown tensor handle 72")
+
+    def test_plans_checked_when_made(self):
+        self.c.ask(["new", 80, 8])
+        s = {"S": [0, "float32", [2], [1], 0]}
+        out = [[1, "float32", [2], [1], 0, 8]]
+        for op, pattern in (
+                (["plan", -1, "aten::neg", [s], {}, out, 2], "bad plan number"),
+                (["plan", 1 << 16, "aten::neg", [s], {}, out, 2], "bad plan number"),
+                (["plan", True, "aten::neg", [s], {}, out, 2], "bad plan number"),
+                (["plan", 1, "aten::neg", [s], {}, out, -2], "bad number of plan values"),
+                (["plan", 1, "aten::neg", [s], {}, out, 1 << 40], "bad number of plan values"),
+                (["plan", 1, "aten::_print", ["x"], {}, [None], 0], "not allowed"),
+                (["plan", 1, "aten::t_", [s], {}, [None], 1], "changes a tensor's metadata"),
+                (["plan", 1, "os::system", ["true"], {}, [None], 0], "not an ATen operator"),
+                (["plan", 1, "aten::neg", [{"S": [2, "float32", [2], [1], 0]}], {}, out, 2],
+                 "malformed tensor slot"),
+                (["plan", 1, "aten::neg", [{"S": [0, "float32", [-2], [1], 0]}], {}, out, 2],
+                 "malformed sizes"),
+                (["plan", 1, "aten::neg", [{"S": [0, "object", [2], [1], 0]}], {}, out, 2],
+                 "unknown dtype"),
+                (["plan", 1, "aten::neg", [{"S": [True, "float32", [2], [1], 0]}], {}, out, 2],
+                 "malformed tensor slot"),
+                (["plan", 1, "aten::mul.Scalar", [s, {"F": 7}], {}, out, 2], "malformed float slot"),
+                (["plan", 1, "aten::neg", [tensor(80, [2])], {}, out, 2], "through slots"),
+                (["plan", 1, "aten::neg", [s], {}, [[1, "float32", [4], [1], 0, 8]], 2],
+                 "outside the storage"),
+                (["plan", 1, "aten::neg", [s], {}, [[5, "float32", [2], [1], 0, 8]], 2],
+                 "malformed result description")):
+            self.assertRefused(op, pattern)
+
+    def test_plan_calls_checked_when_run(self):
+        self.c.ask(["new", 90, 8], ["new", 91, 4], self.plan_add(5))
+        for values, pattern in (([90, 12345, 92], "unknown tensor handle 12345"),
+                                ([90, 91, 92], "outside the storage"),
+                                ([90, 90.0, 92], "must be an integer"),
+                                ([90, True, 92], "must be an integer"),
+                                ([90, 90, 90], "already in use"),
+                                ([90, 90, 0], "positive integer"),
+                                ([90, 90, -4], "positive integer")):
+            self.assertRefused(["runs", [5] + values], pattern)
+        self.c.ask(["plan", 6, "aten::mul.Scalar", [{"S": [0, "float32", [2], [1], 0]},
+                                                   {"F": 2}], {},
+                    [[1, "float32", [2], [1], 0, 8]], 3])
+        self.assertRefused(["runs", [6, 90, 93, 2]], "float slot .* holds a int")
+        self.assertRefused(["runs", [6, 90, 93, "2"]], "float slot .* holds a str")
+        self.assertRefused(["runs", [7, 90]], "no plan 7")
+        self.assertRefused(["runs", [5, 90, 90]], "without all its values")
+        self.assertRefused(["runs", "5"], "malformed runs")
+        self.assertRefused(["frees", 5], "malformed frees")
+
+    def test_failed_calls_of_plans(self):
+        # A call that fails marks its results failed; the calls after it run.
+        self.c.ask(["new", 100, 8], ["write", 100, 0, struct.pack("<2f", 1, 2)], self.plan_add(8))
+        err, _ = self.c.ask(["runs", [8, 100, 4444, 101, 8, 100, 100, 102]])
+        self.assertRegex(err[1], "unknown tensor handle 4444")
+        self.assertEqual(err[0], "aten::add.Tensor")
+        self.assertEqual(self.floats(102), (2, 4))
+        self.assertRefused(["read", 101, 0, 8], "result of an operation that failed")
+        # A plan whose definition failed fails each of its calls, saying why.
+        err, _ = self.c.ask(["plan", 9, "aten::neg", [{"S": [0, "float32", [2], [1], 0]}],
+                             {"bogus": {"X": 1}}, [[1, "float32", [2], [1], 0, 8]], 2])
+        self.assertRegex(err[1], "unknown argument tag")
+        err, _ = self.c.ask(["runs", [9, 100, 103]])
+        self.assertEqual(err[0], "aten::neg")
+        self.assertRegex(err[1], "its plan failed .*unknown argument tag")
+        err, _ = self.c.ask(["frees", [103, 101, 102]])
+        self.assertIsNone(err)
+        self.assertRefused(["frees", [100, 104]], "unknown tensor handle 104")
+        self.assertRefused(["read", 100, 0, 8], "unknown tensor handle 100")
+
+    def test_plan_keeps_no_storage(self):
+        # The template's slots are emptied after each call: a storage freed
+        # is not kept alive, nor reachable, through a plan.
+        self.c.ask(["new", 110, 8], ["write", 110, 0, struct.pack("<2f", 3, 4)], self.plan_add(10),
+                   ["runs", [10, 110, 110, 111]], ["frees", [110, 111]])
+        self.assertRefused(["runs", [10, 110, 110, 112]], "unknown tensor handle 110")
+        import torch
+        import rgpu_opserver
+        ex = rgpu_opserver.Executor(torch, "cpu")
+        ex.run_batch([["new", 1, 8], self.plan_add(0), ["runs", [0, 1, 1, 2]]])
+        self.assertIsNone(ex.error)
+        plan = ex.plans[0]
+        self.assertEqual([c[k] for c, k, _ in plan.fills], [None, None])
+
     def test_result_count_checked(self):
         self.c.ask(["new", 20, 8])
         self.assertRefused(["call", "aten::neg", [tensor(20, [2])], {}, [None, None]],

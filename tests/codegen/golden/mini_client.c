@@ -88,13 +88,6 @@ RGPU_EXPORT miniStatus miniStreamCreate(miniStream * stream, unsigned int flags)
     return (miniStatus)rgpu_call(&rgpu_mini_lib, RGPU_MINI_miniStreamCreate, argv);
 }
 
-#undef miniStreamSync
-RGPU_EXPORT miniStatus miniStreamSync(miniStream stream)
-{
-    const void *argv[] = { &stream };
-    return (miniStatus)rgpu_call(&rgpu_mini_lib, RGPU_MINI_miniStreamSync, argv);
-}
-
 miniStatus rgpu_miniFill(miniStream s, const void * bytes, size_t n)
 {
     const void *argv[] = { &s, &bytes, &n };
