@@ -378,6 +378,9 @@ static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
 
     memset(&h, 0, sizeof h);
     pthread_mutex_lock(&L.lock);
+    /* The client core's own procedures (the fence, unreported errors)
+     * first: every session uses them. */
+    rgpu_hello_add_lib(&h, &rgpu_rgpu_lib, NULL);
     for (int i = 0; i < L.n; i++)
         rgpu_hello_add_lib(&h, L.libs[i], stub_soname(L.libs[i]));
     pthread_mutex_unlock(&L.lock);
