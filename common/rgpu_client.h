@@ -217,10 +217,10 @@ int rgpu_copy_to_host(const struct rgpu_lib *lib, const struct rgpu_proc *proc, 
  * arguments (dst, dpitch, width, height, stream, rows_size, rows) or
  * (rows, rows_size, src, spitch, width, height, stream): the runtime's
  * rgpu_htod_2d and rgpu_dtoh_2d, cuBLAS's rgpu_cublas_htod_2d and
- * rgpu_cublas_dtoh_2d.  Statuses are proc's library's.  To the device, the
- * rows go in requests of about RGPU_COPY_CHUNK bytes, the last waiting
- * when wait is set (else a failure is reported at the next call that
- * waits, as the policy of common/rgpu_lazy.c allows). */
+ * rgpu_cublas_dtoh_2d.  Statuses are proc's library's.  The rows go in
+ * requests of about RGPU_COPY_CHUNK bytes (a row at least); to the device
+ * the last waits when wait is set (else a failure is reported at the next
+ * call that waits, as the policy of common/rgpu_lazy.c allows). */
 int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const struct rgpu_proc *proc, uint64_t dst,
                       size_t dpitch, const void *src, size_t spitch, size_t width,
                       size_t height, uint64_t stream, int wait);

@@ -145,20 +145,28 @@ int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const struct rgpu_proc *proc, 
                       size_t dpitch, uint64_t src, size_t spitch, size_t width, size_t height,
                       uint64_t stream)
 {
-    if ((uint64_t)width * height > RGPU_FRAME_MAX - 4096)
+    if (width > RGPU_FRAME_MAX - 4096)
         return rgpu_transport_status(lib, proc->name, RGPU_ETOOBIG);
-    size_t rows_size = width * height;
-    /* They come back packed: straight into dst when it is, else laid out
-     * at dpitch here. */
-    char *rows = NULL;
-    if (dpitch != width && height > 1 && !(rows = malloc(rows_size + 1)))
-        return rgpu_transport_status(lib, proc->name, RGPU_ENOMEM);
-    void *data = rows ? rows : dst;
-    const void *argv[] = { &data, &rows_size, &src, &spitch, &width, &height, &stream };
-    int rc = rgpu_call_unwaited_when(lib, proc, argv, 0);
-    for (size_t r = 0; rc == 0 && rows && r < height; r++)
-        memcpy((char *)dst + r * dpitch, rows + r * width, width);
-    free(rows);
+    size_t step = rows_per_request(width, height), r0 = 0;
+    int rc = 0;
+    do {
+        size_t h = height - r0 < step ? height - r0 : step;
+        size_t rows_size = width * h;
+        uint64_t from = src + r0 * spitch;
+        char *at = (char *)dst + r0 * dpitch;
+        /* They come back packed: straight into dst when it is, else laid
+         * out at dpitch here. */
+        char *rows = NULL;
+        if (dpitch != width && h > 1 && !(rows = malloc(rows_size + 1)))
+            return rgpu_transport_status(lib, proc->name, RGPU_ENOMEM);
+        void *data = rows ? rows : at;
+        const void *argv[] = { &data, &rows_size, &from, &spitch, &width, &h, &stream };
+        rc = rgpu_call_unwaited_when(lib, proc, argv, 0);
+        for (size_t r = 0; rc == 0 && rows && r < h; r++)
+            memcpy(at + r * dpitch, rows + r * width, width);
+        free(rows);
+        r0 += h;
+    } while (rc == 0 && r0 < height);
     if (rc == 0 && rgpu_mapped_active())
         rgpu_mapped_after_sync();
     return rc;

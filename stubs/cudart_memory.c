@@ -343,8 +343,6 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
         return RESULT(cudaErrorInvalidPitchValue);
     if (width == 0 || height == 0)
         return cudaSuccess;
-    if ((uint64_t)width * height > RGPU_FRAME_MAX - 4096)
-        return RESULT(cudaErrorInvalidValue);   /* TODO: split tall copies */
     kind = resolve_kind(dst, src, kind);
     if (kind == cudaMemcpyHostToHost) {
         for (size_t r = 0; r < height; r++)

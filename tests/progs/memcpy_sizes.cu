@@ -161,7 +161,7 @@ static void test_copies(enum host_kind k, uint8_t *hsrc, uint8_t *hdst, uint8_t 
 // host buffers of yet other pitches; padding bytes must stay untouched.
 // tag names the case; rows packed in host memory (a pitch equal to the
 // width) and copies of a megabyte and more take other paths through rgpu
-// than small strided ones.
+// than small strided ones, and copies larger than a frame go in pieces.
 static void test_2d(unsigned *seed, const char *tag, size_t width, size_t height, size_t spitch,
                     size_t dpitch)
 {
@@ -251,6 +251,8 @@ int main(void)
     test_2d(&seed, "2d", 1001, 37, 1031, 1013);
     test_2d(&seed, "2d large", 4001, 300, 4099, 4003);
     test_2d(&seed, "2d large packed", 4000, 300, 4000, 4000);
+    // More rows than one frame holds (75 MiB): rgpu sends them in pieces.
+    test_2d(&seed, "2d tall", 65537, 1200, 65544, 65540);
 
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
     check_cuda(cudaFree(d1), "cudaFree d1");
