@@ -33,7 +33,9 @@ and ends at a loss read, where the GPU has caught up).
 
 `worker` runs one model in this process and prints, last, one JSON line:
 model, mode (rgpu when rgpu's client library is loaded, else native),
-step_ms, steps, waits_per_step and unwaited_per_step (requests that waited
+step_ms, cpu_ms (this process's CPU time per measured step, all its
+threads, user and system: a step whose cpu_ms is near its step_ms is bound
+by the program's own side), steps, waits_per_step and unwaited_per_step (requests that waited
 for rgpud's reply, and that did not, per measured step: rgpu_stats_totals
 from librgpu-client.so.0; null natively), and the logged losses.
 
@@ -41,8 +43,9 @@ from librgpu-client.so.0; null natively), and the logged losses.
 worker (the --rgpu command prefix in front of python3, with RGPU_STATS=1 so
 that rgpu's per-call table lands in the --log file), and prints:
   model | RTT (--label) | native ms | rgpu ms | ratio (rgpu / native) |
-  waits/step | unwaited/step | losses identical (exactly; otherwise the
-  largest absolute difference)
+  waits/step | unwaited/step | CPU ms per step of the native and the rgpu
+  process | losses identical (exactly; otherwise the largest absolute
+  difference)
 `--native-from` takes the native runs from an earlier --json file instead
 of running them again (one native run for several links).  `table` prints
 the rows of several --json files as one table.
@@ -352,15 +355,18 @@ def worker(args):
         torch.cuda.synchronize()
     before = totals() if totals else None
     t0 = time.perf_counter()
+    c0 = time.process_time()
     for n in range(args.warmup + 1, total + 1):
         step(n)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     after = totals() if totals else None
 
     result = {
         "model": args.model,
         "mode": "rgpu" if totals else "native",
         "step_ms": wall * 1000.0 / args.steps,
+        "cpu_ms": cpu * 1000.0 / args.steps,
         "steps": args.steps,
         "warmup": args.warmup,
         "waits_per_step": (after[0] - before[0]) / args.steps if totals else None,
@@ -470,7 +476,7 @@ def make_row(model, label, native, rgpu, native_why, rgpu_why):
 
 
 HEADER = (f"{'model':10} {'batch':>9} {'RTT':>8} {'native ms':>10} {'rgpu ms':>10} {'ratio':>7} "
-          f"{'waits/step':>10} {'unwaited':>9}  losses identical")
+          f"{'waits/step':>10} {'unwaited':>9} {'CPU n/r':>11}  losses identical")
 
 
 def format_row(r):
@@ -482,6 +488,10 @@ def format_row(r):
     unw = f"{rg['unwaited_per_step']:9.1f}" if rg and rg.get("unwaited_per_step") is not None \
         else f"{'-':>9}"
     ratio = f"{r['ratio']:7.2f}" if r["ratio"] is not None else f"{'-':>7}"
+
+    def cpu(res):
+        return f"{res['cpu_ms']:.1f}" if res and res.get("cpu_ms") is not None else "-"
+    cpus = f"{cpu(r['native']) + '/' + cpu(rg):>11}"
     same = r["losses_identical"]
     if same.startswith("no"):
         same += f" (max abs diff {r['max_abs_diff']:.3g})"
@@ -491,7 +501,7 @@ def format_row(r):
     size = (r["native"] or rg or {}).get("batch_bytes")
     batch = f"{size / 1024:7.0f} K" if size else f"{'-':>9}"
     return (f"{r['model']:10} {batch} {r['label']:>8} {ms(r['native'])} {ms(rg)} {ratio} {waits} "
-            f"{unw}  {same}")
+            f"{unw} {cpus}  {same}")
 
 
 def compare(args):

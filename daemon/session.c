@@ -521,12 +521,42 @@ static long now_ms(void)
     return t.tv_sec * 1000L + t.tv_nsec / 1000000L + 1;    /* never 0 */
 }
 
+/* ---- where the session's time went, said when it ends --------------------------- */
+
+/* Requests run and the time spent running them (all threads), and the
+ * time the reader waited for the client's next frame: whether a slow
+ * program was waiting on the server or the server on the program. */
+static struct {
+    atomic_ulong requests;
+    atomic_ullong running_ns, idle_ns;
+    long start_ms;
+} usage;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void log_usage(void)
+{
+    double wall = (double)(now_ms() - usage.start_ms) / 1e3;
+    rgpu_info("session: %lu requests in %.1f s; running them %.1f s, waiting for the "
+              "client %.1f s", (unsigned long)atomic_load(&usage.requests), wall,
+              (double)atomic_load(&usage.running_ns) / 1e9,
+              (double)atomic_load(&usage.idle_ns) / 1e9);
+}
+
 /* execute, marked busy for the keepalive thread. */
 static void execute_busy(struct worker *w, struct request *rq)
 {
+    uint64_t t0 = mono_ns();
     atomic_store(&w->busy_since, now_ms());
     execute(w, rq);
     atomic_store(&w->busy_since, 0);
+    atomic_fetch_add(&usage.running_ns, mono_ns() - t0);
+    atomic_fetch_add(&usage.requests, 1);
 }
 
 static void request_free(struct request *rq)
@@ -814,6 +844,7 @@ static struct request *read_request(void)
 
     if (!rq)
         protocol_error(0, RGPU_ENOMEM, "out of memory");
+    uint64_t idle_from = mono_ns();
     if (!rgpu_reader_pending(&S.reader))
         rgpu_spin_until_readable(S.fd, S.spin_ns);
     /* Idle between frames for as long as the client likes; inside one,
@@ -825,8 +856,10 @@ static struct request *read_request(void)
         if (errno == ETIMEDOUT)
             end_inside_frame();
         rgpu_info("client closed the session");
+        log_usage();
         _exit(0);
     }
+    atomic_fetch_add(&usage.idle_ns, mono_ns() - idle_from);
     size_t head = streamed_head(len, deadline);
     if (head) {
         /* Only the head is read now; the payload waits in the socket for
@@ -1029,6 +1062,7 @@ void session_run(int fd, const struct rgpud_options *opt)
     w.cuda_devices = devices_session_count();
     backend_lib_versions(&w);
     auth_welcome(fd, &w);
+    usage.start_ms = now_ms();
     output_start();             /* output frames only after the welcome */
     start_keepalive();
     read_requests(NULL);

@@ -901,11 +901,16 @@ run_train() {
     done
     if [ ${#jsons[@]} -gt 0 ]; then
         say "ratio = rgpu / native; waits/step and unwaited: requests per step that waited"
-        say "for rgpud's reply / did not; losses identical: every logged loss, exactly"
+        say "for rgpud's reply / did not; CPU n/r: CPU ms per step of the native and the"
+        say "rgpu process; losses identical: every logged loss, exactly"
         python3 "$tb" table "${jsons[@]}" | tee -a "$SUMMARY"
         say "(workers' output and rgpu's per-call tables: $trainlog)"
     fi
     stop_train_helpers
+    # Where each session's time went (rgpud says it as a session ends), in
+    # the order of the runs: the link probes' sessions and the workers'.
+    { echo "===== rgpud's sessions, in order"
+      grep -E "session: [0-9]+ requests" "$WORK/rgpud-tcp.log"; } >> "$trainlog"
     log_file "rgpud on TCP" "$WORK/rgpud-tcp.log"
 }
 
