@@ -1,5 +1,5 @@
 // rgpu-bench: the three costs that decide how a remoted CUDA program feels
-// (BRIEF 3 and 4.5): a synchronous round trip, a batch of launches, and bulk
+// (docs/benchmarks.md): a synchronous round trip, a batch of launches, and bulk
 // copy bandwidth.  Run it natively and through rgpu and compare the columns.
 //
 // Copies through rgpu cannot beat the socket they travel on, so the same run

@@ -104,6 +104,20 @@
  *                           in-buf/out-buf [elem=P:FUNC]: element size is
  *                           FUNC(value of P) (FUNC in common/); without
  *                           len=, one element (of size=N bytes), or
+ *                           in-buf ... stream: the last parameter, whose
+ *                           bytes the client writes from the caller's
+ *                           memory after the frame's head, and which the
+ *                           server may leave in the socket for the serve_
+ *                           function to read (serve_stream_read: copies
+ *                           pipelined with the network), or
+ *                           out-buf ... sink: bytes the server may send
+ *                           ahead of the reply (serve_data_begin) that the
+ *                           client reads straight into the caller's
+ *                           memory; stream and sink: rgpu's own
+ *                           procedures only (their serve_ function takes
+ *                           part), or
+ *                           out-buf ... used=P: only the first *P elements
+ *                           travel back (P an output of the call), or
  *                           scalar scalar-out scalar-inout [type=P] [ctype=P]
  *                           [size=N] (with type=: N elements of that type):
  *                           host value or device pointer by the handle's
@@ -194,6 +208,12 @@ static void parse_arg_rule(struct annotations *ann, char **p, int line)
         }
         else if (strncmp(opt, "size=", 5) == 0)
             r->size = (unsigned)strtoul(opt + 5, NULL, 0);
+        else if (strncmp(opt, "used=", 5) == 0)
+            r->used_param = xstrdup(opt + 5);
+        else if (strcmp(opt, "stream") == 0)
+            r->stream = 1;
+        else if (strcmp(opt, "sink") == 0)
+            r->sink = 1;
         else
             die("%s:%d: unknown arg option '%s'", ann->path, line, opt);
     }
@@ -201,6 +221,9 @@ static void parse_arg_rule(struct annotations *ann, char **p, int line)
     if ((r->kind == K_IN_BUF || r->kind == K_OUT_BUF || r->kind == K_INOUT_BUF) && !r->len_param &&
         !r->elem_param && !r->size)
         die("%s:%d: %s needs len=PARAM, elem= or size=", ann->path, line, kind);
+    if ((r->stream && r->kind != K_IN_BUF) || (r->sink && r->kind != K_OUT_BUF) ||
+        (r->used_param && r->kind != K_OUT_BUF))
+        die("%s:%d: stream goes with in-buf, sink and used= with out-buf", ann->path, line);
 }
 
 static void parse_invalid_handle(struct annotations *ann, char **p, int line)

@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* ---- CUDA arrays: stubs/cuda_arrays.c, daemon/hand_arrays.c --------------------
  * One layer z of an array (0 for a 2D one) and linear memory; x and width
@@ -30,6 +31,25 @@ CUresult rgpu_cu_array_to_device(CUdeviceptr dst, size_t dpitch, CUarray array, 
 CUresult rgpu_cu_array_to_array(CUarray dst, size_t dx, size_t dy, size_t dz, CUarray src,
                                 size_t sx, size_t sy, size_t sz, size_t width, size_t height,
                                 CUstream stream);
+
+/* ---- copies between host and device memory: stubs/cuda_hand.c through
+ * common/rgpu_copy.c, daemon/hand_cuda.c and daemon/copy.c ----------------------
+ * One chunk of a cuMemcpyHtoD or cuMemcpyDtoH (and their Async forms), as
+ * the runtime's rgpu_htod and rgpu_dtoh (codegen/cudart_own.h). */
+CUresult rgpu_cu_htod(CUdeviceptr dst, CUstream stream, size_t count, const void *data);
+CUresult rgpu_cu_dtoh(void *data, size_t count, CUdeviceptr src, CUstream stream);
+
+/* ---- host functions: stubs/cuda_host_functions.c, daemon/host_functions.c -------
+ * cuLaunchHostFunc (callback 0) or cuStreamAddCallback (callback 1), as the
+ * runtime's rgpu_host_func (codegen/cudart_own.h). */
+CUresult rgpu_cu_host_func(CUstream stream, int ptsz, int callback, uint64_t id,
+                           unsigned int flags, uint64_t token, int *captured);
+
+/* ---- the primary context: stubs/cuda_export.c, daemon/hand_cuda_export.c ---------
+ * dev's primary context, neither retained nor made active: what the
+ * runtime's export table asks before it retains it (retaining and
+ * releasing instead would create and destroy it). */
+CUresult rgpu_cu_primary_ctx(CUcontext *ctx, CUdevice dev);
 
 /* ---- device attributes: stubs/cuda_cache.c, daemon/hand_cuda.c ------------------
  * Every attribute of dev in one round trip (a static runtime's

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* ---- CUDA arrays: stubs/cudart_arrays.c, daemon/hand_arrays.c ------------------
  * x and width count bytes, y and height rows.  Host rows travel packed
@@ -41,6 +42,40 @@ cudaError_t rgpu_array_layer_from_host(cudaArray_t array, size_t x, size_t y, si
 cudaError_t rgpu_array_layer_to_host(cudaArray_const_t array, size_t x, size_t y, size_t z,
                                      size_t width, size_t height, cudaStream_t stream,
                                      void *rows, size_t rows_size);
+
+/* ---- copies between host and device memory: stubs/cudart_memory.c and
+ * stubs/cublas_hand.c through common/rgpu_copy.c, daemon/hand_cudart.c and
+ * daemon/copy.c -------------------------------------------------------------------
+ * One chunk of a cudaMemcpy(Async) of at most RGPU_COPY_CHUNK bytes,
+ * complete before its reply (the client sends the next chunk meanwhile).
+ * The host bytes never pass through a frame buffer of the client's: a
+ * chunk to the device is written from the program's buffer, and from
+ * RGPU_STREAM_MIN bytes up the server reads it from the socket in pieces,
+ * each copied while the next arrives; a chunk to the host comes back, from
+ * that size up, ahead of the reply, read straight into the program's
+ * buffer (the annotations' stream and sink).  The device range is the
+ * session's over all count bytes. */
+cudaError_t rgpu_htod(void *dst, cudaStream_t stream, size_t count, const void *data);
+cudaError_t rgpu_dtoh(void *data, size_t count, const void *src, cudaStream_t stream);
+/* cudaMemcpy2D(Async), cublasSetMatrix and their kin: height rows of width
+ * bytes, packed on the wire (rows_size = width * height), the device side
+ * dpitch or spitch apart and checked over its whole pitched extent. */
+cudaError_t rgpu_htod_2d(void *dst, size_t dpitch, size_t width, size_t height,
+                         cudaStream_t stream, size_t rows_size, const void *rows);
+cudaError_t rgpu_dtoh_2d(void *rows, size_t rows_size, const void *src, size_t spitch,
+                         size_t width, size_t height, cudaStream_t stream);
+
+/* ---- host functions: stubs/cudart_host_functions.c, daemon/host_functions.c -----
+ * cudaLaunchHostFunc (callback 0) or cudaStreamAddCallback (callback 1, with
+ * its flags), their _ptsz forms when ptsz: a host function of rgpud's on
+ * stream that sends [CALLBACK, id, status] when the stream reaches it and
+ * holds the stream until the client answers [CALLBACK_DONE, id]
+ * (common/rgpu_proto.h); id names the program's function on the client
+ * (common/rgpu_callbacks.c).  token: sent while a capture is under way,
+ * else 0; when the stream captures, the function becomes a host node of
+ * the capture that names token (daemon/graph_host.c) and *captured is 1. */
+cudaError_t rgpu_host_func(cudaStream_t stream, int ptsz, int callback, uint64_t id,
+                           unsigned int flags, uint64_t token, int *captured);
 
 /* ---- copies on the device: stubs/cudart_memory.c, daemon/hand_cudart.c ---------
  * cudaMemcpy(Async) and cudaMemcpy2D(Async) between device ranges.  Both

@@ -117,4 +117,9 @@ cudnnStatus_t rgpu_cudnn_versions(size_t *version, size_t *max_device_version);
  * thread (cuDNN keeps its last message per thread; stubs/cudnn_hand.c). */
 cudnnStatus_t rgpu_cudnn_last_error(char *message, size_t max_size);
 
+/* The client's cuDNN callback mask (cudnnSetCallback): rgpud's callback
+ * sends the messages of that mask to the client (stubs/cudnn_logger.c
+ * through common/rgpu_liblog.c; daemon/liblog.c). */
+cudnnStatus_t rgpu_cudnn_log_settings(unsigned int mask);
+
 #endif

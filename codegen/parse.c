@@ -256,6 +256,7 @@ static void classify(struct gen_param *p, CXType t)
 
     p->len_arg = -1;
     p->aux_arg = -1;
+    p->used_arg = -1;
     if (is_handle_type(t)) {
         p->kind = K_VAL;
         p->size = 8;

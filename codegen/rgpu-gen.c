@@ -207,6 +207,11 @@ static void apply_arg_rule(struct ann_rule *r, struct gen_func *f, const char *a
         p->elem_func = r->elem_func;
         p->size = 0;
     }
+    p->stream = r->stream;
+    p->sink = r->sink;
+    if (r->used_param && (p->used_arg = param_index(f, r->used_param)) < 0)
+        die("%s:%d: used=%s names no parameter of %s", ann_path, r->line, r->used_param,
+            f->name);
 
     if ((r->kind == K_IN || r->kind == K_OUT || r->kind == K_INOUT) && !p->size)
         die("%s:%d: %s.%s: give size=N", ann_path, r->line, f->name, r->param);
@@ -231,6 +236,33 @@ static void apply_param_rules(struct export_fn *e, struct annotations *ann)
     }
 }
 
+/* Bytes that travel outside the frame buffer (stream, sink) need a serve_
+ * function that reads or sends them: rgpu's own procedures only.  A
+ * stream is the last parameter (its bytes follow the frame's head), a
+ * sink the one of its call; used= names an output of at most 8 bytes. */
+static void check_bulk(const struct export_fn *e, const struct annotations *ann)
+{
+    const struct gen_func *f = e->proto;
+    int sinks = 0;
+    for (int i = 0; i < f->nparams; i++) {
+        const struct gen_param *p = &f->params[i];
+        if ((p->stream || p->sink) && e->disp != D_OWN)
+            problem("%s: %s.%s: stream and sink are for rgpu's own procedures (%s)", f->where,
+                    e->name, p->name, ann->path);
+        if (p->stream && i != f->nparams - 1)
+            problem("%s: %s.%s: a stream parameter comes last (%s)", f->where, e->name,
+                    p->name, ann->path);
+        sinks += p->sink;
+        if (p->used_arg >= 0 && (f->params[p->used_arg].kind != K_OUT ||
+                                 f->params[p->used_arg].size == 0 ||
+                                 f->params[p->used_arg].size > 8))
+            problem("%s: %s.%s: used= names an output of at most 8 bytes (%s)", f->where,
+                    e->name, p->name, ann->path);
+    }
+    if (sinks > 1)
+        problem("%s: %s: one sink per procedure (%s)", f->where, e->name, ann->path);
+}
+
 /* A generated function must be fully understood; say exactly what is not. */
 static void check_generated(struct export_fn *e, const struct annotations *ann)
 {
@@ -250,6 +282,7 @@ static void check_generated(struct export_fn *e, const struct annotations *ann)
     /* async with outputs is allowed: the client waits whenever a call
      * fills host memory, and goes without waiting only when it does not
      * (rgpu_has_host_outputs). */
+    check_bulk(e, ann);
 }
 
 /* ---- handles: checked on the way in, recorded on the way out ------------- */
@@ -426,7 +459,8 @@ static void emit_param_row(FILE *f, const struct gen *g, const struct gen_param 
                 class_status(g->ann, cls));
     else
         fprintf(f, ", 0, 0, 0");
-    fprintf(f, " },\n");
+    fprintf(f, ", %s, %d },\n",
+            p->stream ? "RGPU_PARAM_STREAM" : p->sink ? "RGPU_PARAM_SINK" : "0", p->used_arg);
 }
 
 /* The library's headers; ours (header-local, procedures: absolute paths

@@ -35,6 +35,10 @@ struct gen_param {
     int narrow_address;     /* a device address of fewer than 64 bits
                                (CUdeviceptr_v1), or a pointer to one: no
                                annotation can make it a checked devptr */
+    int stream;             /* in-buf `stream`: travels outside the frame buffer */
+    int sink;               /* out-buf `sink`: may land in the caller's memory */
+    int used_arg;           /* out-buf used=PARAM: the output saying how many
+                               elements travel back, or -1 */
 };
 
 struct gen_func {
@@ -75,6 +79,8 @@ struct ann_rule {
     char *elem_param;           /* A_ARG elem=PARAM:FUNC */
     char *elem_func;
     unsigned size;              /* A_ARG size=N (0: from the type) */
+    int stream, sink;           /* A_ARG stream, sink */
+    char *used_param;           /* A_ARG used=PARAM */
     char *reason;
     int line;
     int used;

@@ -3,7 +3,8 @@
  *
  * The program's function stays here.  Enqueuing one gives it an id (ours,
  * never a pointer) and asks rgpud to put a host function of its own on the
- * real stream (rgpu.host_func); when the stream reaches it, rgpud sends
+ * real stream (rgpu_host_func, rgpu_cu_host_func: codegen/cudart_own.h,
+ * cuda_own.h, called by the stubs); when the stream reaches it, rgpud sends
  * [CALLBACK, id, status] and holds the stream until we answer
  * [CALLBACK_DONE, id] (daemon/host_functions.c, common/rgpu_proto.h).  So
  * later work on that stream waits for the function, as on a local GPU, and
@@ -32,7 +33,6 @@
  * outstanding through a marker: an entry that runs nothing and ends when
  * the server's frame for it says the graph has passed. */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_wire.h"
 
@@ -444,49 +444,36 @@ uint64_t rgpu_callback_marker(void)
     return id;
 }
 
-int rgpu_host_func_enqueue(const struct rgpu_lib *lib, const char *what, unsigned variant,
-                           uint64_t stream, enum rgpu_callback_kind kind, void *fn, void *data,
-                           unsigned flags)
+uint64_t rgpu_host_func_reserve(enum rgpu_callback_kind kind, void *fn, void *data,
+                                uint64_t stream, uint64_t *token)
 {
-    struct rgpu_req req;
-    if (in_callback)
-        return rgpu_transport_status(lib, what, RGPU_ENOTPERMITTED);
-    if (!fn)
-        return lib->is_runtime ? rgpu_runtime_result(lib->invalid_value) : lib->invalid_value;
+    *token = 0;
     pthread_mutex_lock(&C.lock);
     struct callback *cb = reserve(kind, fn, data, stream);
     uint64_t id = cb ? cb->id : 0;
     pthread_mutex_unlock(&C.lock);
     if (!cb) {
-        rgpu_warn("%s: %d host functions are waiting already", what, MAX_CALLBACKS);
-        /* cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
-        return lib->is_runtime ? rgpu_runtime_result(2) : 2;
+        rgpu_warn("host function: %d are waiting already", MAX_CALLBACKS);
+        return 0;
     }
     /* While a capture is under way the stream may be captured: then the
      * function becomes a host node of the capture, which names it by a
      * token (rgpu_graph_host.c), and runs each time the graph does. */
-    uint64_t token = 0;
     if (rgpu_capture_active()) {
         struct rgpu_token t = { .kind = kind == RGPU_CB_HOST_FN ? RGPU_TOKEN_HOST_FN
                                                                 : RGPU_TOKEN_STREAM_CB,
                                 .fn = fn, .data = data, .stream = stream };
-        token = rgpu_token_register(&t);
+        *token = rgpu_token_register(&t);
     }
-    /* It waits for its reply: the stream's error (one this process does
-     * not hold, or destroyed) comes now, and nothing runs ahead of it. */
-    rgpu_req_begin(&req, rgpu_proc_id("rgpu", RGPU_H_HOST_FUNC), 0);
-    msgpack_pack_array(&req.pk, token ? 5 : 4);
-    msgpack_pack_uint32(&req.pk, variant);
-    msgpack_pack_uint64(&req.pk, stream);
-    msgpack_pack_uint64(&req.pk, id);
-    msgpack_pack_uint32(&req.pk, flags);
-    if (token)
-        msgpack_pack_uint64(&req.pk, token);
-    uint64_t captured = 0;
-    int rc = rgpu_callback_exchange(lib, what, &req, id, &captured, 1);
-    if (rc == 0 && captured)
-        rgpu_callback_cancel(id);       /* not on the stream: nothing will come for id */
-    return rc;
+    return id;
+}
+
+void rgpu_host_func_placed(uint64_t id, int status, int captured)
+{
+    /* Not on the stream (refused, or a node of the capture): nothing will
+     * come for id. */
+    if (status != 0 || captured)
+        rgpu_callback_cancel(id);
 }
 
 int rgpu_callback_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,

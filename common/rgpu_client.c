@@ -7,6 +7,8 @@
 #include "rgpu_liblog.h"
 #include "rgpu_log.h"
 #include "rgpu_wire.h"
+#include "rgpu_procs.h"
+#include "rgpu_own.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -376,6 +378,9 @@ static int handshake(int fd, const struct rgpu_addr *addr, const char *spec)
 
     memset(&h, 0, sizeof h);
     pthread_mutex_lock(&L.lock);
+    /* The client core's own procedures (the fence, unreported errors)
+     * first: every session uses them. */
+    rgpu_hello_add_lib(&h, &rgpu_rgpu_lib, NULL);
     for (int i = 0; i < L.n; i++)
         rgpu_hello_add_lib(&h, L.libs[i], stub_soname(L.libs[i]));
     pthread_mutex_unlock(&L.lock);
@@ -1060,13 +1065,14 @@ static void window_init(void)
     A.window_bytes = (size_t)env_number("RGPU_AHEAD_MB", 256, 1, 1ul << 16) << 20;
 }
 
-/* A fence: an empty waiting request of library "rgpu", whose deferred
- * status no program call reads; its reply says every request before it
- * has run. */
+/* A fence: rgpu_fence of rgpu's own library (codegen/rgpu_own.h), a
+ * waiting request whose deferred status no program call reads; its reply
+ * says every request before it has run.  Sent apart from the generated
+ * call: no call of the program, it is not counted. */
 static void fence_begin(struct rgpu_req *req)
 {
-    rgpu_req_begin(req, rgpu_proc_id("rgpu", RGPU_H_FENCE), 0);
-    msgpack_pack_array(&req->pk, 0);
+    rgpu_req_begin(req, RGPU_RGPU_rgpu_fence->id, 0);
+    (void)rgpu_encode_args(&req->pk, RGPU_RGPU_rgpu_fence, NULL, NULL);
 }
 
 /* A fence posted without waiting (and not counted as a call). */
@@ -1083,7 +1089,7 @@ RGPU_EXPORT int rgpu_round_trip(void)
     struct rgpu_req req;
     struct rgpu_reply reply;
     fence_begin(&req);
-    rgpu_stats_name(req.proc_id, RGPU_H_FENCE);
+    rgpu_stats_name(req.proc_id, RGPU_RGPU_rgpu_fence->name);
     int rc = rgpu_req_send(&req, &reply);
     if (rc != RGPU_OK)
         return rc;
@@ -1308,11 +1314,87 @@ static int newer_than_server(const struct rgpu_lib *lib, const struct rgpu_proc 
     return 1;
 }
 
+/* Encode a generated call and send it (flags: RGPU_CALL_NOREPLY or 0),
+ * its bulk bytes outside the frame buffer: a stream parameter's written
+ * from the caller's memory, a sink's read into it (bulk).  RGPU_OK with
+ * *ticket (NULL for a call that gets no reply), or a transport status. */
+static int send_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                     const void *const *argv, const struct rgpu_scalar_policy *pol,
+                     unsigned flags, struct rgpu_bulk *bulk, struct rgpu_ticket **ticket)
+{
+    struct rgpu_req req;
+    *ticket = NULL;
+    rgpu_liblog_flush_settings(lib);
+    rgpu_req_begin(&req, proc->id, flags);
+    rgpu_stats_name(proc->id, proc->name);
+    if (rgpu_encode_call(&req.pk, proc, argv, pol, bulk) != RGPU_OK) {
+        msgpack_sbuffer_destroy(&req.buf);
+        return RGPU_EPROTO;
+    }
+    if (bulk->payload)
+        rgpu_req_payload(&req, bulk->payload, bulk->payload_len);
+    if (bulk->sink)
+        rgpu_req_sink(&req, bulk->sink, bulk->sink_len);
+    return rgpu_req_post(&req, ticket);
+}
+
+/* Wait for a sent call's reply and copy its outputs through argv:
+ * RGPU_REPLY_READY with *reply to read (and free), or the library's
+ * status of a transport failure. */
+static int collect_call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                        const void *const *argv, const struct rgpu_scalar_policy *pol,
+                        const struct rgpu_bulk *bulk, struct rgpu_ticket *ticket,
+                        struct rgpu_reply *reply)
+{
+    int rc = rgpu_req_wait(ticket, reply);
+    if (rc != RGPU_OK)
+        return rgpu_transport_status(lib, proc->name, rc);
+    if (reply->transport != RGPU_OK) {
+        rc = reply->transport;
+        rgpu_reply_free(reply);
+        return rgpu_transport_status(lib, proc->name, rc);
+    }
+    if (rgpu_decode_call_outs(&reply->outs, proc, argv, pol, bulk, reply->sunk, reply->api) !=
+        RGPU_OK) {
+        rgpu_reply_free(reply);
+        return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
+    }
+    return RGPU_REPLY_READY;
+}
+
+int rgpu_call_post(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                   const void *const *argv, struct rgpu_inflight *f)
+{
+    struct rgpu_bulk bulk;
+    struct rgpu_ticket *none;
+    if (newer_than_server(lib, proc))
+        return client_status(lib, lib->not_supported);
+    int rc = f ? send_call(lib, proc, argv, policy_of(lib), 0, &f->bulk, &f->ticket)
+               : send_call(lib, proc, argv, policy_of(lib), RGPU_CALL_NOREPLY, &bulk, &none);
+    if (rc == RGPU_OK && f && !f->ticket)
+        rc = RGPU_EIO;
+    return rc == RGPU_OK ? 0 : rgpu_transport_status(lib, proc->name, rc);
+}
+
+int rgpu_call_finish(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                     const void *const *argv, struct rgpu_inflight *f)
+{
+    struct rgpu_reply reply;
+    int rc = collect_call(lib, proc, argv, policy_of(lib), &f->bulk, f->ticket, &reply);
+    f->ticket = NULL;
+    if (rc != RGPU_REPLY_READY)
+        return rc;
+    rc = rgpu_reply_status(lib, &reply);
+    rgpu_reply_free(&reply);
+    return rc;
+}
+
 static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                 const void *const *argv_in, enum call_mode mode)
 {
-    struct rgpu_req req;
     struct rgpu_reply reply;
+    struct rgpu_bulk bulk;
+    struct rgpu_ticket *ticket;
     const struct rgpu_scalar_policy *pol = policy_of(lib);
     const void *translated[RGPU_MAX_PARAMS];
     uint64_t values[RGPU_MAX_PARAMS];
@@ -1340,29 +1422,17 @@ static int call(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
         return 0;
     unsigned flags = !must_wait && goes_unwaited(proc, argv, pol, mode) ? RGPU_CALL_NOREPLY : 0;
 
-    rgpu_liblog_flush_settings(lib);
-    rgpu_req_begin(&req, proc->id, flags);
-    rgpu_stats_name(proc->id, proc->name);
-    if (rgpu_encode_args(&req.pk, proc, argv, pol) != RGPU_OK) {
-        msgpack_sbuffer_destroy(&req.buf);
-        return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
-    }
-    int rc = rgpu_req_send(&req, &reply);
+    int rc = send_call(lib, proc, argv, pol, flags, &bulk, &ticket);
     if (rc != RGPU_OK)
         return rgpu_transport_status(lib, proc->name, rc);
     if (flags & RGPU_CALL_NOREPLY) {
         rgpu_handles_after_call(proc, argv, 0, 0);
         return 0;
     }
-    if (reply.transport != RGPU_OK) {
-        rc = reply.transport;
-        rgpu_reply_free(&reply);
-        return rgpu_transport_status(lib, proc->name, rc);
-    }
-    if (rgpu_decode_outs(&reply.outs, proc, argv, pol) != RGPU_OK) {
-        rgpu_reply_free(&reply);
-        return rgpu_transport_status(lib, proc->name, RGPU_EPROTO);
-    }
+    if (!ticket)
+        return rgpu_transport_status(lib, proc->name, RGPU_EIO);
+    if ((rc = collect_call(lib, proc, argv, pol, &bulk, ticket, &reply)) != RGPU_REPLY_READY)
+        return rc;
     rgpu_handles_after_call(proc, argv, reply.api, 1);
     if (rgpu_mapped_active())
         rgpu_mapped_after_call(proc->name, reply.api);
@@ -1435,6 +1505,11 @@ int rgpu_last_error(int clear)
 /* ---- error texts of the server's libraries -------------------------------------- */
 
 #define MAX_ERROR_CODE 1024
+#define MAX_ERROR_TEXT 512
+
+/* Per library, each code's text once asked: NULL not yet, NO_TEXT none. */
+static char no_text[1];
+#define NO_TEXT no_text
 
 struct error_texts {
     const struct rgpu_lib *lib;
@@ -1444,31 +1519,15 @@ struct error_texts {
 static struct error_texts texts[8];
 static pthread_mutex_t texts_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void fetch_error_texts(struct error_texts *t)
+/* Called with texts_lock held: one round trip per code and library. */
+static char *fetch_error_text(const struct rgpu_lib *lib, int code)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_ERROR_STRINGS), 0);
-    rgpu_stats_name(req.proc_id, RGPU_H_ERROR_STRINGS);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_str_with_body(&req.pk, t->lib->name, strlen(t->lib->name));
-    if (rgpu_req_send(&req, &reply) != RGPU_OK)
-        return;
-    const msgpack_object *o = rgpu_reply_out(&reply, 0);
-    if (reply.transport == RGPU_OK && o && o->type == MSGPACK_OBJECT_ARRAY) {
-        const msgpack_object_array *a = &o->via.array;
-        for (uint32_t i = 0; i < a->size; i++) {
-            const msgpack_object *e = &a->ptr[i];
-            if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
-                e->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-                e->via.array.ptr[0].via.u64 >= MAX_ERROR_CODE ||
-                e->via.array.ptr[1].type != MSGPACK_OBJECT_STR)
-                continue;
-            t->text[e->via.array.ptr[0].via.u64] =
-                strndup(e->via.array.ptr[1].via.str.ptr, e->via.array.ptr[1].via.str.size);
-        }
-    }
-    rgpu_reply_free(&reply);
+    char buf[MAX_ERROR_TEXT];
+    if (rgpu_error_string(lib->name, code, buf, sizeof buf) != RGPU_STATUS_OK)
+        return NO_TEXT;
+    buf[sizeof buf - 1] = '\0';
+    char *copy = strdup(buf);
+    return copy ? copy : NO_TEXT;
 }
 
 const char *rgpu_server_error_string(const struct rgpu_lib *lib, int code)
@@ -1478,16 +1537,16 @@ const char *rgpu_server_error_string(const struct rgpu_lib *lib, int code)
         return NULL;
     pthread_mutex_lock(&texts_lock);
     for (size_t i = 0; i < sizeof texts / sizeof texts[0] && !t; i++) {
-        if (texts[i].lib == lib) {
-            t = &texts[i];
-        } else if (!texts[i].lib) {
+        if (texts[i].lib == lib || !texts[i].lib) {
             t = &texts[i];
             t->lib = lib;
-            fetch_error_texts(t);       /* once per library, under the lock */
         }
     }
+    if (t && !t->text[code])
+        t->text[code] = fetch_error_text(lib, code);
+    const char *s = t && t->text[code] != NO_TEXT ? t->text[code] : NULL;
     pthread_mutex_unlock(&texts_lock);
-    return t ? t->text[code] : NULL;
+    return s;
 }
 
 /* ---- what is current, known without asking ------------------------------------- */
@@ -1739,42 +1798,48 @@ static const struct rgpu_lib *lib_named(const char *name, size_t len)
     return found;
 }
 
-static void log_unreported(const msgpack_object *e)
+static void log_unreported(const struct rgpu_unreported *e)
 {
-    if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size != 2 ||
-        e->via.array.ptr[0].type != MSGPACK_OBJECT_STR)
-        return;
-    const msgpack_object_str *name = &e->via.array.ptr[0].via.str;
-    int64_t status;
-    if (rgpu_obj_i64(&e->via.array.ptr[1], &status) < 0)
-        return;
-    const struct rgpu_lib *lib = lib_named(name->ptr, name->size);
-    const char *text = lib && status > 0 ? rgpu_server_error_string(lib, (int)status) : NULL;
+    char name[sizeof e->lib + 1];
+    snprintf(name, sizeof name, "%.*s", (int)sizeof e->lib, e->lib);
+    const struct rgpu_lib *lib = lib_named(name, strlen(name));
+    const char *text = lib && e->status > 0 ? rgpu_server_error_string(lib, e->status) : NULL;
     rgpu_error("work sent without waiting failed and no later call of this thread reported "
-               "it: %.*s status %lld%s%s%s (RGPU_SYNC=strict reports it where it happens)",
-               (int)name->size, name->ptr, (long long)status, text ? " (" : "",
-               text ? text : "", text ? ")" : "");
+               "it: %s status %d%s%s%s (RGPU_SYNC=strict reports it where it happens)", name,
+               (int)e->status, text ? " (" : "", text ? text : "", text ? ")" : "");
 }
 
 /* At exit: failures of requests sent without waiting that no reply has
  * reported (a lazy synchronise's error, when the program made no waiting
- * call after it) are logged, never lost. */
+ * call after it) are logged, never lost.  rgpu_unreported (rgpu's own
+ * library), sent apart from the generated call: not counted. */
+#define MAX_UNREPORTED (8 * 257)    /* every library of every server thread */
+
 static void report_unreported(void)
 {
+    static struct rgpu_unreported entries[MAX_UNREPORTED];
+    const struct rgpu_proc *proc = RGPU_RGPU_rgpu_unreported;
+    size_t capacity = MAX_UNREPORTED, count = 0;
+    void *out = entries;
+    size_t *out_count = &count;
+    const void *argv[] = { &out, &capacity, &out_count };
     struct rgpu_req req;
     struct rgpu_reply reply;
     struct rgpu_ticket *t = NULL;
 
     if (!__atomic_load_n(&A.ever, __ATOMIC_RELAXED) || S.broken || S.forked)
         return;
-    rgpu_req_begin(&req, rgpu_proc_id("rgpu", RGPU_H_UNREPORTED), 0);
-    msgpack_pack_array(&req.pk, 0);
+    rgpu_req_begin(&req, proc->id, 0);
+    if (rgpu_encode_args(&req.pk, proc, argv, NULL) != RGPU_OK) {
+        msgpack_sbuffer_destroy(&req.buf);
+        return;
+    }
     if (post(&req, &t, 0) != RGPU_OK || !t || rgpu_req_wait(t, &reply) != RGPU_OK)
         return;
-    const msgpack_object *o = rgpu_reply_out(&reply, 0);
-    if (reply.transport == RGPU_OK && o && o->type == MSGPACK_OBJECT_ARRAY)
-        for (uint32_t i = 0; i < o->via.array.size; i++)
-            log_unreported(&o->via.array.ptr[i]);
+    if (reply.transport == RGPU_OK && reply.api == RGPU_STATUS_OK &&
+        rgpu_decode_outs(&reply.outs, proc, argv, NULL) == RGPU_OK)
+        for (size_t i = 0; i < count && i < capacity; i++)
+            log_unreported(&entries[i]);
     rgpu_reply_free(&reply);
 }
 

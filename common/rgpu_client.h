@@ -35,6 +35,23 @@ int rgpu_call_waiting(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
 int rgpu_call_unwaited_when(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
                             const void *const *argv, int unwaited);
 
+/* A generated call in two steps, so that several can be in flight (a
+ * copy's chunks): post sends it, and finish collects its reply and copies
+ * the outputs through argv.  The caller keeps argv, what it points at and
+ * *f until finish, which follows every post that returned 0.  With f NULL
+ * the call gets no reply (the caller's policy allowed it: its failure is
+ * reported by a later reply) and nothing follows.  For rgpu's own
+ * procedures that name no client-side object (rgpu_register_translator)
+ * and return no handle.  The library's status. */
+struct rgpu_inflight {
+    struct rgpu_ticket *ticket;
+    struct rgpu_bulk bulk;
+};
+int rgpu_call_post(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                   const void *const *argv, struct rgpu_inflight *f);
+int rgpu_call_finish(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                     const void *const *argv, struct rgpu_inflight *f);
+
 /* The text the server's library gives for an error code (its
  * cudaGetErrorString, cublasGetStatusString...), asked once; NULL when the
  * server has none. */
@@ -184,24 +201,40 @@ void rgpu_keyed_remove(struct rgpu_keyed *t, const void *key);
 
 /* ---- bulk copies (rgpu_copy.c) ------------------------------------------ */
 
-/* Host to device through procedure proc_id, whose arguments are
- * [dst, stream, bin]; chunked.  Returns the library status.  wait 0:
- * return once the bytes are sent (the policy's rgpu_lazy_copy_to_device
- * allowed it; a failure is reported at the next call that waits). */
+/* Host to device through proc, a copy procedure of rgpu's own whose
+ * arguments are (dst, stream, count, data) (rgpu_htod, rgpu_cu_htod),
+ * chunked.  Returns the library status.  wait 0: return once the bytes are
+ * sent (the policy's rgpu_lazy_copy_to_device allowed it; a failure is
+ * reported at the next call that waits). */
+int rgpu_copy_to_device(const struct rgpu_lib *lib, const struct rgpu_proc *proc, uint64_t dst,
+                        const void *src, size_t count, uint64_t stream, int wait);
+/* Device to host through proc, arguments (data, count, src, stream)
+ * (rgpu_dtoh, rgpu_cu_dtoh); chunked, several requests in flight. */
+int rgpu_copy_to_host(const struct rgpu_lib *lib, const struct rgpu_proc *proc, void *dst,
+                      uint64_t src, size_t count, uint64_t stream);
+
+/* Strided copies: width bytes per row, height rows, through proc with the
+ * arguments (dst, dpitch, width, height, stream, rows_size, rows) or
+ * (rows, rows_size, src, spitch, width, height, stream): the runtime's
+ * rgpu_htod_2d and rgpu_dtoh_2d, cuBLAS's rgpu_cublas_htod_2d and
+ * rgpu_cublas_dtoh_2d.  Statuses are proc's library's.  The rows go in
+ * requests of about RGPU_COPY_CHUNK bytes (a row at least); to the device
+ * the last waits when wait is set (else a failure is reported at the next
+ * call that waits, as the policy of common/rgpu_lazy.c allows). */
+int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const struct rgpu_proc *proc, uint64_t dst,
+                      size_t dpitch, const void *src, size_t spitch, size_t width,
+                      size_t height, uint64_t stream, int wait);
+int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const struct rgpu_proc *proc, void *dst,
+                      size_t dpitch, uint64_t src, size_t spitch, size_t width, size_t height,
+                      uint64_t stream);
+
+/* The shared-memory copies of rgpu_mapped.c (rgpu.shared_htod, arguments
+ * [dst, stream, bin], and rgpu.shared_dtoh, [src, count, stream] -> [bin],
+ * still packed by hand): as above, through procedure id proc_id. */
 int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *what,
                    uint64_t dst, const void *src, size_t count, uint64_t stream, int wait);
-/* Device to host through proc_id, arguments [src, count, stream] ->
- * [bin]; chunked, several requests in flight. */
 int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *what, void *dst,
                    uint64_t src, size_t count, uint64_t stream);
-
-/* Strided copies through the runtime's 2D procedures: width bytes per row,
- * height rows.  Statuses are the runtime's (or lib's, for transport). */
-int rgpu_copy_htod_2d(const struct rgpu_lib *lib, const char *what, uint64_t dst, size_t dpitch,
-                      const void *src, size_t spitch, size_t width, size_t height,
-                      uint64_t stream);
-int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const char *what, void *dst, size_t dpitch,
-                      uint64_t src, size_t spitch, size_t width, size_t height, uint64_t stream);
 
 /* ---- module images (rgpu_image.c) ------------------------------------------ */
 
@@ -396,11 +429,15 @@ enum rgpu_callback_kind {
 /* cudaErrorNotPermitted and CUDA_ERROR_NOT_PERMITTED: a CUDA call from a
  * host function gets it. */
 #define RGPU_NOT_PERMITTED 800
-/* Enqueue fn on stream: variant as rgpu.host_func numbers it
- * (common/rgpu_hand_procs.h).  The library's status. */
-int rgpu_host_func_enqueue(const struct rgpu_lib *lib, const char *what, unsigned variant,
-                           uint64_t stream, enum rgpu_callback_kind kind, void *fn, void *data,
-                           unsigned flags);
+/* A host function's request (rgpu_host_func, rgpu_cu_host_func:
+ * codegen/cudart_own.h, cuda_own.h), in the stubs: reserve names fn by an
+ * id before it (0: none is free, the caller answers out of memory), with
+ * the token that names it for a capture (0 when none is under way); placed
+ * says how it went (status 0 and not captured: the stream holds it, the
+ * core waits for its frame; else nothing will come for id). */
+uint64_t rgpu_host_func_reserve(enum rgpu_callback_kind kind, void *fn, void *data,
+                                uint64_t stream, uint64_t *token);
+void rgpu_host_func_placed(uint64_t id, int status, int captured);
 /* Host functions enqueued whose function has not returned yet: while there
  * are any, every call waits for its reply (rgpu_lazy.c). */
 int rgpu_callbacks_outstanding(void);

@@ -1,9 +1,12 @@
-/* Hand-written procedures: calls whose arguments the generator cannot
- * describe (host buffers, kernel arguments, modules).  Client side in
- * stubs/cudart_hand.c and friends, server side in daemon/hand_cudart.c,
- * daemon/hand_cuda.c and daemon/hand_cublasLt.c.  Their ids come from
- * rgpu_proc_id() over these names, like the generated ones, so they are as
- * stable; the "rgpu." prefix keeps them apart from CUDA's own names.
+/* Hand-written procedures: calls that still pack their arguments by hand
+ * (launches, modules and JIT linking, graphs, the shared-memory copies,
+ * the library digest), until they move to the codec as rgpu's own
+ * procedures (codegen/<lib>_own.h), as the copies, host functions, NVML
+ * lists, log settings and cuBLASLt's descriptors did.  Client side in
+ * stubs/ and common/, server side in the daemon files named.  Their ids
+ * come from rgpu_proc_id() over these names, like the generated ones, so
+ * they are as stable; the "rgpu." prefix keeps them apart from CUDA's own
+ * names.
  *
  * Arguments (one msgpack array each; "bin" last where present):
  */
@@ -12,14 +15,6 @@
 
 #include <stdint.h>
 
-/* [dst, stream, bin data] -> []            host to device, one chunk */
-#define RGPU_H_HTOD          "rgpu.htod"
-/* [src, count, stream]    -> [bin data]    device to host, one chunk */
-#define RGPU_H_DTOH          "rgpu.dtoh"
-/* [dst, dpitch, width, height, stream, bin rows] -> []   2D host to device */
-#define RGPU_H_HTOD_2D       "rgpu.htod2d"
-/* [src, spitch, width, height, stream] -> [bin rows]      2D device to host */
-#define RGPU_H_DTOH_2D       "rgpu.dtoh2d"
 /* [image]  -> [library handle]   load a fatbin/cubin/PTX (runtime; image: below) */
 #define RGPU_H_LIB_LOAD      "rgpu.lib_load"
 /* [library, name] -> [kernel, [[offset, size]...]]  kernel and its layout */
@@ -36,55 +31,10 @@
  * RGPU_EVERSION when the server's table differs (lib "rgpu"; rgpu_hello.h) */
 #define RGPU_H_LIB_DIGEST    "rgpu.lib_digest"
 
-/* [] -> []  a request that waits for nothing but its turn: its reply says
- * every request sent before it has run (the client's bound on how far it
- * runs ahead; library "rgpu", served in daemon/session.c) */
-#define RGPU_H_FENCE         "rgpu.fence"
-/* [] -> [[lib, status]...]  failures of no-reply requests that no reply
- * has reported yet, of every client thread, forgotten once told (asked
- * at exit, so that none is lost; library "rgpu", daemon/session.c) */
-#define RGPU_H_UNREPORTED    "rgpu.unreported"
-/* [variant, stream, id, flags(, token)] -> [captured]  enqueue a host
- * function on stream: the server sends [CALLBACK, id, status] when the
- * stream reaches it and the stream waits for [CALLBACK_DONE, id]
- * (common/rgpu_proto.h).  variant: 0 cudaLaunchHostFunc, 1 its _ptsz, 2
- * cudaStreamAddCallback, 3 its _ptsz, 4 cuLaunchHostFunc, 5 its _ptsz, 6
- * cuStreamAddCallback, 7 its _ptsz; flags are the AddCallback's.  token:
- * sent while a capture is under way; when the stream captures, the
- * function becomes a host node of the capture that names token, as a
- * graph's host node (below), and captured is 1 (library "rgpu",
- * daemon/host_functions.c) */
-#define RGPU_H_HOST_FUNC     "rgpu.host_func"
-
-/* [lib] -> [[code, string]...]  a server library's own error texts */
-#define RGPU_H_ERROR_STRINGS "rgpu.error_strings"
-
-/* [setting...] -> []  a library's log settings (library "cublas", "cublasLt"
- * or "cudnn"; see daemon/liblog.c); no reply */
-#define RGPU_H_LOG_SETTINGS  "rgpu.log_settings"
-
-/* NVML (library "nvml"; stubs/nvml_hand.c, daemon/hand_nvml.c): the
- * queries whose array is sized by a count in memory.
- * [list, device, arg, capacity] -> [count, bin entries]: list one of
- * RGPU_NVML_LIST_*, device a handle the session holds, arg the function's
- * extra value (the retirement cause, the memory clock), capacity the
- * caller's entries (at most RGPU_NVML_LIST_MAX).  count is what the list
- * holds; the entries come only when they fit (else the status is
- * NVML_ERROR_INSUFFICIENT_SIZE, as natively).  Process lists hold the
- * session's own process only. */
-#define RGPU_H_NVML_LIST     "rgpu.nvml_list"
-enum {
-    RGPU_NVML_LIST_COMPUTE_PROCS,   /* nvmlDeviceGetComputeRunningProcesses_v3 */
-    RGPU_NVML_LIST_GRAPHICS_PROCS,  /* nvmlDeviceGetGraphicsRunningProcesses_v3 */
-    RGPU_NVML_LIST_MPS_PROCS,       /* nvmlDeviceGetMPSComputeRunningProcesses_v3 */
-    RGPU_NVML_LIST_RETIRED_PAGES,   /* nvmlDeviceGetRetiredPages (arg: cause) */
-    RGPU_NVML_LIST_MEMORY_CLOCKS,   /* nvmlDeviceGetSupportedMemoryClocks */
-    RGPU_NVML_LIST_GRAPHICS_CLOCKS, /* nvmlDeviceGetSupportedGraphicsClocks (arg: memory clock) */
-    RGPU_NVML_LIST_KINDS
-};
-#define RGPU_NVML_LIST_MAX   1024
-
-
+/* rgpu_fence of rgpu's own library (codegen/rgpu_own.h), by the name its
+ * id is made of: common/rgpu_mapped.c sends what the program changed ahead
+ * of every request but this one. */
+#define RGPU_H_FENCE         "rgpu_fence"
 
 /* Module images.  An image argument ("image" below) is a bin, or, for an
  * image larger than RGPU_IMAGE_INLINE_MAX, the image's size: its bytes
@@ -114,9 +64,6 @@ enum {
 /* Driver API (library "cuda"): */
 /* [image] or [[jit options], image] -> [module, [jit outputs]] */
 #define RGPU_H_CU_MODULE_LOAD  "rgpu.cu_module_load"
-/* [device] -> [context]  the device's primary context, neither retained nor
- * made active (the runtime's export table asks it; stubs/cuda_export.c) */
-#define RGPU_H_CU_PRIMARY_CTX  "rgpu.cu_primary_ctx"
 /* [image] or [[jit options], image] -> [library, [jit outputs]] */
 #define RGPU_H_CU_LIBRARY_LOAD "rgpu.cu_library_load"
 /* JIT linking.  Every reply after the create carries the create's jit
@@ -229,9 +176,6 @@ enum rgpu_copy_direction { RGPU_COPY_TO_DEVICE = 1, RGPU_COPY_TO_HOST = 2 };
  * cooperative launches (no reply unless the attributes need the driver's
  * checks; the attribute list: common/rgpu_launch_attrs.h) */
 #define RGPU_H_CU_LAUNCH_EX    "rgpu.cu_launch_ex"
-/* [dst, stream, bin data] -> [] ; [src, count, stream] -> [bin] */
-#define RGPU_H_CU_HTOD         "rgpu.cu_htod"
-#define RGPU_H_CU_DTOH         "rgpu.cu_dtoh"
 /* [dst, 0, bin] -> [] and [src, count, 0] -> [bin]: the client's own copies
  * between the program's copy of shared memory and its GPU copy
  * (common/rgpu_mapped.c), on a non-blocking stream of the session's in
@@ -239,53 +183,5 @@ enum rgpu_copy_direction { RGPU_COPY_TO_DEVICE = 1, RGPU_COPY_TO_HOST = 2 };
  * daemon/hand_cuda.c) */
 #define RGPU_H_SHARED_HTOD     "rgpu.shared_htod"
 #define RGPU_H_SHARED_DTOH     "rgpu.shared_dtoh"
-
-/* cuBLASLt (library "cublasLt"; client side stubs/cublasLt_desc.c, server
- * side daemon/hand_cublasLt.c): descriptors the client keeps by content,
- * made on the server when a call needs them.  Each create makes one
- * descriptor and sets its attributes in order (a matmul descriptor's
- * pointer attributes to NULL, below); keep 0 destroys it again
- * (a check that an attribute is accepted).  Destroys name only
- * descriptors this procedure made.
- * [[[kind, handle]...] destroys, [[kind, [param...], [[attr, bin]...], keep]...] creates]
- *   -> [[[status, handle]...]]   one per create; the call's status: the first failure */
-#define RGPU_H_LT_MATERIALIZE  "rgpu.lt_materialize"
-enum rgpu_lt_kind {
-    RGPU_LT_MATMUL_DESC = 0,    /* params: computeType, scaleType */
-    RGPU_LT_LAYOUT = 1,         /* params: type, rows, cols, ld */
-    RGPU_LT_PREFERENCE = 2,     /* params: none */
-};
-
-/* The matmul descriptor attributes that hold device pointers, which PyTorch
- * points at new memory every step (a bias cast under AMP).  They are not
- * part of a descriptor's content: the content holds their alignment class
- * instead, the server makes its descriptors with NULL there, and the values
- * travel with each call that uses the descriptor, as these procedures:
- * [[[attr, ptr]...], [the generated procedure's arguments]] -> its outputs.
- * The server checks each pointer against the session's memory, sets them on
- * its descriptor for the call alone (daemon/hand_cublasLt.c). */
-#define RGPU_H_LT_MATMUL       "rgpu.lt_matmul"         /* cublasLtMatmul */
-#define RGPU_H_LT_HEURISTIC    "rgpu.lt_heuristic"      /* cublasLtMatmulAlgoGetHeuristic */
-#define RGPU_H_LT_ALGO_CHECK   "rgpu.lt_algo_check"     /* cublasLtMatmulAlgoCheck */
-#define RGPU_LT_NPOINTERS 10
-/* The slot 0..RGPU_LT_NPOINTERS-1 of a pointer attribute, -1 for any other
- * (cublasLtMatmulDescAttributes_t values; daemon/hand_cublasLt.c asserts
- * them against cublasLt.h). */
-static inline int rgpu_lt_pointer_slot(uint32_t attr)
-{
-    switch (attr) {
-    case 8: return 0;       /* BIAS_POINTER */
-    case 11: return 1;      /* EPILOGUE_AUX_POINTER */
-    case 17: return 2;      /* A_SCALE_POINTER */
-    case 18: return 3;      /* B_SCALE_POINTER */
-    case 19: return 4;      /* C_SCALE_POINTER */
-    case 20: return 5;      /* D_SCALE_POINTER */
-    case 21: return 6;      /* AMAX_D_POINTER */
-    case 23: return 7;      /* EPILOGUE_AUX_SCALE_POINTER */
-    case 24: return 8;      /* EPILOGUE_AUX_AMAX_POINTER */
-    case 36: return 9;      /* D_OUT_SCALE_POINTER */
-    default: return -1;
-    }
-}
 
 #endif

@@ -374,16 +374,6 @@ static void put_s(EVP_MD_CTX *md, const char *s)
     EVP_DigestUpdate(md, s, strlen(s) + 1);
 }
 
-/* What a library's hand-written procedures (common/rgpu_hand_procs.h) mean
- * can change while its generated table stays the same: each such change
- * names itself here, so that builds on either side of it refuse each other
- * too.  cuBLASLt: a descriptor's pointer attributes travel with each call,
- * rgpu.lt_materialize makes them NULL. */
-static const char *hand_revision(const char *lib)
-{
-    return strcmp(lib, "cublasLt") == 0 ? "lt-pointers-apart" : "";
-}
-
 void rgpu_lib_digest(const struct rgpu_lib *lib, unsigned char out[RGPU_DIGEST_LEN])
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -396,8 +386,6 @@ void rgpu_lib_digest(const struct rgpu_lib *lib, unsigned char out[RGPU_DIGEST_L
     }
     put_s(md, "rgpu-table-1");
     put_s(md, lib->name);
-    if (*hand_revision(lib->name))
-        put_s(md, hand_revision(lib->name));
     put_u32(md, (uint32_t)lib->nprocs);
     for (size_t i = 0; i < lib->nprocs; i++) {
         const struct rgpu_proc *p = &lib->procs[i];
@@ -413,6 +401,8 @@ void rgpu_lib_digest(const struct rgpu_lib *lib, unsigned char out[RGPU_DIGEST_L
             put_u32(md, (uint32_t)(int32_t)q->len_arg);
             put_u32(md, (uint32_t)(int32_t)q->aux_arg);
             put_u32(md, q->elem != NULL);
+            put_u32(md, q->flags);
+            put_u32(md, (uint32_t)(int32_t)q->used_arg);
         }
     }
     EVP_DigestFinal_ex(md, out, &n);

@@ -2,14 +2,14 @@
  * client core, the launcher's probe and rgpud, plus the cryptography they
  * need (OpenSSL's libcrypto) and the key files.
  *
- *   hello     client -> server  [HELLO, 7, client_name, {lib: digest},
+ *   hello     client -> server  [HELLO, 8, client_name, {lib: digest},
  *                                client_nonce(bin 32), {lib: soname},
  *                                cuda_visible_devices (str, or nil: unset)]
  *   challenge server -> client  [CHALLENGE, server_nonce(bin 32)]
  *                               (only where the server wants a key: TCP)
  *   auth      client -> server  [AUTH, key_id, mac(bin 32)]
  *             mac = HMAC-SHA256(key, "rgpu-client" | client_nonce | server_nonce)
- *   welcome   server -> client  [WELCOME, 7, status, runtime, driver,
+ *   welcome   server -> client  [WELCOME, 8, status, runtime, driver,
  *                                server_name, message, server_proof,
  *                                [[lib, soname, version]...], cuda_devices]
  *             server_proof = HMAC-SHA256(key, "rgpu-server" | server_nonce |

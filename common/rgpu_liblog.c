@@ -1,7 +1,6 @@
 /* Library logs forwarded from rgpud (see rgpu_liblog.h). */
 #include "rgpu_liblog.h"
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_wire.h"
 
@@ -16,9 +15,9 @@
 static struct logging_lib {
     const struct rgpu_lib *lib;
     rgpu_liblog_sink sink;
-    int64_t settings[RGPU_LIBLOG_SETTINGS];
-    unsigned nsettings;
-    int pending;                /* settings not yet sent */
+    const struct rgpu_proc *proc;   /* the library's rgpu_<lib>_log_settings */
+    int setting;
+    int pending;                /* the setting not yet sent */
 } libs[MAX_LIBS];
 static int nlibs;
 static atomic_int settings_pending;     /* any lib's: the fast path's test */
@@ -60,45 +59,32 @@ void rgpu_liblog_register(const struct rgpu_lib *lib, rgpu_liblog_sink sink)
     pthread_mutex_unlock(&lock);
 }
 
-/* Send settings to rgpud: waiting for the reply when wait, so that what
- * applying them logs is delivered before the setter returns, as a local
+/* Send the setting to rgpud: waiting for the reply when wait, so that what
+ * applying it logs is delivered before the setter returns, as a local
  * library would; without waiting, a failure shows as the next waiting
  * call's deferred status. */
-static void send_settings(const struct rgpu_lib *lib, const int64_t *settings, unsigned n,
-                          int wait)
+static void send_setting(const struct rgpu_lib *lib, const struct rgpu_proc *proc, int setting,
+                         int wait)
 {
-    struct rgpu_req req;
-    rgpu_req_begin(&req, rgpu_proc_id(lib->name, RGPU_H_LOG_SETTINGS),
-                   wait ? 0 : RGPU_CALL_NOREPLY);
-    msgpack_pack_array(&req.pk, n);
-    for (unsigned i = 0; i < n; i++)
-        msgpack_pack_int64(&req.pk, settings[i]);
-    if (!wait) {
-        rgpu_stats_name(req.proc_id, "rgpu.log_settings");
-        if (rgpu_req_send(&req, NULL) != RGPU_OK)
-            rgpu_warn("%s: cannot send its log settings to rgpud", lib->soname);
-        return;
-    }
-    int rc = rgpu_req_status(lib, "rgpu.log_settings", &req);
+    const void *argv[] = { &setting };
+    int rc = rgpu_call_unwaited_when(lib, proc, argv, !wait);
     if (rc != 0)
         rgpu_warn("%s: rgpud could not apply its log settings (status %d)", lib->soname, rc);
 }
 
-void rgpu_liblog_configure(const struct rgpu_lib *lib, const int64_t *settings, unsigned n)
+void rgpu_liblog_configure(const struct rgpu_lib *lib, const struct rgpu_proc *proc, int setting)
 {
-    if (n > RGPU_LIBLOG_SETTINGS)
-        n = RGPU_LIBLOG_SETTINGS;
     /* Connected: apply now.  Not yet: before the library's first call, so
      * that loading a stub never opens a session. */
     if (rgpu_session_started()) {
-        send_settings(lib, settings, n, 1);
+        send_setting(lib, proc, setting, 1);
         return;
     }
     pthread_mutex_lock(&lock);
     struct logging_lib *e = entry_for(lib);
     if (e) {
-        memcpy(e->settings, settings, n * sizeof *settings);
-        e->nsettings = n;
+        e->proc = proc;
+        e->setting = setting;
         if (!e->pending) {
             e->pending = 1;
             atomic_fetch_add(&settings_pending, 1);
@@ -109,9 +95,8 @@ void rgpu_liblog_configure(const struct rgpu_lib *lib, const int64_t *settings, 
 
 void rgpu_liblog_flush_settings(const struct rgpu_lib *lib)
 {
-    int64_t settings[RGPU_LIBLOG_SETTINGS];
-    unsigned n = 0;
-    int send = 0;
+    const struct rgpu_proc *proc = NULL;
+    int setting = 0;
 
     if (atomic_load(&settings_pending) == 0)
         return;
@@ -120,13 +105,12 @@ void rgpu_liblog_flush_settings(const struct rgpu_lib *lib)
     if (e && e->pending) {
         e->pending = 0;
         atomic_fetch_sub(&settings_pending, 1);
-        n = e->nsettings;
-        memcpy(settings, e->settings, sizeof settings);
-        send = 1;
+        proc = e->proc;
+        setting = e->setting;
     }
     pthread_mutex_unlock(&lock);
-    if (send)
-        send_settings(lib, settings, n, 0);
+    if (proc)
+        send_setting(lib, proc, setting, 0);
 }
 
 void rgpu_liblog_queue(char *frame, size_t len)

@@ -1,7 +1,7 @@
 /* Library logs: cuBLAS, cuBLASLt and cuDNN log from inside the server's
  * process; a program's logger callbacks and log files are on the client.
  * The client stub of a library registers a sink and tells the core the
- * library's log settings; the core sends them to rgpud at once when
+ * library's log setting; the core sends it to rgpud at once when
  * connected, else before that library's first call (so loading a stub
  * never opens a session); rgpud
  * installs its own callbacks in the real library, and each message comes
@@ -28,15 +28,15 @@ struct rgpu_liblog_msg {
 
 typedef void (*rgpu_liblog_sink)(const struct rgpu_liblog_msg *m);
 
-#define RGPU_LIBLOG_SETTINGS 4
-
 /* lib's messages go to sink from now on. */
 void rgpu_liblog_register(const struct rgpu_lib *lib, rgpu_liblog_sink sink);
-/* lib's settings (up to RGPU_LIBLOG_SETTINGS numbers whose meaning the
- * library's server handler knows, daemon/liblog.c) go to rgpud: at once,
- * waiting for them to be applied, when connected; else before lib's first
+/* lib's log setting (a mask, or on and off, whose meaning the library's
+ * serve_ function knows: daemon/liblog.c) goes to rgpud through proc, the
+ * library's own rgpu_<lib>_log_settings (codegen/<lib>_own.h): at once,
+ * waiting for it to be applied, when connected; else before lib's first
  * call. */
-void rgpu_liblog_configure(const struct rgpu_lib *lib, const int64_t *settings, unsigned n);
+void rgpu_liblog_configure(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
+                           int setting);
 
 /* A log destination named as the libraries' environment variables name
  * them: "stdout", "stderr" or a file path, opened for appending; "%i" in a

@@ -79,23 +79,6 @@ static void buf_dims(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                  ? 1 : count_from_value(vals[prm->len_arg], proc->params[prm->len_arg].size);
 }
 
-/* Whether a buffer can be sent: its element type, where an argument names
- * it, one the size function knows (the server takes an unknown one for a
- * protocol error and closes the session), and its length one a frame can
- * hold (a negative count, read as a huge one, must not make the client
- * read far past the program's array). */
-static int buf_sendable(const struct rgpu_proc *proc, const struct rgpu_param *prm,
-                        const void *const *argv)
-{
-    uint64_t count;
-    uint32_t elem;
-    size_t bytes;
-    buf_dims(proc, prm, argv, &count, &elem);
-    if (prm->elem && elem == 0)
-        return 0;
-    return buf_bytes(count, elem, &bytes) == RGPU_OK;
-}
-
 static size_t buf_len_client(const struct rgpu_proc *proc, const struct rgpu_param *prm,
                              const void *const *argv)
 {
@@ -164,6 +147,51 @@ int rgpu_has_host_outputs(const struct rgpu_proc *proc, const void *const *argv,
 int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
                      const void *const *argv, const struct rgpu_scalar_policy *pol)
 {
+    return rgpu_encode_call(pk, proc, argv, pol, NULL);
+}
+
+/* A stream or sink parameter of len bytes, when the sender moves its
+ * bytes itself (bulk): noted there.  Returns 1 when the stream's bytes are
+ * left out of pk (the sender packs their bin), else 0. */
+static int note_bulk(const struct rgpu_param *prm, unsigned i, const void *ptr, size_t len,
+                     struct rgpu_bulk *bulk)
+{
+    if (!bulk || !ptr || !(prm->flags & (RGPU_PARAM_SINK | RGPU_PARAM_STREAM)))
+        return 0;
+    if (prm->flags & RGPU_PARAM_SINK) {
+        bulk->sink = (void *)(uintptr_t)ptr;
+        bulk->sink_len = len;
+        bulk->sink_param = i;
+        return 0;
+    }
+    bulk->payload = ptr;
+    bulk->payload_len = len;
+    return 1;
+}
+
+/* A buffer's bytes, client side, or -1 when it cannot be sent: its element
+ * type, where an argument names it, one the size function does not know
+ * (the server takes an unknown one for a protocol error and closes the
+ * session), or its length more than a frame can hold (a negative count,
+ * read as a huge one, must not make the client read far past the
+ * program's array). */
+static int buf_len_sendable(const struct rgpu_proc *proc, const struct rgpu_param *prm,
+                            const void *const *argv, size_t *len)
+{
+    uint64_t count;
+    uint32_t elem;
+    buf_dims(proc, prm, argv, &count, &elem);
+    if ((prm->elem && elem == 0) || buf_bytes(count, elem, len) != RGPU_OK)
+        return -1;
+    return 0;
+}
+
+int rgpu_encode_call(msgpack_packer *pk, const struct rgpu_proc *proc, const void *const *argv,
+                     const struct rgpu_scalar_policy *pol, struct rgpu_bulk *bulk)
+{
+    size_t len;
+    if (bulk)
+        memset(bulk, 0, sizeof *bulk);
     msgpack_pack_array(pk, proc->nparams);
     for (unsigned i = 0; i < proc->nparams; i++) {
         const struct rgpu_param *prm = &proc->params[i];
@@ -196,14 +224,18 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
             break;
         case RGPU_IN_BUF:
         case RGPU_INOUT_BUF:
-            if (ptr && !buf_sendable(proc, prm, argv))
+            len = 0;
+            if (ptr && buf_len_sendable(proc, prm, argv, &len) < 0)
                 return RGPU_EPROTO;
-            pack_bytes_or_nil(pk, ptr, buf_len_client(proc, prm, argv));
+            if (!note_bulk(prm, i, ptr, len, bulk))
+                pack_bytes_or_nil(pk, ptr, len);
             break;
         case RGPU_OUT_BUF:
-            if (ptr && !buf_sendable(proc, prm, argv))
+            len = 0;
+            if (ptr && buf_len_sendable(proc, prm, argv, &len) < 0)
                 return RGPU_EPROTO;
-            msgpack_pack_uint64(pk, ptr ? buf_len_client(proc, prm, argv) : 0);
+            note_bulk(prm, i, ptr, len, bulk);
+            msgpack_pack_uint64(pk, len);
             break;
         case RGPU_SCALAR_IN:
         case RGPU_SCALAR_OUT:
@@ -220,6 +252,29 @@ int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
 int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
                      const void *const *argv, const struct rgpu_scalar_policy *pol)
 {
+    return rgpu_decode_call_outs(outs, proc, argv, pol, NULL, 0, 0);
+}
+
+/* A sink output: 1 when its bytes landed already (its bin must then be
+ * empty, else -1), 0 when they come in the reply: whole, or nil when the
+ * call failed (api). */
+static int sink_landed(const msgpack_object *o, unsigned i, const struct rgpu_bulk *bulk,
+                       size_t sunk, int api)
+{
+    if (!bulk || !bulk->sink || i != bulk->sink_param)
+        return 0;
+    if (sunk && sunk == bulk->sink_len)
+        return o->type == MSGPACK_OBJECT_NIL ||
+               (o->type == MSGPACK_OBJECT_BIN && o->via.bin.size == 0) ? 1 : -1;
+    if (o->type == MSGPACK_OBJECT_BIN)
+        return o->via.bin.size == bulk->sink_len ? 0 : -1;
+    return api || !bulk->sink_len ? 0 : -1;
+}
+
+int rgpu_decode_call_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
+                          const void *const *argv, const struct rgpu_scalar_policy *pol,
+                          const struct rgpu_bulk *bulk, size_t sunk, int api)
+{
     unsigned k = 0;
     if (outs->type != MSGPACK_OBJECT_ARRAY)
         return RGPU_EPROTO;
@@ -231,7 +286,10 @@ int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
             return RGPU_EPROTO;
         const msgpack_object *o = &outs->via.array.ptr[k++];
         void *dst = *(void *const *)argv[i];
-        if (o->type == MSGPACK_OBJECT_NIL || !dst)
+        int landed = sink_landed(o, i, bulk, sunk, api);
+        if (landed < 0)
+            return RGPU_EPROTO;
+        if (landed || o->type == MSGPACK_OBJECT_NIL || !dst)
             continue;
         if (o->type != MSGPACK_OBJECT_BIN ||
             (is_scalar(prm->kind) && !scalar_on_host(proc, i, argv, pol)))
@@ -317,7 +375,7 @@ static int decode_str(const msgpack_object *o, struct rgpu_call_frame *f, unsign
  * NULL, and so does the callee).  Any size but 0 or cap is refused: the
  * callee writes up to cap bytes whatever the client asked for, so a smaller
  * buffer would be overrun. */
-static int alloc_out(const msgpack_object *o, size_t cap, struct rgpu_call_frame *f,
+static int alloc_out(const msgpack_object *o, size_t cap, int sink, struct rgpu_call_frame *f,
                      unsigned i)
 {
     uint64_t want;
@@ -330,6 +388,11 @@ static int alloc_out(const msgpack_object *o, size_t cap, struct rgpu_call_frame
     f->outlen[i] = 0;
     if (want == 0)
         return RGPU_OK;
+    /* A large sink: the serve_ function sends its bytes itself. */
+    if (sink && want >= RGPU_STREAM_MIN) {
+        f->sink_len = want;
+        return RGPU_OK;
+    }
     void *p = frame_buffer(want, 1);
     if (!p)
         return RGPU_ENOMEM;
@@ -387,6 +450,20 @@ static int buf_len_server(const struct rgpu_proc *proc, const struct rgpu_param 
     return buf_bytes(count, elem, bytes);
 }
 
+/* A stream parameter (the last): its bytes stayed in the socket (its bin
+ * arrived empty, and what is left must be exactly its length), or they are
+ * in the frame, where the serve_ function reads them during the call: no
+ * copy of a frame buffer's bytes. */
+static int decode_streamed(const msgpack_object *o, size_t bytes, struct rgpu_call_frame *f,
+                           unsigned i)
+{
+    if (o->type != MSGPACK_OBJECT_BIN ||
+        o->via.bin.size != (f->stream_len ? 0 : bytes) || (f->stream_len && bytes != f->stream_len))
+        return RGPU_EPROTO;
+    f->slot[i] = f->stream_len || !bytes ? 0 : (uint64_t)(uintptr_t)o->via.bin.ptr;
+    return RGPU_OK;
+}
+
 static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, unsigned i,
                       struct rgpu_call_frame *f)
 {
@@ -414,7 +491,7 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
         f->outlen[i] = f->slot[i] ? prm->size : 0;
         return rc;
     case RGPU_OUT:
-        return alloc_out(o, prm->size, f, i);
+        return alloc_out(o, prm->size, 0, f, i);
     case RGPU_STR:
         return decode_str(o, f, i);
     case RGPU_IN_BUF:
@@ -428,6 +505,8 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
         }
         if (prm->kind == RGPU_IN_BUF) {
             rc = buf_len_server(proc, prm, f, &bytes);
+            if (rc == RGPU_OK && (prm->flags & RGPU_PARAM_STREAM))
+                return decode_streamed(o, bytes, f, i);
             return rc != RGPU_OK ? rc : decode_bytes(o, bytes, 1, f, i);
         }
         rc = buf_len_server(proc, prm, f, &bytes);
@@ -438,7 +517,8 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
         return rc;
     case RGPU_OUT_BUF:
         rc = buf_len_server(proc, prm, f, &bytes);
-        return rc != RGPU_OK ? rc : alloc_out(o, bytes, f, i);
+        return rc != RGPU_OK ? rc
+                             : alloc_out(o, bytes, (prm->flags & RGPU_PARAM_SINK) != 0, f, i);
     case RGPU_SCALAR_IN:
     case RGPU_SCALAR_OUT:
     case RGPU_SCALAR_INOUT:
@@ -451,9 +531,22 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
 int rgpu_decode_args(const msgpack_object *args, const struct rgpu_proc *proc,
                      struct rgpu_call_frame *f)
 {
+    return rgpu_decode_streamed_args(args, proc, f, 0);
+}
+
+int rgpu_proc_streams(const struct rgpu_proc *proc)
+{
+    return proc->nparams > 0 && proc->params[proc->nparams - 1].kind == RGPU_IN_BUF &&
+           (proc->params[proc->nparams - 1].flags & RGPU_PARAM_STREAM);
+}
+
+int rgpu_decode_streamed_args(const msgpack_object *args, const struct rgpu_proc *proc,
+                              struct rgpu_call_frame *f, size_t stream_len)
+{
     memset(f, 0, sizeof *f);
+    f->stream_len = stream_len;
     if (args->type != MSGPACK_OBJECT_ARRAY || args->via.array.size != proc->nparams ||
-        proc->nparams > RGPU_MAX_PARAMS)
+        proc->nparams > RGPU_MAX_PARAMS || (stream_len && !rgpu_proc_streams(proc)))
         return RGPU_EPROTO;
     /* Length arguments come before or after their buffers; decode the
      * plain values first so that every buffer knows its size. */
@@ -566,23 +659,66 @@ int rgpu_check_args(const struct rgpu_lib *lib, const struct rgpu_proc *proc,
     return 0;
 }
 
+/* The bytes of output i that travel back: all of its buffer, or with
+ * used= the elements the callee says it filled (never more). */
+static size_t out_bytes(const struct rgpu_proc *proc, unsigned i, const struct rgpu_call_frame *f)
+{
+    const struct rgpu_param *prm = &proc->params[i];
+    if (prm->kind != RGPU_OUT_BUF || prm->used_arg < 0 || !f->slot[prm->used_arg])
+        return f->outlen[i];
+    uint64_t count, used = count_from_value((const void *)(uintptr_t)f->slot[prm->used_arg],
+                                            proc->params[prm->used_arg].size);
+    uint32_t elem;
+    buf_dims(proc, prm, (const void *const *)f->argv, &count, &elem);
+    return elem && used < f->outlen[i] / elem ? (size_t)used * elem : f->outlen[i];
+}
+
+/* Whether output i travels as nil: the caller passed NULL, a sink's bytes
+ * went ahead of the reply, or a scalar given as a device pointer was
+ * written there. */
+static int out_is_nil(const struct rgpu_proc *proc, unsigned i, const struct rgpu_call_frame *f)
+{
+    return !f->slot[i] || (is_scalar(proc->params[i].kind) && !f->owned[i]);
+}
+
 void rgpu_encode_outs(msgpack_packer *pk, const struct rgpu_proc *proc,
                       const struct rgpu_call_frame *f)
 {
-    unsigned n = 0;
+    rgpu_encode_outs_tail(pk, proc, (struct rgpu_call_frame *)f, NULL, NULL);
+}
+
+void rgpu_encode_outs_tail(msgpack_packer *pk, const struct rgpu_proc *proc,
+                           struct rgpu_call_frame *f, void **tail, size_t *tail_len)
+{
+    unsigned n = 0, last = 0;
     for (unsigned i = 0; i < proc->nparams; i++)
-        n += is_output(proc->params[i].kind);
+        if (is_output(proc->params[i].kind)) {
+            n++;
+            last = i;
+        }
+    if (tail) {
+        *tail = NULL;
+        *tail_len = 0;
+    }
     msgpack_pack_array(pk, n);
     for (unsigned i = 0; i < proc->nparams; i++) {
         if (!is_output(proc->params[i].kind))
             continue;
-        /* A scalar output given as a device pointer was written there. */
-        if (!f->slot[i] || (is_scalar(proc->params[i].kind) && !f->owned[i])) {
+        if (out_is_nil(proc, i, f)) {
             msgpack_pack_nil(pk);
             continue;
         }
-        msgpack_pack_bin(pk, f->outlen[i]);
-        msgpack_pack_bin_body(pk, (const void *)(uintptr_t)f->slot[i], f->outlen[i]);
+        size_t len = out_bytes(proc, i, f);
+        msgpack_pack_bin(pk, len);
+        /* The frame's buffer itself goes, handed over to the sender. */
+        if (tail && i == last && len >= RGPU_TAIL_MIN && f->owned[i] &&
+            (uint64_t)(uintptr_t)f->owned[i] == f->slot[i]) {
+            *tail = f->owned[i];
+            *tail_len = len;
+            f->owned[i] = NULL;
+            continue;
+        }
+        msgpack_pack_bin_body(pk, (const void *)(uintptr_t)f->slot[i], len);
     }
 }
 

@@ -41,6 +41,22 @@ enum rgpu_kind {
     RGPU_HANDLE,
 };
 
+/* Buffers whose bytes travel outside the frame buffer (rgpu's own
+ * procedures, whose serve_ function takes part: daemon/rgpud.h). */
+enum rgpu_param_flags {
+    /* IN_BUF, the last parameter: the client writes its bytes from the
+     * caller's memory after the rest of the frame (rgpu_bulk.payload); the
+     * server leaves one of RGPU_STREAM_MIN bytes or more in the socket,
+     * for the serve_ function to read while it works (a copy's pieces),
+     * and hands a smaller one over where the frame holds it, uncopied
+     * (the serve_ function only reads it, during the call). */
+    RGPU_PARAM_STREAM = 1u << 0,
+    /* OUT_BUF: of RGPU_STREAM_MIN bytes or more, the server sends its bytes
+     * ahead of the reply as a data frame (common/rgpu_proto.h) that the
+     * client reads straight into the caller's buffer (rgpu_bulk.sink). */
+    RGPU_PARAM_SINK = 1u << 1,
+};
+
 /* Largest scalar (cuDoubleComplex) plus room: what the server allocates. */
 #define RGPU_SCALAR_MAX 64
 
@@ -59,6 +75,10 @@ struct rgpu_param {
     uint32_t handle_class;
     uint8_t handle_flags;           /* enum rgpu_handle_flags */
     int32_t handle_status;          /* refusal status, 0: the library's */
+    uint8_t flags;                  /* enum rgpu_param_flags */
+    /* OUT_BUF: the output parameter (at most 8 bytes) holding how many
+     * elements the callee filled: only those travel back; -1: all. */
+    int8_t used_arg;
 };
 
 struct rgpu_proc;
@@ -122,9 +142,26 @@ struct rgpu_server_proc {
 #define RGPU_MAX_PARAMS 40
 
 /* Client side: append the arguments of a call (argv[i] points at argument
- * i) to pk as one msgpack array. */
+ * i) to pk as one msgpack array; a stream parameter's bytes inline. */
 int rgpu_encode_args(msgpack_packer *pk, const struct rgpu_proc *proc,
                      const void *const *argv, const struct rgpu_scalar_policy *pol);
+
+/* The bytes of a call that travel outside its frame buffer, client side:
+ * a stream parameter's, written from the caller's memory after the rest
+ * (the frame ends in their bin, whose header the sender packs), and the
+ * caller's buffer a sink output may land in (sink_param its index). */
+struct rgpu_bulk {
+    const void *payload;
+    size_t payload_len;
+    void *sink;
+    size_t sink_len;
+    unsigned sink_param;
+};
+
+/* rgpu_encode_args, with a stream parameter left out for the sender (the
+ * array's last element) and its bytes and any sink described in bulk. */
+int rgpu_encode_call(msgpack_packer *pk, const struct rgpu_proc *proc, const void *const *argv,
+                     const struct rgpu_scalar_policy *pol, struct rgpu_bulk *bulk);
 
 /* Whether the call must wait for a reply to fill host outputs. */
 int rgpu_has_host_outputs(const struct rgpu_proc *proc, const void *const *argv,
@@ -134,6 +171,14 @@ int rgpu_has_host_outputs(const struct rgpu_proc *proc, const void *const *argv,
  * Returns RGPU_OK or RGPU_EPROTO when the reply does not fit the call. */
 int rgpu_decode_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
                      const void *const *argv, const struct rgpu_scalar_policy *pol);
+
+/* The same for a call encoded with rgpu_encode_call whose status was api:
+ * sunk bytes (0, or all of bulk->sink_len) landed in the sink already, and
+ * the reply's bin for it is then empty; otherwise a sink output comes
+ * whole, or (nil) not at all when the call failed. */
+int rgpu_decode_call_outs(const msgpack_object *outs, const struct rgpu_proc *proc,
+                          const void *const *argv, const struct rgpu_scalar_policy *pol,
+                          const struct rgpu_bulk *bulk, size_t sunk, int api);
 
 /* Client side: the bytes host buffer parameter i of a call points at (IN,
  * OUT, INOUT, *_BUF), 0 for any other kind. */
@@ -145,17 +190,35 @@ struct rgpu_call_frame {
     void *argv[RGPU_MAX_PARAMS];        /* what the thunk dereferences */
     void *owned[RGPU_MAX_PARAMS];       /* buffers to free afterwards */
     size_t outlen[RGPU_MAX_PARAMS];     /* bytes of each output */
+    /* A stream parameter whose bytes are still in the socket (the serve_
+     * function reads them; its pointer is NULL), and a sink output the
+     * serve_ function sends ahead of the reply (not allocated: NULL). */
+    size_t stream_len, sink_len;
 };
 
 /* Server side: decode args into frame.  Returns RGPU_OK, RGPU_EPROTO,
  * RGPU_ETOOBIG or RGPU_ENOMEM. */
 int rgpu_decode_args(const msgpack_object *args, const struct rgpu_proc *proc,
                      struct rgpu_call_frame *frame);
+/* The same for a request whose last bin arrived empty, its stream_len
+ * bytes left in the socket (a stream parameter's, else RGPU_EPROTO). */
+int rgpu_decode_streamed_args(const msgpack_object *args, const struct rgpu_proc *proc,
+                              struct rgpu_call_frame *frame, size_t stream_len);
+/* Whether proc's last parameter is a stream (a request to it may leave
+ * its bytes in the socket). */
+int rgpu_proc_streams(const struct rgpu_proc *proc);
 
 /* Server side: append the outputs (one entry per OUT/INOUT/OUT_BUF param,
  * nil where the caller passed NULL) to pk as one array. */
 void rgpu_encode_outs(msgpack_packer *pk, const struct rgpu_proc *proc,
                       const struct rgpu_call_frame *frame);
+/* The same, except that the last output, when it is a buffer of at least
+ * RGPU_TAIL_MIN bytes, is only its bin header: its bytes are handed over
+ * in *tail (tail_len of them, to send after pk's and free), so that a
+ * large output is never copied into the reply's buffer. */
+#define RGPU_TAIL_MIN 4096
+void rgpu_encode_outs_tail(msgpack_packer *pk, const struct rgpu_proc *proc,
+                           struct rgpu_call_frame *frame, void **tail, size_t *tail_len);
 
 void rgpu_call_frame_release(struct rgpu_call_frame *frame);
 

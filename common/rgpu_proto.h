@@ -52,7 +52,7 @@
  * (daemon/output.c, common/rgpu_output.c).
  *
  * A callback frame says that a stream reached the host function the client
- * enqueued under id (rgpu.host_func, common/rgpu_hand_procs.h), with the
+ * enqueued under id (rgpu_host_func, codegen/cudart_own.h), with the
  * status the driver passed; the stream waits until the client has run the
  * program's function and answered callback_done with that id.  The answer
  * is no request: it gets no reply and is read at once, whatever requests
@@ -66,15 +66,22 @@
  * the protocol version stays.
  *
  * Procedure ids are a hash of "library/function" (rgpu_proc_id()), so they
- * never change across builds or CUDA versions; hand-written procedures use
- * the same scheme with names of their own ("cudart/rgpu.module_load").
+ * never change across builds or CUDA versions; rgpu's own procedures use
+ * the same scheme with names of their own ("cudart/rgpu_htod",
+ * "rgpu/rgpu_fence"), and so do the hand-written ones that remain
+ * ("cudart/rgpu.launch").  A library's procedures are covered by the
+ * digest of its table in the hello; those of rgpu's own library "rgpu"
+ * (the session's own: codegen/rgpu_own.h) by the protocol version, which
+ * changes with them: protocol 8 made them, and the copies, host
+ * functions and the rest of the old hand-written calls that moved with
+ * them, rgpu's own procedures.
  */
 #ifndef RGPU_PROTO_H
 #define RGPU_PROTO_H
 
 #include <stdint.h>
 
-#define RGPU_PROTO_VERSION      7
+#define RGPU_PROTO_VERSION      8
 #define RGPU_DEFAULT_PORT       9713
 #define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
 /* Bulk copies travel in chunks: each a frame, which the server pipelines

@@ -1,9 +1,42 @@
-/* Argument helpers for hand-written procedures. */
+/* Argument helpers for hand-written procedures, and the bulk bytes of
+ * rgpu's own procedures' serve_ functions (serve_call). */
 #include "rgpud.h"
 #include "rgpu_log.h"
 
 #include <stdio.h>
 #include <string.h>
+
+_Thread_local struct hand_call *serve_call;
+
+size_t serve_stream_left(void)
+{
+    return serve_call ? serve_call->in_len : 0;
+}
+
+void serve_stream_read(void *buf, size_t len)
+{
+    hand_read_payload(serve_call, buf, len);
+}
+
+size_t serve_sink_len(void)
+{
+    return serve_call ? serve_call->sink_len : 0;
+}
+
+void serve_data_begin(size_t len)
+{
+    hand_data_begin(serve_call, len);
+}
+
+void serve_data_write(const void *p, size_t n)
+{
+    hand_data_write(serve_call, p, n);
+}
+
+void serve_data_end(void)
+{
+    hand_data_end(serve_call);
+}
 
 void hand_payload(struct hand_call *c, void *buf, size_t len)
 {

@@ -23,6 +23,7 @@
 #include "cublasLt_procs.h"
 #include "cudnn_procs.h"
 #include "nvml_procs.h"
+#include "rgpu_procs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -41,7 +42,7 @@
 
 static const struct rgpu_lib *const server_libs[] = {
     &rgpu_cudart_lib, &rgpu_cuda_lib, &rgpu_cublas_lib, &rgpu_cublasLt_lib, &rgpu_cudnn_lib,
-    &rgpu_nvml_lib,
+    &rgpu_nvml_lib, &rgpu_rgpu_lib,
 };
 #define NLIBS (sizeof server_libs / sizeof server_libs[0])
 

@@ -1,5 +1,6 @@
 /* The libraries a session replays calls on.  Loaded after fork, in the
- * session process only: the listener never touches CUDA (BRIEF 4.4). */
+ * session process only: the listener never touches CUDA, which is
+ * undefined after fork() in a process that initialised it. */
 #include "rgpud.h"
 #include "rgpu_hello.h"
 #include "rgpu_log.h"

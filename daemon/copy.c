@@ -19,6 +19,7 @@
  * Where the driver refuses (or the fake backend lacks the call) they stay
  * ordinary memory and the copies are as correct, if slower. */
 #include "copy.h"
+#include "owned.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
@@ -99,11 +100,10 @@ static size_t piece_len(size_t count, size_t off)
     return count - off < PIECE ? count - off : PIECE;
 }
 
-int copy_htod_streamed(struct hand_call *c, const struct copy_api *api, uint64_t dst,
-                       uint64_t stream)
+int copy_htod_streamed(const struct copy_api *api, uint64_t dst, uint64_t stream)
 {
     struct staging *st = &to_device;
-    size_t count = c->in_len, off = 0;
+    size_t count = serve_stream_left(), off = 0;
     int status = 0, in_flight = 0;
 
     if (staging_take(st) < 0)
@@ -113,7 +113,7 @@ int copy_htod_streamed(struct hand_call *c, const struct copy_api *api, uint64_t
         char *b = st->buf + (i & 1) * PIECE;
         /* This buffer's last copy (two pieces ago) was waited for before
          * the previous piece's began; the previous one runs meanwhile. */
-        hand_read_payload(c, b, n);
+        serve_stream_read(b, n);
         if (in_flight) {
             int rc = api->sync(stream);
             status = status ? status : rc;
@@ -133,8 +133,7 @@ int copy_htod_streamed(struct hand_call *c, const struct copy_api *api, uint64_t
     return status;
 }
 
-int copy_dtoh_streamed(struct hand_call *c, const struct copy_api *api, uint64_t src,
-                       size_t count, uint64_t stream)
+int copy_dtoh_streamed(const struct copy_api *api, uint64_t src, size_t count, uint64_t stream)
 {
     struct staging *st = &to_host;
     size_t off = 0;
@@ -150,7 +149,7 @@ int copy_dtoh_streamed(struct hand_call *c, const struct copy_api *api, uint64_t
         pthread_mutex_unlock(&st->lock);
         return status;
     }
-    hand_data_begin(c, count);
+    serve_data_begin(count);
     int valid = 1;                          /* whether this piece's bytes are good */
     for (unsigned i = 0; off < count; i++) {
         size_t n = piece_len(count, off), next = off + n;
@@ -163,7 +162,7 @@ int copy_dtoh_streamed(struct hand_call *c, const struct copy_api *api, uint64_t
         }
         if (!valid)
             memset(b, 0, n);                /* a failed copy's garbage is not sent */
-        hand_data_write(c, b, n);
+        serve_data_write(b, n);
         valid = 0;
         if (issued) {
             int rc = api->sync(stream);
@@ -172,15 +171,57 @@ int copy_dtoh_streamed(struct hand_call *c, const struct copy_api *api, uint64_t
         }
         off = next;
     }
-    hand_data_end(c);
+    serve_data_end();
     pthread_mutex_unlock(&st->lock);
     return status;
 }
 
+/* ---- one copy, for either API ------------------------------------------------------ */
+
+/* Only the session's device memory (daemon/owned.c): the codec checked the
+ * range already; asked again, so that no annotation change can open the
+ * server's own memory to a copy. */
+static int device_range_ok(uint64_t ptr, size_t count)
+{
+    return (ptr || !count) && owned_range(ptr, count);
+}
+
+int copy_htod(const struct copy_api *api, uint64_t dst, uint64_t stream, const void *data,
+              size_t count)
+{
+    if (!api->available())
+        return -RGPU_ENOSYM;
+    if (!device_range_ok(dst, count) || (!data && !serve_stream_left() && count))
+        return api->invalid_value;
+    if (serve_stream_left())
+        return copy_htod_streamed(api, dst, stream);
+    int rc = api->htod(dst, data, count, stream);
+    return rc ? rc : api->sync(stream);     /* the frame is freed after we return */
+}
+
+int copy_dtoh(const struct copy_api *api, void *data, size_t count, uint64_t src,
+              uint64_t stream)
+{
+    char none;
+    if (!api->available())
+        return -RGPU_ENOSYM;
+    if (count > RGPU_FRAME_MAX - 4096)          /* its data frame must fit a frame */
+        return -RGPU_ETOOBIG;
+    if (!device_range_ok(src, count) || (!data && !serve_sink_len() && count))
+        return api->invalid_value;
+    if (serve_sink_len())
+        return copy_dtoh_streamed(api, src, count, stream);
+    int rc = api->dtoh(data ? data : &none, src, count, stream);
+    return rc ? rc : api->sync(stream);
+}
+
+int copy_served(int rc)
+{
+    return rc < 0 ? serve_transport(-rc) : rc;
+}
+
 int hand_streamed(const struct hand_proc *hp)
 {
-    return (strcmp(hp->lib, "cudart") == 0 && strcmp(hp->name, RGPU_H_HTOD) == 0) ||
-           (strcmp(hp->lib, "cuda") == 0 && strcmp(hp->name, RGPU_H_CU_HTOD) == 0) ||
-           (strcmp(hp->lib, "rgpu") == 0 && strcmp(hp->name, RGPU_H_SHARED_HTOD) == 0) ||
+    return (strcmp(hp->lib, "rgpu") == 0 && strcmp(hp->name, RGPU_H_SHARED_HTOD) == 0) ||
            strcmp(hp->name, RGPU_H_IMAGE_PIECE) == 0;      /* daemon/image_stage.c */
 }

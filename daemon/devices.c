@@ -2,7 +2,8 @@
  * (docs/architecture.md, "Devices"; docs/security.md, "The device subset").
  *
  * At start, before it listens, rgpud lists its host's GPUs in a child
- * process of its own (the listener never loads CUDA: BRIEF 4.4) and picks
+ * process of its own (the listener never loads CUDA, which a fork after it
+ * would leave undefined) and picks
  * those --devices / RGPUD_DEVICES name, in the order they are named; a
  * setting that names a GPU the host lacks, or one twice, stops rgpud.  The
  * sessions inherit the list.  A session, before it loads CUDA, narrows the

@@ -2,9 +2,9 @@
  * check well, beyond the handle checks every procedure gets
  * (owned_handles.c): those refuse a context the session never saw handed
  * out, or saw destroyed, before the real function runs (a destroyed or
- * invented context passed to cuCtxSetCurrent can crash the driver, BRIEF
- * 4.4).  What is left here: the calls where NULL, which the handle check
- * lets through, is no context at all.  (Handles inside cuDNN's backend
+ * invented context passed to cuCtxSetCurrent can crash the driver).
+ * What is left here: the calls where NULL, which the handle check lets
+ * through, is no context at all.  (Handles inside cuDNN's backend
  * attribute arrays are checked in cudnn_backend.c.) */
 #include "rgpud.h"
 #include "owned.h"

@@ -1,15 +1,14 @@
-/* Hand-written cuBLASLt procedures, server side: making the descriptors
- * the client keeps by content, and the calls that take a matmul descriptor
- * with its pointer attributes sent along (client side:
- * stubs/cublasLt_desc.c and stubs/cublasLt_hand.c; arguments:
- * common/rgpu_hand_procs.h).  Every other cuBLASLt call is generated. */
+/* cuBLASLt's own procedures, server side (codegen/cublasLt_own.h): making
+ * the descriptors the client keeps by content, and the calls that take a
+ * matmul descriptor with its pointer attributes sent along (client side:
+ * stubs/cublasLt_desc.c and stubs/cublasLt_hand.c).  Every other cuBLASLt
+ * call is generated. */
 #include "rgpud.h"
-#include "owned.h"
 #include "owned_handles.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
+#include "rgpu_lt_pointers.h"
 #include "rgpu_proto.h"
-#include "rgpu_wire.h"
+#include "cublasLt_serve.h"
 
 #include <cublasLt.h>
 #include <pthread.h>
@@ -197,158 +196,141 @@ static int have_kind_functions(void)
            REAL(cublasLtMatrixLayoutDestroy) && REAL(cublasLtMatmulPreferenceDestroy);
 }
 
-/* ---- the request ----------------------------------------------------------- */
+/* ---- the request: contents parsed and checked whole first ------------------- */
 
-static const msgpack_object_array *as_array(const msgpack_object *o, uint32_t n)
-{
-    if (o->type != MSGPACK_OBJECT_ARRAY || (n && o->via.array.size != n))
-        return NULL;
-    return &o->via.array;
-}
+/* One content (codegen/cublasLt_own.h): its kind, create parameters and
+ * the offset of its first attribute record. */
+struct content {
+    const unsigned char *bytes;
+    size_t len, records;
+    uint64_t kind;
+    int64_t params[MAX_PARAMS];
+    unsigned nparams;
+};
 
-static int is_kind(const msgpack_object *o)
-{
-    uint64_t k;
-    return rgpu_obj_u64(o, &k) == 0 && k <= RGPU_LT_PREFERENCE;
-}
+struct record {
+    uint32_t id, size;
+};
 
-/* [kind, handle] */
-static int destroy_well_formed(const msgpack_object *o)
+/* Whether bytes[0..len) is a well-formed content: a known kind with its
+ * number of create parameters, then records that end exactly at len. */
+static int parse_content(const unsigned char *bytes, size_t len, struct content *c)
 {
-    const msgpack_object_array *a = as_array(o, 2);
-    uint64_t h;
-    return a && is_kind(&a->ptr[0]) && rgpu_obj_u64(&a->ptr[1], &h) == 0;
-}
-
-/* [kind, [param...], [[attr, bin]...], keep] */
-static int create_well_formed(const msgpack_object *o)
-{
-    const msgpack_object_array *a = as_array(o, 4), *params, *attrs;
-    uint64_t keep;
-    int64_t v;
-    if (!a || !is_kind(&a->ptr[0]) || !(params = as_array(&a->ptr[1], 0)) ||
-        params->size != params_of(a->ptr[0].via.u64) || !(attrs = as_array(&a->ptr[2], 0)) ||
-        rgpu_obj_u64(&a->ptr[3], &keep) < 0)
-        return 0;
-    for (uint32_t i = 0; i < params->size; i++)
-        if (rgpu_obj_i64(&params->ptr[i], &v) < 0)
-            return 0;
-    for (uint32_t i = 0; i < attrs->size; i++) {
-        const msgpack_object_array *kv = as_array(&attrs->ptr[i], 2);
-        uint64_t id;
-        if (!kv || rgpu_obj_u64(&kv->ptr[0], &id) < 0 || id > UINT32_MAX ||
-            kv->ptr[1].type != MSGPACK_OBJECT_BIN)
-            return 0;
+    struct record r;
+    if (len < 2 || bytes[0] > RGPU_LT_PREFERENCE || bytes[1] != params_of(bytes[0]) ||
+        len < 2 + 8 * (size_t)bytes[1])
+        return -1;
+    *c = (struct content){ bytes, len, 2 + 8 * (size_t)bytes[1], bytes[0], { 0 }, bytes[1] };
+    memcpy(c->params, bytes + 2, 8 * (size_t)c->nparams);
+    for (size_t off = c->records; off < len; off += sizeof r + r.size) {
+        if (len - off < sizeof r)
+            return -1;
+        memcpy(&r, bytes + off, sizeof r);
+        if (r.size > len - off - sizeof r)
+            return -1;
     }
-    return 1;
-}
-
-static void destroy_one(const msgpack_object *o)
-{
-    const msgpack_object_array *a = &o->via.array;
-    uint64_t kind, h;
-    rgpu_obj_u64(&a->ptr[1], &h);
-    /* A handle we did not make could be anything: leave it alone.  The
-     * kind is the one it was made as, whatever the request says.  Not
-     * while another thread's call uses it. */
-    pthread_mutex_t *lock = desc_lock(h);
-    pthread_mutex_lock(lock);
-    if (forget_made(h, &kind))
-        (void)lt_destroy(kind, (void *)(uintptr_t)h);
-    pthread_mutex_unlock(lock);
+    return 0;
 }
 
 /* Create one descriptor and set its attributes in order.  Returns the
  * library's status (*handle set when kept), or -RGPU_E*. */
-static int create_one(const msgpack_object *o, uint64_t *handle)
+static int create_one(const struct content *c, int keep, uint64_t *handle)
 {
-    const msgpack_object_array *a = &o->via.array;
-    const msgpack_object_array *params = &a->ptr[1].via.array, *attrs = &a->ptr[2].via.array;
-    int64_t p[MAX_PARAMS];
-    uint64_t kind, keep;
+    struct record r;
     void *d = NULL;
-
-    rgpu_obj_u64(&a->ptr[0], &kind);
-    rgpu_obj_u64(&a->ptr[3], &keep);
-    for (uint32_t i = 0; i < params->size; i++)
-        rgpu_obj_i64(&params->ptr[i], &p[i]);
     *handle = 0;
-    int rc = lt_create(kind, p, params->size, &d);
-    for (uint32_t i = 0; i < attrs->size && rc == 0; i++) {
-        const msgpack_object *kv = attrs->ptr[i].via.array.ptr;
-        rc = lt_set(kind, d, (uint32_t)kv[0].via.u64, kv[1].via.bin.ptr, kv[1].via.bin.size);
+    int rc = lt_create(c->kind, c->params, c->nparams, &d);
+    for (size_t off = c->records; off < c->len && rc == 0; off += sizeof r + r.size) {
+        memcpy(&r, c->bytes + off, sizeof r);
+        rc = lt_set(c->kind, d, r.id, c->bytes + off + sizeof r, r.size);
     }
     if (rc == 0 && keep) {
         *handle = (uint64_t)(uintptr_t)d;
-        remember_made(*handle, kind);
+        remember_made(*handle, c->kind);
     } else if (d) {
-        (void)lt_destroy(kind, d);
+        (void)lt_destroy(c->kind, d);
     }
     return rc;
 }
 
-/* Everything is checked before anything is done: a malformed request must
- * leave no trace (and packs nothing). */
-static int h_lt_materialize(struct hand_call *c)
+static void destroy_one(const struct rgpu_lt_victim *v)
 {
-    const msgpack_object_array *destroys, *creates;
-    PROTO_IF(args_count(c, 2) || !(destroys = as_array(&c->args->via.array.ptr[0], 0)) ||
-             !(creates = as_array(&c->args->via.array.ptr[1], 0)));
-    for (uint32_t i = 0; i < destroys->size; i++)
-        PROTO_IF(!destroy_well_formed(&destroys->ptr[i]));
-    for (uint32_t i = 0; i < creates->size; i++)
-        PROTO_IF(!create_well_formed(&creates->ptr[i]));
-    if (!have_kind_functions())
-        return -RGPU_ENOSYM;
+    uint64_t kind;
+    /* A handle we did not make could be anything: leave it alone.  The
+     * kind is the one it was made as, whatever the request says.  Not
+     * while another thread's call uses it. */
+    pthread_mutex_t *lock = desc_lock(v->handle);
+    pthread_mutex_lock(lock);
+    if (forget_made(v->handle, &kind))
+        (void)lt_destroy(kind, (void *)(uintptr_t)v->handle);
+    pthread_mutex_unlock(lock);
+}
 
-    int *status = calloc(creates->size + 1, sizeof *status);
-    uint64_t *handle = calloc(creates->size + 1, sizeof *handle);
-    if (!status || !handle) {
-        free(status);
-        free(handle);
-        return -RGPU_ENOMEM;
+/* Every content is parsed before anything is done: a malformed request
+ * leaves no trace.  The codec checked each buffer against its length. */
+static int parse_all(const uint32_t *lengths, size_t n, const unsigned char *bytes, size_t size,
+                     struct content *out)
+{
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (lengths[i] > size - off || parse_content(bytes + off, lengths[i], &out[i]) < 0)
+            return -1;
+        off += lengths[i];
     }
-    for (uint32_t i = 0; i < destroys->size; i++)
-        destroy_one(&destroys->ptr[i]);
-    int first_failure = 0, transport = 0;
-    for (uint32_t i = 0; i < creates->size; i++) {
-        status[i] = create_one(&creates->ptr[i], &handle[i]);
-        if (status[i] < 0 && !transport)
-            transport = status[i];
-        else if (status[i] > 0 && !first_failure)
-            first_failure = status[i];
+    return off == size ? 0 : -1;
+}
+
+cublasStatus_t serve_rgpu_lt_materialize(const struct rgpu_lt_victim *victims, size_t nvictims,
+                                         const uint32_t *lengths, size_t ncontents,
+                                         const void *contents, size_t contents_size, int keep,
+                                         int32_t *status, uint64_t *handles)
+{
+    if ((nvictims && !victims) || (ncontents && (!lengths || !status || !handles)) ||
+        (contents_size && !contents))
+        return serve_transport(RGPU_EPROTO);
+    for (size_t i = 0; i < nvictims; i++)
+        if (victims[i].kind > RGPU_LT_PREFERENCE)
+            return serve_transport(RGPU_EPROTO);
+    struct content *parsed = calloc(ncontents + 1, sizeof *parsed);
+    if (!parsed)
+        return serve_transport(RGPU_ENOMEM);
+    if (parse_all(lengths, ncontents, contents, contents_size, parsed) < 0) {
+        free(parsed);
+        return serve_transport(RGPU_EPROTO);
     }
-    if (!transport) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_array(c->out, creates->size);
-        for (uint32_t i = 0; i < creates->size; i++) {
-            msgpack_pack_array(c->out, 2);
-            msgpack_pack_int(c->out, status[i]);
-            msgpack_pack_uint64(c->out, handle[i]);
-        }
-    } else {
+    if (!have_kind_functions()) {
+        free(parsed);
+        return serve_transport(RGPU_ENOSYM);
+    }
+    for (size_t i = 0; i < nvictims; i++)
+        destroy_one(&victims[i]);
+    int transport = 0;
+    for (size_t i = 0; i < ncontents; i++) {
+        int rc = create_one(&parsed[i], keep, &handles[i]);
+        status[i] = rc > 0 ? rc : 0;
+        if (rc < 0 && !transport)
+            transport = -rc;
+    }
+    free(parsed);
+    if (transport) {
         /* A missing function: undo what was made. */
         uint64_t kind;
-        for (uint32_t i = 0; i < creates->size; i++)
-            if (handle[i] && forget_made(handle[i], &kind))
-                (void)lt_destroy(kind, (void *)(uintptr_t)handle[i]);
+        for (size_t i = 0; i < ncontents; i++)
+            if (handles[i] && forget_made(handles[i], &kind))
+                (void)lt_destroy(kind, (void *)(uintptr_t)handles[i]);
+        return serve_transport(transport);
     }
-    free(status);
-    free(handle);
-    return transport ? transport : first_failure;
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 /* ---- calls with the pointer attributes sent along ------------------------------ */
 
-/* What the guard of the running call does, per serving thread: the
- * pointers the request carried (set by the procedure around the generated
- * call), the descriptor it locked, the attributes it set. */
+/* The attributes set on the running call's descriptor, per serving thread,
+ * to be made NULL again after it, and the descriptor it locked. */
 struct lt_pointers {
     unsigned n;
     uint32_t attr[RGPU_LT_NPOINTERS];
-    uint64_t ptr[RGPU_LT_NPOINTERS];
 };
-static __thread const struct lt_pointers *call_pointers;
 static __thread pthread_mutex_t *call_lock;
 static __thread uint64_t call_desc;
 static __thread struct lt_pointers call_applied;
@@ -368,40 +350,42 @@ static int set_pointer(uint64_t desc, uint32_t attr, uint64_t ptr)
               sizeof ptr);
 }
 
-/* Before cublasLtMatmul, ...AlgoGetHeuristic, ...AlgoCheck (argument 1:
- * the matmul descriptor, already checked as the session's): take the
- * descriptor's lock, and set the request's pointers, each NULL or device
- * memory the session owns, as the pointers of any other argument. */
-static int pre_matmul_desc(void **argv)
+/* Before a call that takes a matmul descriptor (argument 1, checked as the
+ * session's): take the descriptor's lock, and set the pointers the call
+ * carries in its arguments from `pointers` on (rgpu's own procedures; -1
+ * for the generated ones, which carry none), each NULL or device memory
+ * the session owns (the codec checked them as device pointers). */
+static int take_desc(void **argv, int pointers)
 {
     uint64_t desc = *(uint64_t *)argv[1];
-    const struct lt_pointers *p = call_pointers;
     call_applied.n = 0;
     call_lock = NULL;
-    if (!desc)
-        return p && p->n ? CUBLAS_STATUS_INVALID_VALUE : 0;
+    if (!desc) {
+        for (int k = 0; pointers >= 0 && k < RGPU_LT_NPOINTERS; k++)
+            if (*(uint64_t *)argv[pointers + k])
+                return CUBLAS_STATUS_INVALID_VALUE;
+        return 0;
+    }
     call_lock = desc_lock(desc);
     pthread_mutex_lock(call_lock);
     call_desc = desc;
     /* Destroyed by another thread since the handle check? */
     if (!handles_contains(H_CUBLASLT_MATMUL_DESC, desc))
         return CUBLAS_STATUS_INVALID_VALUE;
-    for (unsigned i = 0; p && i < p->n; i++) {
-        if (!owned_range(p->ptr[i], 0)) {
-            rgpu_warn("cublasLt: refused a pointer attribute (%u) that is no device memory of "
-                      "the session", p->attr[i]);
-            return CUBLAS_STATUS_INVALID_VALUE;
-        }
-        int rc = set_pointer(desc, p->attr[i], p->ptr[i]);
+    for (int k = 0; pointers >= 0 && k < RGPU_LT_NPOINTERS; k++) {
+        uint64_t ptr = *(uint64_t *)argv[pointers + k];
+        if (!ptr)
+            continue;
+        int rc = set_pointer(desc, rgpu_lt_pointer_attr(k), ptr);
         if (rc != CUBLAS_STATUS_SUCCESS)
             return rc;
-        call_applied.attr[call_applied.n++] = p->attr[i];
+        call_applied.attr[call_applied.n++] = rgpu_lt_pointer_attr(k);
     }
     return 0;
 }
 
 /* After it: the pointers back to NULL, the lock released. */
-static void post_matmul_desc(void **argv, int status)
+static void give_desc(void **argv, int status)
 {
     (void)argv;
     (void)status;
@@ -413,10 +397,22 @@ static void post_matmul_desc(void **argv, int status)
     call_lock = NULL;
 }
 
+/* The first pointer's argument in each of rgpu's own procedures: after
+ * the generated call's. */
+enum { MATMUL_POINTERS = 16, HEURISTIC_POINTERS = 10, ALGO_CHECK_POINTERS = 8 };
+
+static int pre_generated(void **argv) { return take_desc(argv, -1); }
+static int pre_matmul(void **argv) { return take_desc(argv, MATMUL_POINTERS); }
+static int pre_heuristic(void **argv) { return take_desc(argv, HEURISTIC_POINTERS); }
+static int pre_algo_check(void **argv) { return take_desc(argv, ALGO_CHECK_POINTERS); }
+
 static const struct guard lt_guards[] = {
-    { "cublasLt", "cublasLtMatmul", pre_matmul_desc, post_matmul_desc },
-    { "cublasLt", "cublasLtMatmulAlgoGetHeuristic", pre_matmul_desc, post_matmul_desc },
-    { "cublasLt", "cublasLtMatmulAlgoCheck", pre_matmul_desc, post_matmul_desc },
+    { "cublasLt", "cublasLtMatmul", pre_generated, give_desc },
+    { "cublasLt", "cublasLtMatmulAlgoGetHeuristic", pre_generated, give_desc },
+    { "cublasLt", "cublasLtMatmulAlgoCheck", pre_generated, give_desc },
+    { "cublasLt", "rgpu_lt_matmul", pre_matmul, give_desc },
+    { "cublasLt", "rgpu_lt_heuristic", pre_heuristic, give_desc },
+    { "cublasLt", "rgpu_lt_algo_check", pre_algo_check, give_desc },
 };
 
 const struct guard *lt_guard_for(const char *lib, const char *name)
@@ -424,50 +420,62 @@ const struct guard *lt_guard_for(const char *lib, const char *name)
     return GUARD_IN(lt_guards, lib, name);
 }
 
-/* [[[attr, ptr]...], [the generated procedure's arguments]]: each attr a
- * pointer attribute, once. */
-static int with_pointers(struct hand_call *c, const char *generated)
+/* The calls themselves, once the guard set the pointers. */
+cublasStatus_t serve_rgpu_lt_matmul(cublasLtHandle_t lightHandle,
+                                    cublasLtMatmulDesc_t computeDesc, const void *alpha,
+                                    const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
+                                    cublasLtMatrixLayout_t Bdesc, const void *beta,
+                                    const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
+                                    cublasLtMatrixLayout_t Ddesc,
+                                    const cublasLtMatmulAlgo_t *algo, void *workspace,
+                                    size_t workspaceSizeInBytes, cudaStream_t stream,
+                                    RGPU_LT_POINTER_PARAMS)
 {
-    const msgpack_object_array *list;
-    struct lt_pointers p = { 0 };
-    PROTO_IF(args_count(c, 2) || !(list = as_array(&c->args->via.array.ptr[0], 0)) ||
-             list->size > RGPU_LT_NPOINTERS);
-    for (uint32_t i = 0; i < list->size; i++) {
-        const msgpack_object_array *kv = as_array(&list->ptr[i], 2);
-        uint64_t attr, ptr;
-        PROTO_IF(!kv || rgpu_obj_u64(&kv->ptr[0], &attr) < 0 || attr > UINT32_MAX ||
-                 rgpu_lt_pointer_slot((uint32_t)attr) < 0 ||
-                 rgpu_obj_u64(&kv->ptr[1], &ptr) < 0);
-        for (unsigned k = 0; k < p.n; k++)
-            PROTO_IF(p.attr[k] == attr);
-        p.attr[p.n] = (uint32_t)attr;
-        p.ptr[p.n++] = ptr;
-    }
-    call_pointers = &p;
-    int rc = session_run_generated("cublasLt", generated, &c->args->via.array.ptr[1], c->out);
-    call_pointers = NULL;
-    return rc;
+    (void)bias, (void)epilogue_aux, (void)a_scale, (void)b_scale, (void)c_scale,
+        (void)d_scale, (void)amax_d, (void)epilogue_aux_scale, (void)epilogue_aux_amax,
+        (void)d_out_scale;
+    if (!REAL(cublasLtMatmul))
+        return serve_transport(RGPU_ENOSYM);
+    return REAL(cublasLtMatmul)(lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C,
+                                Cdesc, D, Ddesc, algo, workspace, workspaceSizeInBytes, stream);
 }
 
-static int h_lt_matmul(struct hand_call *c)
+cublasStatus_t serve_rgpu_lt_heuristic(cublasLtHandle_t lightHandle,
+                                       cublasLtMatmulDesc_t operationDesc,
+                                       cublasLtMatrixLayout_t Adesc,
+                                       cublasLtMatrixLayout_t Bdesc,
+                                       cublasLtMatrixLayout_t Cdesc,
+                                       cublasLtMatrixLayout_t Ddesc,
+                                       cublasLtMatmulPreference_t preference,
+                                       int requestedAlgoCount,
+                                       cublasLtMatmulHeuristicResult_t heuristicResultsArray[],
+                                       int *returnAlgoCount, RGPU_LT_POINTER_PARAMS)
 {
-    return with_pointers(c, "cublasLtMatmul");
+    (void)bias, (void)epilogue_aux, (void)a_scale, (void)b_scale, (void)c_scale,
+        (void)d_scale, (void)amax_d, (void)epilogue_aux_scale, (void)epilogue_aux_amax,
+        (void)d_out_scale;
+    if (!REAL(cublasLtMatmulAlgoGetHeuristic))
+        return serve_transport(RGPU_ENOSYM);
+    return REAL(cublasLtMatmulAlgoGetHeuristic)(lightHandle, operationDesc, Adesc, Bdesc,
+                                                Cdesc, Ddesc, preference, requestedAlgoCount,
+                                                heuristicResultsArray, returnAlgoCount);
 }
 
-static int h_lt_heuristic(struct hand_call *c)
+cublasStatus_t serve_rgpu_lt_algo_check(cublasLtHandle_t lightHandle,
+                                        cublasLtMatmulDesc_t operationDesc,
+                                        cublasLtMatrixLayout_t Adesc,
+                                        cublasLtMatrixLayout_t Bdesc,
+                                        cublasLtMatrixLayout_t Cdesc,
+                                        cublasLtMatrixLayout_t Ddesc,
+                                        const cublasLtMatmulAlgo_t *algo,
+                                        cublasLtMatmulHeuristicResult_t *result,
+                                        RGPU_LT_POINTER_PARAMS)
 {
-    return with_pointers(c, "cublasLtMatmulAlgoGetHeuristic");
+    (void)bias, (void)epilogue_aux, (void)a_scale, (void)b_scale, (void)c_scale,
+        (void)d_scale, (void)amax_d, (void)epilogue_aux_scale, (void)epilogue_aux_amax,
+        (void)d_out_scale;
+    if (!REAL(cublasLtMatmulAlgoCheck))
+        return serve_transport(RGPU_ENOSYM);
+    return REAL(cublasLtMatmulAlgoCheck)(lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc,
+                                         algo, result);
 }
-
-static int h_lt_algo_check(struct hand_call *c)
-{
-    return with_pointers(c, "cublasLtMatmulAlgoCheck");
-}
-
-const struct hand_proc hand_cublasLt_procs[] = {
-    { "cublasLt", RGPU_H_LT_MATERIALIZE, h_lt_materialize },
-    { "cublasLt", RGPU_H_LT_MATMUL, h_lt_matmul },
-    { "cublasLt", RGPU_H_LT_HEURISTIC, h_lt_heuristic },
-    { "cublasLt", RGPU_H_LT_ALGO_CHECK, h_lt_algo_check },
-};
-const int hand_cublasLt_nprocs = sizeof hand_cublasLt_procs / sizeof hand_cublasLt_procs[0];

@@ -1,7 +1,10 @@
-/* Hand-written driver-API procedures, server side (client side:
- * stubs/cuda_hand.c; argument lists: common/rgpu_hand_procs.h).  Launches:
- * daemon/hand_cuda_launch.c; modules, libraries and JIT linking:
- * hand_cuda_modules.c. */
+/* The driver API's procedures written by hand, server side: the serve_
+ * functions of rgpu's own (codegen/cuda_own.h: copies between host and
+ * device memory, whose one implementation for both APIs is
+ * daemon/copy.c, device attributes), and the shared-memory copies still
+ * packed by hand (client side: common/rgpu_mapped.c; argument lists:
+ * common/rgpu_hand_procs.h).  Launches: daemon/hand_cuda_launch.c;
+ * modules, libraries and JIT linking: hand_cuda_modules.c. */
 #include "rgpud.h"
 #include "copy.h"
 #include "image_check.h"
@@ -20,17 +23,6 @@
 #define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
 #define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
 
-/* A stream the session never handed out is refused before the driver sees
- * it: nouts empty outputs, and the driver's bad-handle status. */
-#define STREAM_OR_REFUSE(c, stream, nouts) \
-    do { if (!handles_valid(H_STREAM, (stream))) return bad_handle((c), (nouts), "stream"); } \
-    while (0)
-
-static int bad_handle(struct hand_call *c, unsigned nouts, const char *what)
-{
-    return hand_refuse_handle(c, nouts, what, CUDA_ERROR_INVALID_HANDLE);
-}
-
 static int drv_htod(uint64_t dst, const void *src, size_t n, uint64_t stream)
 {
     return REAL(cuMemcpyHtoDAsync_v2)(dst, src, n, (CUstream)stream);
@@ -46,87 +38,56 @@ static int drv_sync(uint64_t stream)
     return REAL(cuStreamSynchronize)((CUstream)stream);
 }
 
-static const struct copy_api driver_copies = { drv_htod, drv_dtoh, drv_sync };
+static int drv_available(void)
+{
+    return REAL(cuMemcpyHtoDAsync_v2) && REAL(cuMemcpyDtoHAsync_v2) && REAL(cuStreamSynchronize);
+}
 
-/* The copy of [dst, stream, bin] once its stream is known good. */
+static const struct copy_api driver_copies = { drv_htod, drv_dtoh, drv_sync, drv_available,
+                                               CUDA_ERROR_INVALID_VALUE };
+
+/* The copies between host and device memory (daemon/copy.c serves them for
+ * both APIs; the codec checked the stream and the device range). */
+CUresult serve_rgpu_cu_htod(CUdeviceptr dst, CUstream stream, size_t count, const void *data)
+{
+    return copy_served(copy_htod(&driver_copies, dst, (uint64_t)(uintptr_t)stream, data, count));
+}
+
+CUresult serve_rgpu_cu_dtoh(void *data, size_t count, CUdeviceptr src, CUstream stream)
+{
+    return copy_served(copy_dtoh(&driver_copies, data, count, src, (uint64_t)(uintptr_t)stream));
+}
+
+/* The copies of rgpu.shared_htod's [dst, stream, bin] -> [] and
+ * rgpu.shared_dtoh's [src, count, stream] -> [bin], once their stream is
+ * known good (the bytes streamed, or sent ahead as a data frame, by
+ * copy_htod and copy_dtoh). */
 static int htod_on(struct hand_call *c, uint64_t dst, const void *p, size_t n, uint64_t stream)
 {
-    NEED(REAL(cuMemcpyHtoDAsync_v2));
-    NEED(REAL(cuStreamSynchronize));
-    if (c->in_len)
-        n = c->in_len;
-    /* Only the session's device memory (daemon/owned.c). */
-    if ((!dst && n) || !owned_range(dst, n)) {
-        msgpack_pack_array(c->out, 0);
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    int rc;
-    if (c->in_len) {
-        rc = copy_htod_streamed(c, &driver_copies, dst, stream);
-    } else {
-        rc = drv_htod(dst, p, n, stream);
-        /* The frame is freed after we return: wait for the bytes to land. */
-        if (rc == CUDA_SUCCESS)
-            rc = drv_sync(stream);
-    }
+    int rc = copy_htod(&driver_copies, dst, stream, p, c->in_len ? c->in_len : n);
     if (rc < 0)
         return rc;
     msgpack_pack_array(c->out, 0);
     return rc;
 }
 
-/* The copy of [src, count, stream] once its stream is known good. */
 static int dtoh_on(struct hand_call *c, uint64_t src, uint64_t count, uint64_t stream)
 {
-    if (count > RGPU_FRAME_MAX - 4096)
-        return -RGPU_ETOOBIG;
-    NEED(REAL(cuMemcpyDtoHAsync_v2));
-    NEED(REAL(cuStreamSynchronize));
-    if ((!src && count) || !owned_range(src, count)) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_nil(c->out);
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (count >= RGPU_STREAM_MIN) {
-        int rc = copy_dtoh_streamed(c, &driver_copies, src, count, stream);
-        if (rc < 0)
-            return rc;
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_bin(c->out, 0);
+    void *buf = NULL;
+    c->sink_len = count >= RGPU_STREAM_MIN ? count : 0;
+    if (!c->sink_len && !(buf = malloc(count ? count : 1)))
+        return -RGPU_ENOMEM;
+    int rc = copy_dtoh(&driver_copies, buf, count, src, stream);
+    if (rc < 0) {
+        free(buf);
         return rc;
     }
-    void *buf = malloc(count ? count : 1);
-    if (!buf)
-        return -RGPU_ENOMEM;
-    int rc = drv_dtoh(buf, src, count, stream);
-    if (!rc)
-        rc = drv_sync(stream);
     msgpack_pack_array(c->out, 1);
-    hand_payload(c, buf, rc ? 0 : count);
+    if (buf)
+        hand_payload(c, buf, rc ? 0 : count);
+    else
+        msgpack_pack_bin(c->out, 0);
     return rc;
-}
-
-/* [dst, stream, bin]; a large bin stays in the socket (daemon/copy.c). */
-static int h_htod(struct hand_call *c)
-{
-    uint64_t dst, stream;
-    const void *p;
-    size_t n;
-    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &stream) ||
-             arg_bin(c, 2, &p, &n));
-    STREAM_OR_REFUSE(c, stream, 0);
-    return htod_on(c, dst, p, n, stream);
-}
-
-/* [src, count, stream] -> [bin]; a large count comes in a data frame ahead
- * of the reply, whose bin is then empty (daemon/copy.c). */
-static int h_dtoh(struct hand_call *c)
-{
-    uint64_t src, count, stream;
-    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &src) || arg_u64(c, 1, &count) ||
-             arg_u64(c, 2, &stream));
-    STREAM_OR_REFUSE(c, stream, 1);
-    return dtoh_on(c, src, count, stream);
 }
 
 /* ---- the client's own copies of shared memory ---------------------------------- */
@@ -251,8 +212,6 @@ CUresult serve_rgpu_cu_capture_info(CUstream stream, int per_thread, CUstreamCap
 }
 
 const struct hand_proc hand_cuda_procs[] = {
-    { "cuda", RGPU_H_CU_HTOD, h_htod },
-    { "cuda", RGPU_H_CU_DTOH, h_dtoh },
     { "rgpu", RGPU_H_SHARED_HTOD, h_shared_htod },
     { "rgpu", RGPU_H_SHARED_DTOH, h_shared_dtoh },
 };

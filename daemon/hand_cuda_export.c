@@ -3,10 +3,8 @@
  * without retaining it.  Retaining and releasing instead would create and
  * destroy the context, and the runtime asks before it retains. */
 #include "rgpud.h"
-#include "owned_handles.h"
-#include "rgpu_hand_procs.h"
-#include "rgpu_log.h"
 #include "rgpu_proto.h"
+#include "cuda_serve.h"
 
 #include <cuda.h>
 
@@ -35,28 +33,22 @@ static CUresult driver_primary_ctx(CUdevice dev, CUcontext *ctx)
     return fn(ctx, dev);
 }
 
-/* [device] -> [context] */
-static int h_primary_ctx(struct hand_call *c)
+/* rgpu_cu_primary_ctx (codegen/cuda_own.h): the codec records the context
+ * as the session's. */
+CUresult serve_rgpu_cu_primary_ctx(CUcontext *ctx, CUdevice dev)
 {
-    uint64_t dev;
-    CUcontext ctx = NULL;
-    if (args_count(c, 1) || arg_u64(c, 0, &dev))
-        return -RGPU_EPROTO;
+    if (!REAL(cuDeviceGetCount))
+        return serve_transport(RGPU_ENOSYM);
+    if (!ctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *ctx = NULL;
     int count = 0;
-    CUresult rc = REAL(cuDeviceGetCount) ? REAL(cuDeviceGetCount)(&count)
-                                         : CUDA_ERROR_NOT_SUPPORTED;
-    if (rc == CUDA_SUCCESS && dev >= (uint64_t)count)
+    CUresult rc = REAL(cuDeviceGetCount)(&count);
+    if (rc == CUDA_SUCCESS && (dev < 0 || dev >= count))
         rc = CUDA_ERROR_INVALID_DEVICE;
     if (rc == CUDA_SUCCESS)
-        rc = driver_primary_ctx((CUdevice)dev, &ctx);
-    if (rc == CUDA_SUCCESS && ctx)
-        handles_add(H_CONTEXT, (uint64_t)(uintptr_t)ctx);
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_uint64(c->out, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)ctx : 0);
+        rc = driver_primary_ctx(dev, ctx);
+    if (rc != CUDA_SUCCESS)
+        *ctx = NULL;
     return rc;
 }
-
-const struct hand_proc hand_cuda_export_procs[] = {
-    { "cuda", RGPU_H_CU_PRIMARY_CTX, h_primary_ctx },
-};
-const int hand_cuda_export_nprocs = sizeof hand_cuda_export_procs / sizeof hand_cuda_export_procs[0];

@@ -1,5 +1,10 @@
-/* Hand-written runtime procedures, server side (client side:
- * stubs/cudart_hand.c; argument lists: common/rgpu_hand_procs.h). */
+/* The runtime's procedures written by hand, server side: the serve_
+ * functions of rgpu's own (codegen/cudart_own.h: copies between host and
+ * device memory, whose one implementation for both APIs is
+ * daemon/copy.c, copies on the device, kernels' queries), cuBLAS's
+ * matrices (codegen/cublas_own.h), and the launches and library loads
+ * still packed by hand (client side: stubs/cudart_hand.c; argument lists:
+ * common/rgpu_hand_procs.h). */
 #include "rgpud.h"
 #include "copy.h"
 #include "image_check.h"
@@ -8,6 +13,7 @@
 #include "owned_handles.h"
 #include "rgpu_hand_procs.h"
 #include "cudart_serve.h"
+#include "cublas_serve.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
 
@@ -78,13 +84,6 @@ static int owned_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t heigh
     return owned_extent_2d(pitch, width, height, &extent) == 0 && owned_range(ptr, extent);
 }
 
-static int sync_after(cudaStream_t stream, int rc)
-{
-    if (rc != cudaSuccess)
-        return rc;
-    return REAL(cudaStreamSynchronize)(stream);
-}
-
 static int rt_htod(uint64_t dst, const void *src, size_t n, uint64_t stream)
 {
     return REAL(cudaMemcpyAsync)((void *)dst, src, n, cudaMemcpyHostToDevice,
@@ -102,66 +101,26 @@ static int rt_sync(uint64_t stream)
     return REAL(cudaStreamSynchronize)((cudaStream_t)stream);
 }
 
-static const struct copy_api runtime_copies = { rt_htod, rt_dtoh, rt_sync };
-
-/* [dst, stream, bin]; a large bin stays in the socket (daemon/copy.c). */
-static int h_htod(struct hand_call *c)
+static int rt_available(void)
 {
-    uint64_t dst, stream;
-    const void *p;
-    size_t n;
-    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &stream) ||
-             arg_bin(c, 2, &p, &n));
-    STREAM_OR_REFUSE(c, stream, 0);
-    NEED(REAL(cudaMemcpyAsync));
-    NEED(REAL(cudaStreamSynchronize));
-    if (c->in_len)
-        n = c->in_len;
-    if ((!dst && n) || !owned_range(dst, n)) {
-        msgpack_pack_array(c->out, 0);
-        return cudaErrorInvalidValue;
-    }
-    int rc = c->in_len ? copy_htod_streamed(c, &runtime_copies, dst, stream)
-                       /* The frame is freed after we return: wait for the copy. */
-                       : sync_after((cudaStream_t)stream, rt_htod(dst, p, n, stream));
-    if (rc < 0)
-        return rc;
-    msgpack_pack_array(c->out, 0);
-    return rc;
+    return REAL(cudaMemcpyAsync) && REAL(cudaStreamSynchronize);
 }
 
-/* [src, count, stream] -> [bin]; a large count comes in a data frame ahead
- * of the reply, whose bin is then empty (daemon/copy.c). */
-static int h_dtoh(struct hand_call *c)
+static const struct copy_api runtime_copies = { rt_htod, rt_dtoh, rt_sync, rt_available,
+                                                cudaErrorInvalidValue };
+
+/* The copies between host and device memory (daemon/copy.c serves them for
+ * both APIs; the codec checked the stream and the device range). */
+cudaError_t serve_rgpu_htod(void *dst, cudaStream_t stream, size_t count, const void *data)
 {
-    uint64_t src, count, stream;
-    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &src) || arg_u64(c, 1, &count) ||
-             arg_u64(c, 2, &stream));
-    STREAM_OR_REFUSE(c, stream, 1);
-    if (count > RGPU_FRAME_MAX - 4096)
-        return -RGPU_ETOOBIG;
-    NEED(REAL(cudaMemcpyAsync));
-    NEED(REAL(cudaStreamSynchronize));
-    if ((!src && count) || !owned_range(src, count)) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_nil(c->out);
-        return cudaErrorInvalidValue;
-    }
-    if (count >= RGPU_STREAM_MIN) {
-        int rc = copy_dtoh_streamed(c, &runtime_copies, src, count, stream);
-        if (rc < 0)
-            return rc;
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_bin(c->out, 0);
-        return rc;
-    }
-    void *buf = malloc(count ? count : 1);
-    if (!buf)
-        return -RGPU_ENOMEM;
-    int rc = sync_after((cudaStream_t)stream, rt_dtoh(buf, src, count, stream));
-    msgpack_pack_array(c->out, 1);
-    hand_payload(c, buf, rc == cudaSuccess ? count : 0);
-    return rc;
+    return copy_served(copy_htod(&runtime_copies, (uint64_t)(uintptr_t)dst,
+                                 (uint64_t)(uintptr_t)stream, data, count));
+}
+
+cudaError_t serve_rgpu_dtoh(void *data, size_t count, const void *src, cudaStream_t stream)
+{
+    return copy_served(copy_dtoh(&runtime_copies, data, count, (uint64_t)(uintptr_t)src,
+                                 (uint64_t)(uintptr_t)stream));
 }
 
 /* The codec checked dst and src over count bytes, and the stream; the
@@ -181,56 +140,104 @@ cudaError_t serve_rgpu_copy_dtod(void *dst, const void *src, size_t count,
     return REAL(cudaMemcpy)(dst, src, count, kind);
 }
 
-/* [dst, dpitch, width, height, stream, bin rows] */
-static int h_htod_2d(struct hand_call *c)
+/* The rows of a 2D copy travel packed, rows_size = width * height bytes,
+ * in the frame or streamed (read whole here: the copy lays them out at
+ * dpitch), or back ahead of the reply; the pitched range is checked over
+ * its whole extent. */
+static int rows_fit(size_t width, size_t height, size_t rows_size)
 {
-    uint64_t dst, dpitch, width, height, stream;
-    const void *p;
-    size_t n;
-    PROTO_IF(args_count(c, 6) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &dpitch) ||
-             arg_u64(c, 2, &width) || arg_u64(c, 3, &height) || arg_u64(c, 4, &stream) ||
-             arg_bin(c, 5, &p, &n));
-    STREAM_OR_REFUSE(c, stream, 0);
-    PROTO_IF(width && height > n / width);
-    PROTO_IF(width * height != n);
-    NEED(REAL(cudaMemcpy2DAsync));
-    if ((!dst && width && height) || !owned_2d(dst, dpitch, width, height)) {
-        msgpack_pack_array(c->out, 0);
+    return (!width || height <= rows_size / width) && width * height == rows_size;
+}
+
+static int htod_2d(void *dst, size_t dpitch, size_t width, size_t height, cudaStream_t stream,
+                   size_t rows_size, const void *rows)
+{
+    uint64_t d = (uint64_t)(uintptr_t)dst;
+    if (!REAL(cudaMemcpy2DAsync) || !REAL(cudaStreamSynchronize))
+        return -RGPU_ENOSYM;
+    if (!rows_fit(width, height, rows_size))
+        return -RGPU_EPROTO;
+    if ((!dst && width && height) || !owned_2d(d, dpitch, width, height) ||
+        (!rows && !serve_stream_left() && rows_size))
         return cudaErrorInvalidValue;
+    void *read = NULL;
+    if (serve_stream_left()) {
+        if (!(read = malloc(rows_size)))
+            return -RGPU_ENOMEM;
+        serve_stream_read(read, rows_size);
+        rows = read;
     }
-    int rc = sync_after((cudaStream_t)stream,
-                        REAL(cudaMemcpy2DAsync)((void *)dst, dpitch, p, width, width, height,
-                                                cudaMemcpyHostToDevice, (cudaStream_t)stream));
-    msgpack_pack_array(c->out, 0);
+    int rc = REAL(cudaMemcpy2DAsync)(dst, dpitch, rows, width, width, height,
+                                     cudaMemcpyHostToDevice, stream);
+    if (rc == cudaSuccess)
+        rc = REAL(cudaStreamSynchronize)(stream);    /* the rows are freed after we return */
+    free(read);
     return rc;
 }
 
-/* [src, spitch, width, height, stream] -> [bin rows] */
-static int h_dtoh_2d(struct hand_call *c)
+static int dtoh_2d(void *rows, size_t rows_size, const void *src, size_t spitch, size_t width,
+                   size_t height, cudaStream_t stream)
 {
-    uint64_t src, spitch, width, height, stream;
-    PROTO_IF(args_count(c, 5) || arg_u64(c, 0, &src) || arg_u64(c, 1, &spitch) ||
-             arg_u64(c, 2, &width) || arg_u64(c, 3, &height) || arg_u64(c, 4, &stream));
-    STREAM_OR_REFUSE(c, stream, 1);
-    if (width && height > (RGPU_FRAME_MAX - 4096) / width)
+    uint64_t s = (uint64_t)(uintptr_t)src;
+    size_t sink = serve_sink_len();
+    if (!REAL(cudaMemcpy2DAsync) || !REAL(cudaStreamSynchronize))
+        return -RGPU_ENOSYM;
+    if (!rows_fit(width, height, rows_size))
+        return -RGPU_EPROTO;
+    if (rows_size > RGPU_FRAME_MAX - 4096)
         return -RGPU_ETOOBIG;
-    NEED(REAL(cudaMemcpy2DAsync));
-    if ((!src && width && height) || !owned_2d(src, spitch, width, height)) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_nil(c->out);
+    if ((!src && width && height) || !owned_2d(s, spitch, width, height) ||
+        (!rows && !sink && rows_size))
         return cudaErrorInvalidValue;
-    }
-    size_t n = width * height;
-    void *buf = malloc(n ? n : 1);
+    void *buf = sink ? malloc(sink) : rows;
     if (!buf)
         return -RGPU_ENOMEM;
-    int rc = sync_after((cudaStream_t)stream,
-                        REAL(cudaMemcpy2DAsync)(buf, width, (const void *)src, spitch, width,
-                                                height, cudaMemcpyDeviceToHost,
-                                                (cudaStream_t)stream));
-    msgpack_pack_array(c->out, 1);
-    hand_payload(c, buf, rc == cudaSuccess ? n : 0);
+    int rc = REAL(cudaMemcpy2DAsync)(buf, width, src, spitch, width, height,
+                                     cudaMemcpyDeviceToHost, stream);
+    if (rc == cudaSuccess)
+        rc = REAL(cudaStreamSynchronize)(stream);
+    if (sink && rc == cudaSuccess) {
+        serve_data_begin(sink);
+        serve_data_write(buf, sink);
+        serve_data_end();
+    }
+    if (sink)
+        free(buf);
     return rc;
+}
+
+cudaError_t serve_rgpu_htod_2d(void *dst, size_t dpitch, size_t width, size_t height,
+                               cudaStream_t stream, size_t rows_size, const void *rows)
+{
+    return copy_served(htod_2d(dst, dpitch, width, height, stream, rows_size, rows));
+}
+
+cudaError_t serve_rgpu_dtoh_2d(void *rows, size_t rows_size, const void *src, size_t spitch,
+                               size_t width, size_t height, cudaStream_t stream)
+{
+    return copy_served(dtoh_2d(rows, rows_size, src, spitch, width, height, stream));
+}
+
+/* cuBLAS's matrices and vectors (codegen/cublas_own.h): the same copies,
+ * any failure of the runtime's cuBLAS's mapping error. */
+static cublasStatus_t cublas_copy_status(int rc)
+{
+    return rc < 0    ? (cublasStatus_t)serve_transport(-rc)
+           : rc == 0 ? CUBLAS_STATUS_SUCCESS
+                     : CUBLAS_STATUS_MAPPING_ERROR;
+}
+
+cublasStatus_t serve_rgpu_cublas_htod_2d(void *dst, size_t dpitch, size_t width, size_t height,
+                                         cudaStream_t stream, size_t rows_size, const void *rows)
+{
+    return cublas_copy_status(htod_2d(dst, dpitch, width, height, stream, rows_size, rows));
+}
+
+cublasStatus_t serve_rgpu_cublas_dtoh_2d(void *rows, size_t rows_size, const void *src,
+                                         size_t spitch, size_t width, size_t height,
+                                         cudaStream_t stream)
+{
+    return cublas_copy_status(dtoh_2d(rows, rows_size, src, spitch, width, height, stream));
 }
 
 /* The codec checked the stream; the pitched ranges are checked here. */
@@ -558,63 +565,7 @@ cudaError_t serve_rgpu_pointer_device(int *device, const void *ptr)
                                                                   : cudaErrorInvalidValue;
 }
 
-/* The error-text function of a library, as one signature. */
-static const char *error_text(const char *lib, int code)
-{
-    if (strcmp(lib, "cuda") == 0) {
-        CUresult (*fn)(CUresult, const char **) =
-            (CUresult (*)(CUresult, const char **))backend_sym("cuda", "cuGetErrorString");
-        const char *s = NULL;
-        return fn && fn((CUresult)code, &s) == 0 ? s : NULL;
-    }
-    static const struct { const char *lib, *fn; } table[] = {
-        { "cudart", "cudaGetErrorString" },
-        { "cublas", "cublasGetStatusString" },
-        { "cublasLt", "cublasLtGetStatusString" },
-        { "cudnn", "cudnnGetErrorString" },
-    };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        if (strcmp(lib, table[i].lib) == 0) {
-            const char *(*fn)(int) = (const char *(*)(int))backend_sym(lib, table[i].fn);
-            return fn ? fn(code) : NULL;
-        }
-    }
-    return NULL;
-}
-
-/* [lib] -> [[code, string]...]: the texts a library's error-string function
- * gives, which the headers do not hold; codes whose text is the library's
- * text for an unknown code are left out.  Asked once per client and
- * library. */
-static int h_error_strings(struct hand_call *c)
-{
-    char lib[32] = "cudart";
-    PROTO_IF(args_count(c, 1) || arg_str(c, 0, lib, sizeof lib));
-    const char *unknown = error_text(lib, 0x7fffffff);
-    unsigned n = 0;
-    for (int code = 0; code < 1024; code++) {
-        const char *s = error_text(lib, code);
-        n += s && (!unknown || strcmp(s, unknown) != 0);
-    }
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_array(c->out, n);
-    for (int code = 0; code < 1024; code++) {
-        const char *s = error_text(lib, code);
-        if (!s || (unknown && strcmp(s, unknown) == 0))
-            continue;
-        msgpack_pack_array(c->out, 2);
-        msgpack_pack_int(c->out, code);
-        msgpack_pack_str_with_body(c->out, s, strlen(s));
-    }
-    return 0;
-}
-
 const struct hand_proc hand_cudart_procs[] = {
-    { "cudart", RGPU_H_ERROR_STRINGS, h_error_strings },
-    { "cudart", RGPU_H_HTOD, h_htod },
-    { "cudart", RGPU_H_DTOH, h_dtoh },
-    { "cudart", RGPU_H_HTOD_2D, h_htod_2d },
-    { "cudart", RGPU_H_DTOH_2D, h_dtoh_2d },
     { "cudart", RGPU_H_LIB_LOAD, h_lib_load },
     { "cudart", RGPU_H_KERNEL_GET, h_kernel_get },
     { "cudart", RGPU_H_LAUNCH, h_launch },

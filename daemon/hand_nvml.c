@@ -17,7 +17,8 @@
  * of the other clients' work. */
 #include "rgpud.h"
 #include "owned_handles.h"
-#include "rgpu_hand_procs.h"
+#include "nvml_procs.h"
+#include "nvml_serve.h"
 #include "rgpu_handles.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
@@ -207,28 +208,21 @@ const struct guard *nvml_guard_for(const char *lib, const char *name)
     return &nvml_guards[3];
 }
 
-/* ---- rgpu.nvml_list ------------------------------------------------------------------ */
+/* ---- rgpu_nvml_list (codegen/nvml_own.h) ------------------------------------------- */
 
 struct list_kind {
     const char *fn;
-    size_t entry;           /* bytes per entry */
     int takes_arg;          /* the function's value between device and count */
     int processes;
 };
 
 static const struct list_kind kinds[RGPU_NVML_LIST_KINDS] = {
-    [RGPU_NVML_LIST_COMPUTE_PROCS] = { "nvmlDeviceGetComputeRunningProcesses_v3",
-                                       sizeof(nvmlProcessInfo_t), 0, 1 },
-    [RGPU_NVML_LIST_GRAPHICS_PROCS] = { "nvmlDeviceGetGraphicsRunningProcesses_v3",
-                                        sizeof(nvmlProcessInfo_t), 0, 1 },
-    [RGPU_NVML_LIST_MPS_PROCS] = { "nvmlDeviceGetMPSComputeRunningProcesses_v3",
-                                   sizeof(nvmlProcessInfo_t), 0, 1 },
-    [RGPU_NVML_LIST_RETIRED_PAGES] = { "nvmlDeviceGetRetiredPages", sizeof(unsigned long long),
-                                       1, 0 },
-    [RGPU_NVML_LIST_MEMORY_CLOCKS] = { "nvmlDeviceGetSupportedMemoryClocks", sizeof(unsigned), 0,
-                                       0 },
-    [RGPU_NVML_LIST_GRAPHICS_CLOCKS] = { "nvmlDeviceGetSupportedGraphicsClocks", sizeof(unsigned),
-                                         1, 0 },
+    [RGPU_NVML_LIST_COMPUTE_PROCS] = { "nvmlDeviceGetComputeRunningProcesses_v3", 0, 1 },
+    [RGPU_NVML_LIST_GRAPHICS_PROCS] = { "nvmlDeviceGetGraphicsRunningProcesses_v3", 0, 1 },
+    [RGPU_NVML_LIST_MPS_PROCS] = { "nvmlDeviceGetMPSComputeRunningProcesses_v3", 0, 1 },
+    [RGPU_NVML_LIST_RETIRED_PAGES] = { "nvmlDeviceGetRetiredPages", 1, 0 },
+    [RGPU_NVML_LIST_MEMORY_CLOCKS] = { "nvmlDeviceGetSupportedMemoryClocks", 0, 0 },
+    [RGPU_NVML_LIST_GRAPHICS_CLOCKS] = { "nvmlDeviceGetSupportedGraphicsClocks", 1, 0 },
 };
 
 typedef nvmlReturn_t (*list_fn)(nvmlDevice_t, unsigned *, void *);
@@ -254,45 +248,33 @@ static unsigned own_processes(nvmlProcessInfo_t *p, unsigned n)
     return kept;
 }
 
-static int h_nvml_list(struct hand_call *c)
+/* The codec checked the list (its entry size is known), the device (a
+ * handle the session holds) and that entries holds capacity of them; the
+ * guard, that the client initialised NVML. */
+nvmlReturn_t serve_rgpu_nvml_list(unsigned int list, nvmlDevice_t device, unsigned int arg,
+                                  void *entries, unsigned int capacity, unsigned int *count)
 {
-    uint64_t v[4];
-    if (args_count(c, 4) || arg_u64s(c, 4, v) || v[0] >= RGPU_NVML_LIST_KINDS ||
-        v[2] > UINT32_MAX || v[3] > RGPU_NVML_LIST_MAX)
-        return -RGPU_EPROTO;
-    const struct list_kind *k = &kinds[v[0]];
-    if (!client_initialised()) {
-        msgpack_pack_array(c->out, 2);
-        msgpack_pack_uint64(c->out, 0);
-        msgpack_pack_bin(c->out, 0);
-        return NVML_ERROR_UNINITIALIZED;
-    }
-    if (!handles_contains(rgpu_handle_class("nvmlDevice_st"), v[1]))
-        return hand_refuse_handle(c, 2, "nvmlDevice_t", NVML_ERROR_INVALID_ARGUMENT);
+    if (list >= RGPU_NVML_LIST_KINDS || capacity > RGPU_NVML_LIST_MAX || !count)
+        return serve_transport(RGPU_EPROTO);
+    const struct list_kind *k = &kinds[list];
+    size_t entry = rgpu_nvml_list_entry_size((int)list);
     void *fn = backend_sym("nvml", k->fn);
     if (!fn)
-        return -RGPU_ENOSYM;
-    unsigned char *buf = calloc(RGPU_NVML_LIST_MAX, k->entry);
+        return serve_transport(RGPU_ENOSYM);
+    unsigned char *buf = calloc(RGPU_NVML_LIST_MAX, entry);
     if (!buf)
-        return -RGPU_ENOMEM;
-    unsigned count = 0;
-    nvmlReturn_t rc = read_list(k, fn, (nvmlDevice_t)(uintptr_t)v[1], (unsigned)v[2], &count, buf);
-    if (rc == NVML_SUCCESS && count > RGPU_NVML_LIST_MAX)
+        return serve_transport(RGPU_ENOMEM);
+    unsigned n = 0;
+    nvmlReturn_t rc = read_list(k, fn, device, arg, &n, buf);
+    if (rc == NVML_SUCCESS && n > RGPU_NVML_LIST_MAX)
         rc = NVML_ERROR_UNKNOWN;        /* the library broke its word */
     if (rc == NVML_SUCCESS && k->processes)
-        count = own_processes((nvmlProcessInfo_t *)buf, count);
-    if (rc == NVML_SUCCESS && count > v[3])
+        n = own_processes((nvmlProcessInfo_t *)buf, n);
+    if (rc == NVML_SUCCESS && n > capacity)
         rc = NVML_ERROR_INSUFFICIENT_SIZE;
-    size_t bytes = rc == NVML_SUCCESS ? count * k->entry : 0;
-    msgpack_pack_array(c->out, 2);
-    msgpack_pack_uint64(c->out, rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE ? count : 0);
-    msgpack_pack_bin(c->out, bytes);
-    msgpack_pack_bin_body(c->out, buf, bytes);
+    *count = rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE ? n : 0;
+    if (rc == NVML_SUCCESS && n)
+        memcpy(entries, buf, n * entry);
     free(buf);
-    return (int)rc;
+    return rc;
 }
-
-const struct hand_proc hand_nvml_procs[] = {
-    { "nvml", RGPU_H_NVML_LIST, h_nvml_list },
-};
-const int hand_nvml_nprocs = sizeof hand_nvml_procs / sizeof hand_nvml_procs[0];

@@ -3,7 +3,8 @@
  * the client, in stream order.
  *
  * The client keeps its functions to itself: it names each enqueued one by
- * an id of its own (common/rgpu_callbacks.c).  Here rgpu.host_func enqueues
+ * an id of its own (common/rgpu_callbacks.c).  Here rgpu_host_func and
+ * rgpu_cu_host_func (codegen/cudart_own.h, cuda_own.h) enqueue
  * a function of ours on the real stream; when the stream reaches it, the
  * driver calls it on one of its threads, and it sends [CALLBACK, id, status]
  * to the client and waits until the client says [CALLBACK_DONE, id]: only
@@ -25,17 +26,17 @@
  * graph) only tells the client that the graph has passed. */
 #include "rgpud.h"
 #include "owned_handles.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
+
+#include "cudart_serve.h"
+#include "cuda_serve.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
 
 /* Host functions enqueued and not yet acknowledged, per session: a client
  * that enqueues more waits for the library's out-of-memory answer. */
@@ -254,7 +255,8 @@ typedef int (*launch_host_fn)(void *stream, void (*fn)(void *), void *data);
 typedef int (*add_callback_fn)(void *stream, void (*cb)(CUstream, CUresult, void *), void *data,
                                unsigned flags);
 
-/* Variants, as common/rgpu_hand_procs.h numbers them. */
+/* Variants: the runtime's calls, then the driver's; each a call and its
+ * _ptsz form, the host function's before the stream callback's. */
 static const struct variant {
     const char *lib, *name;
     int is_callback;
@@ -282,13 +284,12 @@ static int capturing(uint64_t stream, int ptsz)
 
 /* A host function on a capturing stream: a host node of the capture,
  * naming the client's token, or refused when the client sent none. */
-static int captured(struct hand_call *c, const struct variant *var, const uint64_t *v,
-                    int runtime)
+static int captured(const struct variant *var, uint64_t stream, uint64_t token,
+                    unsigned flags, int runtime)
 {
-    uint64_t token = 0;
-    if (c->args->via.array.size == 5 && arg_u64(c, 4, &token) == 0 && token)
-        return graph_host_capture_function(var->lib, var->name, var->is_callback, v[1], token,
-                                           (unsigned)v[3]);
+    if (token)
+        return graph_host_capture_function(var->lib, var->name, var->is_callback, stream, token,
+                                           flags);
     static int logged;
     if (!logged++)
         rgpu_warn("%s on a capturing stream refused: the client named no token for it",
@@ -297,44 +298,60 @@ static int captured(struct hand_call *c, const struct variant *var, const uint64
     return runtime ? cudaErrorStreamCaptureUnsupported : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
 
-/* [variant, stream, id, flags(, token)] -> [captured] */
-static int h_host_func(struct hand_call *c)
+/* A host function of ours on stream for the client's function id (the
+ * codec checked the stream as the session's): variant numbers the
+ * library's call (variants[]). */
+static int enqueue(unsigned variant, uint64_t stream, uint64_t id, unsigned flags,
+                   uint64_t token, int *in_capture)
 {
-    uint64_t v[4];
-    PROTO_IF((args_count(c, 4) && args_count(c, 5)) || arg_u64s(c, 4, v));
-    PROTO_IF(v[0] >= sizeof variants / sizeof variants[0] || v[3] > UINT32_MAX);
-    const struct variant *var = &variants[v[0]];
+    const struct variant *var = &variants[variant];
     int runtime = strcmp(var->lib, "cudart") == 0;
     void *fn = backend_sym(var->lib, var->name);
     if (!fn)
-        return -RGPU_ENOSYM;
-    msgpack_pack_array(c->out, 1);
-    if (!handles_valid(H_STREAM, v[1])) {
-        msgpack_pack_uint32(c->out, 0);
-        rgpu_warn("refused a host function on a stream the session never handed out");
-        return runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
-    }
-    int in_capture = capturing(v[1], (v[0] & 1) != 0);
-    msgpack_pack_uint32(c->out, in_capture ? 1 : 0);
-    if (in_capture)
-        return captured(c, var, v, runtime);
-    struct pending *p = reserve(v[2]);
+        return serve_transport(RGPU_ENOSYM);
+    if (!in_capture)
+        return runtime ? cudaErrorInvalidValue : CUDA_ERROR_INVALID_VALUE;
+    *in_capture = capturing(stream, (variant & 1) != 0);
+    if (*in_capture)
+        return captured(var, stream, token, flags, runtime);
+    struct pending *p = reserve(id);
     if (!p) {
         rgpu_warn("host function %llu refused: %d are waiting already, or its id is in use",
-                  (unsigned long long)v[2], MAX_PENDING);
+                  (unsigned long long)id, MAX_PENDING);
         return runtime ? cudaErrorMemoryAllocation : CUDA_ERROR_OUT_OF_MEMORY;
     }
     int rc = var->is_callback
-                 ? ((add_callback_fn)fn)((void *)(uintptr_t)v[1], stream_callback, p,
-                                         (unsigned)v[3])
-                 : ((launch_host_fn)fn)((void *)(uintptr_t)v[1], host_fn, p);
+                 ? ((add_callback_fn)fn)((void *)(uintptr_t)stream, stream_callback, p, flags)
+                 : ((launch_host_fn)fn)((void *)(uintptr_t)stream, host_fn, p);
     if (rc != 0)
         release(p);         /* never enqueued: the driver will not call it */
     return rc;
 }
 
-const struct hand_proc hand_host_function_procs[] = {
-    { "rgpu", RGPU_H_HOST_FUNC, h_host_func },
-};
-const int hand_host_function_nprocs =
-    sizeof hand_host_function_procs / sizeof hand_host_function_procs[0];
+/* ptsz and callback pick the variant: anything but 0 or 1 is a malformed
+ * request. */
+static int variant_of(int driver, int ptsz, int callback, unsigned *variant)
+{
+    if ((unsigned)ptsz > 1 || (unsigned)callback > 1)
+        return -1;
+    *variant = (driver ? 4u : 0u) + 2u * (unsigned)callback + (unsigned)ptsz;
+    return 0;
+}
+
+cudaError_t serve_rgpu_host_func(cudaStream_t stream, int ptsz, int callback, uint64_t id,
+                                 unsigned int flags, uint64_t token, int *captured)
+{
+    unsigned variant;
+    if (variant_of(0, ptsz, callback, &variant) < 0)
+        return serve_transport(RGPU_EPROTO);
+    return enqueue(variant, (uint64_t)(uintptr_t)stream, id, flags, token, captured);
+}
+
+CUresult serve_rgpu_cu_host_func(CUstream stream, int ptsz, int callback, uint64_t id,
+                                 unsigned int flags, uint64_t token, int *captured)
+{
+    unsigned variant;
+    if (variant_of(1, ptsz, callback, &variant) < 0)
+        return serve_transport(RGPU_EPROTO);
+    return enqueue(variant, (uint64_t)(uintptr_t)stream, id, flags, token, captured);
+}

@@ -281,7 +281,7 @@ static int lt_scalar_host(const struct rgpu_proc *proc, unsigned param, void *co
     if (desc_arg < 0)
         return -1;
     void *desc = (void *)(uintptr_t)val(argv, desc_arg);
-    if (strcmp(proc->name, "cublasLtMatmul") == 0) {
+    if (strcmp(proc->name, "cublasLtMatmul") == 0 || strcmp(proc->name, "rgpu_lt_matmul") == 0) {
         __typeof__(&cublasLtMatmulDescGetAttribute) get =
             (__typeof__(&cublasLtMatmulDescGetAttribute))backend_sym(
                 "cublasLt", "cublasLtMatmulDescGetAttribute");

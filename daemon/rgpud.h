@@ -190,12 +190,6 @@ void session_run(int fd, const struct rgpud_options *opt) __attribute__((noretur
 /* Send one frame to the client from any thread; a dead client ends the
  * session. */
 void session_send(const msgpack_sbuffer *sb);
-/* Run generated procedure `name` of library `lib` on args, as a request for
- * it would, packing its outputs into outs: for a hand-written procedure
- * that wraps a generated one (hand_cublasLt.c).  Returns what a hand_fn
- * returns: the API status, or -RGPU_E* with nothing packed. */
-int session_run_generated(const char *lib, const char *name, const msgpack_object *args,
-                          msgpack_packer *outs);
 
 /* ---- output.c: the session's fds 1 and 2, forwarded to the client ---------- */
 
@@ -226,6 +220,26 @@ int serve_transport(int status);
  * buffer `out` it was given (a description of variable size): the reply
  * carries those alone, and the client takes the shorter output as it is. */
 void serve_out_used(const void *out, size_t used);
+
+/* The request a serving thread runs, set by the session around each one
+ * (and by the fuzz harnesses): where a serve_ function's bulk bytes come
+ * from and go (args.c). */
+extern _Thread_local struct hand_call *serve_call;
+/* The bytes of the call's stream parameter still in the socket (its
+ * pointer is then NULL; 0: none, its bytes came in the frame), read in
+ * order with serve_stream_read; what serve_ leaves is read and dropped
+ * after it returns.  A client that stalls inside them, or leaves, ends
+ * the session. */
+size_t serve_stream_left(void);
+void serve_stream_read(void *buf, size_t len);
+/* The bytes the call's sink output is to send ahead of the reply (its
+ * pointer is then NULL; 0: none), as one data frame of exactly that many:
+ * serve_data_begin(len), serve_data_write, serve_data_end.  A call that
+ * fails before begin sends none and returns its failure. */
+size_t serve_sink_len(void);
+void serve_data_begin(size_t len);
+void serve_data_write(const void *p, size_t n);
+void serve_data_end(void);
 
 struct guard {
     const char *lib, *name;
@@ -329,6 +343,7 @@ struct hand_call {
     size_t in_len;
     uint64_t serial;                /* the request's, which a data frame names */
     size_t data_left;               /* bytes of an open data frame still due */
+    size_t sink_len;                /* rgpu's own procedures: a sink's bytes to send */
 };
 
 /* The next len bytes (at most c->in_len) of a streamed request's payload.
@@ -361,8 +376,10 @@ struct hand_proc {
 };
 
 /* Whether a hand-written procedure takes a large payload from the socket
- * (hand_call.in_len): the host-to-device copies (daemon/copy.c) and the
- * pieces of large module images (daemon/image_stage.c). */
+ * (hand_call.in_len): the shared-memory copies to the device
+ * (daemon/copy.c) and the pieces of large module images
+ * (daemon/image_stage.c).  rgpu's own procedures say so in their table
+ * (RGPU_PARAM_STREAM). */
 int hand_streamed(const struct hand_proc *hp);
 
 extern const struct hand_proc hand_cudart_procs[];
@@ -373,24 +390,12 @@ extern const struct hand_proc hand_cuda_launch_procs[];   /* hand_cuda_launch.c 
 extern const int hand_cuda_launch_nprocs;
 extern const struct hand_proc hand_module_procs[];    /* hand_cuda_modules.c */
 extern const int hand_module_nprocs;
-extern const struct hand_proc hand_liblog_procs[];     /* liblog.c */
-extern const int hand_liblog_nprocs;
 extern const struct hand_proc hand_auth_procs[];      /* auth.c */
 extern const int hand_auth_nprocs;
-extern const struct hand_proc hand_session_procs[];   /* session.c */
-extern const int hand_session_nprocs;
-extern const struct hand_proc hand_cuda_export_procs[]; /* hand_cuda_export.c */
-extern const int hand_cuda_export_nprocs;
 extern const struct hand_proc hand_graph_procs[];     /* hand_graphs.c */
 extern const int hand_graph_nprocs;
 extern const struct hand_proc hand_graph_conditional_procs[]; /* hand_graph_conditionals.c */
 extern const int hand_graph_conditional_nprocs;
-extern const struct hand_proc hand_cublasLt_procs[];  /* hand_cublasLt.c */
-extern const int hand_cublasLt_nprocs;
-extern const struct hand_proc hand_host_function_procs[]; /* host_functions.c */
-extern const int hand_host_function_nprocs;
-extern const struct hand_proc hand_nvml_procs[];      /* hand_nvml.c */
-extern const int hand_nvml_nprocs;
 
 /* Host functions (host_functions.c): how many wait for the client, and the
  * client's acknowledgement of one (with the bytes it carried, or NULL),

@@ -25,6 +25,8 @@
 #include "cublasLt_procs.h"
 #include "cudnn_procs.h"
 #include "nvml_procs.h"
+#include "rgpu_procs.h"
+#include "rgpu_serve.h"
 
 #include <cuda.h>
 #include <errno.h>
@@ -34,6 +36,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -151,21 +154,20 @@ static struct served_lib served[] = {
     { &rgpu_cublasLt_lib, rgpu_cublasLt_server_procs, NULL, NULL },
     { &rgpu_cudnn_lib, rgpu_cudnn_server_procs, NULL, NULL },
     { &rgpu_nvml_lib, rgpu_nvml_server_procs, NULL, NULL },
+    { &rgpu_rgpu_lib, rgpu_rgpu_server_procs, NULL, NULL },
 };
 #define NSERVED (sizeof served / sizeof served[0])
 
 static const struct hand_proc *const hand_tables[] = {
-    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs,
-    hand_liblog_procs, hand_cublasLt_procs, hand_auth_procs, hand_session_procs,
-    hand_cuda_export_procs, hand_module_procs, hand_host_function_procs, hand_graph_procs,
-    hand_graph_host_procs, hand_nvml_procs, hand_graph_conditional_procs,
+    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs, hand_auth_procs,
+    hand_module_procs, hand_graph_procs,
+    hand_graph_host_procs, hand_graph_conditional_procs,
 };
 #define NHAND (sizeof hand_tables / sizeof hand_tables[0])
 static const int *const hand_counts[NHAND] = {
-    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs,
-    &hand_liblog_nprocs, &hand_cublasLt_nprocs, &hand_auth_nprocs, &hand_session_nprocs,
-    &hand_cuda_export_nprocs, &hand_module_nprocs, &hand_host_function_nprocs,
-    &hand_graph_nprocs, &hand_graph_host_nprocs, &hand_nvml_nprocs,
+    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs, &hand_auth_nprocs,
+    &hand_module_nprocs,
+    &hand_graph_nprocs, &hand_graph_host_nprocs,
     &hand_graph_conditional_nprocs,
 };
 static uint32_t *hand_ids[NHAND];
@@ -387,15 +389,18 @@ void serve_out_used(const void *out, size_t used)
             f->outlen[i] = used;
 }
 
+/* c: the request's call (its streamed bytes, where a sink's and a large
+ * last output's bytes go). */
 static int run_generated(struct served_lib *l, size_t index, const msgpack_object *args,
-                         msgpack_packer *outs, int *transport)
+                         msgpack_packer *outs, int *transport, struct hand_call *c)
 {
     const struct rgpu_proc *proc = &l->lib->procs[index];
     struct rgpu_call_frame frame;
     void *fn = resolve(l, index);
     int api = 0;
 
-    *transport = rgpu_decode_args(args, proc, &frame);
+    *transport = rgpu_decode_streamed_args(args, proc, &frame, c->in_len);
+    c->sink_len = frame.sink_len;
     if (*transport == RGPU_OK && !fn)
         *transport = RGPU_ENOSYM;
     if (*transport == RGPU_OK) {
@@ -421,22 +426,10 @@ static int run_generated(struct served_lib *l, size_t index, const msgpack_objec
         }
         if (g && g->post)
             g->post(frame.argv, api);
-        rgpu_encode_outs(outs, proc, &frame);
+        rgpu_encode_outs_tail(outs, proc, &frame, &c->payload, &c->payload_len);
     }
     rgpu_call_frame_release(&frame);
     return api;
-}
-
-int session_run_generated(const char *lib, const char *name, const msgpack_object *args,
-                          msgpack_packer *outs)
-{
-    struct served_lib *l;
-    size_t index;
-    int transport;
-    if (find_generated(rgpu_proc_id(lib, name), &l, &index) < 0)
-        return -RGPU_ENOPROC;
-    int api = run_generated(l, index, args, outs, &transport);
-    return transport != RGPU_OK ? -transport : api;
 }
 
 static void execute(struct worker *w, struct request *rq)
@@ -446,7 +439,7 @@ static void execute(struct worker *w, struct request *rq)
     struct served_lib *l = rq->lib;
     const struct hand_proc *hp = rq->hand;
     int transport = RGPU_OK, api = 0;
-    struct hand_call c = { rq->args, &outs, NULL, 0, rq->in_len, rq->serial, 0 };
+    struct hand_call c = { rq->args, &outs, NULL, 0, rq->in_len, rq->serial, 0, 0 };
 
     if (rq->in_len) {
         /* The payload's deadline runs from now: the request may have
@@ -458,8 +451,9 @@ static void execute(struct worker *w, struct request *rq)
     msgpack_sbuffer_init(&outbuf);
     msgpack_packer_init(&outs, &outbuf, msgpack_sbuffer_write);
     int slot = lib_slot(l ? l->lib->name : hp->lib);
+    serve_call = &c;
     if (l) {
-        api = run_generated(l, rq->index, rq->args, &outs, &transport);
+        api = run_generated(l, rq->index, rq->args, &outs, &transport, &c);
         rgpu_debug("t%u %s -> %d/%d", w->tid, l->lib->procs[rq->index].name, transport, api);
     } else {
         api = hp->fn(&c);
@@ -469,8 +463,10 @@ static void execute(struct worker *w, struct request *rq)
         }
         rgpu_debug("t%u %s -> %d/%d", w->tid, hp->name, transport, api);
     }
+    serve_call = NULL;
     if (c.data_left) {
-        rgpu_error("%s left its data frame open: ending the session", hp ? hp->name : "?");
+        rgpu_error("%s left its data frame open: ending the session",
+                   hp ? hp->name : l->lib->procs[rq->index].name);
         _exit(1);
     }
     if (transport == RGPU_EPROTO || transport == RGPU_ETOOBIG)
@@ -693,68 +689,50 @@ static _Noreturn void hand_reading_over(struct request *first)
 
 static int is_host_function(const struct request *rq)
 {
-    static uint32_t id;
-    if (!id)
-        id = rgpu_proc_id("rgpu", RGPU_H_HOST_FUNC);
-    return rq->proc_id == id || graph_host_proc(rq->proc_id);
+    return rq->proc_id == RGPU_CUDART_rgpu_host_func->id ||
+           rq->proc_id == RGPU_CUDA_rgpu_cu_host_func->id || graph_host_proc(rq->proc_id);
 }
 
 /* ---- the session's own procedures ---------------------------------------------- */
 
-/* rgpu.fence: nothing to do; that it runs after every earlier no-reply
- * request (enqueue) is the answer. */
-static int h_fence(struct hand_call *c)
+/* Nothing to do: that it runs after every earlier no-reply request
+ * (enqueue) is the answer. */
+rgpu_status serve_rgpu_fence(void)
 {
-    if (args_count(c, 0))
-        return -RGPU_EPROTO;
-    msgpack_pack_array(c->out, 0);
-    return 0;
+    return RGPU_STATUS_OK;
 }
 
-static unsigned take_unreported(struct worker *w, int *status, const char **lib, unsigned n,
-                                unsigned max)
+static unsigned take_unreported(struct worker *w, struct rgpu_unreported *out, unsigned n,
+                                size_t max)
 {
     for (int slot = 0; slot < 8 && n < max; slot++) {
         int d = __atomic_exchange_n(&w->deferred[slot], 0, __ATOMIC_SEQ_CST);
         if (d) {
-            status[n] = d > 0 ? d : -d;
-            lib[n++] = slot_names[slot] ? slot_names[slot] : "rgpu";
+            out[n].status = d > 0 ? d : -d;
+            snprintf(out[n++].lib, sizeof out->lib, "%s",
+                     slot_names[slot] ? slot_names[slot] : "rgpu");
         }
     }
     return n;
 }
 
-/* rgpu.unreported: the failures of no-reply requests that no reply has
- * carried yet, of every client thread (a transport failure as its
- * RGPU_E* number); each is told once. */
-static int h_unreported(struct hand_call *c)
+/* The failures of no-reply requests that no reply has carried yet, of
+ * every client thread (a transport failure as its RGPU_E* number); each
+ * is told once, and as many as entries hold are taken. */
+rgpu_status serve_rgpu_unreported(struct rgpu_unreported *entries, size_t capacity,
+                                  size_t *count)
 {
-    enum { MAX = 8 * (MAX_CLIENT_THREADS + 1) };
-    static int status[MAX];
-    static const char *lib[MAX];
     unsigned n = 0;
-    if (args_count(c, 0))
-        return -RGPU_EPROTO;
+    if (!count || (capacity && !entries))
+        return RGPU_STATUS_INVALID;
     if (S.have_inline)
-        n = take_unreported(&S.inline_worker, status, lib, n, MAX);
+        n = take_unreported(&S.inline_worker, entries, n, capacity);
     int nw = __atomic_load_n(&S.nworkers, __ATOMIC_ACQUIRE);
     for (int i = 0; i < nw; i++)
-        n = take_unreported(S.workers[i], status, lib, n, MAX);
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_array(c->out, n);
-    for (unsigned i = 0; i < n; i++) {
-        msgpack_pack_array(c->out, 2);
-        msgpack_pack_str_with_body(c->out, lib[i], strlen(lib[i]));
-        msgpack_pack_int(c->out, status[i]);
-    }
-    return 0;
+        n = take_unreported(S.workers[i], entries, n, capacity);
+    *count = n;
+    return RGPU_STATUS_OK;
 }
-
-const struct hand_proc hand_session_procs[] = {
-    { "rgpu", RGPU_H_FENCE, h_fence },
-    { "rgpu", RGPU_H_UNREPORTED, h_unreported },
-};
-const int hand_session_nprocs = sizeof hand_session_procs / sizeof hand_session_procs[0];
 
 /* ---- reading requests ------------------------------------------------------------ */
 
@@ -764,6 +742,19 @@ const int hand_session_nprocs = sizeof hand_session_procs / sizeof hand_session_
  * bytes (common/rgpu_wire.h).  Looks at the first bytes only (nothing is
  * consumed); any other shape is read whole and judged as usual. */
 #define STREAM_PEEK 128
+
+/* Whether a request to procedure id may leave its last bin in the socket:
+ * one of rgpu's own procedures whose last parameter is a stream, or a
+ * hand-written one hand_streamed names. */
+static int proc_streams(uint32_t id)
+{
+    struct served_lib *l;
+    size_t index;
+    const struct hand_proc *hp;
+    if (find_generated(id, &l, &index) == 0)
+        return rgpu_proc_streams(&l->lib->procs[index]);
+    return (hp = find_hand(id)) && hand_streamed(hp);
+}
 
 static size_t streamed_head(size_t len, long deadline)
 {
@@ -777,14 +768,14 @@ static size_t streamed_head(size_t len, long deadline)
     if (len < RGPU_STREAM_MIN || rgpu_reader_peek(&S.reader, STREAM_PEEK, deadline, &p) < 0)
         return 0;
     msgpack_zone_init(&zone, 512);
-    const struct hand_proc *hp = NULL;
+    int streams = 0;
     if (rgpu_unpack_frame_head(p, STREAM_PEEK, len, copy, &head, &zone, &root) == 0 &&
         len - head >= RGPU_STREAM_MIN && root.type == MSGPACK_OBJECT_ARRAY &&
         root.via.array.size == 6 && rgpu_obj_u64(&root.via.array.ptr[2], &proc) == 0 &&
         proc <= UINT32_MAX)
-        hp = find_hand((uint32_t)proc);
+        streams = proc_streams((uint32_t)proc);
     msgpack_zone_destroy(&zone);
-    return hp && hand_streamed(hp) ? head : 0;
+    return streams ? head : 0;
 }
 
 /* [CALLBACK_DONE, id(, bin)]: the client ran a host function, or a graph's
@@ -875,7 +866,7 @@ static struct request *read_request(void)
     if (find_generated((uint32_t)proc, &rq->lib, &rq->index) < 0 &&
         !(rq->hand = find_hand((uint32_t)proc)))
         protocol_error(serial, RGPU_ENOPROC, "unknown procedure id");
-    if (rq->in_len && (rq->lib || !rq->hand || !hand_streamed(rq->hand)))
+    if (rq->in_len && !proc_streams((uint32_t)proc))
         protocol_error(serial, RGPU_EPROTO, "internal: a streamed request to another procedure");
     rq->serial = serial;
     rq->proc_id = (uint32_t)proc;

@@ -5,7 +5,7 @@
  * to their bundled CUDA libraries, which the loader searches before
  * LD_LIBRARY_PATH.  A library already loaded under a soname satisfies every
  * later DT_NEEDED of that soname, so the stubs go in LD_PRELOAD as well
- * (BRIEF.md 4.2). */
+ * (docs/launcher.md, "Three ways in"). */
 #include "launcher.h"
 
 #include <ctype.h>

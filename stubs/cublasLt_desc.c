@@ -45,7 +45,8 @@
 #include "cublasLt_desc.h"
 #include "content_cache.h"
 #include "rgpu_client.h"
-#include "rgpu_wire.h"
+#include "rgpu_lt_pointers.h"
+#include "cublasLt_own.h"
 #include "cublasLt_procs.h"
 
 #include <cublasLt.h>
@@ -219,87 +220,54 @@ int lt_content(const void *obj, enum rgpu_lt_kind kind, const unsigned char **by
 
 /* ---- the materializing request --------------------------------------------- */
 
-/* [kind, [param...], [[attr, bin]...], keep] for content[0..len). */
-static void pack_create(msgpack_packer *pk, const unsigned char *content, size_t len, int keep)
-{
-    struct attr_record r;
-    size_t off, nattrs = 0;
-    for (off = head_len(content); off < len; off += sizeof r + r.size, nattrs++)
-        memcpy(&r, content + off, sizeof r);
-    msgpack_pack_array(pk, 4);
-    msgpack_pack_uint32(pk, content[0]);
-    msgpack_pack_array(pk, content[1]);
-    for (unsigned i = 0; i < content[1]; i++) {
-        int64_t v;
-        memcpy(&v, content + 2 + 8 * i, sizeof v);
-        msgpack_pack_int64(pk, v);
-    }
-    msgpack_pack_array(pk, (uint32_t)nattrs);
-    for (off = head_len(content); off < len; off += sizeof r + r.size) {
-        memcpy(&r, content + off, sizeof r);
-        msgpack_pack_array(pk, 2);
-        msgpack_pack_uint32(pk, r.id);
-        msgpack_pack_bin(pk, r.size);
-        msgpack_pack_bin_body(pk, content + off + sizeof r, r.size);
-    }
-    msgpack_pack_uint32(pk, keep ? 1 : 0);
-}
-
 struct blob {
     const unsigned char *bytes;
     size_t len;
 };
 
-/* The statuses of an earlier asynchronous call that the reply carries, as
- * the library's status (0 when none). */
-static int deferred_status(const struct rgpu_reply *reply)
-{
-    struct rgpu_reply r = *reply;
-    r.api = 0;
-    return rgpu_reply_status(LIB, &r);
-}
-
-/* One request: destroy the server descriptors victims[0..nvictims) and
- * make one per contents[0..n).  status[i] and handle[i] receive each
- * one's outcome, *deferred an earlier call's failure.  Returns 0 or a
- * transport status (then nothing was made). */
+/* One request (rgpu_lt_materialize, codegen/cublasLt_own.h): destroy the
+ * server descriptors victims[0..nvictims) and make one per
+ * contents[0..n), n at least 1.  status[i] and handle[i] receive each
+ * one's outcome, *deferred an earlier call's failure that the reply
+ * carried.  Returns 0, or the status of a transport failure (then nothing
+ * was made). */
 static int materialize(struct cc_entry *const *victims, unsigned nvictims,
                        const struct blob *contents, unsigned n, int keep, int *status,
                        uint64_t *handle, int *deferred)
 {
-    static uint32_t proc_id;
-    struct rgpu_req req;
-    struct rgpu_reply reply;
+    struct rgpu_lt_victim gone[LT_MAX_USE];
+    uint32_t lengths[LT_MAX_USE];
+    int32_t made[LT_MAX_USE];
+    unsigned char *bytes;
+    size_t size = 0;
 
-    if (!proc_id)
-        proc_id = rgpu_proc_id("cublasLt", RGPU_H_LT_MATERIALIZE);
-    rgpu_req_begin(&req, proc_id, 0);
-    msgpack_pack_array(&req.pk, 2);
-    msgpack_pack_array(&req.pk, nvictims);
-    for (unsigned i = 0; i < nvictims; i++) {
-        msgpack_pack_array(&req.pk, 2);
-        msgpack_pack_uint32(&req.pk, victims[i]->key[0]);
-        msgpack_pack_uint64(&req.pk, victims[i]->handle);
-    }
-    msgpack_pack_array(&req.pk, n);
+    if (n == 0 || n > LT_MAX_USE || nvictims > LT_MAX_USE)
+        return CUBLAS_STATUS_INTERNAL_ERROR;
+    for (unsigned i = 0; i < nvictims; i++)
+        gone[i] = (struct rgpu_lt_victim){ victims[i]->key[0], victims[i]->handle };
     for (unsigned i = 0; i < n; i++)
-        pack_create(&req.pk, contents[i].bytes, contents[i].len, keep);
-    int rc = rgpu_req_exchange(LIB, RGPU_H_LT_MATERIALIZE, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    const msgpack_object *list = rgpu_reply_out(&reply, 0);
-    int ok = list && list->type == MSGPACK_OBJECT_ARRAY && list->via.array.size == n;
-    for (unsigned i = 0; ok && i < n; i++) {
-        const msgpack_object *e = &list->via.array.ptr[i];
-        int64_t s;
-        ok = e->type == MSGPACK_OBJECT_ARRAY && e->via.array.size == 2 &&
-             rgpu_obj_i64(&e->via.array.ptr[0], &s) == 0 &&
-             rgpu_obj_u64(&e->via.array.ptr[1], &handle[i]) == 0;
-        status[i] = ok ? (int)s : 0;
+        size += contents[i].len;
+    if (!(bytes = malloc(size)))
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    size = 0;
+    for (unsigned i = 0; i < n; i++) {
+        memcpy(bytes + size, contents[i].bytes, contents[i].len);
+        size += contents[i].len;
+        lengths[i] = (uint32_t)contents[i].len;
+        /* An answer the reply did not fill stays out of range. */
+        made[i] = -1;
     }
-    *deferred = deferred_status(&reply);
-    rgpu_reply_free(&reply);
-    return ok ? 0 : rgpu_transport_status(LIB, RGPU_H_LT_MATERIALIZE, RGPU_EPROTO);
+    /* Its own status is success once it ran: what it returns besides is
+     * an earlier call's failure, or the transport's. */
+    int rc = rgpu_lt_materialize(gone, nvictims, lengths, n, bytes, size, keep, made, handle);
+    free(bytes);
+    for (unsigned i = 0; i < n; i++) {
+        if (made[i] < 0)
+            return rc ? rc : CUBLAS_STATUS_INTERNAL_ERROR;
+        status[i] = made[i];
+    }
+    *deferred = rc;
+    return 0;
 }
 
 /* ---- server-side descriptors by content -------------------------------------- */

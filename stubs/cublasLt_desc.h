@@ -11,7 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rgpu_hand_procs.h"    /* enum rgpu_lt_kind */
+#include "cublasLt_own.h"       /* enum rgpu_lt_kind */
+#include "rgpu_lt_pointers.h"
 
 struct cc_entry;
 

@@ -236,52 +236,27 @@ static struct cc_entry *cache_put(struct content_cache *c, size_t capacity,
 #define SERVER_DESC(use, i) ((void *)(uintptr_t)(use).handle[i])
 
 /* Call proc with argv (whose operation descriptor is already the server's)
- * and the pointer attributes of client object op sent along: the server
- * sets them on its descriptor for this call alone (daemon/hand_cublasLt.c),
- * since they are no part of the content it was made from.  Without any,
- * the generated procedure itself.  wait: wait for the reply even of an
- * asynchronous procedure. */
-static int call_with_pointers(const struct rgpu_proc *proc, const char *hand, const void *op,
-                              const void *const *argv, int wait)
+ * and the pointer attributes of client object op sent along, through
+ * `with`, rgpu's own procedure that takes proc's arguments and one device
+ * pointer per slot (codegen/cublasLt_own.h): the server sets them on its
+ * descriptor for this call alone (daemon/hand_cublasLt.c), since they are
+ * no part of the content it was made from.  Without any, proc itself.
+ * wait: wait for the reply even of an asynchronous procedure. */
+static int call_with_pointers(const struct rgpu_proc *proc, const struct rgpu_proc *with,
+                              const void *op, const void *const *argv, int wait)
 {
     uint32_t attrs[RGPU_LT_NPOINTERS];
-    uint64_t values[RGPU_LT_NPOINTERS];
+    uint64_t values[RGPU_LT_NPOINTERS], slots[RGPU_LT_NPOINTERS] = { 0 };
+    const void *all[RGPU_MAX_PARAMS];
     unsigned n = lt_pointers(op, attrs, values);
     if (n == 0)
         return wait ? rgpu_call_waiting(LIB, proc, argv) : rgpu_call(LIB, proc, argv);
-
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    unsigned flags = !wait && (proc->flags & RGPU_PROC_ASYNC) && rgpu_may_skip_reply() &&
-                             !rgpu_has_host_outputs(proc, argv, &lt_scalars) &&
-                             rgpu_handles_known_in(proc, argv)
-                         ? RGPU_CALL_NOREPLY : 0;
-    rgpu_liblog_flush_settings(LIB);
-    rgpu_req_begin(&req, rgpu_proc_id("cublasLt", hand), flags);
-    msgpack_pack_array(&req.pk, 2);
-    msgpack_pack_array(&req.pk, n);
-    for (unsigned i = 0; i < n; i++) {
-        msgpack_pack_array(&req.pk, 2);
-        msgpack_pack_uint32(&req.pk, attrs[i]);
-        msgpack_pack_uint64(&req.pk, values[i]);
-    }
-    if (rgpu_encode_args(&req.pk, proc, argv, &lt_scalars) != RGPU_OK) {
-        msgpack_sbuffer_destroy(&req.buf);
-        return rgpu_transport_status(LIB, hand, RGPU_EPROTO);
-    }
-    if (flags & RGPU_CALL_NOREPLY) {
-        rgpu_stats_name(req.proc_id, hand);
-        int rc = rgpu_req_send(&req, &reply);
-        return rc == RGPU_OK ? 0 : rgpu_transport_status(LIB, hand, rc);
-    }
-    int rc = rgpu_req_exchange(LIB, hand, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_decode_outs(&reply.outs, proc, argv, &lt_scalars) == RGPU_OK
-             ? rgpu_reply_status(LIB, &reply)
-             : rgpu_transport_status(LIB, hand, RGPU_EPROTO);
-    rgpu_reply_free(&reply);
-    return rc;
+    for (unsigned i = 0; i < n; i++)
+        slots[rgpu_lt_pointer_slot(attrs[i])] = values[i];
+    memcpy(all, argv, proc->nparams * sizeof *all);
+    for (unsigned k = 0; k < RGPU_LT_NPOINTERS; k++)
+        all[proc->nparams + k] = &slots[k];
+    return wait ? rgpu_call_waiting(LIB, with, all) : rgpu_call(LIB, with, all);
 }
 
 /* The status of a call made with acquired descriptors: its own, else the
@@ -356,8 +331,8 @@ RGPU_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle,
          *c = SERVER_DESC(use, 3), *d = SERVER_DESC(use, 4);
     const void *argv[] = { &lightHandle, &op, &alpha, &A, &a, &B, &b, &beta, &C, &c, &D, &d,
                            &algo, &workspace, &workspaceSizeInBytes, &stream };
-    rc = call_with_pointers(RGPU_CUBLASLT_cublasLtMatmul, RGPU_H_LT_MATMUL, computeDesc, argv,
-                            first);
+    rc = call_with_pointers(RGPU_CUBLASLT_cublasLtMatmul, RGPU_CUBLASLT_rgpu_lt_matmul,
+                            computeDesc, argv, first);
     lt_release(&use);
     rc = call_status(rc, &use);
     if (first && rc == CUBLAS_STATUS_SUCCESS)
@@ -384,8 +359,8 @@ RGPU_EXPORT cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t lightHandle,
     void *op = SERVER_DESC(use, 0), *a = SERVER_DESC(use, 1), *b = SERVER_DESC(use, 2),
          *c = SERVER_DESC(use, 3), *d = SERVER_DESC(use, 4);
     const void *argv[] = { &lightHandle, &op, &a, &b, &c, &d, &algo, &result };
-    rc = call_with_pointers(RGPU_CUBLASLT_cublasLtMatmulAlgoCheck, RGPU_H_LT_ALGO_CHECK,
-                            operationDesc, argv, 0);
+    rc = call_with_pointers(RGPU_CUBLASLT_cublasLtMatmulAlgoCheck,
+                            RGPU_CUBLASLT_rgpu_lt_algo_check, operationDesc, argv, 0);
     lt_release(&use);
     return call_status(rc, &use);
 }
@@ -515,7 +490,8 @@ RGPU_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
         const void *argv[] = { &lightHandle, &op, &a, &b, &c, &d, &pref, &requestedAlgoCount,
                                &heuristicResultsArray, &returnAlgoCount };
         rc = call_status(call_with_pointers(RGPU_CUBLASLT_cublasLtMatmulAlgoGetHeuristic,
-                                            RGPU_H_LT_HEURISTIC, operationDesc, argv, 0),
+                                            RGPU_CUBLASLT_rgpu_lt_heuristic, operationDesc,
+                                            argv, 0),
                          &use);
         lt_release(&use);
     }

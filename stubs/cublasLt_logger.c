@@ -52,8 +52,7 @@ static void sink(const struct rgpu_liblog_msg *m)
 
 static void send_mask(int mask)
 {
-    int64_t setting = mask;
-    rgpu_liblog_configure(LIB, &setting, 1);
+    rgpu_liblog_configure(LIB, RGPU_CUBLASLT_rgpu_cublasLt_log_settings, mask);
 }
 
 /* Called with lock held. */

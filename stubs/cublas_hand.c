@@ -406,9 +406,10 @@ static cublasStatus_t set_matrix(int64_t rows, int64_t cols, int64_t elemSize, c
     if (rows == 0 || cols == 0)
         return CUBLAS_STATUS_SUCCESS;
     size_t es = (size_t)elemSize;
-    return copy_status(rgpu_copy_htod_2d(LIB, "cublasSetMatrix", (uint64_t)(uintptr_t)B,
-                                         (size_t)ldb * es, A, (size_t)lda * es, (size_t)rows * es,
-                                         (size_t)cols, (uint64_t)(uintptr_t)stream));
+    return copy_status(rgpu_copy_htod_2d(LIB, RGPU_CUBLAS_rgpu_cublas_htod_2d,
+                                         (uint64_t)(uintptr_t)B, (size_t)ldb * es, A,
+                                         (size_t)lda * es, (size_t)rows * es, (size_t)cols,
+                                         (uint64_t)(uintptr_t)stream, 1));
 }
 
 static cublasStatus_t get_matrix(int64_t rows, int64_t cols, int64_t elemSize, const void *A,
@@ -420,9 +421,9 @@ static cublasStatus_t get_matrix(int64_t rows, int64_t cols, int64_t elemSize, c
     if (rows == 0 || cols == 0)
         return CUBLAS_STATUS_SUCCESS;
     size_t es = (size_t)elemSize;
-    return copy_status(rgpu_copy_dtoh_2d(LIB, "cublasGetMatrix", B, (size_t)ldb * es,
-                                         (uint64_t)(uintptr_t)A, (size_t)lda * es,
-                                         (size_t)rows * es, (size_t)cols,
+    return copy_status(rgpu_copy_dtoh_2d(LIB, RGPU_CUBLAS_rgpu_cublas_dtoh_2d, B,
+                                         (size_t)ldb * es, (uint64_t)(uintptr_t)A,
+                                         (size_t)lda * es, (size_t)rows * es, (size_t)cols,
                                          (uint64_t)(uintptr_t)stream));
 }
 
@@ -435,9 +436,10 @@ static cublasStatus_t set_vector(int64_t n, int64_t elemSize, const void *x, int
     if (n == 0)
         return CUBLAS_STATUS_SUCCESS;
     size_t es = (size_t)elemSize;
-    return copy_status(rgpu_copy_htod_2d(LIB, "cublasSetVector", (uint64_t)(uintptr_t)y,
-                                         (size_t)incy * es, x, (size_t)incx * es, es, (size_t)n,
-                                         (uint64_t)(uintptr_t)stream));
+    return copy_status(rgpu_copy_htod_2d(LIB, RGPU_CUBLAS_rgpu_cublas_htod_2d,
+                                         (uint64_t)(uintptr_t)y, (size_t)incy * es, x,
+                                         (size_t)incx * es, es, (size_t)n,
+                                         (uint64_t)(uintptr_t)stream, 1));
 }
 
 static cublasStatus_t get_vector(int64_t n, int64_t elemSize, const void *x, int64_t incx,
@@ -448,8 +450,9 @@ static cublasStatus_t get_vector(int64_t n, int64_t elemSize, const void *x, int
     if (n == 0)
         return CUBLAS_STATUS_SUCCESS;
     size_t es = (size_t)elemSize;
-    return copy_status(rgpu_copy_dtoh_2d(LIB, "cublasGetVector", y, (size_t)incy * es,
-                                         (uint64_t)(uintptr_t)x, (size_t)incx * es, es, (size_t)n,
+    return copy_status(rgpu_copy_dtoh_2d(LIB, RGPU_CUBLAS_rgpu_cublas_dtoh_2d, y,
+                                         (size_t)incy * es, (uint64_t)(uintptr_t)x,
+                                         (size_t)incx * es, es, (size_t)n,
                                          (uint64_t)(uintptr_t)stream));
 }
 

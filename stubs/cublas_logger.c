@@ -41,8 +41,7 @@ static void sink(const struct rgpu_liblog_msg *m)
 
 static void send_on(int on)
 {
-    int64_t setting = on != 0;
-    rgpu_liblog_configure(LIB, &setting, 1);
+    rgpu_liblog_configure(LIB, RGPU_CUBLAS_rgpu_cublas_log_settings, on != 0);
 }
 
 /* Called with lock held.  spec: "stdout", "stderr" or a path. */

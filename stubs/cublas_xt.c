@@ -14,7 +14,6 @@
  * the driver through its runtime).  Everything else of cuBLASXt is refused
  * by the generated stubs (codegen/cublas.ann). */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "client_ranges.h"
 #include "cublas_procs.h"
@@ -371,23 +370,18 @@ struct xt_block {
     int ld;
 };
 
-/* The host rows of a block, packed, to the tile at dev: sent without
- * waiting where the waiting policy lets a copy to the device go so
- * (common/rgpu_lazy.c), its failure then reported by the tile's last
- * copy back, which waits. */
+/* The host rows of a block to the tile at dev (packed there: leading
+ * dimension rows): sent without waiting where the waiting policy lets a
+ * copy to the device go so (common/rgpu_lazy.c), its failure then
+ * reported by the tile's last copy back, which waits. */
 static cublasStatus_t host_to_tile(struct xt_device *d, const char *at, size_t ld, size_t rows,
                                    size_t cols, size_t elem, CUdeviceptr dev)
 {
-    size_t width = rows * elem, bytes = width * cols;
-    char *packed = malloc(bytes);
-    if (!packed)
-        return CUBLAS_STATUS_ALLOC_FAILED;
-    for (size_t c = 0; c < cols; c++)
-        memcpy(packed + c * width, at + c * ld * elem, width);
+    size_t width = rows * elem;
     uint64_t stream = (uint64_t)(uintptr_t)d->stream;
-    int rc = rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cuBLASXt tile", dev,
-                            packed, bytes, stream, !rgpu_lazy_copy_to_device(dev, bytes, stream));
-    free(packed);
+    int rc = rgpu_copy_htod_2d(LIB, RGPU_CUBLAS_rgpu_cublas_htod_2d, dev, width, at, ld * elem,
+                               width, cols, stream,
+                               !rgpu_lazy_copy_to_device(dev, width * cols, stream));
     return rc == 0 ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_MAPPING_ERROR;
 }
 

@@ -1,6 +1,7 @@
 /* Contexts in libcuda.so.1: the calls that change what is current, and the
- * questions about it answered on the client (BRIEF 4.5).  PyTorch's device
- * guards ask cuDevicePrimaryCtxGetState around nearly every operation and
+ * questions about it answered on the client (a round trip is the unit of
+ * cost: docs/architecture.md, "What the client answers itself").
+ * PyTorch's device guards ask cuDevicePrimaryCtxGetState around nearly every operation and
  * its cuBLAS handle pool asks cuCtxGetCurrent per matmul: each was a round
  * trip, over a thousand per training step.  Only this process's own calls
  * change either answer, so every call that may change one tells the core

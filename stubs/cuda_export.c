@@ -15,9 +15,9 @@
  * tables are the road for everything linked statically.  Server side of
  * the one call that needs it: daemon/hand_cuda_export.c. */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "cuda_export.h"
+#include "cuda_own.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
@@ -122,18 +122,10 @@ static uint64_t primary_ctx[MAX_DEVICES];
 
 static CUresult ask_primary_context(CUdevice dev, uint64_t *ctx)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_PRIMARY_CTX), 0);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_uint32(&req.pk, (uint32_t)dev);
-    int rc = rgpu_req_exchange(LIB, "cuGetExportTable", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
+    CUcontext c = NULL;
+    CUresult rc = rgpu_cu_primary_ctx(&c, dev);
     if (rc == CUDA_SUCCESS)
-        *ctx = rgpu_reply_u64(&reply, 0);
-    rgpu_reply_free(&reply);
+        *ctx = (uint64_t)(uintptr_t)c;
     return rc;
 }
 

@@ -231,8 +231,8 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t count, CUstream st
      * (common/rgpu_mapped.c). */
     if (rgpu_mapped_find((uint64_t)(uintptr_t)src, 0, &host, &dev, NULL, NULL))
         return cuMemcpyDtoDAsync_v2(dst, dev + ((uint64_t)(uintptr_t)src - host), count, stream);
-    int rc = rgpu_copy_htod(LIB, rgpu_proc_id("cuda", RGPU_H_CU_HTOD), "cuMemcpyHtoD", dst, src,
-                            count, s, !rgpu_lazy_copy_to_device(dst, count, s));
+    int rc = rgpu_copy_to_device(LIB, RGPU_CUDA_rgpu_cu_htod, dst, src, count, s,
+                                 !rgpu_lazy_copy_to_device(dst, count, s));
     if (rc == CUDA_SUCCESS)
         rgpu_mapped_wrote(dst, src, count);
     return rc;
@@ -274,8 +274,8 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t count, CUstream stream)
             memmove(dst, (const void *)(uintptr_t)src, count);
         return rc;
     }
-    return rgpu_copy_dtoh(LIB, rgpu_proc_id("cuda", RGPU_H_CU_DTOH), "cuMemcpyDtoH", dst,
-                          copy ? copy : src, count, (uint64_t)(uintptr_t)stream);
+    return rgpu_copy_to_host(LIB, RGPU_CUDA_rgpu_cu_dtoh, dst, copy ? copy : src, count,
+                             (uint64_t)(uintptr_t)stream);
 }
 
 #undef cuMemcpyHtoD

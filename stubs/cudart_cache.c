@@ -1,5 +1,6 @@
 /* Read-only facts of the runtime, answered on the client after the first
- * time (BRIEF 4.5): the device count, each device's properties and
+ * time (a round trip is the unit of cost: docs/architecture.md, "What the
+ * client answers itself"): the device count, each device's properties and
  * attributes, the driver version, and each thread's current device; calls
  * that change contexts tell the driver stub's cache (stubs/cuda_contexts.c).
  * PyTorch asks for these thousands of times; each would be a round trip.

@@ -225,8 +225,8 @@ static cudaError_t htod(void *dst, const void *src, size_t count, cudaStream_t s
     uint64_t d = (uint64_t)(uintptr_t)dst, s = (uint64_t)(uintptr_t)stream;
     if (rgpu_sticky_error())
         return RESULT(rgpu_sticky_error());
-    int rc = rgpu_copy_htod(LIB, rgpu_proc_id("cudart", RGPU_H_HTOD), "cudaMemcpy to the device",
-                            d, src, count, s, !rgpu_lazy_copy_to_device(d, count, s));
+    int rc = rgpu_copy_to_device(LIB, RGPU_CUDART_rgpu_htod, d, src, count, s,
+                                 !rgpu_lazy_copy_to_device(d, count, s));
     if (rc == cudaSuccess && rgpu_mapped_active())
         rgpu_mapped_wrote(d, src, count);
     return rc;
@@ -234,8 +234,8 @@ static cudaError_t htod(void *dst, const void *src, size_t count, cudaStream_t s
 
 static cudaError_t dtoh(void *dst, const void *src, size_t count, cudaStream_t stream)
 {
-    return rgpu_copy_dtoh(LIB, rgpu_proc_id("cudart", RGPU_H_DTOH), "cudaMemcpy to the host", dst,
-                          (uint64_t)(uintptr_t)src, count, (uint64_t)(uintptr_t)stream);
+    return rgpu_copy_to_host(LIB, RGPU_CUDART_rgpu_dtoh, dst, (uint64_t)(uintptr_t)src, count,
+                             (uint64_t)(uintptr_t)stream);
 }
 
 /* Device to device: no host memory is involved, so the copy waits for
@@ -343,8 +343,6 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
         return RESULT(cudaErrorInvalidPitchValue);
     if (width == 0 || height == 0)
         return cudaSuccess;
-    if ((uint64_t)width * height > RGPU_FRAME_MAX - 4096)
-        return RESULT(cudaErrorInvalidValue);   /* TODO: split tall copies */
     kind = resolve_kind(dst, src, kind);
     if (kind == cudaMemcpyHostToHost) {
         for (size_t r = 0; r < height; r++)
@@ -355,10 +353,12 @@ static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
         return rgpu_copy_dtod_2d(dst, dpitch, src, spitch, width, height, stream);
     }
     if (kind == cudaMemcpyHostToDevice)
-        return rgpu_copy_htod_2d(LIB, "cudaMemcpy2D", (uint64_t)(uintptr_t)dst, dpitch, src,
-                                 spitch, width, height, (uint64_t)(uintptr_t)stream);
-    return rgpu_copy_dtoh_2d(LIB, "cudaMemcpy2D", dst, dpitch, (uint64_t)(uintptr_t)src, spitch,
-                             width, height, (uint64_t)(uintptr_t)stream);
+        return rgpu_copy_htod_2d(LIB, RGPU_CUDART_rgpu_htod_2d, (uint64_t)(uintptr_t)dst,
+                                 dpitch, src, spitch, width, height,
+                                 (uint64_t)(uintptr_t)stream, 1);
+    return rgpu_copy_dtoh_2d(LIB, RGPU_CUDART_rgpu_dtoh_2d, dst, dpitch,
+                             (uint64_t)(uintptr_t)src, spitch, width, height,
+                             (uint64_t)(uintptr_t)stream);
 }
 
 #undef cudaMemcpy2D

@@ -64,8 +64,7 @@ static void sink(const struct rgpu_liblog_msg *m)
 
 static void send_mask(unsigned mask)
 {
-    int64_t setting = mask;
-    rgpu_liblog_configure(LIB, &setting, 1);
+    rgpu_liblog_configure(LIB, RGPU_CUDNN_rgpu_cudnn_log_settings, (int)mask);
 }
 
 RGPU_EXPORT cudnnStatus_t cudnnSetCallback(unsigned mask, void *udata, cudnnCallback_t fptr)

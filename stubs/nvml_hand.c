@@ -1,8 +1,8 @@
 /* Hand-written parts of libnvidia-ml: error texts on the client, and the
- * lists sized by a count in memory (rgpu.nvml_list; server side in
- * daemon/hand_nvml.c).  Everything else is generated from codegen/nvml.ann. */
+ * lists sized by a count in memory (rgpu_nvml_list, codegen/nvml_own.h;
+ * server side in daemon/hand_nvml.c).  Everything else is generated from codegen/nvml.ann. */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
+#include "nvml_own.h"
 #include "nvml_procs.h"
 
 #include <nvml.h>
@@ -20,46 +20,29 @@ RGPU_EXPORT const char *nvmlErrorString(nvmlReturn_t result)
 }
 
 /* One list query: count is the caller's capacity in and the list's length
- * out; entries (entry bytes each) are filled when they fit. */
-static nvmlReturn_t nvml_list(const char *what, int list, nvmlDevice_t device, unsigned arg,
-                              unsigned *count, void *entries, size_t entry)
+ * out; entries are filled when they fit. */
+static nvmlReturn_t nvml_list(int list, nvmlDevice_t device, unsigned arg, unsigned *count,
+                              void *entries)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
+    unsigned n = 0;
     if (!count || (*count && !entries))
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned capacity = *count < RGPU_NVML_LIST_MAX ? *count : RGPU_NVML_LIST_MAX;
-    rgpu_req_begin(&req, rgpu_proc_id("nvml", RGPU_H_NVML_LIST), 0);
-    msgpack_pack_array(&req.pk, 4);
-    msgpack_pack_uint64(&req.pk, (uint64_t)list);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)device);
-    msgpack_pack_uint64(&req.pk, arg);
-    msgpack_pack_uint64(&req.pk, capacity);
-    int rc = rgpu_req_exchange(LIB, what, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return (nvmlReturn_t)rc;
-    nvmlReturn_t status = (nvmlReturn_t)rgpu_reply_status(LIB, &reply);
-    uint64_t n = rgpu_reply_u64(&reply, 0);
-    const msgpack_object *bin = rgpu_reply_bin(&reply, 1);
+    nvmlReturn_t status = rgpu_nvml_list((unsigned)list, device, arg, entries, capacity, &n);
     if (status == NVML_SUCCESS || status == NVML_ERROR_INSUFFICIENT_SIZE)
-        *count = n > UINT32_MAX ? UINT32_MAX : (unsigned)n;
-    if (status == NVML_SUCCESS) {
-        /* The server answers at most what it was asked for. */
-        if (!bin || n > capacity || bin->via.bin.size != n * entry)
-            status = NVML_ERROR_UNKNOWN;
-        else if (n)
-            memcpy(entries, bin->via.bin.ptr, bin->via.bin.size);
-    }
-    rgpu_reply_free(&reply);
+        *count = n;
+    /* The server answers at most what it was asked for. */
+    if (status == NVML_SUCCESS && n > capacity)
+        status = NVML_ERROR_UNKNOWN;
     return status;
 }
 
 /* The session's process, shown as this one: its server pid means nothing
  * here. */
-static nvmlReturn_t processes(const char *what, int list, nvmlDevice_t device,
-                              unsigned *count, nvmlProcessInfo_t *infos)
+static nvmlReturn_t processes(int list, nvmlDevice_t device, unsigned *count,
+                              nvmlProcessInfo_t *infos)
 {
-    nvmlReturn_t rc = nvml_list(what, list, device, 0, count, infos, sizeof *infos);
+    nvmlReturn_t rc = nvml_list(list, device, 0, count, infos);
     for (unsigned i = 0; rc == NVML_SUCCESS && i < *count; i++)
         infos[i].pid = (unsigned)getpid();
     return rc;
@@ -69,24 +52,21 @@ RGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t de
                                                                  unsigned int *infoCount,
                                                                  nvmlProcessInfo_t *infos)
 {
-    return processes("nvmlDeviceGetComputeRunningProcesses_v3", RGPU_NVML_LIST_COMPUTE_PROCS,
-                     device, infoCount, infos);
+    return processes(RGPU_NVML_LIST_COMPUTE_PROCS, device, infoCount, infos);
 }
 
 RGPU_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device,
                                                                   unsigned int *infoCount,
                                                                   nvmlProcessInfo_t *infos)
 {
-    return processes("nvmlDeviceGetGraphicsRunningProcesses_v3", RGPU_NVML_LIST_GRAPHICS_PROCS,
-                     device, infoCount, infos);
+    return processes(RGPU_NVML_LIST_GRAPHICS_PROCS, device, infoCount, infos);
 }
 
 RGPU_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
                                                                     unsigned int *infoCount,
                                                                     nvmlProcessInfo_t *infos)
 {
-    return processes("nvmlDeviceGetMPSComputeRunningProcesses_v3", RGPU_NVML_LIST_MPS_PROCS,
-                     device, infoCount, infos);
+    return processes(RGPU_NVML_LIST_MPS_PROCS, device, infoCount, infos);
 }
 
 RGPU_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device,
@@ -94,16 +74,15 @@ RGPU_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device,
                                                    unsigned int *pageCount,
                                                    unsigned long long *addresses)
 {
-    return nvml_list("nvmlDeviceGetRetiredPages", RGPU_NVML_LIST_RETIRED_PAGES, device,
-                     (unsigned)cause, pageCount, addresses, sizeof *addresses);
+    return nvml_list(RGPU_NVML_LIST_RETIRED_PAGES, device, (unsigned)cause, pageCount,
+                     addresses);
 }
 
 RGPU_EXPORT nvmlReturn_t nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t device,
                                                             unsigned int *count,
                                                             unsigned int *clocksMHz)
 {
-    return nvml_list("nvmlDeviceGetSupportedMemoryClocks", RGPU_NVML_LIST_MEMORY_CLOCKS, device,
-                     0, count, clocksMHz, sizeof *clocksMHz);
+    return nvml_list(RGPU_NVML_LIST_MEMORY_CLOCKS, device, 0, count, clocksMHz);
 }
 
 RGPU_EXPORT nvmlReturn_t nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t device,
@@ -111,6 +90,5 @@ RGPU_EXPORT nvmlReturn_t nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t devic
                                                               unsigned int *count,
                                                               unsigned int *clocksMHz)
 {
-    return nvml_list("nvmlDeviceGetSupportedGraphicsClocks", RGPU_NVML_LIST_GRAPHICS_CLOCKS,
-                     device, memoryClockMHz, count, clocksMHz, sizeof *clocksMHz);
+    return nvml_list(RGPU_NVML_LIST_GRAPHICS_CLOCKS, device, memoryClockMHz, count, clocksMHz);
 }

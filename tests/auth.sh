@@ -11,7 +11,8 @@
 # gets in; a wrong key, an unknown key, no key and a replayed auth are
 # refused; a client refuses a fake server's proof and, without
 # RGPU_INSECURE_TCP=1, a TCP server that asks for no key; another build's
-# table digest and a protocol-1 hello get RGPU_EVERSION with both versions.
+# table digest (of a CUDA library or the client core's own) and a
+# protocol-1 hello get RGPU_EVERSION with both versions.
 set -u
 rgpud=$1 client=$2 libdir=$3
 tmp=$(mktemp -d /tmp/rgpu-auth.XXXXXX) || exit 1
@@ -99,6 +100,8 @@ expect "protocol-1 hello gets a welcome it can read" "$("$client" proto1 "unix:$
     '^welcome 6 ' 'server speaks protocol [2-9]' 'protocol 1'
 expect "another build's table" "$("$client" digest "unix:$sock")" \
     '^welcome 6 library cudart differs' 'rgpu [0-9.]+'
+expect "another build's table of the client core's own procedures" \
+    "$("$client" digest-rgpu "unix:$sock")" '^welcome 6 library rgpu differs' 'rgpu [0-9.]+'
 expect "a library of a newer major" "$("$client" newer "unix:$sock")" \
     "^welcome 6 the client \\(authclient\\) loaded libcudart\\.so\\.99, newer than this server's libcudart\\.so\\.[0-9]+"
 

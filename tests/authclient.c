@@ -4,6 +4,8 @@
  *   authclient hello ADDR       an honest client with every library's digest
  *   authclient digest ADDR      a client whose cudart table differs by one
  *                               parameter size (another build)
+ *   authclient digest-rgpu ADDR the same for the client core's own table
+ *                               (library rgpu)
  *   authclient proto1 ADDR      a protocol-1 hello ([HELLO, 1, name])
  *   authclient replay ADDR      an auth recorded in one session, replayed in
  *                               another with the same client nonce
@@ -34,6 +36,7 @@
 #include "cublasLt_procs.h"
 #include "cudnn_procs.h"
 #include "nvml_procs.h"
+#include "rgpu_procs.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -48,7 +51,7 @@
 
 static const struct rgpu_lib *const libs[] = {
     &rgpu_cudart_lib, &rgpu_cuda_lib, &rgpu_cublas_lib, &rgpu_cublasLt_lib, &rgpu_cudnn_lib,
-    &rgpu_nvml_lib,
+    &rgpu_nvml_lib, &rgpu_rgpu_lib,
 };
 
 static int dial(const char *spec, struct rgpu_addr *a)
@@ -76,9 +79,28 @@ static void report(int rc, const struct rgpu_welcome *w, const char *why)
         printf("%s %s\n", rc == -2 ? "refused" : "error", why);
 }
 
-/* alter 1: cudart's table as another build's; 2: cudart's own table from
- * a library of a newer major (libcudart.so.99). */
-static int do_hello(const char *spec, int alter)
+/* lib as a build whose first procedure's first parameter has another
+ * size would describe it: only the table differs. */
+static struct rgpu_lib other_build(const struct rgpu_lib *lib)
+{
+    struct rgpu_lib other = *lib;
+    struct rgpu_proc *procs = calloc(other.nprocs, sizeof *procs);
+    memcpy(procs, other.procs, other.nprocs * sizeof *procs);
+    size_t k = 0;
+    while (k < other.nprocs && procs[k].nparams == 0)
+        k++;
+    struct rgpu_param *params = calloc(procs[k].nparams, sizeof *params);
+    memcpy(params, procs[k].params, procs[k].nparams * sizeof *params);
+    params[0].size += 4;
+    procs[k].params = params;
+    other.procs = procs;
+    return other;
+}
+
+/* Every library's digest, except that changed (another build's table,
+ * with newer 0) or, with newer 1, cudart's own table from a library of a
+ * newer major (libcudart.so.99). */
+static int do_hello(const char *spec, const struct rgpu_lib *changed, int newer)
 {
     struct rgpu_addr a;
     struct rgpu_hello h;
@@ -89,25 +111,15 @@ static int do_hello(const char *spec, int alter)
         return 0;
     memset(&h, 0, sizeof h);
     snprintf(h.client_name, sizeof h.client_name, "authclient");
-    for (size_t i = alter ? 1 : 0; i < sizeof libs / sizeof libs[0]; i++)
-        rgpu_hello_add_lib(&h, libs[i], NULL);
-    if (alter == 2)
-        rgpu_hello_add_lib(&h, &rgpu_cudart_lib, "libcudart.so.99");
-    if (alter == 1) {
-        /* cudart as a build whose first procedure's first parameter has
-         * another size would describe it: only the table differs. */
-        struct rgpu_lib lib = rgpu_cudart_lib;
-        struct rgpu_proc *procs = calloc(lib.nprocs, sizeof *procs);
-        memcpy(procs, lib.procs, lib.nprocs * sizeof *procs);
-        size_t k = 0;
-        while (k < lib.nprocs && procs[k].nparams == 0)
-            k++;
-        struct rgpu_param *params = calloc(procs[k].nparams, sizeof *params);
-        memcpy(params, procs[k].params, procs[k].nparams * sizeof *params);
-        params[0].size += 4;
-        procs[k].params = params;
-        lib.procs = procs;
-        rgpu_hello_add_lib(&h, &lib, NULL);
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+        if (libs[i] != changed) {
+            rgpu_hello_add_lib(&h, libs[i], NULL);
+        } else if (newer) {
+            rgpu_hello_add_lib(&h, changed, "libcudart.so.99");
+        } else {
+            struct rgpu_lib other = other_build(changed);
+            rgpu_hello_add_lib(&h, &other, NULL);
+        }
     }
     int rc = rgpu_hs_client(fd, a.kind == RGPU_ADDR_TCP, &h, &w, how, sizeof how, why,
                             sizeof why);
@@ -353,16 +365,19 @@ int main(int argc, char **argv)
     if (argc == 5 && strcmp(argv[1], "hammer") == 0)
         return do_hammer(argv[2], argv[3], atof(argv[4]));
     if (argc != 3) {
-        fprintf(stderr, "usage: authclient hello|digest|newer|proto1|replay ADDR | fake PATH | "
+        fprintf(stderr, "usage: authclient hello|digest|digest-rgpu|newer|proto1|replay ADDR | "
+                "fake PATH | "
                 "hold ADDR FROM SECONDS N | hammer ADDR FROM SECONDS\n");
         return 2;
     }
     if (strcmp(argv[1], "hello") == 0)
-        return do_hello(argv[2], 0);
+        return do_hello(argv[2], NULL, 0);
     if (strcmp(argv[1], "digest") == 0)
-        return do_hello(argv[2], 1);
+        return do_hello(argv[2], &rgpu_cudart_lib, 0);
+    if (strcmp(argv[1], "digest-rgpu") == 0)
+        return do_hello(argv[2], &rgpu_rgpu_lib, 0);
     if (strcmp(argv[1], "newer") == 0)
-        return do_hello(argv[2], 2);
+        return do_hello(argv[2], &rgpu_cudart_lib, 1);
     if (strcmp(argv[1], "proto1") == 0)
         return do_proto1(argv[2]);
     if (strcmp(argv[1], "replay") == 0)

@@ -578,48 +578,60 @@ static void b_unknown_proc(msgpack_sbuffer *out)
     msg_end(&m, out);
 }
 
-/* rgpu.lt_materialize (cuBLASLt descriptors) with one create of the given
- * kind, parameter count and attribute value (a bin unless as_string). */
-static void put_lt_create(msgpack_sbuffer *out, unsigned kind, unsigned nparams, int as_string)
+/* rgpu_lt_materialize (cuBLASLt descriptors, codegen/cublasLt_own.h) with
+ * one content of the given kind and parameter count and one 4-byte
+ * attribute whose record says it holds `claimed` bytes; `extra` more bytes
+ * of contents than the lengths account for. */
+static void put_lt_create(msgpack_sbuffer *out, unsigned kind, unsigned nparams,
+                          uint32_t claimed, unsigned extra)
 {
+    unsigned char content[2 + 8 * 8 + 8 + 4 + 8] = { (unsigned char)kind,
+                                                     (unsigned char)nparams };
+    size_t len = 2;
+    for (unsigned i = 0; i < nparams && i < 8; i++, len += 8)
+        content[len] = 1;
+    const uint32_t record[2] = { 5, claimed };
+    memcpy(content + len, record, sizeof record);
+    memcpy(content + len + sizeof record, "\1\0\0\0", 4);
+    len += sizeof record + 4;
+    uint32_t length = (uint32_t)len;
     struct msg m;
     msg_begin(&m);
-    pack_call_head(&m, BAD_SERIAL, rgpu_proc_id("cublasLt", RGPU_H_LT_MATERIALIZE));
-    msgpack_pack_array(&m.pk, 2);
-    msgpack_pack_array(&m.pk, 0);                   /* nothing to destroy */
-    msgpack_pack_array(&m.pk, 1);
-    msgpack_pack_array(&m.pk, 4);
-    msgpack_pack_uint32(&m.pk, kind);
-    msgpack_pack_array(&m.pk, nparams);
-    for (unsigned i = 0; i < nparams; i++)
-        msgpack_pack_int64(&m.pk, 1);
-    msgpack_pack_array(&m.pk, 1);
-    msgpack_pack_array(&m.pk, 2);
-    msgpack_pack_uint32(&m.pk, 5);
-    if (as_string) {
-        msgpack_pack_str_with_body(&m.pk, "four", 4);
-    } else {
-        msgpack_pack_bin(&m.pk, 4);
-        msgpack_pack_bin_body(&m.pk, "\1\0\0\0", 4);
-    }
+    pack_call_head(&m, BAD_SERIAL, rgpu_proc_id("cublasLt", "rgpu_lt_materialize"));
+    msgpack_pack_array(&m.pk, 9);
+    msgpack_pack_nil(&m.pk);                        /* nothing to destroy */
+    msgpack_pack_uint64(&m.pk, 0);
+    msgpack_pack_bin_with_body(&m.pk, &length, sizeof length);
+    msgpack_pack_uint64(&m.pk, 1);
+    msgpack_pack_bin_with_body(&m.pk, content, len + extra);
+    msgpack_pack_uint64(&m.pk, len + extra);
     msgpack_pack_uint32(&m.pk, 1);
+    msgpack_pack_uint64(&m.pk, sizeof(int32_t));   /* a status */
+    msgpack_pack_uint64(&m.pk, sizeof(uint64_t));  /* a handle */
     msg_end(&m, out);
 }
 
 /* A layout takes four create parameters. */
 static void b_lt_param_count(msgpack_sbuffer *out)
 {
-    put_lt_create(out, RGPU_LT_LAYOUT, 2, 0);
+    put_lt_create(out, 1, 2, 4, 0);
 }
 
-static void b_lt_attr_string(msgpack_sbuffer *out)
+/* An attribute record that runs past its content. */
+static void b_lt_record_past_content(msgpack_sbuffer *out)
 {
-    put_lt_create(out, RGPU_LT_LAYOUT, 4, 1);
+    put_lt_create(out, 1, 4, 4000, 0);
 }
 
 static void b_lt_bad_kind(msgpack_sbuffer *out)
 {
-    put_lt_create(out, 7, 0, 0);
+    put_lt_create(out, 7, 0, 4, 0);
+}
+
+/* Bytes of contents that no length accounts for. */
+static void b_lt_lengths_short(msgpack_sbuffer *out)
+{
+    put_lt_create(out, 1, 4, 4, 8);
 }
 
 /* rgpu.cu_launch_ex (cuLaunchKernelEx) whose one launch attribute is the
@@ -684,10 +696,11 @@ static void put_htod(msgpack_sbuffer *out, uint64_t serial, uint64_t dst, uint64
 {
     struct msg m;
     msg_begin(&m);
-    pack_call_head(&m, serial, rgpu_proc_id("cudart", RGPU_H_HTOD));
-    msgpack_pack_array(&m.pk, 3);
+    pack_call_head(&m, serial, rgpu_proc_id("cudart", "rgpu_htod"));
+    msgpack_pack_array(&m.pk, 4);
     msgpack_pack_uint64(&m.pk, dst);
     msgpack_pack_uint64(&m.pk, stream);
+    msgpack_pack_uint64(&m.pk, claimed);
     msgpack_pack_bin(&m.pk, claimed);
     put_u32(out, (uint32_t)(m.sb.size + frame_payload));
     msgpack_sbuffer_write(out, m.sb.data, m.sb.size);
@@ -778,8 +791,10 @@ static const struct bad_case cases[] = {
     { "out-size-too-small", b_out_short, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "unknown-procedure", b_unknown_proc, 1, 0, REPLY, RGPU_ENOPROC, BAD_SERIAL },
     { "lt-descriptor-param-count", b_lt_param_count, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
-    { "lt-descriptor-attr-not-bin", b_lt_attr_string, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "lt-descriptor-record-past-content", b_lt_record_past_content, 1, 0, REPLY, RGPU_EPROTO,
+      BAD_SERIAL },
     { "lt-descriptor-unknown-kind", b_lt_bad_kind, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
+    { "lt-descriptor-lengths-short", b_lt_lengths_short, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "launch-attr-field-count", b_attr_field_count, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "launch-attr-out-of-range", b_attr_out_of_range, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
     { "launch-attr-refused-id", b_attr_refused_id, 1, 0, REPLY, RGPU_EPROTO, BAD_SERIAL },
@@ -883,17 +898,22 @@ static int streamed_refusals(void)
 
 /* ---- host functions: what a client says back ------------------------------------ */
 
-/* [CALL, serial, rgpu.host_func, 1, 0, [variant 0, stream, id, 0]] */
+/* cudaLaunchHostFunc's request: [CALL, serial, rgpu_host_func, 1, 0,
+ * [stream, ptsz 0, callback 0, id, flags 0, token 0, captured's size]]
+ * (codegen/cudart_own.h) */
 static void put_host_func(msgpack_sbuffer *out, uint64_t serial, uint64_t stream, uint64_t id)
 {
     struct msg m;
     msg_begin(&m);
-    pack_call_head(&m, serial, rgpu_proc_id("rgpu", RGPU_H_HOST_FUNC));
-    msgpack_pack_array(&m.pk, 4);
-    msgpack_pack_uint32(&m.pk, 0);
+    pack_call_head(&m, serial, rgpu_proc_id("cudart", "rgpu_host_func"));
+    msgpack_pack_array(&m.pk, 7);
     msgpack_pack_uint64(&m.pk, stream);
+    msgpack_pack_uint32(&m.pk, 0);
+    msgpack_pack_uint32(&m.pk, 0);
     msgpack_pack_uint64(&m.pk, id);
     msgpack_pack_uint32(&m.pk, 0);
+    msgpack_pack_uint64(&m.pk, 0);
+    msgpack_pack_uint32(&m.pk, sizeof(int));
     msg_end(&m, out);
 }
 

@@ -4,7 +4,7 @@
 #
 # Our stubs must export exactly what the real NVIDIA library exports, with the
 # same symbol version nodes: binaries record "cudaMalloc@libcudart.so.13" and
-# do not load against a stub that lacks the node (BRIEF 4.2).  Extra exports
+# do not load against a stub that lacks the node.  Extra exports
 # are errors too: they would leak our internals into the application.
 #
 # Compared: every defined dynamic symbol (not UND), as "TYPE name@@node".

@@ -1,6 +1,6 @@
 /* rgpud must refuse context and function handles it never handed out: on a
  * real driver a destroyed or invented context passed to cuCtxSetCurrent can
- * crash the process (BRIEF 4.4), so this test only ever runs through rgpu. */
+ * crash the process, so this test only ever runs through rgpu. */
 #include <cuda.h>
 #include <stdio.h>
 

@@ -105,8 +105,8 @@ static int run_hand_cases(int fd, int *failures)
 
     r[0].name = "hand-htod-forged-stream";
     r[0].want = cudaErrorInvalidResourceHandle;
-    r[0].rc = callf(fd, "cudart", RGPU_H_HTOD, &api, NULL, "uub", H.dev, FORGED, bytes,
-                    sizeof bytes);
+    r[0].rc = callf(fd, "cudart", "rgpu_htod", &api, NULL, "uuub", H.dev, FORGED,
+                    (uint64_t)sizeof bytes, bytes, sizeof bytes);
     r[0].rc = r[0].rc < 0 ? -1 : api == r[0].want ? 0 : fail("status %llu", (unsigned long long)api);
     r[1].name = "hand-cu-launch-forged-function";
     r[1].want = CUDA_ERROR_INVALID_HANDLE;

@@ -677,10 +677,11 @@ static int t_stalled_copy(void)
     unsigned char be[4], part[1000] = { 0 };
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    pack_call(&pk, 1, rgpu_proc_id("cudart", RGPU_H_HTOD));
-    msgpack_pack_array(&pk, 3);
+    pack_call(&pk, 1, rgpu_proc_id("cudart", "rgpu_htod"));
+    msgpack_pack_array(&pk, 4);
     msgpack_pack_uint64(&pk, 0x1000);
     msgpack_pack_uint64(&pk, 0);
+    msgpack_pack_uint64(&pk, payload);
     msgpack_pack_bin(&pk, payload);
     uint32_t n = htonl((uint32_t)(sb.size + payload));
     memcpy(be, &n, 4);

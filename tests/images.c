@@ -57,6 +57,7 @@
 #define BEYOND (64u << 10)          /* how far the lies reach */
 #define GLOBAL "rgpu_image_global"
 #define GLOBAL_BYTES 64
+_Static_assert(BEYOND < RGPU_STREAM_MIN, "a read back must come inside its reply");
 
 static const char *rgpud_exe, *lib_dir;
 static char dir[64];                /* ours, 0700: the socket and rgpud's log */
@@ -346,16 +347,19 @@ static int module_global(int fd, uint64_t module, uint64_t *dptr, uint64_t *size
     return rc ? -1 : 0;
 }
 
-/* count bytes of device memory at src, read back (rgpu.cu_dtoh). */
+/* count bytes of device memory at src, read back (rgpu_cu_dtoh: the
+ * output's length, the count, src, the stream; below RGPU_STREAM_MIN the
+ * bytes come in the reply). */
 static int read_device(int fd, uint64_t src, void *dst, size_t count)
 {
     struct call c;
     struct answer a;
-    call_begin(&c, "cuda", RGPU_H_CU_DTOH, 3);
-    msgpack_pack_uint64(&c.pk, src);
+    call_begin(&c, "cuda", "rgpu_cu_dtoh", 4);
     msgpack_pack_uint64(&c.pk, count);
+    msgpack_pack_uint64(&c.pk, count);
+    msgpack_pack_uint64(&c.pk, src);
     msgpack_pack_uint64(&c.pk, 0);
-    if (expect_success(fd, &c, "rgpu.cu_dtoh", &a) < 0)
+    if (expect_success(fd, &c, "rgpu_cu_dtoh", &a) < 0)
         return -1;
     int rc = out_bin(&a, 0, dst, count);
     answer_free(&a);

@@ -5,13 +5,13 @@
 #
 # Runs tests/progs/cublaslt through rgpu (run-prog.sh) with 4 and with 40
 # churn steps (and nothing else) under RGPU_STATS=1 and compares the "waited" counts of every
-# cuBLASLt procedure (and rgpu.lt_materialize, which makes descriptors):
+# cuBLASLt procedure (and rgpu_lt_materialize, which makes descriptors):
 # the 36 extra steps (each creating, setting and destroying five
 # descriptors, asking the heuristics and running a matmul with a bias vector
 # at another address than the step before) must add none.  The descriptor
 # functions themselves never reach the network, and a matmul waits only the
 # first time for each configuration, whatever its bias pointer: the pointer
-# travels with the matmul (rgpu.lt_matmul) instead of making the descriptor
+# travels with the matmul (rgpu_lt_matmul) instead of making the descriptor
 # new.
 set -u
 build=$1
@@ -27,7 +27,7 @@ run() {
         echo "lt-roundtrips: $prog $1 failed" >&2
         exit 1
     fi
-    awk '$1 == "rgpu:" && $2 ~ /^[0-9]+$/ && $4 ~ /^(cublasLt|rgpu\.lt_)/ { print $4, $2, $3 }' \
+    awk '$1 == "rgpu:" && $2 ~ /^[0-9]+$/ && $4 ~ /^(cublasLt|rgpu_lt_)/ { print $4, $2, $3 }' \
         "$tmp/err.$1" | sort >"$tmp/stats.$1"
 }
 run 4
@@ -46,12 +46,12 @@ while read -r name w4 u4 w40 u40; do
         echo "FAIL: $name waited $w4 times with 4 steps, $w40 with 40"
         fail=1
     fi
-    if [ "$name" = rgpu.lt_matmul ] && [ "$u40" -le "$u4" ]; then
-        echo "FAIL: rgpu.lt_matmul did not run more often without waiting ($u4, $u40)"
+    if [ "$name" = rgpu_lt_matmul ] && [ "$u40" -le "$u4" ]; then
+        echo "FAIL: rgpu_lt_matmul did not run more often without waiting ($u4, $u40)"
         fail=1
     fi
 done <"$tmp/joined"
-# The churn's matmuls carry a bias pointer: they go as rgpu.lt_matmul.
-grep -q '^rgpu\.lt_matmul ' "$tmp/joined" || { echo "FAIL: no rgpu.lt_matmul in the stats"; fail=1; }
+# The churn's matmuls carry a bias pointer: they go as rgpu_lt_matmul.
+grep -q '^rgpu_lt_matmul ' "$tmp/joined" || { echo "FAIL: no rgpu_lt_matmul in the stats"; fail=1; }
 [ $fail -eq 0 ] && echo "ok: the extra steps cost no cuBLASLt round trip"
 exit $fail

@@ -43,10 +43,10 @@ else
 fi
 # The fake NVML checks its handles too: rgpud's log shows that rgpud
 # refused the forged ones before the library saw them (three forged
-# handles, to the generated name and memory queries and the hand-written
-# process list).
+# handles, to the generated name and memory queries and the process list,
+# rgpu's own procedure rgpu_nvml_list).
 for what in 'nvmlDeviceGetName: refused device, a handle' 'nvmlDeviceGetMemoryInfo: refused device, a handle' \
-            'refused a nvmlDevice_t the session never handed out'; do
+            'rgpu_nvml_list: refused device, a handle'; do
     if [ "$(grep -c "$what" "$tmp/rgpud.log")" -ge 1 ]; then
         echo "ok - rgpud: $what"
     else

@@ -184,14 +184,15 @@ static int find_addresses(pid_t pid)
 static void copies(uint64_t dev)
 {
     char got[16] = "", bytes[16] = "0123456789abcde";
-    expect("dtoh from session memory", CALL("cudart", RGPU_H_DTOH, got, 4, U(elf_addr), U(4), U(0)),
-           CUDART_INVALID);
+    expect("dtoh from session memory",
+           CALL("cudart", "rgpu_dtoh", got, 4, U(4), U(4), U(elf_addr), U(0)), CUDART_INVALID);
     if (memcmp(got, "\177ELF", 4) == 0)
         printf("FAIL dtoh: read the session's ELF header\n"), failures++;
     expect("htod into session memory",
-           CALL("cudart", RGPU_H_HTOD, NULL, 0, U(heap_addr), U(0), B(bytes, 8)), CUDART_INVALID);
+           CALL("cudart", "rgpu_htod", NULL, 0, U(heap_addr), U(0), U(8), B(bytes, 8)),
+           CUDART_INVALID);
     expect("htod past an allocation",
-           CALL("cudart", RGPU_H_HTOD, NULL, 0, U(dev + 4096 - 4), U(0), B(bytes, 8)),
+           CALL("cudart", "rgpu_htod", NULL, 0, U(dev + 4096 - 4), U(0), U(8), B(bytes, 8)),
            CUDART_INVALID);
     for (unsigned kind = 0; kind <= 4; kind++) {
         char what[64];
@@ -206,10 +207,10 @@ static void copies(uint64_t dev)
            CALL("cudart", "rgpu_copy_dtod", NULL, 0, U(dev), U(dev + 64), U(8),
                 U(cudaMemcpyHostToHost), U(0), U(0)), CUDART_INVALID);
     expect("htod2d into session memory",
-           CALL("cudart", RGPU_H_HTOD_2D, NULL, 0, U(heap_addr), U(16), U(8), U(2), U(0),
+           CALL("cudart", "rgpu_htod_2d", NULL, 0, U(heap_addr), U(16), U(8), U(2), U(0), U(16),
                 B(bytes, 16)), CUDART_INVALID);
     expect("dtoh2d from session memory",
-           CALL("cudart", RGPU_H_DTOH_2D, got, 4, U(elf_addr), U(16), U(4), U(1), U(0)),
+           CALL("cudart", "rgpu_dtoh_2d", got, 4, U(4), U(4), U(elf_addr), U(16), U(4), U(1), U(0)),
            CUDART_INVALID);
     expect("dtod2d into session memory",
            CALL("cudart", "rgpu_copy_dtod_2d", NULL, 0, U(heap_addr), U(16), U(dev), U(16), U(8), U(2),
@@ -218,15 +219,17 @@ static void copies(uint64_t dev)
            CALL("cudart", "rgpu_copy_dtod_2d", NULL, 0, U(dev), U(16), U(elf_addr), U(16), U(8), U(2),
                 U(0)), CUDART_INVALID);
     expect("dtoh2d extent past the allocation",
-           CALL("cudart", RGPU_H_DTOH_2D, got, 4, U(dev), U(4096), U(4), U(2), U(0)),
+           CALL("cudart", "rgpu_dtoh_2d", got, 4, U(8), U(8), U(dev), U(4096), U(4), U(2), U(0)),
            CUDART_INVALID);
     expect("dtoh2d pitch wrapping",
-           CALL("cudart", RGPU_H_DTOH_2D, got, 4, U(dev), U(UINT64_MAX / 2), U(4), U(3), U(0)),
+           CALL("cudart", "rgpu_dtoh_2d", got, 4, U(12), U(12), U(dev), U(UINT64_MAX / 2), U(4),
+                U(3), U(0)),
            CUDART_INVALID);
     expect("cuMemcpyHtoD into session memory",
-           CALL("cuda", RGPU_H_CU_HTOD, NULL, 0, U(heap_addr), U(0), B(bytes, 8)), CU_INVALID);
+           CALL("cuda", "rgpu_cu_htod", NULL, 0, U(heap_addr), U(0), U(8), B(bytes, 8)),
+           CU_INVALID);
     expect("cuMemcpyDtoH from session memory",
-           CALL("cuda", RGPU_H_CU_DTOH, got, 4, U(elf_addr), U(4), U(0)), CU_INVALID);
+           CALL("cuda", "rgpu_cu_dtoh", got, 4, U(4), U(4), U(elf_addr), U(0)), CU_INVALID);
     expect("cuMemcpyDtoD from session memory",
            CALL("cuda", "cuMemcpyDtoD_v2", NULL, 0, U(dev), U(elf_addr), U(8)), CU_INVALID);
 }
@@ -339,48 +342,58 @@ static void cudnn_scalars(uint64_t dev)
                 B(&heap_addr, 8), U(8), U(0)), CUDNN_BAD_PARAM);
 }
 
-/* cuBLASLt: one descriptor made by rgpu.lt_materialize from kind, create
- * parameters and attributes (id, 4- or 8-byte value); its handle, or 0. */
+/* cuBLASLt: one descriptor made by rgpu_lt_materialize from kind, create
+ * parameters and attributes (id, 4- or 8-byte value), in the content form
+ * of codegen/cublasLt_own.h; its handle, or 0. */
 static uint64_t lt_make(unsigned kind, const int64_t *params, unsigned nparams,
                         const uint32_t *ids, const uint64_t *vals, const uint32_t *sizes,
                         unsigned nattrs)
 {
+    unsigned char content[256] = { (unsigned char)kind, (unsigned char)nparams };
+    size_t len = 2;
+    uint64_t handle = 0;
+    memcpy(content + len, params, 8 * nparams);
+    len += 8 * nparams;
+    for (unsigned i = 0; i < nattrs; i++) {
+        const uint32_t record[2] = { ids[i], sizes[i] };
+        memcpy(content + len, record, sizeof record);
+        memcpy(content + len + sizeof record, &vals[i], sizes[i]);
+        len += sizeof record + sizes[i];
+    }
+    uint32_t length = (uint32_t)len;
     struct msg m;
     msgpack_sbuffer buf;
     struct answer ans;
-    uint64_t serial = ++serial_no, handle = 0;
-
+    uint64_t serial = ++serial_no;
     msgpack_sbuffer_init(&buf);
     msg_begin(&m);
-    pack_call_head(&m, serial, rgpu_proc_id("cublasLt", RGPU_H_LT_MATERIALIZE));
-    msgpack_pack_array(&m.pk, 2);
-    msgpack_pack_array(&m.pk, 0);
-    msgpack_pack_array(&m.pk, 1);
-    msgpack_pack_array(&m.pk, 4);
-    msgpack_pack_uint32(&m.pk, kind);
-    msgpack_pack_array(&m.pk, nparams);
-    for (unsigned i = 0; i < nparams; i++)
-        msgpack_pack_int64(&m.pk, params[i]);
-    msgpack_pack_array(&m.pk, nattrs);
-    for (unsigned i = 0; i < nattrs; i++) {
-        msgpack_pack_array(&m.pk, 2);
-        msgpack_pack_uint32(&m.pk, ids[i]);
-        msgpack_pack_bin(&m.pk, sizes[i]);
-        msgpack_pack_bin_body(&m.pk, &vals[i], sizes[i]);
-    }
+    pack_call_head(&m, serial, rgpu_proc_id("cublasLt", "rgpu_lt_materialize"));
+    msgpack_pack_array(&m.pk, 9);
+    msgpack_pack_nil(&m.pk);
+    msgpack_pack_uint64(&m.pk, 0);
+    msgpack_pack_bin_with_body(&m.pk, &length, sizeof length);
+    msgpack_pack_uint64(&m.pk, 1);
+    msgpack_pack_bin_with_body(&m.pk, content, len);
+    msgpack_pack_uint64(&m.pk, len);
     msgpack_pack_uint32(&m.pk, 1);
+    msgpack_pack_uint64(&m.pk, sizeof(int32_t));
+    msgpack_pack_uint64(&m.pk, sizeof handle);
     msg_end(&m, &buf);
     int rc = send_buf(sess, &buf);
     msgpack_sbuffer_destroy(&buf);
     if (rc < 0 || expect_reply(sess, (int64_t)serial, RGPU_OK, &ans) < 0)
         return 0;
+    /* [status, handle]: the handle of a content made with success. */
     const msgpack_object *outs = &ans.f[5];
-    if (field(&ans, 3) == 0 && outs->type == MSGPACK_OBJECT_ARRAY && outs->via.array.size == 1) {
-        const msgpack_object *list = &outs->via.array.ptr[0];
-        if (list->type == MSGPACK_OBJECT_ARRAY && list->via.array.size == 1 &&
-            list->via.array.ptr[0].type == MSGPACK_OBJECT_ARRAY &&
-            list->via.array.ptr[0].via.array.size == 2)
-            handle = list->via.array.ptr[0].via.array.ptr[1].via.u64;
+    int32_t status = -1;
+    if (field(&ans, 3) == 0 && outs->type == MSGPACK_OBJECT_ARRAY && outs->via.array.size == 2 &&
+        outs->via.array.ptr[0].type == MSGPACK_OBJECT_BIN &&
+        outs->via.array.ptr[0].via.bin.size == sizeof status &&
+        outs->via.array.ptr[1].type == MSGPACK_OBJECT_BIN &&
+        outs->via.array.ptr[1].via.bin.size == sizeof handle) {
+        memcpy(&status, outs->via.array.ptr[0].via.bin.ptr, sizeof status);
+        if (status == 0)
+            memcpy(&handle, outs->via.array.ptr[1].via.bin.ptr, sizeof handle);
     }
     answer_free(&ans);
     return handle;
@@ -406,7 +419,7 @@ static void lt_pointers(uint64_t dev)
     uint64_t op = lt_make(0, op_params, 2, ids, vals, sizes, 2);
     uint64_t layout = lt_make(1, layout_params, 4, NULL, NULL, NULL, 0);
     if (!op || !layout) {
-        printf("FAIL rgpu.lt_materialize: %s\n", why);
+        printf("FAIL rgpu_lt_materialize: %s\n", why);
         failures++;
         return;
     }
@@ -419,34 +432,22 @@ static void lt_pointers(uint64_t dev)
     expect("cublasLtMatmul: a bias pointer in the descriptor's content is not set",
            raw_call("cublasLt", "cublasLtMatmul", args, nargs, NULL, 0), CUBLAS_INVALID);
 
-    struct msg inner;
-    msg_begin(&inner);
-    msgpack_pack_array(&inner.pk, nargs);
-    for (unsigned i = 0; i < nargs; i++) {
-        if (args[i].t == 'u')
-            msgpack_pack_uint64(&inner.pk, args[i].u);
-        else if (args[i].t == 'b')
-            msgpack_pack_bin(&inner.pk, 4), msgpack_pack_bin_body(&inner.pk, args[i].p, 4);
-        else
-            msgpack_pack_nil(&inner.pk);
-    }
+    /* The same with the bias pointer sent along (rgpu_lt_matmul: the
+     * generated call's arguments, then one pointer per slot, the bias
+     * first). */
     const uint64_t bias[] = { elf_addr, heap_addr, dev + 256 };
-    const char *what[] = { "rgpu.lt_matmul with the bias pointer in rgpud's image",
-                           "rgpu.lt_matmul with the bias pointer in rgpud's heap",
-                           "rgpu.lt_matmul with the bias pointer in owned memory" };
+    const char *what[] = { "rgpu_lt_matmul with the bias pointer in rgpud's image",
+                           "rgpu_lt_matmul with the bias pointer in rgpud's heap",
+                           "rgpu_lt_matmul with the bias pointer in owned memory" };
+    struct a with[sizeof args / sizeof args[0] + 10];
+    memcpy(with, args, sizeof args);
+    for (unsigned k = 0; k < 10; k++)
+        with[nargs + k] = U(0);
     for (int i = 0; i < 3; i++) {
-        struct msg list;
-        msg_begin(&list);
-        msgpack_pack_array(&list.pk, 1);
-        msgpack_pack_array(&list.pk, 2);
-        msgpack_pack_uint32(&list.pk, CUBLASLT_MATMUL_DESC_BIAS_POINTER);
-        msgpack_pack_uint64(&list.pk, bias[i]);
-        expect(what[i], CALL("cublasLt", RGPU_H_LT_MATMUL, NULL, 0, RAW(&list.sb),
-                             RAW(&inner.sb)),
+        with[nargs] = U(bias[i]);
+        expect(what[i], raw_call("cublasLt", "rgpu_lt_matmul", with, nargs + 10, NULL, 0),
                i < 2 ? CUBLAS_INVALID : 0);
-        msgpack_sbuffer_destroy(&list.sb);
     }
-    msgpack_sbuffer_destroy(&inner.sb);
 }
 
 /* Host pointers of the client have no meaning on the server: a structure
@@ -471,12 +472,12 @@ static void accepted(uint64_t dev)
     char got[16];
     uint64_t pool = 0, va = 0, mem = 0;
     expect("interior pointer of an allocation",
-           CALL("cudart", RGPU_H_DTOH, got, 16, U(dev + 100), U(16), U(0)), 0);
+           CALL("cudart", "rgpu_dtoh", got, 16, U(16), U(16), U(dev + 100), U(0)), 0);
     if (CALL("cudart", "cudaMallocAsync", &pool, 8, U(8), U(1024), U(0)) != 0 || !pool)
         printf("FAIL cudaMallocAsync: %s\n", why), failures++;
     else
         expect("interior pointer of a pool allocation",
-               CALL("cudart", RGPU_H_DTOH, got, 16, U(pool + 512), U(16), U(0)), 0);
+               CALL("cudart", "rgpu_dtoh", got, 16, U(16), U(16), U(pool + 512), U(0)), 0);
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -496,7 +497,7 @@ static void accepted(uint64_t dev)
         return;
     }
     expect("interior pointer of a VMM mapping",
-           CALL("cuda", RGPU_H_CU_DTOH, got, 16, U(va + gran + 64), U(16), U(0)), 0);
+           CALL("cuda", "rgpu_cu_dtoh", got, 16, U(16), U(16), U(va + gran + 64), U(0)), 0);
     expect("cuMemMap outside the reservation",
            CALL("cuda", "cuMemMap", NULL, 0, U(va + gran), U(2 * gran), U(0), U(mem), U(0)),
            CU_INVALID);

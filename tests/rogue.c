@@ -10,13 +10,12 @@
  * output frame (what the session printed) for fd 2 or for fd 3, which no
  * server may send (the client's stderr is checked too).  The client (a
  * second child, so that each case has a fresh client core) asks for the
- * copy with rgpu_copy_dtoh into a buffer with guard bytes on both sides,
+ * copy with rgpu_copy_to_host into a buffer with guard bytes on both sides,
  * and checks the status, the bytes, and that nothing was written outside
  * the buffer.  Prints "ok CASE" or "FAIL CASE: why"; exits non-zero on any
  * failure. */
 #include "rgpu_addr.h"
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_hello.h"
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
@@ -45,7 +44,7 @@ enum answer_step { DATA_OK, DATA_SHORT, DATA_LONG, DATA_STRANGER, REPLY_EMPTY, R
 struct rogue_case {
     const char *name;
     enum answer_step steps[4];
-    int status;         /* what rgpu_copy_dtoh must return */
+    int status;         /* what rgpu_copy_to_host must return */
     int bytes_good;     /* whether the buffer must then hold the pattern */
     int printed;        /* 1: the client's stderr must hold OUTPUT_TEXT, -1: must not,
                            0: unchecked */
@@ -68,6 +67,16 @@ static const struct rgpu_lib lib = {
     .name = "cudart", .soname = "librogue.so", .not_supported = NOT_SUPPORTED,
     .unavailable = UNAVAILABLE, .invalid_value = 1, .invalid_handle = 400,
 };
+
+/* The runtime's rgpu_dtoh (codegen/cudart_own.h) as its table describes
+ * it: (data, count, src, stream), data a sink of count bytes. */
+static const struct rgpu_param dtoh_params[] = {
+    { "data", RGPU_OUT_BUF, 1, 1, -1, NULL, 0, 0, 0, RGPU_PARAM_SINK, -1 },
+    { "count", RGPU_VAL, 8, -1, -1, NULL, 0, 0, 0, 0, -1 },
+    { "src", RGPU_DEVPTR, 1, 1, -1, NULL, 0, 0, 0, 0, -1 },
+    { "stream", RGPU_VAL, 8, -1, -1, NULL, 0, 0, 0, 0, -1 },
+};
+static const struct rgpu_proc dtoh = { "rgpu_dtoh", 1, 0, 4, dtoh_params, 0 };
 
 static unsigned char pattern(size_t i)
 {
@@ -205,8 +214,7 @@ static void ask(const struct rogue_case *c, const char *server, int report)
     FILE *err = c->printed ? tmpfile() : NULL;
     if (err)
         dup2(fileno(err), STDERR_FILENO);
-    int rc = rgpu_copy_dtoh(&lib, rgpu_proc_id("cudart", RGPU_H_DTOH), "rogue copy", dst, 0x1000,
-                            COUNT, 0);
+    int rc = rgpu_copy_to_host(&lib, &dtoh, dst, 0x1000, COUNT, 0);
     char why[256] = "", got[512] = "";
     if (err) {
         ssize_t n = pread(fileno(err), got, sizeof got - 1, 0);

@@ -56,6 +56,16 @@ elif grep -q "mini.h:[0-9]*: miniOldMemset: parameter 'dst' (miniDeviceptr_v1): 
 else
     echo "FAIL narrow.ann: unexpected message: $(cat "$out/narrow.err")"; fail=1
 fi
+# A stream's bytes follow the frame's head: a stream parameter that is not
+# the last must stop the build too.
+if "$gen" bulk.ann root "$ref" libmini.so.1 "$out/bulk" 2>"$out/bulk.err"; then
+    echo "FAIL bulk.ann: the generator accepted a stream parameter that is not the last"; fail=1
+elif grep -q "mini_own.h:[0-9]*: rgpu_miniFill.bytes: a stream parameter comes last" \
+        "$out/bulk.err"; then
+    echo "ok stream parameter not last rejected with file:line"
+else
+    echo "FAIL bulk.ann: unexpected message: $(cat "$out/bulk.err")"; fail=1
+fi
 # A `client` function that no client file sends would give the server a
 # procedure no stub sends: the generator must refuse it, naming it.
 if "$gen" unsent.ann root "$ref" libmini.so.1 "$out/unsent" 2>"$out/unsent.err"; then

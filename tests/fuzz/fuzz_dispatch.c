@@ -72,6 +72,10 @@ static int run_generated(unsigned sel, unsigned index, const msgpack_object *arg
     void *fn = resolve(lib, k);
 
     int transport = rgpu_decode_args(args, proc, &frame);
+    /* A sink's bytes go as a data frame, whose length session_stub.c
+     * checks. */
+    struct hand_call c = { args, outs, NULL, 0, 0, 1, 0, frame.sink_len };
+    serve_call = &c;
     if (transport == RGPU_OK && !fn)
         transport = RGPU_ENOSYM;
     if (transport == RGPU_OK) {
@@ -96,6 +100,9 @@ static int run_generated(unsigned sel, unsigned index, const msgpack_object *arg
             g->post(frame.argv, api);
         rgpu_encode_outs(outs, proc, &frame);
     }
+    serve_call = NULL;
+    if (c.data_left)
+        abort();                /* a data frame left open */
     rgpu_call_frame_release(&frame);
     return transport;
 }
@@ -105,8 +112,10 @@ static int run_hand(unsigned sel, unsigned index, const msgpack_object *args,
 {
     unsigned t = (sel - FUZZ_NGEN) % FUZZ_NHAND;
     const struct hand_proc *hp = &fuzz_hand[t][index % (unsigned)*fuzz_hand_count[t]];
-    struct hand_call c = { args, outs, NULL, 0, 0, 1, 0 };
+    struct hand_call c = { args, outs, NULL, 0, 0, 1, 0, 0 };
+    serve_call = &c;
     int api = hp->fn(&c);
+    serve_call = NULL;
     if (c.payload_len && !c.payload)
         abort();                /* a bin header promising bytes nobody holds */
     free(c.payload);

@@ -8,6 +8,7 @@
 #include "cublasLt_procs.h"
 #include "cudnn_procs.h"
 #include "nvml_procs.h"
+#include "rgpu_procs.h"
 #include "rgpu_proto.h"
 
 const struct fuzz_gen fuzz_gen[FUZZ_NGEN] = {
@@ -17,18 +18,16 @@ const struct fuzz_gen fuzz_gen[FUZZ_NGEN] = {
     { &rgpu_cublasLt_lib, rgpu_cublasLt_server_procs },
     { &rgpu_cudnn_lib, rgpu_cudnn_server_procs },
     { &rgpu_nvml_lib, rgpu_nvml_server_procs },
+    { &rgpu_rgpu_lib, rgpu_rgpu_server_procs },
 };
 
 const struct hand_proc *const fuzz_hand[FUZZ_NHAND] = {
-    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs,
-    hand_liblog_procs, hand_cublasLt_procs, hand_cuda_export_procs, hand_module_procs,
-    hand_graph_procs, hand_nvml_procs, hand_graph_conditional_procs, hand_graph_host_procs,
+    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs, hand_module_procs,
+    hand_graph_procs, hand_graph_conditional_procs, hand_graph_host_procs,
 };
 const int *const fuzz_hand_count[FUZZ_NHAND] = {
-    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs,
-    &hand_liblog_nprocs, &hand_cublasLt_nprocs, &hand_cuda_export_nprocs, &hand_module_nprocs,
-    &hand_graph_nprocs, &hand_nvml_nprocs, &hand_graph_conditional_nprocs,
-    &hand_graph_host_nprocs,
+    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs, &hand_module_nprocs,
+    &hand_graph_nprocs, &hand_graph_conditional_nprocs, &hand_graph_host_nprocs,
 };
 
 const struct rgpu_proc *fuzz_pick_generated(unsigned sel, unsigned index, unsigned *lib)

@@ -15,8 +15,8 @@
 #include "rgpu_marshal.h"
 #include "rgpud.h"
 
-#define FUZZ_NGEN 6             /* generated libraries */
-#define FUZZ_NHAND 11           /* hand-written tables */
+#define FUZZ_NGEN 7             /* generated libraries, rgpu's own last */
+#define FUZZ_NHAND 7            /* hand-written tables */
 
 struct fuzz_gen {
     const struct rgpu_lib *lib;

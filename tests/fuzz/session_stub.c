@@ -2,6 +2,9 @@
  * harnesses that run them without it. */
 #include "rgpud.h"
 #include "owned_handles.h"
+#include "cudart_serve.h"
+#include "cuda_serve.h"
+#include "rgpu_serve.h"
 #include "procs.h"
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
@@ -38,6 +41,44 @@ int host_function_marker(int runtime, int ptsz, uint64_t stream, uint64_t id)
     return 0;
 }
 
+/* host_functions.c's serve_ functions: a host function on a stream would
+ * wait for a client that is not here (the session's reader answers them),
+ * so they are refused, as a server without the function would. */
+cudaError_t serve_rgpu_host_func(cudaStream_t stream, int ptsz, int callback, uint64_t id,
+                                 unsigned int flags, uint64_t token, int *captured)
+{
+    (void)stream, (void)ptsz, (void)callback, (void)id, (void)flags, (void)token;
+    if (captured)
+        *captured = 0;
+    return serve_transport(RGPU_ENOSYM);
+}
+
+CUresult serve_rgpu_cu_host_func(CUstream stream, int ptsz, int callback, uint64_t id,
+                                 unsigned int flags, uint64_t token, int *captured)
+{
+    (void)stream, (void)ptsz, (void)callback, (void)id, (void)flags, (void)token;
+    if (captured)
+        *captured = 0;
+    return serve_transport(RGPU_ENOSYM);
+}
+
+/* session.c's own procedures: no queue here to fence, no workers whose
+ * failures went unreported. */
+rgpu_status serve_rgpu_fence(void)
+{
+    return RGPU_STATUS_OK;
+}
+
+rgpu_status serve_rgpu_unreported(struct rgpu_unreported *entries, size_t capacity,
+                                  size_t *count)
+{
+    (void)entries, (void)capacity;
+    if (!count)
+        return RGPU_STATUS_INVALID;
+    *count = 0;
+    return RGPU_STATUS_OK;
+}
+
 /* session.c's: what a serve_ function says of its call's transport. */
 int serve_transport(int status)
 {
@@ -49,46 +90,6 @@ int serve_transport(int status)
 void serve_out_used(const void *out, size_t used)
 {
     (void)out, (void)used;
-}
-
-/* What session.c's run_generated does for a hand-written procedure that
- * wraps a generated one (hand_cublasLt.c): decode, the handle and pointer
- * checks, the guard, the call, the outputs. */
-int session_run_generated(const char *lib, const char *name, const msgpack_object *args,
-                          msgpack_packer *outs)
-{
-    unsigned sel, index, l;
-    struct rgpu_call_frame frame;
-    if (fuzz_locate(rgpu_proc_id(lib, name), &sel, &index) < 0 || sel >= FUZZ_NGEN)
-        return -RGPU_ENOPROC;
-    const struct rgpu_proc *proc = fuzz_pick_generated(sel, index, &l);
-    const struct rgpu_lib *rl = fuzz_gen[l].lib;
-    void *fn = fuzz_gen[l].server[index].own ? fuzz_gen[l].server[index].own
-                                              : backend_sym(rl->name, proc->name);
-    int transport = rgpu_decode_args(args, proc, &frame), api = 0;
-    if (transport == RGPU_OK && !fn)
-        transport = RGPU_ENOSYM;
-    if (transport == RGPU_OK) {
-        const struct guard *g = guard_for(rl->name, proc->name);
-        api = handles_check_call(rl, proc, &frame);
-        if (api == 0)
-            api = rgpu_check_args(rl, proc, &frame);
-        if (api == 0 && g && g->pre)
-            api = g->pre(frame.argv);
-        if (api == 0) {
-            uint64_t forgotten = handles_before_call(proc, &frame);
-            fuzz_serve_status = RGPU_OK;
-            api = fuzz_gen[l].server[index].thunk(fn, frame.argv);
-            if (fuzz_serve_status != RGPU_OK)
-                transport = fuzz_serve_status;
-            handles_after_call(proc, &frame, api, forgotten);
-        }
-        if (g && g->post)
-            g->post(frame.argv, api);
-        rgpu_encode_outs(outs, proc, &frame);
-    }
-    rgpu_call_frame_release(&frame);
-    return transport != RGPU_OK ? -transport : api;
 }
 
 /* No socket here: a streamed payload (never made by the harnesses, which

@@ -6,7 +6,7 @@ fresh process natively and through rgpu, compared by their printed results.
 
 `compare` runs each rung natively and through rgpu — with RGPU_LAUNCHER set,
 as `rgpu run --server SERVER -- python3 ...`; else with the stubs preloaded
-directly (LD_PRELOAD, since PyTorch wheels carry DT_RPATH: BRIEF 4.2) — and
+directly (LD_PRELOAD, since PyTorch wheels carry DT_RPATH: docs/launcher.md) — and
 prints a table: rung, pass/fail, max difference, native time, rgpu time.
 """
 import json

@@ -159,28 +159,34 @@ static void test_copies(enum host_kind k, uint8_t *hsrc, uint8_t *hdst, uint8_t 
 
 // cudaMemcpy2D H2D -> D2D -> D2H between pitched device allocations and
 // host buffers of yet other pitches; padding bytes must stay untouched.
-static void test_2d(unsigned *seed)
+// tag names the case; rows packed in host memory (a pitch equal to the
+// width) and copies of a megabyte and more take other paths through rgpu
+// than small strided ones, and copies larger than a frame go in pieces.
+static void test_2d(unsigned *seed, const char *tag, size_t width, size_t height, size_t spitch,
+                    size_t dpitch)
 {
-    const size_t width = 1001, height = 37, spitch = 1031, dpitch = 1013;
+    char name[128];
     uint8_t *hsrc = (uint8_t *)malloc(spitch * height);
     uint8_t *hdst = (uint8_t *)malloc(dpitch * height);
     void *dp1 = NULL, *dp2 = NULL;
     size_t pitch1 = 0, pitch2 = 0;
 
-    if (!check_cuda(cudaMallocPitch(&dp1, &pitch1, width, height), "2d cudaMallocPitch 1") ||
-        !check_cuda(cudaMallocPitch(&dp2, &pitch2, width, height), "2d cudaMallocPitch 2"))
+    if (!check_cuda(cudaMallocPitch(&dp1, &pitch1, width, height),
+                    fmt_name(name, sizeof name, "%s cudaMallocPitch 1", tag)) ||
+        !check_cuda(cudaMallocPitch(&dp2, &pitch2, width, height),
+                    fmt_name(name, sizeof name, "%s cudaMallocPitch 2", tag)))
         return;
-    check(pitch1 >= width && pitch2 >= width, "2d pitch >= width", "pitches %zu, %zu", pitch1,
-          pitch2);
+    check(pitch1 >= width && pitch2 >= width, fmt_name(name, sizeof name, "%s pitch >= width", tag),
+          "pitches %zu, %zu", pitch1, pitch2);
 
     fill(hsrc, spitch * height, ++*seed);
     memset(hdst, POISON, dpitch * height);
     check_cuda(cudaMemcpy2D(dp1, pitch1, hsrc, spitch, width, height, cudaMemcpyHostToDevice),
-               "2d cudaMemcpy2D H2D");
+               fmt_name(name, sizeof name, "%s cudaMemcpy2D H2D", tag));
     check_cuda(cudaMemcpy2D(dp2, pitch2, dp1, pitch1, width, height, cudaMemcpyDeviceToDevice),
-               "2d cudaMemcpy2D D2D");
+               fmt_name(name, sizeof name, "%s cudaMemcpy2D D2D", tag));
     check_cuda(cudaMemcpy2D(hdst, dpitch, dp2, pitch2, width, height, cudaMemcpyDeviceToHost),
-               "2d cudaMemcpy2D D2H");
+               fmt_name(name, sizeof name, "%s cudaMemcpy2D D2H", tag));
 
     size_t bad_r = 0, bad_c = 0;
     bool ok = true;
@@ -193,10 +199,11 @@ static void test_2d(unsigned *seed)
                 bad_c = col;
             }
         }
-    check(ok, "2d data", "row %zu col %zu differs", bad_r, bad_c);
+    check(ok, fmt_name(name, sizeof name, "%s data", tag), "row %zu col %zu differs", bad_r,
+          bad_c);
 
-    check_cuda(cudaFree(dp1), "2d cudaFree 1");
-    check_cuda(cudaFree(dp2), "2d cudaFree 2");
+    check_cuda(cudaFree(dp1), fmt_name(name, sizeof name, "%s cudaFree 1", tag));
+    check_cuda(cudaFree(dp2), fmt_name(name, sizeof name, "%s cudaFree 2", tag));
     free(hsrc);
     free(hdst);
 }
@@ -241,7 +248,11 @@ int main(void)
                    fmt_name(name, sizeof name, "free %s dst", kind_name[k]));
     }
 
-    test_2d(&seed);
+    test_2d(&seed, "2d", 1001, 37, 1031, 1013);
+    test_2d(&seed, "2d large", 4001, 300, 4099, 4003);
+    test_2d(&seed, "2d large packed", 4000, 300, 4000, 4000);
+    // More rows than one frame holds (75 MiB): rgpu sends them in pieces.
+    test_2d(&seed, "2d tall", 65537, 1200, 65544, 65540);
 
     check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
     check_cuda(cudaFree(d1), "cudaFree d1");

@@ -93,3 +93,15 @@ miniStatus rgpu_miniFill(miniStream s, const void * bytes, size_t n)
     const void *argv[] = { &s, &bytes, &n };
     return (miniStatus)rgpu_call(&rgpu_mini_lib, RGPU_MINI_rgpu_miniFill, argv);
 }
+
+miniStatus rgpu_miniWrite(miniStream s, size_t n, const void * bytes)
+{
+    const void *argv[] = { &s, &n, &bytes };
+    return (miniStatus)rgpu_call(&rgpu_mini_lib, RGPU_MINI_rgpu_miniWrite, argv);
+}
+
+miniStatus rgpu_miniRead(void * bytes, size_t n, size_t * got)
+{
+    const void *argv[] = { &bytes, &n, &got };
+    return (miniStatus)rgpu_call(&rgpu_mini_lib, RGPU_MINI_rgpu_miniRead, argv);
+}

@@ -3,23 +3,25 @@
 #include "rgpu_marshal.h"
 
 extern const struct rgpu_lib rgpu_mini_lib;
-extern const struct rgpu_proc rgpu_mini_procs[14];
-extern const struct rgpu_server_proc rgpu_mini_server_procs[14];
+extern const struct rgpu_proc rgpu_mini_procs[16];
+extern const struct rgpu_server_proc rgpu_mini_server_procs[16];
 
 #define RGPU_MINI_rgpu_miniFill (&rgpu_mini_procs[0])
-#define RGPU_MINI_miniStreamSync (&rgpu_mini_procs[1])
-#define RGPU_MINI_miniGetProps (&rgpu_mini_procs[2])
-#define RGPU_MINI_miniSetArray (&rgpu_mini_procs[3])
-#define RGPU_MINI_miniOldCount (&rgpu_mini_procs[4])
-#define RGPU_MINI_miniSetProps (&rgpu_mini_procs[5])
-#define RGPU_MINI_miniLaunch (&rgpu_mini_procs[6])
-#define RGPU_MINI_miniGetName (&rgpu_mini_procs[7])
-#define RGPU_MINI_miniMemset (&rgpu_mini_procs[8])
-#define RGPU_MINI_miniGetCount (&rgpu_mini_procs[9])
-#define RGPU_MINI_miniMemsetAsync (&rgpu_mini_procs[10])
-#define RGPU_MINI_miniFind (&rgpu_mini_procs[11])
-#define RGPU_MINI_miniStreamCreate (&rgpu_mini_procs[12])
-#define RGPU_MINI_miniInit (&rgpu_mini_procs[13])
+#define RGPU_MINI_rgpu_miniRead (&rgpu_mini_procs[1])
+#define RGPU_MINI_miniStreamSync (&rgpu_mini_procs[2])
+#define RGPU_MINI_miniGetProps (&rgpu_mini_procs[3])
+#define RGPU_MINI_miniSetArray (&rgpu_mini_procs[4])
+#define RGPU_MINI_miniOldCount (&rgpu_mini_procs[5])
+#define RGPU_MINI_rgpu_miniWrite (&rgpu_mini_procs[6])
+#define RGPU_MINI_miniSetProps (&rgpu_mini_procs[7])
+#define RGPU_MINI_miniLaunch (&rgpu_mini_procs[8])
+#define RGPU_MINI_miniGetName (&rgpu_mini_procs[9])
+#define RGPU_MINI_miniMemset (&rgpu_mini_procs[10])
+#define RGPU_MINI_miniGetCount (&rgpu_mini_procs[11])
+#define RGPU_MINI_miniMemsetAsync (&rgpu_mini_procs[12])
+#define RGPU_MINI_miniFind (&rgpu_mini_procs[13])
+#define RGPU_MINI_miniStreamCreate (&rgpu_mini_procs[14])
+#define RGPU_MINI_miniInit (&rgpu_mini_procs[15])
 
 const char *rgpu_mini_error_name(int code);
 const char *rgpu_mini_error_string(int code);

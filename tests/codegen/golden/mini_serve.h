@@ -4,3 +4,5 @@
 #include "mini_own.h"
 
 miniStatus serve_rgpu_miniFill(miniStream s, const void * bytes, size_t n);
+miniStatus serve_rgpu_miniWrite(miniStream s, size_t n, const void * bytes);
+miniStatus serve_rgpu_miniRead(void * bytes, size_t n, size_t * got);

@@ -8,6 +8,12 @@ static int t_rgpu_miniFill(void *fn, void **a)
     return (int)((miniStatus (*)(miniStream, const void *, size_t))fn)(*(miniStream *)a[0], *(const void * *)a[1], *(size_t *)a[2]);
 }
 
+static int t_rgpu_miniRead(void *fn, void **a)
+{
+    (void)a;
+    return (int)((miniStatus (*)(void *, size_t, size_t *))fn)(*(void * *)a[0], *(size_t *)a[1], *(size_t * *)a[2]);
+}
+
 static int t_miniStreamSync(void *fn, void **a)
 {
     (void)a;
@@ -30,6 +36,12 @@ static int t_miniOldCount(void *fn, void **a)
 {
     (void)a;
     return (int)((miniStatus (*)(unsigned int *))fn)(*(unsigned int * *)a[0]);
+}
+
+static int t_rgpu_miniWrite(void *fn, void **a)
+{
+    (void)a;
+    return (int)((miniStatus (*)(miniStream, size_t, const void *))fn)(*(miniStream *)a[0], *(size_t *)a[1], *(const void * *)a[2]);
 }
 
 static int t_miniSetProps(void *fn, void **a)
@@ -86,19 +98,21 @@ static int t_miniInit(void *fn, void **a)
     return (int)((miniStatus (*)(unsigned int))fn)(*(unsigned int *)a[0]);
 }
 
-const struct rgpu_server_proc rgpu_mini_server_procs[14] = {
+const struct rgpu_server_proc rgpu_mini_server_procs[16] = {
     { &rgpu_mini_procs[0], t_rgpu_miniFill, (void *)serve_rgpu_miniFill },
-    { &rgpu_mini_procs[1], t_miniStreamSync, 0 },
-    { &rgpu_mini_procs[2], t_miniGetProps, 0 },
-    { &rgpu_mini_procs[3], t_miniSetArray, 0 },
-    { &rgpu_mini_procs[4], t_miniOldCount, 0 },
-    { &rgpu_mini_procs[5], t_miniSetProps, 0 },
-    { &rgpu_mini_procs[6], t_miniLaunch, 0 },
-    { &rgpu_mini_procs[7], t_miniGetName, 0 },
-    { &rgpu_mini_procs[8], t_miniMemset, 0 },
-    { &rgpu_mini_procs[9], t_miniGetCount, 0 },
-    { &rgpu_mini_procs[10], t_miniMemsetAsync, 0 },
-    { &rgpu_mini_procs[11], t_miniFind, 0 },
-    { &rgpu_mini_procs[12], t_miniStreamCreate, 0 },
-    { &rgpu_mini_procs[13], t_miniInit, 0 },
+    { &rgpu_mini_procs[1], t_rgpu_miniRead, (void *)serve_rgpu_miniRead },
+    { &rgpu_mini_procs[2], t_miniStreamSync, 0 },
+    { &rgpu_mini_procs[3], t_miniGetProps, 0 },
+    { &rgpu_mini_procs[4], t_miniSetArray, 0 },
+    { &rgpu_mini_procs[5], t_miniOldCount, 0 },
+    { &rgpu_mini_procs[6], t_rgpu_miniWrite, (void *)serve_rgpu_miniWrite },
+    { &rgpu_mini_procs[7], t_miniSetProps, 0 },
+    { &rgpu_mini_procs[8], t_miniLaunch, 0 },
+    { &rgpu_mini_procs[9], t_miniGetName, 0 },
+    { &rgpu_mini_procs[10], t_miniMemset, 0 },
+    { &rgpu_mini_procs[11], t_miniGetCount, 0 },
+    { &rgpu_mini_procs[12], t_miniMemsetAsync, 0 },
+    { &rgpu_mini_procs[13], t_miniFind, 0 },
+    { &rgpu_mini_procs[14], t_miniStreamCreate, 0 },
+    { &rgpu_mini_procs[15], t_miniInit, 0 },
 };

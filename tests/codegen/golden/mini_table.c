@@ -4,70 +4,82 @@
 #include "mini_own.h"
 
 static const struct rgpu_param p_rgpu_miniFill[] = {
-    { "s", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0 },
-    { "bytes", RGPU_IN_BUF, 1, 2, -1, 0, 0, 0, 0 },
-    { "n", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0 },
+    { "s", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0, 0, -1 },
+    { "bytes", RGPU_IN_BUF, 1, 2, -1, 0, 0, 0, 0, 0, -1 },
+    { "n", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0, 0, -1 },
+};
+static const struct rgpu_param p_rgpu_miniRead[] = {
+    { "bytes", RGPU_OUT_BUF, 1, 1, -1, 0, 0, 0, 0, RGPU_PARAM_SINK, 2 },
+    { "n", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "got", RGPU_OUT, 8, -1, -1, 0, 0, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniStreamSync[] = {
-    { "stream", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0 },
+    { "stream", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniGetProps[] = {
-    { "props", RGPU_OUT, 48, -1, -1, 0, 0, 0, 0 },
-    { "device", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
+    { "props", RGPU_OUT, 48, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "device", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniSetArray[] = {
-    { "values", RGPU_IN_BUF, 4, 1, -1, 0, 0, 0, 0 },
-    { "n", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0 },
+    { "values", RGPU_IN_BUF, 4, 1, -1, 0, 0, 0, 0, 0, -1 },
+    { "n", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniOldCount[] = {
-    { "count", RGPU_OUT, 4, -1, -1, 0, 0, 0, 0 },
+    { "count", RGPU_OUT, 4, -1, -1, 0, 0, 0, 0, 0, -1 },
+};
+static const struct rgpu_param p_rgpu_miniWrite[] = {
+    { "s", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0, 0, -1 },
+    { "n", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "bytes", RGPU_IN_BUF, 1, 1, -1, 0, 0, 0, 0, RGPU_PARAM_STREAM, -1 },
 };
 static const struct rgpu_param p_miniSetProps[] = {
-    { "props", RGPU_IN, 48, -1, -1, 0, 0, 0, 0 },
+    { "props", RGPU_IN, 48, -1, -1, 0, 0, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniLaunch[] = {
-    { "grid", RGPU_BYVAL, 12, -1, -1, 0, 0, 0, 0 },
-    { "scale", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
-    { "offset", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0 },
-    { "s", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0 },
+    { "grid", RGPU_BYVAL, 12, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "scale", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "offset", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "s", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniGetName[] = {
-    { "name", RGPU_OUT_BUF, 1, 1, -1, 0, 0, 0, 0 },
-    { "len", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
-    { "device", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
+    { "name", RGPU_OUT_BUF, 1, 1, -1, 0, 0, 0, 0, 0, -1 },
+    { "len", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "device", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniMemset[] = {
-    { "dst", RGPU_DEVPTR, 1, 2, -1, 0, 0, 0, 0 },
-    { "value", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
-    { "count", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0 },
+    { "dst", RGPU_DEVPTR, 1, 2, -1, 0, 0, 0, 0, 0, -1 },
+    { "value", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "count", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniGetCount[] = {
-    { "count", RGPU_OUT, 4, -1, -1, 0, 0, 0, 0 },
+    { "count", RGPU_OUT, 4, -1, -1, 0, 0, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniMemsetAsync[] = {
-    { "dst", RGPU_DEVPTR, 1, -1, -1, 0, 0, 0, 0 },
-    { "value", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
-    { "count", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0 },
-    { "s", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0 },
+    { "dst", RGPU_DEVPTR, 1, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "value", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "count", RGPU_VAL, 8, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "s", RGPU_HANDLE, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniFind[] = {
-    { "device", RGPU_OUT, 4, -1, -1, 0, 0, 0, 0 },
-    { "name", RGPU_STR, 0, -1, -1, 0, 0, 0, 0 },
+    { "device", RGPU_OUT, 4, -1, -1, 0, 0, 0, 0, 0, -1 },
+    { "name", RGPU_STR, 0, -1, -1, 0, 0, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniStreamCreate[] = {
-    { "stream", RGPU_OUT, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0 },
-    { "flags", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
+    { "stream", RGPU_OUT, 8, -1, -1, 0, 0x9a2c6b3bu /* miniStream_st */, 0, 0, 0, -1 },
+    { "flags", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0, 0, -1 },
 };
 static const struct rgpu_param p_miniInit[] = {
-    { "flags", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0 },
+    { "flags", RGPU_VAL, 4, -1, -1, 0, 0, 0, 0, 0, -1 },
 };
 
-const struct rgpu_proc rgpu_mini_procs[14] = {
+const struct rgpu_proc rgpu_mini_procs[16] = {
     { "rgpu_miniFill", 0x15babb16u, 0, 3, p_rgpu_miniFill, 0 },
+    { "rgpu_miniRead", 0x2ac377b3u, 0, 3, p_rgpu_miniRead, 0 },
     { "miniStreamSync", 0x35f8e23bu, 0, 1, p_miniStreamSync, 0 },
     { "miniGetProps", 0x44fbc142u, 0, 2, p_miniGetProps, 0 },
     { "miniSetArray", 0x4ad519edu, 0, 2, p_miniSetArray, 0 },
     { "miniOldCount", 0x4eba66f4u, 0, 1, p_miniOldCount, 0 },
+    { "rgpu_miniWrite", 0x501dd0d2u, 0, 3, p_rgpu_miniWrite, 0 },
     { "miniSetProps", 0x62d15626u, 0, 1, p_miniSetProps, 0 },
     { "miniLaunch", 0x63e2a353u, 0, 4, p_miniLaunch, 0 },
     { "miniGetName", 0x64eba137u, 0, 3, p_miniGetName, 0 },
@@ -84,5 +96,5 @@ const struct rgpu_proc rgpu_mini_procs[14] = {
 #endif
 
 const struct rgpu_lib rgpu_mini_lib = {
-    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, MINI_ERROR_INVALID, 0, 14, rgpu_mini_procs, MINI_ERROR_INVALID, RGPU_STUB_VERSION,
+    "mini", "libmini.so.1", MINI_ERROR_NOT_SUPPORTED, MINI_ERROR_NO_DEVICE, MINI_ERROR_INVALID, 0, 16, rgpu_mini_procs, MINI_ERROR_INVALID, RGPU_STUB_VERSION,
 };

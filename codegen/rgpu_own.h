@@ -1,0 +1,48 @@
+/* rgpu's own library (codegen/rgpu.ann): the procedures of the client core
+ * that belong to no CUDA library, served by rgpud's session itself.  They
+ * are declared as C functions so that the one codec marshals them (see
+ * codegen/cudart_own.h for the conventions); their client functions are
+ * generated into the client core (librgpu-client.so.0), their serve_
+ * functions written in the daemon files named. */
+#ifndef RGPU_OWN_H
+#define RGPU_OWN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Their status: 0, or what went wrong. */
+typedef int rgpu_status;
+enum rgpu_statuses {
+    RGPU_STATUS_OK = 0,
+    RGPU_STATUS_INVALID = 1,        /* an argument the call cannot take */
+    RGPU_STATUS_NOT_FOUND = 2,      /* nothing to answer */
+    RGPU_STATUS_NOT_SUPPORTED = 3,  /* the server cannot serve the call */
+    RGPU_STATUS_UNAVAILABLE = 4,    /* no server */
+};
+
+/* A request that waits for nothing but its turn: its reply says every
+ * request sent before it has run (the client's bound on how far it runs
+ * ahead: common/rgpu_client.c; served in daemon/session.c). */
+rgpu_status rgpu_fence(void);
+
+/* A failure of a request sent without waiting that no reply has reported
+ * yet: the library whose call failed, and its status (a transport failure
+ * as its RGPU_E* number). */
+struct rgpu_unreported {
+    int32_t status;
+    char lib[12];
+};
+/* Those of every client thread, each told once: *count of them, the first
+ * capacity in entries (asked at exit, so that none is lost:
+ * common/rgpu_client.c; served in daemon/session.c). */
+rgpu_status rgpu_unreported(struct rgpu_unreported *entries, size_t capacity, size_t *count);
+
+/* The text a library of the server's (lib "cudart", "cuda", "cublas",
+ * "cublasLt" or "cudnn") gives for its status code (cudaGetErrorString,
+ * cuGetErrorString...), into text: max_size bytes, its NUL included, a
+ * longer text cut there.  RGPU_STATUS_NOT_FOUND when the library has none
+ * for code but its text for an unknown one (common/rgpu_client.c, asked
+ * once per code; served in daemon/error_texts.c). */
+rgpu_status rgpu_error_string(const char *lib, int code, char *text, size_t max_size);
+
+#endif
