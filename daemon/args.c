@@ -8,6 +8,11 @@
 
 _Thread_local struct hand_call *serve_call;
 
+int serve_waited(void)
+{
+    return !serve_call || !serve_call->noreply;
+}
+
 size_t serve_stream_left(void)
 {
     return serve_call ? serve_call->in_len : 0;

@@ -39,13 +39,22 @@ int copy_dtoh_streamed(const struct copy_api *api, uint64_t src, size_t count, u
  * rgpu_cu_dtoh: codegen/cudart_own.h, cuda_own.h) for both APIs: the host
  * side in the frame or streamed (serve_stream_left), in a buffer or sent
  * ahead as the call's sink (serve_sink_len).  The device range is checked
- * as the session's here too.  The API's status, or -RGPU_E*. */
+ * as the session's here too.  A copy to the device whose client does not
+ * wait for the reply (serve_waited) returns once its bytes are in the
+ * staging ring and their copy enqueued; any other copy returns once it has
+ * finished.  The API's status, or -RGPU_E*. */
 int copy_htod(const struct copy_api *api, uint64_t dst, uint64_t stream, const void *data,
               size_t count);
 int copy_dtoh(const struct copy_api *api, void *data, size_t count, uint64_t src,
               uint64_t stream);
 /* What a serve_ function returns for such a status (serve_transport). */
 int copy_served(int rc);
+
+/* Wait for every copy to the device still in flight from the staging
+ * ring (copy_htod of a call sent without waiting): before a context is
+ * destroyed or a device reset, while their events can still be waited
+ * for (guards.c, memguards.c). */
+void copy_drain(void);
 
 /* A context or device reset may have unpinned the staging buffers: pin
  * them again at their next use (memguards.c). */

@@ -7,6 +7,7 @@
  * through, is no context at all.  (Handles inside cuDNN's backend
  * attribute arrays are checked in cudnn_backend.c.) */
 #include "rgpud.h"
+#include "copy.h"
 #include "owned.h"
 #include "owned_handles.h"
 #include "rgpu_log.h"
@@ -26,6 +27,16 @@ static int pre_ctx_arg0(void **argv)
 {
     uint64_t ctx = val(argv, 0);
     return ctx && handles_contains(H_CONTEXT, ctx) ? 0 : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+/* A context destroyed takes its events: the staging ring's copies in it
+ * finish first (daemon/copy.c). */
+static int pre_ctx_destroy(void **argv)
+{
+    int rc = pre_ctx_arg0(argv);
+    if (rc == 0)
+        copy_drain();
+    return rc;
 }
 
 /* Output arrays that live in the server (the node list of
@@ -58,7 +69,7 @@ static const struct guard guards[] = {
     { "cudart", "cudaStreamGetCaptureInfo", pre_null_args45, NULL },
     { "cudart", "cudaStreamGetCaptureInfo_ptsz", pre_null_args45, NULL },
     { "cuda", "cuCtxPushCurrent_v2", pre_ctx_arg0, NULL },
-    { "cuda", "cuCtxDestroy_v2", pre_ctx_arg0, post_ctx_destroyed },
+    { "cuda", "cuCtxDestroy_v2", pre_ctx_destroy, post_ctx_destroyed },
 };
 
 const struct guard *guard_in(const struct guard *table, size_t n, const char *lib,

@@ -82,6 +82,15 @@ static void post_free(void **argv, int status)
     freeing_taken = 0;
 }
 
+/* The copies still reading the staging ring finish before a reset (or
+ * the release that may destroy a primary context) takes their events. */
+static int pre_drain(void **argv)
+{
+    (void)argv;
+    copy_drain();
+    return 0;
+}
+
 /* A reset frees every allocation: forget them, so that an address the
  * driver gives back to the process is never taken for device memory. */
 static void post_clear(void **argv, int status)
@@ -210,7 +219,8 @@ static const struct guard memguards[] = {
     { "cudart", "cudaFree", pre_free, post_free },
     { "cudart", "cudaFreeAsync", pre_free, post_free },
     { "cudart", "cudaFreeAsync_ptsz", pre_free, post_free },
-    { "cudart", "cudaDeviceReset", NULL, post_clear },
+    { "cudart", "cudaDeviceReset", pre_drain, post_clear },
+    { "cudart", "cudaThreadExit", pre_drain, post_clear },
     { "cudart", "cudaMemset2D", pre_memset2d_rt, NULL },
     { "cudart", "cudaMemset2D_ptds", pre_memset2d_rt, NULL },
     { "cudart", "cudaMemset2DAsync", pre_memset2d_rt, NULL },
@@ -232,8 +242,10 @@ static const struct guard memguards[] = {
     { "cudart", "cudaLibraryGetGlobal", NULL, post_runtime_library_global },
     { "cuda", "cuModuleUnload", NULL, post_unload },
     { "cuda", "cuLibraryUnload", NULL, post_unload },
-    { "cuda", "cuDevicePrimaryCtxReset_v2", NULL, post_clear },
-    { "cuda", "cuDevicePrimaryCtxReset", NULL, post_clear },
+    { "cuda", "cuDevicePrimaryCtxReset_v2", pre_drain, post_clear },
+    { "cuda", "cuDevicePrimaryCtxReset", pre_drain, post_clear },
+    { "cuda", "cuDevicePrimaryCtxRelease_v2", pre_drain, NULL },
+    { "cuda", "cuDevicePrimaryCtxRelease", pre_drain, NULL },
     { "cuda", "cuCtxCreate_v4", pre_ctx_create_params, NULL },
     { "cuda", "cuMemsetD2D8_v2", pre_memset2d_8, NULL },
     { "cuda", "cuMemsetD2D16_v2", pre_memset2d_16, NULL },

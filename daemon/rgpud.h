@@ -232,6 +232,10 @@ extern _Thread_local struct hand_call *serve_call;
  * the session. */
 size_t serve_stream_left(void);
 void serve_stream_read(void *buf, size_t len);
+/* Whether the client waits for the call's reply: a call sent without
+ * waiting (RGPU_CALL_NOREPLY) need not finish its GPU work before it
+ * returns, as long as its stream's order keeps it (daemon/copy.c). */
+int serve_waited(void);
 /* The bytes the call's sink output is to send ahead of the reply (its
  * pointer is then NULL; 0: none), as one data frame of exactly that many:
  * serve_data_begin(len), serve_data_write, serve_data_end.  A call that
@@ -344,6 +348,7 @@ struct hand_call {
     uint64_t serial;                /* the request's, which a data frame names */
     size_t data_left;               /* bytes of an open data frame still due */
     size_t sink_len;                /* rgpu's own procedures: a sink's bytes to send */
+    int noreply;                    /* the client waits for no reply (RGPU_CALL_NOREPLY) */
 };
 
 /* The next len bytes (at most c->in_len) of a streamed request's payload.

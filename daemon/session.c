@@ -439,7 +439,9 @@ static void execute(struct worker *w, struct request *rq)
     struct served_lib *l = rq->lib;
     const struct hand_proc *hp = rq->hand;
     int transport = RGPU_OK, api = 0;
-    struct hand_call c = { rq->args, &outs, NULL, 0, rq->in_len, rq->serial, 0, 0 };
+    struct hand_call c = { .args = rq->args, .out = &outs, .in_len = rq->in_len,
+                           .serial = rq->serial,
+                           .noreply = (rq->flags & RGPU_CALL_NOREPLY) != 0 };
 
     if (rq->in_len) {
         /* The payload's deadline runs from now: the request may have

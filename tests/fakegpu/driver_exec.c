@@ -6,9 +6,12 @@
 // timestamp.
 #include "fakegpu.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define STREAM_PRIORITY_GREATEST (-5)   // as an H100 reports
 
@@ -1100,6 +1103,28 @@ CUresult CUDAAPI cuStreamGetPriority(CUstream h, int *priority)
     return priority ? stream_query(h, NULL, priority) : CUDA_ERROR_INVALID_VALUE;
 }
 
+// A created stream's context is its owner; the default streams are the
+// calling thread's current context's, as the driver says.
+CUresult CUDAAPI cuStreamGetCtx(CUstream h, CUcontext *pctx)
+{
+    struct fg_ctx *c, *owner;
+    CUresult r;
+
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    fg_lock();
+    r = fg_enter(0, &c, NULL);
+    if (r == CUDA_SUCCESS && h != NULL && h != CU_STREAM_LEGACY && h != CU_STREAM_PER_THREAD &&
+        !stream_get(h))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS) {
+        owner = stream_get(h) ? fg_handle_owner(h64(h)) : c;
+        *pctx = owner ? owner->handle : NULL;
+    }
+    fg_unlock();
+    return r;
+}
+
 CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *least, int *greatest)
 {
     struct fg_ctx *c;
@@ -1137,14 +1162,43 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream h)
 // Synchronize and query: nothing is ever outstanding, so only faults and
 // bad handles are reported; a synchronize also waits for the modelled copy
 // engine (core.c).
+// FAKEGPU_SYNC_COUNT_FILE=PATH: how many stream synchronises this process
+// made so far, rewritten at each, so that a test can tell how often rgpud
+// waited for the GPU (tests/step-roundtrips.sh).  The file is opened when
+// the library is loaded: rgpud's session loads it before its sandbox,
+// which then forbids opening files for writing.
+static int sync_count_fd = -1;
+
+__attribute__((constructor)) static void open_sync_count(void)
+{
+    const char *path = getenv("FAKEGPU_SYNC_COUNT_FILE");
+    if (path && *path)
+        sync_count_fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+}
+
+// Lock held.
+static void count_stream_sync(void)
+{
+    static unsigned long count;
+    char line[32];
+
+    if (sync_count_fd < 0)
+        return;
+    int n = snprintf(line, sizeof line, "%20lu\n", ++count);
+    if (pwrite(sync_count_fd, line, (size_t)n, 0) != n)
+        sync_count_fd = -1;
+}
+
 static CUresult stream_wait(CUstream h, int wait)
 {
     struct fg_ctx *c;
     CUresult r;
 
     fg_lock();
-    if (wait)
+    if (wait) {
+        count_stream_sync();
         fg_output_flush_current();      // a synchronise prints what kernels printed
+    }
     r = fg_enter(0, &c, NULL);
     if (r == CUDA_SUCCESS && !wait && fg_host_functions_busy(h))
         r = CUDA_ERROR_NOT_READY;   // a host function in flight: the stream is busy

@@ -74,7 +74,7 @@ static int run_generated(unsigned sel, unsigned index, const msgpack_object *arg
     int transport = rgpu_decode_args(args, proc, &frame);
     /* A sink's bytes go as a data frame, whose length session_stub.c
      * checks. */
-    struct hand_call c = { args, outs, NULL, 0, 0, 1, 0, frame.sink_len };
+    struct hand_call c = { .args = args, .out = outs, .serial = 1, .sink_len = frame.sink_len };
     serve_call = &c;
     if (transport == RGPU_OK && !fn)
         transport = RGPU_ENOSYM;
@@ -112,7 +112,7 @@ static int run_hand(unsigned sel, unsigned index, const msgpack_object *args,
 {
     unsigned t = (sel - FUZZ_NGEN) % FUZZ_NHAND;
     const struct hand_proc *hp = &fuzz_hand[t][index % (unsigned)*fuzz_hand_count[t]];
-    struct hand_call c = { args, outs, NULL, 0, 0, 1, 0, 0 };
+    struct hand_call c = { .args = args, .out = outs, .serial = 1 };
     serve_call = &c;
     int api = hp->fn(&c);
     serve_call = NULL;
