@@ -32,24 +32,13 @@
  * those: kernels differ by architecture (PyTorch's flash attention calls
  * printf in its cubins for GPUs too old for it, and only there). */
 #include "rgpu_printf_scan.h"
+#include "rgpu_fatbin.h"
 
-#include <elf.h>
-#include <lz4.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zstd.h>
 
-#define FATBIN_MAGIC 0xba55ed50u
-#define FATBIN_HEADER 16            /* u32 magic, u16 version, u16 header size, u64 size */
-/* An entry's header: u16 kind, u16 version, u32 header size, u64 payload
- * size, u32 compressed size (at 16), u64 flags (at 40), u64 uncompressed
- * size (at 56); 64 bytes for cubins, more for PTX and some cubins. */
-#define ENTRY_HEADER_MIN 64
-#define ENTRY_PTX 1
-#define ENTRY_ELF 2
-#define ENTRY_LZ4 0x2000u           /* a raw LZ4 block */
-#define ENTRY_ZSTD 0x8000u          /* a zstd frame */
+/* The most a compressed fatbin entry may declare it holds. */
 #define MAX_UNCOMPRESSED (1ull << 30)
 
 #define EM_CUDA_MACHINE 190
@@ -57,33 +46,6 @@
 #define CALLGRAPH_BLOCKS 4
 
 #define NO_NODE UINT32_MAX
-
-static uint16_t u16(const unsigned char *p)
-{
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static uint32_t u32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static uint64_t u64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* [off, off + len) inside n bytes, without overflow. */
-static int inside(uint64_t off, uint64_t len, size_t n)
-{
-    return off <= n && len <= n - off;
-}
 
 /* ---- what the scan found ------------------------------------------------------------ */
 
@@ -272,130 +234,108 @@ out:
 
 /* ---- cubins ----------------------------------------------------------------------------- */
 
-struct elf {
-    const unsigned char *p;
-    size_t n;
-    Elf64_Ehdr eh;
-    const unsigned char *syms;      /* Elf64_Sym entries, unaligned */
+/* A cubin with its symbol table. */
+struct cubin {
+    struct rgpu_elf elf;
+    unsigned symtab, strtab;        /* the symbol table's section and its names' */
     size_t nsyms;
-    const char *str, *shstr;
-    size_t nstr, nshstr;
 };
 
-static int elf_section(const struct elf *e, unsigned i, Elf64_Shdr *sh)
+/* Symbol i (< nsyms: always inside its table). */
+static void cubin_sym(const struct cubin *c, size_t i, Elf64_Sym *s)
 {
-    if (i >= e->eh.e_shnum)
-        return -1;
-    memcpy(sh, e->p + e->eh.e_shoff + (size_t)i * sizeof *sh, sizeof *sh);
-    return sh->sh_type == SHT_NOBITS || inside(sh->sh_offset, sh->sh_size, e->n) ? 0 : -1;
+    if (rgpu_elf_entry(&c->elf, c->symtab, i, s, sizeof *s) < 0)
+        memset(s, 0, sizeof *s);
 }
 
-static void elf_sym(const struct elf *e, size_t i, Elf64_Sym *s)
+/* The first symbol table, every section before it inside the image. */
+static int cubin_symtab(struct cubin *c)
 {
-    memcpy(s, e->syms + i * sizeof *s, sizeof *s);
-}
-
-/* The NUL-terminated string at off of a string table, or NULL. */
-static const char *table_string(const char *tab, size_t n, uint64_t off)
-{
-    return off < n && memchr(tab + off, 0, n - off) ? tab + off : NULL;
-}
-
-static int elf_symtab(struct elf *e)
-{
-    Elf64_Shdr sh, strsh;
+    const struct rgpu_elf *e = &c->elf;
     for (unsigned i = 1; i < e->eh.e_shnum; i++) {
-        if (elf_section(e, i, &sh) < 0)
+        const Elf64_Shdr *sh = &e->sh[i];
+        if (!rgpu_elf_section_inside(e, i))
             return -1;
-        if (sh.sh_type != SHT_SYMTAB)
+        if (sh->sh_type != SHT_SYMTAB)
             continue;
-        if (sh.sh_entsize != sizeof(Elf64_Sym) || elf_section(e, sh.sh_link, &strsh) < 0 ||
-            strsh.sh_type != SHT_STRTAB)
+        if (sh->sh_entsize != sizeof(Elf64_Sym) || !rgpu_elf_section_inside(e, sh->sh_link) ||
+            e->sh[sh->sh_link].sh_type != SHT_STRTAB)
             return -1;
-        e->syms = e->p + sh.sh_offset;
-        e->nsyms = sh.sh_size / sizeof(Elf64_Sym);
-        e->str = (const char *)e->p + strsh.sh_offset;
-        e->nstr = strsh.sh_size;
+        c->symtab = i;
+        c->strtab = sh->sh_link;
+        c->nsyms = sh->sh_size / sizeof(Elf64_Sym);
         return 0;
     }
     return -1;
 }
 
-static int elf_open(struct elf *e, const unsigned char *p, size_t n)
+/* rgpu_elf_close() after, whatever it returns. */
+static int cubin_open(struct cubin *c, const unsigned char *p, size_t n)
 {
-    Elf64_Shdr sh;
-    memset(e, 0, sizeof *e);
-    e->p = p;
-    e->n = n;
-    if (n < sizeof e->eh || memcmp(p, ELFMAG, SELFMAG) != 0)
+    memset(c, 0, sizeof *c);
+    if (rgpu_elf_open(&c->elf, p, n) != RGPU_ELF_OK || c->elf.eh.e_machine != EM_CUDA_MACHINE ||
+        !rgpu_elf_section_inside(&c->elf, c->elf.eh.e_shstrndx))
         return -1;
-    memcpy(&e->eh, p, sizeof e->eh);
-    if (e->eh.e_ident[EI_CLASS] != ELFCLASS64 || e->eh.e_machine != EM_CUDA_MACHINE ||
-        e->eh.e_shentsize != sizeof(Elf64_Shdr) ||
-        !inside(e->eh.e_shoff, (uint64_t)e->eh.e_shnum * sizeof(Elf64_Shdr), n) ||
-        elf_section(e, e->eh.e_shstrndx, &sh) < 0)
-        return -1;
-    e->shstr = (const char *)p + sh.sh_offset;
-    e->nshstr = sh.sh_size;
-    return elf_symtab(e);
+    return cubin_symtab(c);
 }
 
-static int is_vprintf(const struct elf *e, const Elf64_Sym *s)
+static int is_vprintf(const struct cubin *c, const Elf64_Sym *s)
 {
-    const char *name = table_string(e->str, e->nstr, s->st_name);
+    const char *name = rgpu_elf_string(&c->elf, c->strtab, s->st_name);
     return s->st_shndx == SHN_UNDEF && name && strcmp(name, "vprintf") == 0;
 }
 
-static int defined(const struct elf *e, const Elf64_Sym *s)
+static int defined(const struct cubin *c, const Elf64_Sym *s)
 {
     return s->st_shndx != SHN_UNDEF && s->st_shndx < SHN_LORESERVE &&
-           s->st_shndx < e->eh.e_shnum;
+           s->st_shndx < c->elf.eh.e_shnum;
 }
 
 /* The node of each symbol: its section's (node i is section i), vprintf's
  * (node vp), or none (other undefined symbols: the driver's functions). */
-static uint32_t *symbol_nodes(const struct elf *e, uint32_t vp, int *names_vprintf)
+static uint32_t *symbol_nodes(const struct cubin *c, uint32_t vp, int *names_vprintf)
 {
-    uint32_t *node = malloc((e->nsyms ? e->nsyms : 1) * sizeof *node);
+    uint32_t *node = malloc((c->nsyms ? c->nsyms : 1) * sizeof *node);
     *names_vprintf = 0;
-    for (size_t i = 0; node && i < e->nsyms; i++) {
+    for (size_t i = 0; node && i < c->nsyms; i++) {
         Elf64_Sym s;
-        elf_sym(e, i, &s);
-        node[i] = defined(e, &s) ? s.st_shndx : is_vprintf(e, &s) ? vp : NO_NODE;
+        cubin_sym(c, i, &s);
+        node[i] = defined(c, &s) ? s.st_shndx : is_vprintf(c, &s) ? vp : NO_NODE;
         if (node[i] == vp)
             *names_vprintf = 1;
     }
     return node;
 }
 
-static int elf_find_section(const struct elf *e, const char *name, Elf64_Shdr *out)
+/* The first section of that name; 0 when there is none. */
+static unsigned find_section(const struct cubin *c, const char *name)
 {
+    const struct rgpu_elf *e = &c->elf;
     for (unsigned i = 1; i < e->eh.e_shnum; i++) {
-        const char *s;
-        if (elf_section(e, i, out) == 0 &&
-            (s = table_string(e->shstr, e->nshstr, out->sh_name)) && strcmp(s, name) == 0)
-            return 0;
+        const char *s = rgpu_elf_string(e, e->eh.e_shstrndx, e->sh[i].sh_name);
+        if (s && strcmp(s, name) == 0)
+            return i;
     }
-    return -1;
+    return 0;
 }
 
 /* The pairs of .nv.callgraph (see the top of the file): 0, or -1 when
  * they are not what they should be. */
-static int read_callgraph(struct graph *g, const struct elf *e, const uint32_t *node,
+static int read_callgraph(struct graph *g, const struct cubin *c, const uint32_t *node,
                           const unsigned char *cg, size_t len)
 {
     int block = 0;
     if (len % 8)
         return -1;
     for (size_t off = 0; off < len; off += 8) {
-        int32_t a = (int32_t)u32(cg + off), b = (int32_t)u32(cg + off + 4);
+        int32_t a = (int32_t)rgpu_get32(cg + off), b = (int32_t)rgpu_get32(cg + off + 4);
         if (a == 0 && b < 0) {
             if (b < -CALLGRAPH_BLOCKS)
                 return -1;
             block = -b;
             continue;
         }
-        if (block == 0 || a <= 0 || (size_t)a >= e->nsyms)
+        if (block == 0 || a <= 0 || (size_t)a >= c->nsyms)
             return -1;
         if (block == 2)
             continue;               /* address taken: the pointer calls cover it */
@@ -404,7 +344,7 @@ static int read_callgraph(struct graph *g, const struct elf *e, const uint32_t *
                 g->indirect[node[a]] = 1;
             continue;
         }
-        if (b < 0 || (size_t)b >= e->nsyms)
+        if (b < 0 || (size_t)b >= c->nsyms)
             return -1;
         if (graph_edge(g, node[a], node[b]) < 0)
             return -2;
@@ -412,83 +352,86 @@ static int read_callgraph(struct graph *g, const struct elf *e, const uint32_t *
     return 0;
 }
 
-static int executable(const struct elf *e, unsigned i)
+static int executable(const struct rgpu_elf *e, unsigned i)
 {
-    Elf64_Shdr sh;
-    return elf_section(e, i, &sh) == 0 && (sh.sh_flags & SHF_EXECINSTR);
+    return rgpu_elf_section_inside(e, i) && (e->sh[i].sh_flags & SHF_EXECINSTR);
 }
 
 /* Every relocation of code: an edge from the code's section to what it
  * names.  -1 on a malformed section, -2 out of memory. */
-static int read_relocations(struct graph *g, const struct elf *e, const uint32_t *node)
+static int read_relocations(struct graph *g, const struct cubin *c, const uint32_t *node)
 {
-    Elf64_Shdr sh;
+    const struct rgpu_elf *e = &c->elf;
     for (unsigned i = 1; i < e->eh.e_shnum; i++) {
-        if (elf_section(e, i, &sh) < 0)
+        const Elf64_Shdr *sh = &e->sh[i];
+        if (!rgpu_elf_section_inside(e, i))
             return -1;
-        if ((sh.sh_type != SHT_REL && sh.sh_type != SHT_RELA) || !executable(e, sh.sh_info))
+        if ((sh->sh_type != SHT_REL && sh->sh_type != SHT_RELA) || !executable(e, sh->sh_info))
             continue;
-        size_t ent = sh.sh_type == SHT_RELA ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel);
-        if (sh.sh_entsize != ent)
+        size_t ent = sh->sh_type == SHT_RELA ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel);
+        if (sh->sh_entsize != ent)
             return -1;
-        for (size_t off = 0; off + ent <= sh.sh_size; off += ent) {
-            uint64_t sym = ELF64_R_SYM(u64(e->p + sh.sh_offset + off + 8));
-            if (sym >= e->nsyms)
+        Elf64_Rela r;
+        for (uint64_t k = 0; rgpu_elf_relocation(e, i, k, &r) == 0; k++) {
+            uint64_t sym = ELF64_R_SYM(r.r_info);
+            if (sym >= c->nsyms)
                 return -1;
-            if (graph_edge(g, sh.sh_info, node[sym]) < 0)
+            if (graph_edge(g, sh->sh_info, node[sym]) < 0)
                 return -2;
         }
     }
     return 0;
 }
 
-static void elf_kernels(struct scan *sc, const struct elf *e, const struct graph *g)
+static void cubin_kernels(struct scan *sc, const struct cubin *c, const struct graph *g)
 {
-    for (size_t i = 0; i < e->nsyms; i++) {
+    for (size_t i = 0; i < c->nsyms; i++) {
         Elf64_Sym s;
         const char *name;
-        elf_sym(e, i, &s);
+        cubin_sym(c, i, &s);
         if (ELF64_ST_TYPE(s.st_info) == STT_FUNC && (s.st_other & STO_CUDA_ENTRY) &&
-            defined(e, &s) && (name = table_string(e->str, e->nstr, s.st_name)))
+            defined(c, &s) && (name = rgpu_elf_string(&c->elf, c->strtab, s.st_name)))
             found(sc, name, strlen(name), g && g->prints[s.st_shndx]);
     }
 }
 
 static void scan_elf(struct scan *sc, const unsigned char *p, size_t n)
 {
-    struct elf e;
+    struct cubin c;
     struct graph g = { 0 };
     uint32_t *node = NULL;
-    Elf64_Shdr cg;
+    unsigned cg;
     int rc = -1, names_vprintf;
 
-    if (elf_open(&e, p, n) < 0)
+    if (cubin_open(&c, p, n) < 0)
         goto out;
-    uint32_t vp = e.eh.e_shnum;
-    if (!(node = symbol_nodes(&e, vp, &names_vprintf))) {
+    uint32_t vp = c.elf.eh.e_shnum;
+    if (!(node = symbol_nodes(&c, vp, &names_vprintf))) {
         rc = -2;
         goto out;
     }
     if (!names_vprintf) {
-        elf_kernels(sc, &e, NULL);      /* nothing here can print */
+        cubin_kernels(sc, &c, NULL);    /* nothing here can print */
         rc = 0;
         goto out;
     }
-    if (elf_find_section(&e, ".nv.callgraph", &cg) < 0 || cg.sh_type == SHT_NOBITS)
+    cg = find_section(&c, ".nv.callgraph");
+    if (!cg || !rgpu_elf_section_inside(&c.elf, cg) || c.elf.sh[cg].sh_type == SHT_NOBITS)
         goto out;
     if (graph_nodes(&g, vp + 1) < 0) {
         rc = -2;
         goto out;
     }
     g.prints[vp] = 1;
-    if ((rc = read_callgraph(&g, &e, node, e.p + cg.sh_offset, cg.sh_size)) < 0 ||
-        (rc = read_relocations(&g, &e, node)) < 0)
+    if ((rc = read_callgraph(&g, &c, node, rgpu_elf_section_bytes(&c.elf, cg),
+                             c.elf.sh[cg].sh_size)) < 0 ||
+        (rc = read_relocations(&g, &c, node)) < 0)
         goto out;
     if (graph_close(&g) < 0) {
         rc = -2;
         goto out;
     }
-    elf_kernels(sc, &e, &g);
+    cubin_kernels(sc, &c, &g);
     rc = 0;
 out:
     if (rc == -2)
@@ -497,6 +440,7 @@ out:
         sc->unknown = 1;
     free(node);
     graph_free(&g);
+    rgpu_elf_close(&c.elf);
 }
 
 /* ---- PTX -------------------------------------------------------------------------------- */
@@ -767,39 +711,6 @@ static void scan_ptx(struct scan *sc, const unsigned char *p, size_t n)
 
 /* ---- fatbins ---------------------------------------------------------------------------- */
 
-/* An entry's payload, decompressed into *out (to free) when it was
- * compressed: its bytes and length, or NULL when it cannot be read. */
-static const unsigned char *entry_bytes(const unsigned char *h, const unsigned char *payload,
-                                        size_t payload_len, unsigned char **out, size_t *len)
-{
-    uint64_t flags = u64(h + 40), usize = u64(h + 56);
-    size_t csize = u32(h + 16);
-    *out = NULL;
-    *len = payload_len;
-    if (!(flags & (ENTRY_LZ4 | ENTRY_ZSTD)))
-        return payload;
-    if ((flags & ENTRY_LZ4) && (flags & ENTRY_ZSTD))
-        return NULL;
-    if (csize > payload_len || csize > INT32_MAX || usize == 0 || usize > MAX_UNCOMPRESSED ||
-        !(*out = malloc(usize)))
-        return NULL;
-    size_t got;
-    if (flags & ENTRY_LZ4) {
-        int n = LZ4_decompress_safe((const char *)payload, (char *)*out, (int)csize, (int)usize);
-        got = n < 0 ? 0 : (size_t)n;
-    } else {
-        size_t n = ZSTD_decompress(*out, usize, payload, csize);
-        got = ZSTD_isError(n) ? 0 : n;
-    }
-    if (got != usize) {
-        free(*out);
-        *out = NULL;
-        return NULL;
-    }
-    *len = usize;
-    return *out;
-}
-
 /* Whether one of the GPUs may run an entry for arch (major * 10 + minor):
  * a cubin runs on GPUs of its major version (with a minor as large, or of
  * its architecture or family alone: all count here), PTX is compiled for
@@ -807,49 +718,46 @@ static const unsigned char *entry_bytes(const unsigned char *h, const unsigned c
 static int runs_on_gpus(const struct scan *sc, unsigned kind, uint32_t arch)
 {
     for (size_t i = 0; i < sc->narchs; i++)
-        if (kind == ENTRY_ELF ? sc->archs[i] / 10 == arch / 10 : arch <= sc->archs[i])
+        if (kind == RGPU_FATBIN_ELF ? sc->archs[i] / 10 == arch / 10 : arch <= sc->archs[i])
             return 1;
     return sc->narchs == 0;
 }
 
-static void scan_entry(struct scan *sc, const unsigned char *h, size_t header_len,
-                       size_t payload_len)
+static void scan_entry(struct scan *sc, const struct rgpu_fatbin_entry *e)
 {
-    unsigned kind = u16(h);
-    unsigned char *owned;
-    size_t len;
-    if (kind != ENTRY_PTX && kind != ENTRY_ELF) {
+    const unsigned char *p = e->payload;
+    size_t len = e->payload_size;
+    unsigned char *plain = NULL;
+    if (e->kind != RGPU_FATBIN_PTX && e->kind != RGPU_FATBIN_ELF) {
         sc->unknown = 1;
         return;
     }
-    if (!runs_on_gpus(sc, kind, u32(h + 28)))
+    if (!runs_on_gpus(sc, e->kind, e->arch))
         return;                 /* the driver never loads it */
-    const unsigned char *p = entry_bytes(h, h + header_len, payload_len, &owned, &len);
-    if (!p)
-        sc->unknown = 1;
-    else if (kind == ENTRY_ELF)
-        scan_elf(sc, p, len);
-    else
-        scan_ptx(sc, p, len);
-    free(owned);
-}
-
-/* The entries of one container's n bytes; fewer bytes than a header at
- * the end are padding. */
-static void scan_entries(struct scan *sc, const unsigned char *p, size_t n)
-{
-    size_t off = 0;
-    while (!sc->unknown && n - off >= ENTRY_HEADER_MIN) {
-        uint32_t header_len = u32(p + off + 4);
-        uint64_t payload_len = u64(p + off + 8);
-        if (header_len < ENTRY_HEADER_MIN || !inside(off, header_len, n) ||
-            !inside(off + header_len, payload_len, n)) {
+    if (rgpu_fatbin_compressed(e)) {
+        if (rgpu_fatbin_decompress(e, MAX_UNCOMPRESSED, &plain) != RGPU_FATBIN_OK) {
             sc->unknown = 1;
             return;
         }
-        scan_entry(sc, p + off, header_len, payload_len);
-        off += header_len + payload_len;
+        p = plain;
+        len = e->plain_size;
     }
+    if (e->kind == RGPU_FATBIN_ELF)
+        scan_elf(sc, p, len);
+    else
+        scan_ptx(sc, p, len);
+    free(plain);
+}
+
+static void scan_entries(struct scan *sc, const struct rgpu_fatbin_container *c)
+{
+    struct rgpu_fatbin_entry e;
+    uint64_t off = 0;
+    int more = 0;
+    while (!sc->unknown && (more = rgpu_fatbin_next_entry(c, &off, &e)) > 0)
+        scan_entry(sc, &e);
+    if (more < 0)
+        sc->unknown = 1;
 }
 
 static int zeros(const unsigned char *p, size_t n)
@@ -865,20 +773,15 @@ static void scan_fatbin(struct scan *sc, const unsigned char *p, size_t n)
 {
     size_t off = 0;
     while (!sc->unknown && off < n && !zeros(p + off, n - off)) {
+        struct rgpu_fatbin_container c;
         while (p[off] == 0)
             off++;
-        if (n - off < FATBIN_HEADER || u32(p + off) != FATBIN_MAGIC) {
+        if (rgpu_fatbin_container(p, n, off, &c) != RGPU_FATBIN_OK) {
             sc->unknown = 1;
             return;
         }
-        uint16_t header_len = u16(p + off + 6);
-        uint64_t fat_len = u64(p + off + 8);
-        if (header_len < FATBIN_HEADER || !inside(off + header_len, fat_len, n)) {
-            sc->unknown = 1;
-            return;
-        }
-        scan_entries(sc, p + off + header_len, fat_len);
-        off += header_len + fat_len;
+        scan_entries(sc, &c);
+        off = c.end;
     }
 }
 
@@ -929,7 +832,7 @@ int rgpu_print_scan(const void *image, size_t size, const unsigned *archs, size_
 
     if (!p || size == 0)
         sc.unknown = 1;
-    else if (size >= 4 && u32(p) == FATBIN_MAGIC)
+    else if (size >= 4 && rgpu_get32(p) == RGPU_FATBIN_MAGIC)
         scan_fatbin(&sc, p, size);
     else if (size >= SELFMAG && memcmp(p, ELFMAG, SELFMAG) == 0)
         scan_elf(&sc, p, size);

@@ -27,28 +27,18 @@
  * ELF, ar archives of objects) are checked the same way, and the rest
  * (PTX, LTO-IR) is passed by its size, the zero bytes ending a string.
  *
- * Every refusal says why, in the caller's buffer: the session logs it. */
+ * Every refusal says why, in the caller's buffer: the session logs it.
+ * The image is read with common/rgpu_fatbin.c, which reads nothing outside
+ * the bytes it is given; the rules above are this file's. */
 #include "image_check.h"
+#include "rgpu_fatbin.h"
 #include "rgpu_log.h"
 
-#include <elf.h>
-#include <limits.h>
-#include <lz4.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zstd.h>
-
-#define FATBIN_WRAPPER_MAGIC 0x466243b1u
-#define FATBIN_MAGIC 0xba55ed50u
-#define FATBIN_HEADER 16            /* magic, version, header_size, fat_size */
-#define ENTRY_HEADER_MIN 64         /* ELF entries 64 bytes, PTX 80 */
-#define ENTRY_KIND_PTX 1
-#define ENTRY_KIND_ELF 2
-#define ENTRY_FLAG_LZ4 0x2000u      /* a raw LZ4 block */
-#define ENTRY_FLAG_ZSTD 0x8000u     /* zstd frames */
 
 /* NVIDIA's section types and the one flag of theirs read here. */
 #define SHT_CUDA_INFO 0x70000000u   /* .nv.info*: a list of attributes */
@@ -80,88 +70,53 @@ static int refuse(struct why *w, const char *fmt, ...)
     return 0;
 }
 
-static uint16_t u16(const unsigned char *p)
-{
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static uint32_t u32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static uint64_t u64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* [off, off + len) inside n bytes, without overflow. */
-static int inside(uint64_t off, uint64_t len, uint64_t n)
-{
-    return off <= n && len <= n - off;
-}
-
-/* ---- ELF ------------------------------------------------------------------------ */
-
-/* A cubin being checked: its bytes and headers, read once. */
-struct elf {
-    const unsigned char *p;
-    size_t n;
-    Elf64_Ehdr eh;
-    const Elf64_Shdr *sh;       /* a copy of the section headers (aligned) */
-};
-
 static unsigned long long ull(uint64_t v)
 {
     return (unsigned long long)v;
 }
 
-static int header_ok(struct elf *e, struct why *w)
+/* ---- ELF ------------------------------------------------------------------------ */
+
+/* Whether rgpu_elf_open() found the header and its tables inside the
+ * image, and if not, why. */
+static int header_ok(const struct rgpu_elf *e, int status, struct why *w)
 {
     const Elf64_Ehdr *eh = &e->eh;
-    if (e->n < sizeof *eh)
+    switch (status) {
+    case RGPU_ELF_OK:
+        return 1;
+    case RGPU_ELF_SHORT:
         return refuse(w, "an ELF image of %zu bytes, shorter than its header", e->n);
-    memcpy(&e->eh, e->p, sizeof e->eh);
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_ehsize < sizeof *eh)
+    case RGPU_ELF_IDENT:
         return refuse(w, "not a 64-bit little-endian ELF header");
-    /* Counts kept in section 0 (no sections but a table, PN_XNUM,
-     * SHN_XINDEX): cubins never need them, and a library would read them
-     * from a place checked as a section, not as a count. */
-    if ((eh->e_shnum == 0 && eh->e_shoff != 0) || eh->e_phnum == PN_XNUM ||
-        eh->e_shnum >= SHN_LORESERVE)
+    case RGPU_ELF_EXTENDED:
+        /* A library would read them from a place checked as a section,
+         * not as a count. */
         return refuse(w, "ELF counts kept in section 0 (e_shnum %u, e_phnum %u)", eh->e_shnum,
                       eh->e_phnum);
-    /* Entries of exactly the structure's size: a library that steps by
-     * sizeof must read the headers checked here. */
-    if (eh->e_shnum && eh->e_shentsize != sizeof(Elf64_Shdr))
+    case RGPU_ELF_SHENTSIZE:
         return refuse(w, "section header entries of %u bytes", eh->e_shentsize);
-    if (eh->e_phnum && eh->e_phentsize != sizeof(Elf64_Phdr))
+    case RGPU_ELF_PHENTSIZE:
         return refuse(w, "program header entries of %u bytes", eh->e_phentsize);
-    if (!inside(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr), e->n))
+    case RGPU_ELF_SHTABLE:
         return refuse(w, "the section header table (offset %llu, %u entries) reaches beyond "
                       "the %zu-byte image", ull(eh->e_shoff), eh->e_shnum, e->n);
-    if (!inside(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr), e->n))
+    case RGPU_ELF_PHTABLE:
         return refuse(w, "the program header table (offset %llu, %u entries) reaches beyond "
                       "the %zu-byte image", ull(eh->e_phoff), eh->e_phnum, e->n);
-    if (eh->e_shnum && eh->e_shstrndx >= eh->e_shnum)
+    case RGPU_ELF_SHSTRNDX:
         return refuse(w, "the section name table is section %u of %u", eh->e_shstrndx,
                       eh->e_shnum);
-    return 1;
+    default:
+        return refuse(w, "out of memory for %u section headers", eh->e_shnum);
+    }
 }
 
-static int segments_ok(const struct elf *e, struct why *w)
+static int segments_ok(const struct rgpu_elf *e, struct why *w)
 {
     for (unsigned i = 0; i < e->eh.e_phnum; i++) {
-        Elf64_Phdr ph;
-        memcpy(&ph, e->p + e->eh.e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
-        if (!inside(ph.p_offset, ph.p_filesz, e->n))
+        Elf64_Phdr ph = rgpu_elf_segment(e, i);
+        if (!rgpu_inside(ph.p_offset, ph.p_filesz, e->n))
             return refuse(w, "segment %u's bytes [%llu, +%llu) reach beyond the %zu-byte image",
                           i, ull(ph.p_offset), ull(ph.p_filesz), e->n);
         if (ph.p_filesz > ph.p_memsz)
@@ -171,21 +126,15 @@ static int segments_ok(const struct elf *e, struct why *w)
     return 1;
 }
 
-/* Section k's bytes, checked by sections_ok. */
-static const unsigned char *bytes_of(const struct elf *e, unsigned k)
-{
-    return e->p + e->sh[k].sh_offset;
-}
-
 /* A string table: non-empty and ending in NUL, so that every offset
  * inside it starts a string that ends inside it. */
-static int strtab_ok(const struct elf *e, unsigned k, struct why *w)
+static int strtab_ok(const struct rgpu_elf *e, unsigned k, struct why *w)
 {
     const Elf64_Shdr *s = &e->sh[k];
     if (s->sh_type != SHT_STRTAB)
         return refuse(w, "section %u is used as a string table but has type %u", k,
                       s->sh_type);
-    if (s->sh_size == 0 || bytes_of(e, k)[s->sh_size - 1] != '\0')
+    if (s->sh_size == 0 || rgpu_elf_section_bytes(e, k)[s->sh_size - 1] != '\0')
         return refuse(w, "string table %u does not end in NUL", k);
     return 1;
 }
@@ -193,12 +142,11 @@ static int strtab_ok(const struct elf *e, unsigned k, struct why *w)
 /* Every section header, whatever its type: its bytes inside the image (a
  * section without file bytes, SHT_NOBITS, still has its offset inside),
  * its link a section, its entries whole.  Section 0 may not carry the
- * extended counts (header_ok refuses the forms that use them). */
-static int section_ok(const struct elf *e, unsigned i, struct why *w)
+ * extended counts (rgpu_elf_open refuses the forms that use them). */
+static int section_ok(const struct rgpu_elf *e, unsigned i, struct why *w)
 {
     const Elf64_Shdr *s = &e->sh[i];
-    uint64_t bytes = s->sh_type == SHT_NOBITS ? 0 : s->sh_size;
-    if (!inside(s->sh_offset, bytes, e->n))
+    if (!rgpu_elf_section_inside(e, i))
         return refuse(w, "section %u (type %u): bytes [%llu, +%llu) reach beyond the %zu-byte "
                       "image", i, s->sh_type, ull(s->sh_offset), ull(s->sh_size), e->n);
     if (s->sh_link >= e->eh.e_shnum)
@@ -212,7 +160,7 @@ static int section_ok(const struct elf *e, unsigned i, struct why *w)
     return 1;
 }
 
-static int names_ok(const struct elf *e, struct why *w)
+static int names_ok(const struct rgpu_elf *e, struct why *w)
 {
     if (!e->eh.e_shnum)
         return 1;
@@ -226,7 +174,7 @@ static int names_ok(const struct elf *e, struct why *w)
 }
 
 /* A table of entries of exactly size bytes (symbols, relocations). */
-static int table_ok(const struct elf *e, unsigned i, uint64_t size, struct why *w)
+static int table_ok(const struct rgpu_elf *e, unsigned i, uint64_t size, struct why *w)
 {
     if (e->sh[i].sh_entsize != size)
         return refuse(w, "section %u (type %u) has entries of %llu bytes, not %llu", i,
@@ -237,7 +185,7 @@ static int table_ok(const struct elf *e, unsigned i, uint64_t size, struct why *
 /* A symbol table: names inside its string table; each symbol defined in
  * a section lies inside that section (a global's initialiser is read from
  * there); no extended or processor-specific section indices. */
-static int symbols_ok(const struct elf *e, unsigned i, struct why *w)
+static int symbols_ok(const struct rgpu_elf *e, unsigned i, struct why *w)
 {
     const Elf64_Shdr *s = &e->sh[i];
     uint64_t nsyms = s->sh_size / sizeof(Elf64_Sym);
@@ -248,7 +196,8 @@ static int symbols_ok(const struct elf *e, unsigned i, struct why *w)
                       ull(nsyms));
     for (uint64_t k = 0; k < nsyms; k++) {
         Elf64_Sym sym;
-        memcpy(&sym, bytes_of(e, i) + k * sizeof sym, sizeof sym);
+        if (rgpu_elf_entry(e, i, k, &sym, sizeof sym) < 0)
+            return refuse(w, "symbol %llu lies beyond its table", ull(k));
         if (sym.st_name >= e->sh[s->sh_link].sh_size)
             return refuse(w, "symbol %llu's name lies beyond its string table", ull(k));
         if (sym.st_shndx == SHN_UNDEF || sym.st_shndx == SHN_ABS || sym.st_shndx == SHN_COMMON)
@@ -257,7 +206,7 @@ static int symbols_ok(const struct elf *e, unsigned i, struct why *w)
             return refuse(w, "symbol %llu is in section %u of %u", ull(k), sym.st_shndx,
                           e->eh.e_shnum);
         uint64_t room = e->sh[sym.st_shndx].sh_size;
-        if (!inside(sym.st_value, sym.st_size, room))
+        if (!rgpu_inside(sym.st_value, sym.st_size, room))
             return refuse(w, "symbol %llu: [%llu, +%llu) reaches beyond its section %u of "
                           "%llu bytes", ull(k), ull(sym.st_value), ull(sym.st_size),
                           sym.st_shndx, ull(room));
@@ -276,7 +225,7 @@ static uint64_t reloc_width(const Elf64_Shdr *target, uint32_t type)
 /* A relocation table: it applies to a section (sh_info) with the symbols
  * of a symbol table (sh_link); every entry names one of those symbols and
  * writes inside its target section. */
-static int relocations_ok(const struct elf *e, unsigned i, struct why *w)
+static int relocations_ok(const struct rgpu_elf *e, unsigned i, struct why *w)
 {
     const Elf64_Shdr *s = &e->sh[i];
     uint64_t size = s->sh_type == SHT_RELA ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel);
@@ -292,13 +241,14 @@ static int relocations_ok(const struct elf *e, unsigned i, struct why *w)
     const Elf64_Shdr *target = &e->sh[s->sh_info];
     uint64_t nsyms = syms->sh_size / sizeof(Elf64_Sym);
     for (uint64_t k = 0; k < s->sh_size / size; k++) {
-        Elf64_Rel r;    /* the first two fields of either form */
-        memcpy(&r, bytes_of(e, i) + k * size, sizeof r);
+        Elf64_Rela r;
+        if (rgpu_elf_relocation(e, i, k, &r) < 0)
+            return refuse(w, "relocation %llu lies beyond its section %u", ull(k), i);
         if (ELF64_R_SYM(r.r_info) >= nsyms)
             return refuse(w, "relocation %llu of section %u names symbol %llu of %llu", ull(k),
                           i, ull(ELF64_R_SYM(r.r_info)), ull(nsyms));
         uint32_t type = ELF64_R_TYPE(r.r_info);
-        if (!inside(r.r_offset, reloc_width(target, type), target->sh_size))
+        if (!rgpu_inside(r.r_offset, reloc_width(target, type), target->sh_size))
             return refuse(w, "relocation %llu (type %u) of section %u writes at %llu of a "
                           "%llu-byte section", ull(k), type, i, ull(r.r_offset),
                           ull(target->sh_size));
@@ -309,12 +259,12 @@ static int relocations_ok(const struct elf *e, unsigned i, struct why *w)
 /* .nv.info: attributes {u8 format, u8 attribute, u16 value} or, in format
  * EIFMT_SVAL, {.., u16 length, length bytes}; the list must end exactly at
  * the section's end, so that a walk of it stays inside. */
-static int attributes_ok(const struct elf *e, unsigned i, struct why *w)
+static int attributes_ok(const struct rgpu_elf *e, unsigned i, struct why *w)
 {
-    const unsigned char *p = bytes_of(e, i);
+    const unsigned char *p = rgpu_elf_section_bytes(e, i);
     uint64_t off = 0, n = e->sh[i].sh_size;
     while (n - off >= 4) {
-        off += 4 + (p[off] == EIFMT_SVAL ? u16(p + off + 2) : 0);
+        off += 4 + (p[off] == EIFMT_SVAL ? rgpu_get16(p + off + 2) : 0);
         if (off > n)
             break;
     }
@@ -325,7 +275,7 @@ static int attributes_ok(const struct elf *e, unsigned i, struct why *w)
 }
 
 /* The checks that depend on a section's type. */
-static int typed_ok(const struct elf *e, unsigned i, struct why *w)
+static int typed_ok(const struct rgpu_elf *e, unsigned i, struct why *w)
 {
     switch (e->sh[i].sh_type) {
     case SHT_STRTAB:
@@ -349,7 +299,7 @@ static int typed_ok(const struct elf *e, unsigned i, struct why *w)
     }
 }
 
-static int sections_ok(const struct elf *e, struct why *w)
+static int sections_ok(const struct rgpu_elf *e, struct why *w)
 {
     unsigned n = e->eh.e_shnum;
     for (unsigned i = 0; i < n; i++)
@@ -368,16 +318,10 @@ static int sections_ok(const struct elf *e, struct why *w)
  * tables inside their sections, every index naming what exists. */
 static int cubin_ok(const unsigned char *p, size_t n, struct why *w)
 {
-    struct elf e = { .p = p, .n = n };
-    if (!header_ok(&e, w) || !segments_ok(&e, w))
-        return 0;
-    Elf64_Shdr *sh = malloc((size_t)e.eh.e_shnum * sizeof *sh + 1);
-    if (!sh)
-        return refuse(w, "out of memory for %u section headers", e.eh.e_shnum);
-    memcpy(sh, p + e.eh.e_shoff, (size_t)e.eh.e_shnum * sizeof *sh);
-    e.sh = sh;
-    int ok = sections_ok(&e, w);
-    free(sh);
+    struct rgpu_elf e;
+    int ok = header_ok(&e, rgpu_elf_open(&e, p, n), w) && segments_ok(&e, w) &&
+             sections_ok(&e, w);
+    rgpu_elf_close(&e);
     return ok;
 }
 
@@ -387,38 +331,32 @@ static int cubin_ok(const unsigned char *p, size_t n, struct why *w)
  * size, which it must fill exactly: a library decompresses it into a
  * buffer of that size, perhaps with a decoder that trusts the stream.
  * NULL (after saying why) when it does not. */
-static unsigned char *decompressed(const unsigned char *src, uint64_t csize, uint64_t flags,
-                                   uint64_t dsize, struct why *w)
+static unsigned char *decompressed(const struct rgpu_fatbin_entry *e, struct why *w)
 {
-    if ((flags & ENTRY_FLAG_LZ4) && (flags & ENTRY_FLAG_ZSTD)) {
+    unsigned char *plain;
+    switch (rgpu_fatbin_decompress(e, IMAGE_ENTRY_MAX, &plain)) {
+    case RGPU_FATBIN_OK:
+        return plain;
+    case RGPU_FATBIN_CUT:
+        refuse(w, "a fatbin entry compressed to %llu bytes in a payload of %llu",
+               ull(e->compressed_size), ull(e->payload_size));
+        return NULL;
+    case RGPU_FATBIN_TWO_CODECS:
         refuse(w, "a fatbin entry compressed with two codecs");
         return NULL;
-    }
-    if (dsize == 0 || dsize > IMAGE_ENTRY_MAX || csize == 0 || csize > INT_MAX) {
+    case RGPU_FATBIN_SIZES:
         refuse(w, "a compressed fatbin entry of %llu bytes declaring %llu (at most %llu)",
-               ull(csize), ull(dsize), ull(IMAGE_ENTRY_MAX));
+               ull(e->compressed_size), ull(e->plain_size), ull(IMAGE_ENTRY_MAX));
         return NULL;
-    }
-    unsigned char *out = malloc(dsize);
-    if (!out) {
-        refuse(w, "out of memory for a fatbin entry of %llu bytes", ull(dsize));
+    case RGPU_FATBIN_NOMEM:
+        refuse(w, "out of memory for a fatbin entry of %llu bytes", ull(e->plain_size));
         return NULL;
-    }
-    uint64_t got = 0;
-    if (flags & ENTRY_FLAG_LZ4) {
-        int r = LZ4_decompress_safe((const char *)src, (char *)out, (int)csize, (int)dsize);
-        got = r < 0 ? 0 : (uint64_t)r;
-    } else {
-        size_t r = ZSTD_decompress(out, dsize, src, csize);
-        got = ZSTD_isError(r) ? 0 : r;
-    }
-    if (got != dsize) {
+    default:
         refuse(w, "a %s fatbin entry of %llu bytes does not decompress to the %llu it "
-               "declares", flags & ENTRY_FLAG_LZ4 ? "LZ4" : "zstd", ull(csize), ull(dsize));
-        free(out);
+               "declares", e->flags & RGPU_FATBIN_LZ4 ? "LZ4" : "zstd",
+               ull(e->compressed_size), ull(e->plain_size));
         return NULL;
     }
-    return out;
 }
 
 /* One entry's payload.  The loaders decompress PTX and ELF entries, and
@@ -426,62 +364,57 @@ static unsigned char *decompressed(const unsigned char *src, uint64_t csize, uin
  * kinds (LTO-IR for nvJitLink, with codecs of their own) are no module
  * code: their bytes are inside the container, which is all a loader that
  * skips them needs. */
-static int payload_ok(const unsigned char *e, const unsigned char *payload, uint64_t psize,
-                      struct why *w)
+static int payload_ok(const struct rgpu_fatbin_entry *e, struct why *w)
 {
-    uint64_t csize = u32(e + 16), flags = u64(e + 40), dsize = u64(e + 56);
-    unsigned kind = u16(e);
-    if (kind != ENTRY_KIND_ELF && kind != ENTRY_KIND_PTX)
+    if (e->kind != RGPU_FATBIN_ELF && e->kind != RGPU_FATBIN_PTX)
         return 1;
-    if (!(flags & (ENTRY_FLAG_LZ4 | ENTRY_FLAG_ZSTD)))
-        return kind != ENTRY_KIND_ELF || cubin_ok(payload, psize, w);
-    if (csize > psize)
-        return refuse(w, "a fatbin entry compressed to %llu bytes in a payload of %llu",
-                      ull(csize), ull(psize));
-    unsigned char *plain = decompressed(payload, csize, flags, dsize, w);
-    int ok = plain && (kind != ENTRY_KIND_ELF || cubin_ok(plain, dsize, w));
+    if (!rgpu_fatbin_compressed(e))
+        return e->kind != RGPU_FATBIN_ELF || cubin_ok(e->payload, e->payload_size, w);
+    unsigned char *plain = decompressed(e, w);
+    int ok = plain && (e->kind != RGPU_FATBIN_ELF || cubin_ok(plain, e->plain_size, w));
     free(plain);
     return ok;
 }
 
-/* One container's entries, c pointing at its first entry, n bytes of them. */
-static int entries_ok(const unsigned char *c, uint64_t n, struct why *w)
+/* One container's entries: each inside it, its name inside the entry. */
+static int entries_ok(const struct rgpu_fatbin_container *c, struct why *w)
 {
+    struct rgpu_fatbin_entry e;
     uint64_t off = 0;
-    /* As the libraries walk them: entries while a header still fits. */
-    while (n - off >= ENTRY_HEADER_MIN) {
-        const unsigned char *e = c + off;
-        uint64_t hsize = u32(e + 4), psize = u64(e + 8);
-        uint64_t name = u32(e + 32), name_len = u32(e + 36);
-        if (hsize < ENTRY_HEADER_MIN || !inside(off, hsize, n) || !inside(off + hsize, psize, n))
-            return refuse(w, "a fatbin entry (header %llu, payload %llu bytes) reaches beyond "
-                          "its container", ull(hsize), ull(psize));
-        if (name_len && !inside(name, name_len, hsize + psize))
+    int more;
+    while ((more = rgpu_fatbin_next_entry(c, &off, &e)) > 0) {
+        if (e.name_len && !rgpu_inside(e.name_off, e.name_len,
+                                       (uint64_t)e.header_size + e.payload_size))
             return refuse(w, "a fatbin entry's name lies beyond the entry");
-        if (!payload_ok(e, e + hsize, psize, w))
+        if (!payload_ok(&e, w))
             return 0;
-        off += hsize + psize;
     }
+    if (more < 0)
+        return refuse(w, "a fatbin entry (header %llu, payload %llu bytes) reaches beyond "
+                      "its container", ull(e.header_size), ull(e.payload_size));
     return 1;
 }
 
+/* Containers back to back, filling the image. */
 static int fatbin_ok(const unsigned char *p, size_t n, struct why *w)
 {
     size_t off = 0;
-    if (n < FATBIN_HEADER)
+    if (n < RGPU_FATBIN_HEADER)
         return refuse(w, "a fatbin of %zu bytes, shorter than its header", n);
     while (off < n) {
-        const unsigned char *h = p + off;
-        if (n - off < FATBIN_HEADER || u32(h) != FATBIN_MAGIC)
+        struct rgpu_fatbin_container c;
+        switch (rgpu_fatbin_container(p, n, off, &c)) {
+        case RGPU_FATBIN_OK:
+            break;
+        case RGPU_FATBIN_NOT_CONTAINER:
             return refuse(w, "%zu bytes after a fatbin container are not another", n - off);
-        uint16_t hsize = u16(h + 6);
-        uint64_t fat = u64(h + 8);
-        if (hsize < FATBIN_HEADER || !inside(off, hsize, n) || !inside(off + hsize, fat, n))
+        default:
             return refuse(w, "a fatbin container of %llu bytes reaches beyond the %zu-byte "
-                          "image", ull(fat), n);
-        if (!entries_ok(h + hsize, fat, w))
+                          "image", ull(c.size), n);
+        }
+        if (!entries_ok(&c, w))
             return 0;
-        off += hsize + fat;
+        off = c.end;
     }
     return 1;
 }
@@ -492,12 +425,12 @@ int image_check(const void *image, size_t n, char *why, size_t whylen)
     struct why w = { why, whylen };
     if (why && whylen)
         why[0] = '\0';
-    if (n >= 4 && u32(p) == FATBIN_WRAPPER_MAGIC) {
+    if (n >= 4 && rgpu_get32(p) == RGPU_FATBIN_WRAPPER_MAGIC) {
         refuse(&w, "a fatbin wrapper: its data pointer would be followed in the session "
                "(send the container)");
         return IMAGE_WRAPPER;
     }
-    if (n >= 4 && u32(p) == FATBIN_MAGIC)
+    if (n >= 4 && rgpu_get32(p) == RGPU_FATBIN_MAGIC)
         return fatbin_ok(p, n, &w) ? IMAGE_OK : IMAGE_BAD;
     if (n >= SELFMAG && memcmp(p, ELFMAG, SELFMAG) == 0)
         return cubin_ok(p, n, &w) ? IMAGE_OK : IMAGE_BAD;
@@ -525,7 +458,7 @@ static int ar_ok(const unsigned char *p, size_t n, struct why *w)
         memcpy(digits, p + off + 48, 10);
         digits[10] = '\0';
         unsigned long long size = strtoull(digits, &end, 10);
-        if (end == digits || !inside(off + AR_HEADER, size, n))
+        if (end == digits || !rgpu_inside(off + AR_HEADER, size, n))
             return refuse(w, "an archive member at %zu reaches beyond the %zu-byte archive",
                           off, n);
         const unsigned char *member = p + off + AR_HEADER;
@@ -544,7 +477,8 @@ int image_check_sized(const void *image, size_t n, char *why, size_t whylen)
         why[0] = '\0';
     if (n >= sizeof AR_MAGIC - 1 && memcmp(p, AR_MAGIC, sizeof AR_MAGIC - 1) == 0)
         return ar_ok(p, n, &w) ? IMAGE_OK : IMAGE_BAD;
-    if ((n >= 4 && (u32(p) == FATBIN_WRAPPER_MAGIC || u32(p) == FATBIN_MAGIC)) ||
+    uint32_t magic = n >= 4 ? rgpu_get32(p) : 0;
+    if (magic == RGPU_FATBIN_WRAPPER_MAGIC || magic == RGPU_FATBIN_MAGIC ||
         (n >= SELFMAG && memcmp(p, ELFMAG, SELFMAG) == 0))
         return image_check(p, n, why, whylen);
     return IMAGE_OK;

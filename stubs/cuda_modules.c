@@ -11,6 +11,7 @@
  * buffers, as the driver does, and each link call writes them again; the
  * linked image is copied here and lives until cuLinkDestroy. */
 #include "rgpu_client.h"
+#include "rgpu_fatbin.h"
 #include "rgpu_hand_procs.h"
 #include "cuda_procs.h"
 
@@ -24,15 +25,6 @@
 #define LIB (&rgpu_cuda_lib)
 
 /* ---- image sizes ----------------------------------------------------------------- */
-
-#define FATBIN_WRAPPER_MAGIC 0x466243b1u
-#define FATBIN_MAGIC 0xba55ed50u
-
-struct fatbin_header {
-    uint32_t magic;
-    uint16_t version, header_size;
-    uint64_t fat_size;
-};
 
 static size_t max_size(size_t a, size_t b)
 {
@@ -65,28 +57,20 @@ static size_t elf_size(const unsigned char *p)
 static size_t image_size(const void **image)
 {
     const unsigned char *p = *image;
-    uint32_t magic;
-    memcpy(&magic, p, sizeof magic);
-    if (magic == FATBIN_WRAPPER_MAGIC) {
+    uint32_t magic = rgpu_get32(p);
+    if (magic == RGPU_FATBIN_WRAPPER_MAGIC) {
         /* The server refuses wrappers (it would follow their pointer into
          * its own memory): send the container the wrapper points at. */
-        const void *const *data = (const void *const *)(p + 8);
-        const unsigned char *inner = *data;
-        uint32_t inner_magic;
-        if (!inner)
-            return 0;
-        memcpy(&inner_magic, inner, sizeof inner_magic);
-        if (inner_magic != FATBIN_MAGIC)
+        const unsigned char *inner = ((const struct rgpu_fatbin_wrapper *)p)->data;
+        if (!inner || rgpu_get32(inner) != RGPU_FATBIN_MAGIC)
             return 0;
         *image = inner;
         return image_size(image);
     }
-    if (magic == FATBIN_MAGIC) {
-        /* One container: others may follow in the caller's memory, but
-         * the driver reads the first only. */
-        const struct fatbin_header *h = (const void *)p;
-        return (size_t)h->header_size + h->fat_size;
-    }
+    /* One container: others may follow in the caller's memory, but the
+     * driver reads the first only. */
+    if (magic == RGPU_FATBIN_MAGIC)
+        return rgpu_fatbin_size(p);
     if (memcmp(p, ELFMAG, SELFMAG) == 0 && p[EI_CLASS] == ELFCLASS64)
         return elf_size(p);
     return strlen((const char *)p) + 1;     /* PTX */

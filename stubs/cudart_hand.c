@@ -1,6 +1,7 @@
 /* Hand-written parts of libcudart: everything codegen/cudart.ann marks
  * `hand`, `client` or `local`.  Server side: daemon/hand_cudart.c. */
 #include "rgpu_client.h"
+#include "rgpu_fatbin.h"
 #include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "client_ranges.h"
@@ -21,21 +22,6 @@
 #define RESULT(e) rgpu_runtime_result(e)
 
 /* ---- registration: what nvcc's generated constructors tell us ------------- */
-
-#define FATBIN_WRAPPER_MAGIC 0x466243b1u
-#define FATBIN_MAGIC 0xba55ed50u
-
-struct fatbin_wrapper {
-    uint32_t magic, version;
-    const void *data;
-    const void *filename_or_fatbins;
-};
-
-struct fatbin_header {
-    uint32_t magic;
-    uint16_t version, header_size;
-    uint64_t fat_size;
-};
 
 struct module {
     const void *image;
@@ -143,26 +129,20 @@ static struct kernel *kernel_table_get(struct kernel_table *t, const void *key)
     return k;
 }
 
-/* A registered fatbin's size: its own container.  The containers of all
- * translation units of a library lie back to back in its .nv_fatbin
- * section, so reading on past the first would upload the whole library
- * (hundreds of MiB for PyTorch) with every module. */
-static size_t fatbin_size(const void *data)
-{
-    const struct fatbin_header *h = data;
-    return h->magic == FATBIN_MAGIC ? (size_t)h->header_size + h->fat_size : 0;
-}
-
 RGPU_EXPORT void **__cudaRegisterFatBinary(void *fatCubin)
 {
-    const struct fatbin_wrapper *w = fatCubin;
+    const struct rgpu_fatbin_wrapper *w = fatCubin;
     struct module *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
     pthread_mutex_init(&m->lock, NULL);
-    if (w && w->magic == FATBIN_WRAPPER_MAGIC) {
+    /* A registered fatbin's size is its own container's.  The containers
+     * of all translation units of a library lie back to back in its
+     * .nv_fatbin section, so reading on past the first would upload the
+     * whole library (hundreds of MiB for PyTorch) with every module. */
+    if (w && w->magic == RGPU_FATBIN_WRAPPER_MAGIC) {
         m->image = w->data;
-        m->image_size = fatbin_size(w->data);
+        m->image_size = rgpu_fatbin_size(w->data);
     }
     /* Nothing travels now: a process like PyTorch registers thousands of
      * fatbins and uses few (BRIEF 4.3). */

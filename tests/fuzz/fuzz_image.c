@@ -16,8 +16,13 @@
  *    the bytes it was given aborts, naming what it read: an image the
  *    checks passed that a loader would read beyond.
  * The model is written apart from the checks, from what a loader needs,
- * not from the checks' own rules, so that a gap in one shows up. */
+ * not from the checks' own rules, so that a gap in one shows up.
+ *
+ * The client's printf scan (common/rgpu_printf_scan.c) reads the same
+ * formats with the same walker (common/rgpu_fatbin.c): it runs on each
+ * input too, every fatbin entry read, and must stay inside its bytes. */
 #include "image_check.h"
+#include "rgpu_printf_scan.h"
 
 #include <elf.h>
 #include <lz4.h>
@@ -284,6 +289,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         walk(&s, 1);
     else
         check_why(why, sizeof why);
+    struct rgpu_print_scan scan;
+    rgpu_print_scan(copy, size, NULL, 0, &scan);
+    rgpu_print_scan_free(&scan);
     free(copy);
     return 0;
 }

@@ -11,9 +11,11 @@
  * may print and the others (a helper, an assert, the device heap) do not.
  * A kernel that prints in its sm_80 code only may print on an A100
  * (8.0) or an RTX 3090 (8.6), not on an H200 (9.0).  Then images it must
- * not trust: every kernel of them may print. */
+ * not trust (damaged, or with headers reaching beyond them): every kernel
+ * of them may print. */
 #include "rgpu_printf_scan.h"
 
+#include <elf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +191,37 @@ static void cubin_without_callgraph(const unsigned char *cubin, size_t size)
     free(copy);
 }
 
+/* A cubin whose section name table has no file bytes (SHT_NOBITS) and
+ * declares 1 MiB from offset `at`: its names cannot be read, and nothing
+ * outside the image's bytes is.  The copy is exactly their size: a read
+ * just past them shows in the sanitizer build, one a terabyte past them
+ * faults in any build. */
+static void cubin_names_at(const unsigned char *cubin, size_t size, uint64_t at,
+                           const char *what)
+{
+    unsigned char *copy = malloc(size);
+    Elf64_Ehdr eh;
+    Elf64_Shdr names;
+    if (!copy)
+        return;
+    memcpy(copy, cubin, size);
+    memcpy(&eh, copy, sizeof eh);
+    unsigned char *header = copy + eh.e_shoff + (size_t)eh.e_shstrndx * sizeof names;
+    memcpy(&names, header, sizeof names);
+    names.sh_type = SHT_NOBITS;
+    names.sh_offset = at;
+    names.sh_size = 1 << 20;
+    memcpy(header, &names, sizeof names);
+    expect_unknown(what, copy, size);
+    free(copy);
+}
+
+static void cubin_names_beyond(const unsigned char *cubin, size_t size)
+{
+    cubin_names_at(cubin, size, size - 4, "cubin whose name table reaches beyond it");
+    cubin_names_at(cubin, size, size + (1ull << 40), "cubin whose name table lies far beyond it");
+}
+
 static void texts(void)
 {
     static const char quiet[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -236,8 +269,10 @@ int main(int argc, char **argv)
         ptx_for_newer(fatbin, fatbin_size);
         damaged_fatbins(fatbin, fatbin_size);
     }
-    if (cubin)
+    if (cubin) {
         cubin_without_callgraph(cubin, cubin_size);
+        cubin_names_beyond(cubin, cubin_size);
+    }
     texts();
     free(fatbin);
     free(cubin);
