@@ -74,14 +74,15 @@
  * (the session's own: codegen/rgpu_own.h) by the protocol version, which
  * changes with them: protocol 8 made them, and the copies, host
  * functions and the rest of the old hand-written calls that moved with
- * them, rgpu's own procedures.
+ * them, rgpu's own procedures; protocol 9 the launches, module loads, JIT
+ * linking, image pieces and the late library check.
  */
 #ifndef RGPU_PROTO_H
 #define RGPU_PROTO_H
 
 #include <stdint.h>
 
-#define RGPU_PROTO_VERSION      8
+#define RGPU_PROTO_VERSION      9
 #define RGPU_DEFAULT_PORT       9713
 #define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
 /* Bulk copies travel in chunks: each a frame, which the server pipelines
