@@ -69,7 +69,7 @@
  * never change across builds or CUDA versions; rgpu's own procedures use
  * the same scheme with names of their own ("cudart/rgpu_htod",
  * "rgpu/rgpu_fence"), and so do the hand-written ones that remain
- * ("cudart/rgpu.launch").  A library's procedures are covered by the
+ * ("cuda/rgpu.cu_graph_dot").  A library's procedures are covered by the
  * digest of its table in the hello; those of rgpu's own library "rgpu"
  * (the session's own: codegen/rgpu_own.h) by the protocol version, which
  * changes with them: protocol 8 made them, and the copies, host
