@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rgpu_module_wire.h"
+
 /* ---- CUDA arrays: stubs/cuda_arrays.c, daemon/hand_arrays.c --------------------
  * One layer z of an array (0 for a 2D one) and linear memory; x and width
  * count bytes, y and height rows.  Host rows travel packed (rows_size =
@@ -87,5 +89,72 @@ CUresult rgpu_cu_occupancy_block_size(int *min_grid_size, int *block_size, CUfun
 CUresult rgpu_cu_capture_info(CUstream stream, int per_thread, CUstreamCaptureStatus *status,
                               cuuint64_t *id, CUgraph *graph, CUgraphNode *deps,
                               CUgraphEdgeData *edges, size_t max_deps, size_t *count);
+
+/* ==== launches, modules and images ================================================
+ * (stubs/cuda_launch.c, stubs/cuda_modules.c, daemon/hand_cuda_launch.c,
+ * daemon/hand_cuda_modules.c; records and bounds: codegen/rgpu_module_wire.h) */
+
+/* ---- launches ---------------------------------------------------------------------
+ * The parameters' layout of a function (or of a kernel, which a launch may
+ * name in its place): *nparams of them, the first max_params in params. */
+CUresult rgpu_cu_param_layout(CUfunction function, struct rgpu_param_slot *params,
+                              size_t max_params, size_t *nparams);
+/* cuLaunchKernel: the arguments packed by the function's layout, or, packed
+ * 1, the caller's own buffer (`extra`), params_size bytes either way. */
+CUresult rgpu_cu_launch(CUfunction function, unsigned int grid_x, unsigned int grid_y,
+                        unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+                        unsigned int block_z, unsigned int shmem, CUstream stream, int packed,
+                        size_t params_size, const void *params);
+/* cuLaunchKernelEx with nattrs launch attributes (the cooperative launches
+ * are sent as such). */
+CUresult rgpu_cu_launch_ex(CUfunction function, unsigned int grid_x, unsigned int grid_y,
+                           unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+                           unsigned int block_z, unsigned int shmem, CUstream stream, int packed,
+                           const struct rgpu_launch_attr *attrs, size_t nattrs,
+                           size_t params_size, const void *params);
+
+/* ---- modules, libraries and JIT linking ----------------------------------------------
+ * Images are image_size bytes at image, or, image NULL, the image of
+ * image_size bytes this client thread sent ahead in pieces (rgpu_image_piece
+ * of codegen/rgpu_own.h); the server checks their headers against their
+ * bytes before the library reads them.  JIT options: noptions records and
+ * the name lists' strings in names (struct rgpu_jit_option); what the
+ * library wrote into them comes back in *result, the logs' texts in logs
+ * (logs_size bytes of room, *logs_used filled). */
+
+/* cuModuleLoadData(Ex). */
+CUresult rgpu_cu_module_load(CUmodule *module, const struct rgpu_jit_option *options,
+                             size_t noptions, const char *names, size_t names_size,
+                             struct rgpu_jit_result *result, char *logs, size_t logs_size,
+                             size_t *logs_used, size_t image_size, const void *image);
+/* cuLibraryLoadData (library options are answered on the client). */
+CUresult rgpu_cu_library_load(CUlibrary *library, const struct rgpu_jit_option *options,
+                              size_t noptions, const char *names, size_t names_size,
+                              struct rgpu_jit_result *result, char *logs, size_t logs_size,
+                              size_t *logs_used, size_t image_size, const void *image);
+/* cuLinkCreate_v2.  The state keeps the create's options on the server,
+ * since the driver writes its logs into them while it lives: the calls
+ * below bring them back as they stand (state_result, state_logs). */
+CUresult rgpu_cu_link_create(CUlinkState *link, const struct rgpu_jit_option *options,
+                             size_t noptions, const char *names, size_t names_size,
+                             struct rgpu_jit_result *result, char *logs, size_t logs_size,
+                             size_t *logs_used);
+/* cuLinkAddData_v2 of an input named name (NULL: none), with options of its
+ * own. */
+CUresult rgpu_cu_link_add(CUlinkState link, CUjitInputType type, const char *name,
+                          const struct rgpu_jit_option *options, size_t noptions,
+                          const char *names, size_t names_size,
+                          struct rgpu_jit_result *state_result, char *state_logs,
+                          size_t state_logs_size, size_t *state_logs_used,
+                          struct rgpu_jit_result *result, char *logs, size_t logs_size,
+                          size_t *logs_used, size_t image_size, const void *image);
+/* cuLinkComplete: the linked image's size; it stays with the state, read in
+ * pieces of at most RGPU_IMAGE_PIECE bytes with rgpu_cu_link_read. */
+CUresult rgpu_cu_link_complete(CUlinkState link, size_t *size,
+                               struct rgpu_jit_result *state_result, char *state_logs,
+                               size_t state_logs_size, size_t *state_logs_used);
+CUresult rgpu_cu_link_read(CUlinkState link, size_t offset, void *bytes, size_t size);
+/* cuLinkDestroy. */
+CUresult rgpu_cu_link_destroy(CUlinkState link);
 
 #endif

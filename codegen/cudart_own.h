@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rgpu_module_wire.h"
+
 /* ---- CUDA arrays: stubs/cudart_arrays.c, daemon/hand_arrays.c ------------------
  * x and width count bytes, y and height rows.  Host rows travel packed
  * (rows_size = width * height), done before the reply as the runtime's
@@ -124,5 +126,31 @@ cudaError_t rgpu_capture_info(cudaStream_t stream, int per_thread,
  * (asked once per allocation whose device the client did not learn when
  * it was made). */
 cudaError_t rgpu_pointer_device(int *device, const void *ptr);
+
+/* ==== launches, modules and images ================================================
+ * (stubs/cudart_hand.c, daemon/hand_cudart.c; records and bounds:
+ * codegen/rgpu_module_wire.h) */
+
+/* A fatbin nvcc registered, loaded on its first use (cudaLibraryLoadData
+ * without options): image_size bytes at image, or, image NULL, the image of
+ * image_size bytes this client thread sent ahead in pieces (rgpu_image_piece
+ * of codegen/rgpu_own.h).  The server checks the image's headers against
+ * its bytes before the library reads it. */
+cudaError_t rgpu_lib_load(cudaLibrary_t *library, size_t image_size, const void *image);
+
+/* cudaLibraryGetKernel of the kernel nvcc registered as name, and its
+ * parameters' layout: *nparams of them, the first max_params in params. */
+cudaError_t rgpu_kernel_get(cudaKernel_t *kernel, cudaLibrary_t library, const char *name,
+                            struct rgpu_param_slot *params, size_t max_params, size_t *nparams);
+
+/* cudaLaunchKernel of a kernel rgpu_kernel_get handed out, its arguments
+ * packed by its layout (params_size bytes). */
+cudaError_t rgpu_launch(cudaKernel_t kernel, dim3 grid, dim3 block, size_t shmem,
+                        cudaStream_t stream, size_t params_size, const void *params);
+/* cudaLaunchKernelExC with nattrs launch attributes (the cooperative
+ * launches are sent as such). */
+cudaError_t rgpu_launch_ex(cudaKernel_t kernel, dim3 grid, dim3 block, size_t shmem,
+                           cudaStream_t stream, const struct rgpu_launch_attr *attrs,
+                           size_t nattrs, size_t params_size, const void *params);
 
 #endif

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rgpu_module_wire.h"
+
 /* Their status: 0, or what went wrong. */
 typedef int rgpu_status;
 enum rgpu_statuses {
@@ -18,6 +20,7 @@ enum rgpu_statuses {
     RGPU_STATUS_NOT_FOUND = 2,      /* nothing to answer */
     RGPU_STATUS_NOT_SUPPORTED = 3,  /* the server cannot serve the call */
     RGPU_STATUS_UNAVAILABLE = 4,    /* no server */
+    RGPU_STATUS_NO_MEMORY = 5,      /* the server cannot hold what was asked */
 };
 
 /* A request that waits for nothing but its turn: its reply says every
@@ -44,5 +47,24 @@ rgpu_status rgpu_unreported(struct rgpu_unreported *entries, size_t capacity, si
  * for code but its text for an unknown one (common/rgpu_client.c, asked
  * once per code; served in daemon/error_texts.c). */
 rgpu_status rgpu_error_string(const char *lib, int code, char *text, size_t max_size);
+
+/* ==== module images and libraries loaded late ====================================== */
+
+/* One piece of a module image larger than RGPU_IMAGE_INLINE_MAX
+ * (codegen/rgpu_module_wire.h), which the session assembles in a buffer of
+ * the calling client thread for the request that loads it
+ * (common/rgpu_image.c; served in daemon/image_stage.c).  Pieces come in
+ * order, at most RGPU_IMAGE_PIECE bytes each, the first at offset 0, which
+ * drops an unfinished image of that thread and is where the server says
+ * whether it holds an image of total bytes (RGPU_STATUS_NO_MEMORY: its
+ * staging limit or its memory refuses); anything out of order is a
+ * protocol error. */
+rgpu_status rgpu_image_piece(uint64_t total, uint64_t offset, size_t size, const void *piece);
+
+/* A stub library loaded after the session began: its name and its
+ * procedure table's digest (rgpu_hello.h), checked as the hello's are; a
+ * server whose table differs answers RGPU_EVERSION, and the client ends
+ * the session (common/rgpu_client.c; served in daemon/auth.c). */
+rgpu_status rgpu_late_lib(const char *lib, const void *digest, size_t digest_size);
 
 #endif

@@ -3,7 +3,6 @@
 #include "client_ranges.h"
 #include "rgpu_addr.h"
 #include "rgpu_hello.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_liblog.h"
 #include "rgpu_log.h"
 #include "rgpu_wire.h"
@@ -267,7 +266,7 @@ static int send_packed(int fd, const msgpack_sbuffer *buf, const void *payload, 
 
 /* The libraries of this process, registered by their stubs' constructors:
  * their procedure-table digests go in the hello.  One loaded after the
- * session started is checked with the server then (rgpu.lib_digest). */
+ * session started is checked with the server then (rgpu_late_lib). */
 static struct {
     pthread_mutex_t lock;
     const struct rgpu_lib *libs[RGPU_HELLO_MAX_LIBS];
@@ -1716,6 +1715,35 @@ int rgpu_layout_parse(const msgpack_object *arr, struct rgpu_layout *l)
     return 0;
 }
 
+int rgpu_layout_set(struct rgpu_layout *l, const struct rgpu_param_slot *slots, size_t n)
+{
+    uint64_t bytes = 0;
+    memset(l, 0, sizeof *l);
+    if (n > RGPU_KERNEL_PARAMS_MAX || (n && !slots))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if ((uint64_t)slots[i].offset + slots[i].size > bytes)
+            bytes = (uint64_t)slots[i].offset + slots[i].size;
+    /* No launch carries more argument bytes (rgpud refuses them too). */
+    if (bytes > RGPU_KERNEL_PARAM_BYTES_MAX)
+        return -1;
+    l->offset = calloc(n + 1, sizeof *l->offset);
+    l->size = calloc(n + 1, sizeof *l->size);
+    if (!l->offset || !l->size) {
+        free(l->offset);
+        free(l->size);
+        memset(l, 0, sizeof *l);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        l->offset[i] = slots[i].offset;
+        l->size[i] = slots[i].size;
+    }
+    l->nparams = (unsigned)n;
+    l->bytes = (size_t)bytes;
+    return 0;
+}
+
 void rgpu_layout_pack(const struct rgpu_layout *l, void *const *args, unsigned char *buf)
 {
     memset(buf, 0, l->bytes);
@@ -1848,17 +1876,23 @@ static void report_unreported(void)
 static void check_late_lib(const struct rgpu_lib *lib)
 {
     unsigned char digest[RGPU_DIGEST_LEN];
+    const struct rgpu_proc *proc = RGPU_RGPU_rgpu_late_lib;
+    const char *name = lib->name;
+    const void *bytes = digest;
+    size_t size = sizeof digest;
+    const void *argv[] = { &name, &bytes, &size };
     struct rgpu_req req;
     struct rgpu_reply reply;
 
+    /* Sent as the generated call would be, but its transport status read
+     * here: RGPU_EVERSION says the tables differ. */
     rgpu_lib_digest(lib, digest);
-    rgpu_req_begin(&req, rgpu_proc_id("rgpu", RGPU_H_LIB_DIGEST), 0);
-    rgpu_stats_name(req.proc_id, RGPU_H_LIB_DIGEST);
-    msgpack_pack_array(&req.pk, 2);
-    msgpack_pack_str_with_body(&req.pk, lib->name, strlen(lib->name));
-    msgpack_pack_bin_with_body(&req.pk, digest, sizeof digest);
-    int rc = rgpu_req_send(&req, &reply);
-    if (rc == RGPU_OK) {
+    rgpu_req_begin(&req, proc->id, 0);
+    rgpu_stats_name(proc->id, proc->name);
+    int rc = rgpu_encode_args(&req.pk, proc, argv, NULL);
+    if (rc != RGPU_OK)
+        msgpack_sbuffer_destroy(&req.buf);
+    else if ((rc = rgpu_req_send(&req, &reply)) == RGPU_OK) {
         rc = reply.transport;
         rgpu_reply_free(&reply);
     }

@@ -149,6 +149,11 @@ struct rgpu_layout {
 };
 /* 0, or -1 when arr is not a layout (nothing then to free). */
 int rgpu_layout_parse(const msgpack_object *arr, struct rgpu_layout *l);
+/* The layout of n parameter slots as the server reported them (rgpu_kernel_get,
+ * rgpu_cu_param_layout): 0, or -1 when they are more than a layout holds or
+ * reach past the most argument bytes a launch takes (nothing then to free). */
+struct rgpu_param_slot;         /* codegen/rgpu_module_wire.h */
+int rgpu_layout_set(struct rgpu_layout *l, const struct rgpu_param_slot *slots, size_t n);
 /* Copy args[i] to buf + offset[i]; buf holds l->bytes, zero-filled first. */
 void rgpu_layout_pack(const struct rgpu_layout *l, void *const *args, unsigned char *buf);
 
@@ -238,22 +243,15 @@ int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *wha
 
 /* ---- module images (rgpu_image.c) ------------------------------------------ */
 
-/* An image argument of a hand-written procedure: the image's bytes, or,
- * for one larger than RGPU_IMAGE_INLINE_MAX, its size, the bytes having
- * gone ahead in pieces to the calling thread's staging buffer on the
- * server (rgpu.image_piece of lib; daemon/image_stage.c). */
-struct rgpu_image {
-    const void *bytes;
-    size_t size;
-    int staged;
-};
-/* Before beginning the request that carries the image: send it ahead when
- * it is too large to travel inside.  0, or the library status to return
- * (the server's staging limit refused it, or a transport failure). */
-int rgpu_image_stage(const struct rgpu_lib *lib, const char *what, struct rgpu_image *img,
-                     const void *image, size_t size);
-/* The image as the request's last argument: its bytes, or its size. */
-void rgpu_image_pack(struct rgpu_req *req, const struct rgpu_image *img);
+/* Before the request that loads an image of size bytes (an image parameter
+ * of rgpu's own procedures: its size, and its bytes or NULL): one larger
+ * than RGPU_IMAGE_INLINE_MAX goes ahead in pieces to the calling thread's
+ * staging buffer on the server (rgpu_image_piece; daemon/image_stage.c),
+ * and *bytes is NULL; else *bytes is image.  0, or lib's status to return:
+ * no_memory where the server's staging limit refused the image, or a
+ * transport failure's. */
+int rgpu_image_stage(const struct rgpu_lib *lib, const void *image, size_t size, int no_memory,
+                     const void **bytes);
 
 /* ---- the waiting policy (rgpu_lazy.c; docs/synchronisation.md) ------------ */
 

@@ -24,7 +24,7 @@ struct field {
 struct attr_layout {
     const char *name;
     const char *refusal;        /* NULL: served */
-    struct field fields[6];
+    struct field fields[5];     /* as many as a wire record's (rgpu_launch_attr) */
 };
 
 #define AT(member) offsetof(CUlaunchAttributeValue, member)
@@ -211,133 +211,108 @@ uint64_t rgpu_launch_attrs_hash(const CUlaunchAttribute *attrs, unsigned n, uint
     return h;
 }
 
-static void pack_field(msgpack_packer *pk, const struct field *f, const unsigned char *value)
+/* A member's value as its 64-bit field. */
+static uint64_t field_to_wire(const struct field *f, const unsigned char *value)
 {
     const unsigned char *p = value + f->offset;
     int i;
     unsigned u;
-    uint64_t v;
-    float x;
+    uint64_t v = 0;
     switch (f->kind) {
     case F_INT:
         memcpy(&i, p, sizeof i);
-        msgpack_pack_int64(pk, i);
-        break;
+        return (uint64_t)(int64_t)i;
     case F_UINT:
+    case F_FLOAT:           /* the float's bits */
         memcpy(&u, p, sizeof u);
-        msgpack_pack_uint64(pk, u);
-        break;
+        return u;
     case F_BYTE:
-        msgpack_pack_uint64(pk, *p);
-        break;
+        return *p;
     case F_U64:
         memcpy(&v, p, sizeof v);
-        msgpack_pack_uint64(pk, v);
-        break;
-    case F_FLOAT:
-        memcpy(&x, p, sizeof x);
-        msgpack_pack_float(pk, x);
-        break;
+        return v;
     case F_END:
         break;
     }
+    return 0;
 }
 
-void rgpu_launch_attrs_pack(msgpack_packer *pk, const CUlaunchAttribute *attrs, unsigned n)
+void rgpu_launch_attrs_to_wire(const CUlaunchAttribute *attrs, unsigned n,
+                               struct rgpu_launch_attr *out)
 {
-    msgpack_pack_array(pk, rgpu_launch_attrs_count(attrs, n));
+    unsigned k = 0;
     for (unsigned i = 0; i < n; i++) {
         const struct attr_layout *l = layout_of(attrs[i].id);
         if (attrs[i].id == CU_LAUNCH_ATTRIBUTE_IGNORE)
             continue;
-        unsigned nf = l ? field_count(l) : 0;
-        msgpack_pack_array(pk, 1 + nf);
-        msgpack_pack_uint64(pk, attrs[i].id);
-        for (unsigned k = 0; k < nf; k++)
-            pack_field(pk, &l->fields[k], (const unsigned char *)&attrs[i].value);
+        struct rgpu_launch_attr *w = &out[k++];
+        memset(w, 0, sizeof *w);
+        w->id = attrs[i].id;
+        for (unsigned f = 0; l && f < field_count(l); f++)
+            w->field[f] = field_to_wire(&l->fields[f], (const unsigned char *)&attrs[i].value);
     }
 }
 
-/* A signed integer within [lo, hi]. */
-static int int_in(const msgpack_object *o, int64_t lo, int64_t hi, int64_t *v)
-{
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= (uint64_t)INT64_MAX)
-        *v = (int64_t)o->via.u64;
-    else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-        *v = o->via.i64;
-    else
-        return -1;
-    return *v >= lo && *v <= hi ? 0 : -1;
-}
-
-static int unpack_field(const msgpack_object *o, const struct field *f, unsigned char *value)
+/* A field back into its member: 0, or -1 when out of the member's range. */
+static int field_from_wire(uint64_t w, const struct field *f, unsigned char *value)
 {
     unsigned char *p = value + f->offset;
-    int64_t v;
+    int64_t s = (int64_t)w;
     switch (f->kind) {
     case F_INT: {
-        if (int_in(o, INT32_MIN, INT32_MAX, &v) < 0)
+        if (s < INT32_MIN || s > INT32_MAX)
             return -1;
-        int i = (int)v;
+        int i = (int)s;
         memcpy(p, &i, sizeof i);
         return 0;
     }
-    case F_UINT: {
-        if (int_in(o, 0, UINT32_MAX, &v) < 0)
+    case F_UINT:
+    case F_FLOAT: {
+        if (w > UINT32_MAX)
             return -1;
-        unsigned u = (unsigned)v;
+        unsigned u = (unsigned)w;
         memcpy(p, &u, sizeof u);
         return 0;
     }
     case F_BYTE:
-        if (int_in(o, 0, UINT8_MAX, &v) < 0)
+        if (w > UINT8_MAX)
             return -1;
-        *p = (unsigned char)v;
+        *p = (unsigned char)w;
         return 0;
     case F_U64:
-        if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            return -1;
-        memcpy(p, &o->via.u64, sizeof o->via.u64);
+        memcpy(p, &w, sizeof w);
         return 0;
-    case F_FLOAT: {
-        if (o->type != MSGPACK_OBJECT_FLOAT32 && o->type != MSGPACK_OBJECT_FLOAT64)
-            return -1;
-        float x = (float)o->via.f64;
-        memcpy(p, &x, sizeof x);
-        return 0;
-    }
     case F_END:
         break;
     }
     return -1;
 }
 
-static int unpack_one(const msgpack_object *o, CUlaunchAttribute *a)
+static int from_wire(const struct rgpu_launch_attr *w, CUlaunchAttribute *a)
 {
-    int64_t id;
-    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 1 ||
-        int_in(&o->via.array.ptr[0], 1, INT32_MAX, &id) < 0)
+    const struct attr_layout *l = layout_of(w->id);
+    if (w->id == CU_LAUNCH_ATTRIBUTE_IGNORE || w->id > INT32_MAX || w->zero || !l ||
+        l->refusal)
         return -1;
-    const struct attr_layout *l = layout_of((unsigned)id);
-    if (!l || l->refusal || o->via.array.size != 1 + field_count(l))
-        return -1;
-    a->id = (CUlaunchAttributeID)id;
-    for (unsigned k = 0; k + 1 < o->via.array.size; k++)
-        if (unpack_field(&o->via.array.ptr[k + 1], &l->fields[k],
-                         (unsigned char *)&a->value) < 0)
+    unsigned nf = field_count(l);
+    a->id = (CUlaunchAttributeID)w->id;
+    for (unsigned k = 0; k < sizeof w->field / sizeof w->field[0]; k++) {
+        if (k >= nf ? w->field[k] != 0
+                    : field_from_wire(w->field[k], &l->fields[k], (unsigned char *)&a->value) < 0)
             return -1;
+    }
     return 0;
 }
 
-int rgpu_launch_attrs_unpack(const msgpack_object *o, CUlaunchAttribute *out, unsigned *n)
+int rgpu_launch_attrs_from_wire(const struct rgpu_launch_attr *in, size_t n,
+                                CUlaunchAttribute *out)
 {
-    memset(out, 0, RGPU_LAUNCH_ATTRS_MAX * sizeof *out);
-    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > RGPU_LAUNCH_ATTRS_MAX)
+    if (n > RGPU_LAUNCH_ATTRS_MAX || (n && !in))
         return -1;
-    for (unsigned i = 0; i < o->via.array.size; i++)
-        if (unpack_one(&o->via.array.ptr[i], &out[i]) < 0)
+    memset(out, 0, n * sizeof *out);
+    for (size_t i = 0; i < n; i++)
+        if (from_wire(&in[i], &out[i]) < 0)
             return -1;
-    *n = o->via.array.size;
     return 0;
 }
 

@@ -1,13 +1,14 @@
 /* Launch attributes on the wire (cuLaunchKernelEx, cudaLaunchKernelExC and
  * the cooperative launches), shared by the stubs and rgpud.
  *
- * An attribute travels as an explicit list, [id, field...], one field per
- * member of its value in the header's order: integers as msgpack integers
- * (signed where the member is), the access policy window's hit ratio as a
- * float, events and the window's base as the handle's or address's value.
- * The union itself never travels: it holds an event pointer and a device
- * address that the server must check, and 64 bytes of padding that would
- * carry whatever the client's stack held.
+ * An attribute travels as a struct rgpu_launch_attr
+ * (codegen/rgpu_module_wire.h): its id and one field per member of its
+ * value in the header's order, integers widened (signed where the member
+ * is), the access policy window's hit ratio as a float's bits, events and
+ * the window's base as the handle's or address's value.  The union itself
+ * never travels: it holds an event pointer and a device address that the
+ * server must check, and 64 bytes of padding that would carry whatever
+ * the client's stack held.
  *
  * The runtime's cudaLaunchAttribute has the same ids and layout as the
  * driver's CUlaunchAttribute (stubs/cudart_hand.c asserts it), so both
@@ -16,12 +17,10 @@
 #define RGPU_LAUNCH_ATTRS_H
 
 #include <cuda.h>
-#include <msgpack.h>
+#include <stddef.h>
 #include <stdint.h>
 
-/* More attributes than this in one launch is a malformed request (the
- * header defines 16; a program may repeat one, as CUDA allows). */
-#define RGPU_LAUNCH_ATTRS_MAX 64
+#include "rgpu_module_wire.h"
 
 /* The header's name of an attribute id ("CU_LAUNCH_ATTRIBUTE_PRIORITY"),
  * or NULL for an id this build does not know. */
@@ -56,21 +55,25 @@ unsigned rgpu_launch_attrs_count(const CUlaunchAttribute *attrs, unsigned n);
 int rgpu_launch_attrs_checked(const CUlaunchAttribute *attrs, unsigned n,
                               int (*event_untimed)(uint64_t event));
 
-/* Pack the attributes that travel (rgpu_launch_attrs_count of them) as one
- * msgpack array.  Every id must be served (rgpu_launch_attr_refusal). */
 /* FNV-1a: h mixed with n bytes at p (start from 0xcbf29ce484222325). */
 uint64_t rgpu_hash_bytes(uint64_t h, const void *p, size_t n);
 /* h mixed with what the attributes say (their ids and the members each
  * one uses, not the rest of the union): equal for launches the driver
  * judges alike. */
 uint64_t rgpu_launch_attrs_hash(const CUlaunchAttribute *attrs, unsigned n, uint64_t h);
-void rgpu_launch_attrs_pack(msgpack_packer *pk, const CUlaunchAttribute *attrs, unsigned n);
+/* The attributes that travel (rgpu_launch_attrs_count of them, at most
+ * RGPU_LAUNCH_ATTRS_MAX), as their records into out.  Every id must be
+ * served (rgpu_launch_attr_refusal). */
+void rgpu_launch_attrs_to_wire(const CUlaunchAttribute *attrs, unsigned n,
+                               struct rgpu_launch_attr *out);
 
-/* The server's side: rebuild the array from the wire into out (zeroed
- * first; room for RGPU_LAUNCH_ATTRS_MAX).  0 with *n set, or -1 when o is
- * not a list of served attributes with exactly their fields, each in its
- * member's range.  Handles and addresses are values here: the caller
- * checks them against the session before the driver sees them. */
-int rgpu_launch_attrs_unpack(const msgpack_object *o, CUlaunchAttribute *out, unsigned *n);
+/* The server's side: rebuild n records from the wire into out (zeroed
+ * first; room for n).  0, or -1 when there are more than
+ * RGPU_LAUNCH_ATTRS_MAX or a record is not a served attribute with exactly
+ * its fields, each in its member's range, and zeros past them.  Handles
+ * and addresses are values here: the caller checks them against the
+ * session before the driver sees them. */
+int rgpu_launch_attrs_from_wire(const struct rgpu_launch_attr *in, size_t n,
+                                CUlaunchAttribute *out);
 
 #endif

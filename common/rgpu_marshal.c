@@ -477,6 +477,11 @@ static int decode_one(const msgpack_object *o, const struct rgpu_proc *proc, uns
     f->argv[i] = &f->slot[i];
     switch (prm->kind) {
     case RGPU_VAL:
+        /* A value wider than its parameter is no value the client sent
+         * (it sends the parameter's bytes): refused, not cut. */
+        rc = decode_val(o, &f->slot[i]);
+        return rc == RGPU_OK && prm->size < 8 && f->slot[i] >> (8 * prm->size) ? RGPU_EPROTO
+                                                                               : rc;
     case RGPU_DEVPTR:
     case RGPU_HANDLE:   /* checked by the server before the call */
         return decode_val(o, &f->slot[i]);

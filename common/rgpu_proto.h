@@ -69,19 +69,20 @@
  * never change across builds or CUDA versions; rgpu's own procedures use
  * the same scheme with names of their own ("cudart/rgpu_htod",
  * "rgpu/rgpu_fence"), and so do the hand-written ones that remain
- * ("cudart/rgpu.launch").  A library's procedures are covered by the
+ * ("cuda/rgpu.cu_graph_dot").  A library's procedures are covered by the
  * digest of its table in the hello; those of rgpu's own library "rgpu"
  * (the session's own: codegen/rgpu_own.h) by the protocol version, which
  * changes with them: protocol 8 made them, and the copies, host
  * functions and the rest of the old hand-written calls that moved with
- * them, rgpu's own procedures.
+ * them, rgpu's own procedures; protocol 9 the launches, module loads, JIT
+ * linking, image pieces and the late library check.
  */
 #ifndef RGPU_PROTO_H
 #define RGPU_PROTO_H
 
 #include <stdint.h>
 
-#define RGPU_PROTO_VERSION      8
+#define RGPU_PROTO_VERSION      9
 #define RGPU_DEFAULT_PORT       9713
 #define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
 /* Bulk copies travel in chunks: each a frame, which the server pipelines

@@ -13,7 +13,7 @@
  * a client of another build is refused with both versions named, rather
  * than having its frames misread. */
 #include "rgpud.h"
-#include "rgpu_hand_procs.h"
+#include "rgpu_serve.h"
 #include "rgpu_hello.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
@@ -437,31 +437,22 @@ void auth_welcome_refusal(int fd, struct rgpu_welcome *w, int status, const char
 
 /* ---- a library the client loaded after its hello ------------------------------ */
 
-static int h_lib_digest(struct hand_call *c)
+/* rgpu_late_lib (codegen/rgpu_own.h): a table that differs from ours ends
+ * the session (RGPU_EVERSION), as at the hello. */
+rgpu_status serve_rgpu_late_lib(const char *lib, const void *digest, size_t digest_size)
 {
-    char name[32];
-    const void *digest;
-    size_t len;
     unsigned char mine[RGPU_DIGEST_LEN];
-
-    if (args_count(c, 2) || arg_str(c, 0, name, sizeof name) || arg_bin(c, 1, &digest, &len) ||
-        len != RGPU_DIGEST_LEN)
-        return -RGPU_EPROTO;
+    if (!lib || strlen(lib) >= 32 || !digest || digest_size != RGPU_DIGEST_LEN)
+        return serve_transport(RGPU_EPROTO);
     for (size_t k = 0; k < NLIBS; k++) {
-        if (strcmp(server_libs[k]->name, name) != 0)
+        if (strcmp(server_libs[k]->name, lib) != 0)
             continue;
         rgpu_lib_digest(server_libs[k], mine);
         if (memcmp(mine, digest, RGPU_DIGEST_LEN) != 0)
             break;
-        msgpack_pack_array(c->out, 0);
-        return 0;
+        return RGPU_STATUS_OK;
     }
     rgpu_warn("the client's library %s differs from this server's (%s): its calls would be "
-              "misread", name, rgpu_version_string());
-    return -RGPU_EVERSION;
+              "misread", lib, rgpu_version_string());
+    return serve_transport(RGPU_EVERSION);
 }
-
-const struct hand_proc hand_auth_procs[] = {
-    { "rgpu", RGPU_H_LIB_DIGEST, h_lib_digest },
-};
-const int hand_auth_nprocs = sizeof hand_auth_procs / sizeof hand_auth_procs[0];

@@ -100,7 +100,7 @@ const struct guard *guard_for(const char *lib, const char *name)
 }
 
 /* Functions and kernels the driver handed out: the only handles whose
- * parameter layout rgpud asks the driver for (rgpu.cu_param_layout). */
+ * parameter layout rgpud asks the driver for (rgpu_cu_param_layout). */
 int guard_function_known(uint64_t func)
 {
     return handles_contains(H_FUNCTION, func) || handles_contains(H_KERNEL, func);

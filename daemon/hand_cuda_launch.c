@@ -1,13 +1,11 @@
-/* Driver-API launches, server side: parameter layouts, cuLaunchKernel,
+/* Driver-API launches, server side: the serve_ functions of rgpu's own
+ * procedures (codegen/cuda_own.h) for parameter layouts, cuLaunchKernel,
  * cuLaunchKernelEx with launch attributes (and the cooperative launches,
- * which the client sends as such), and function and kernel names and the
- * potential block size (rgpu's own procedures, codegen/cuda_own.h;
- * client side: stubs/cuda_launch.c;
- * argument lists: common/rgpu_hand_procs.h). */
+ * which the client sends as such), function and kernel names and the
+ * potential block size.  Client side: stubs/cuda_launch.c. */
 #include "rgpud.h"
 #include "launch_attrs.h"
 #include "owned_handles.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
 #include "cuda_serve.h"
@@ -19,13 +17,6 @@
 #include <string.h>
 
 #define REAL(name) ((__typeof__(&name))backend_sym("cuda", #name))
-#define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
-#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
-
-static int bad_handle(struct hand_call *c, unsigned nouts, const char *what)
-{
-    return hand_refuse_handle(c, nouts, what, CUDA_ERROR_INVALID_HANDLE);
-}
 
 /* Parameter layouts, by function, asked of the driver once.  Unloading
  * a module or library (or resetting a context) may free functions whose
@@ -115,25 +106,26 @@ static int layout_for(uint64_t func, struct layout **out)
     return CUDA_SUCCESS;
 }
 
-/* [function] -> [[[offset, size]...]] */
-static int h_param_layout(struct hand_call *c)
+/* The codec checked the function as one the session was handed (a kernel
+ * passes as one); an invented handle never reaches the driver's lookup. */
+CUresult serve_rgpu_cu_param_layout(CUfunction function, struct rgpu_param_slot *params,
+                                    size_t max_params, size_t *nparams)
 {
-    uint64_t func;
     struct layout *l = NULL;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &func));
-    NEED(REAL(cuFuncGetParamInfo));
-    /* An invented handle would reach the driver's lookup: refuse it. */
+    uint64_t func = (uint64_t)(uintptr_t)function;
+    if (!REAL(cuFuncGetParamInfo))
+        return serve_transport(RGPU_ENOSYM);
+    if (!nparams)
+        return CUDA_ERROR_INVALID_VALUE;
+    *nparams = 0;
     int rc = guard_function_known(func) ? layout_for(func, &l) : CUDA_ERROR_INVALID_HANDLE;
     if (rc < 0)
-        return rc;
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_array(c->out, l ? l->n : 0);
-    for (unsigned i = 0; l && i < l->n; i++) {
-        msgpack_pack_array(c->out, 2);
-        msgpack_pack_uint32(c->out, l->off[i]);
-        msgpack_pack_uint32(c->out, l->size[i]);
-    }
-    return rc;
+        return serve_transport(-rc);
+    for (unsigned i = 0; l && i < l->n; i++)
+        if (params && i < max_params)
+            params[i] = (struct rgpu_param_slot){ l->off[i], l->size[i] };
+    *nparams = l ? l->n : 0;
+    return (CUresult)rc;
 }
 
 /* What the driver refused, for the session's debug log: the answer alone
@@ -180,90 +172,93 @@ int hand_cuda_function_layout(uint64_t func, const uint32_t **offset, const uint
     return 0;
 }
 
-/* The launch both procedures describe: v holds [function, gx, gy, gz, bx,
- * by, bz, shmem, stream, packed], params the argument bytes; without
- * attributes it is cuLaunchKernel's, with them cuLaunchKernelEx's. */
-static int launch(struct hand_call *c, const uint64_t *v, const void *params, size_t n,
-                  CUlaunchAttribute *attrs, unsigned nattrs)
+/* A launch as both procedures describe it. */
+struct launch {
+    CUfunction f;
+    unsigned grid[3], block[3], shmem;
+    CUstream stream;
+    int packed;                 /* params: the caller's own buffer (`extra`) */
+    size_t params_size;
+    const void *params;
+};
+
+/* The launch, the codec having checked the function and the stream as
+ * the session's (and params as params_size bytes): without attributes
+ * cuLaunchKernel's, with them cuLaunchKernelEx's.  Arguments that do not
+ * fit the function's layout, or more than a launch takes, are a protocol
+ * error. */
+static CUresult launch(const struct launch *L, CUlaunchAttribute *attrs, unsigned nattrs)
 {
     void *argv[512];
-    size_t size = n;
-    const void *packed_params = v[9] ? params_aligned(params, n) : NULL;
-    PROTO_IF(v[9] && !packed_params);
+    uint64_t func = (uint64_t)(uintptr_t)L->f;
+    size_t size = L->params_size;
+    const void *packed_params = L->packed ? params_aligned(L->params, size) : NULL;
+    if (L->packed && !packed_params)
+        return serve_transport(RGPU_EPROTO);
     void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)packed_params,
                       CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END };
-    if (!handles_valid(H_STREAM, v[8]))
-        return bad_handle(c, 0, "stream");
     /* The packed path names the function without asking its layout. */
-    if (!guard_function_known(v[0]))
-        return bad_handle(c, 0, "function");
-    if (!v[9]) {        /* else the caller packed the buffer itself (`extra`) */
+    if (!guard_function_known(func))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!L->packed) {
         struct layout *l = NULL;
-        int rc = layout_for(v[0], &l);
-        if (rc != CUDA_SUCCESS) {
-            if (rc < 0)
-                return rc;
-            msgpack_pack_array(c->out, 0);
-            return rc;
-        }
-        PROTO_IF(layout_argv(l->off, l->size, l->n, params, n, argv, 512));
+        int rc = layout_for(func, &l);
+        if (rc != CUDA_SUCCESS)
+            return rc < 0 ? (CUresult)serve_transport(-rc) : (CUresult)rc;
+        if (layout_argv(l->off, l->size, l->n, L->params, size, argv, 512))
+            return serve_transport(RGPU_EPROTO);
     }
-    void **kernel_params = v[9] ? NULL : argv, **packed = v[9] ? extra : NULL;
+    void **kernel_params = L->packed ? NULL : argv, **packed = L->packed ? extra : NULL;
     if (!attrs) {
-        NEED(REAL(cuLaunchKernel));
-        msgpack_pack_array(c->out, 0);
-        return REAL(cuLaunchKernel)((CUfunction)v[0], (unsigned)v[1], (unsigned)v[2],
-                                    (unsigned)v[3], (unsigned)v[4], (unsigned)v[5],
-                                    (unsigned)v[6], (unsigned)v[7], (CUstream)v[8],
+        if (!REAL(cuLaunchKernel))
+            return serve_transport(RGPU_ENOSYM);
+        return REAL(cuLaunchKernel)(L->f, L->grid[0], L->grid[1], L->grid[2], L->block[0],
+                                    L->block[1], L->block[2], L->shmem, L->stream,
                                     kernel_params, packed);
     }
-    NEED(REAL(cuLaunchKernelEx));
-    msgpack_pack_array(c->out, 0);
+    if (!REAL(cuLaunchKernelEx))
+        return serve_transport(RGPU_ENOSYM);
     CUlaunchConfig config = {
-        (unsigned)v[1], (unsigned)v[2], (unsigned)v[3], (unsigned)v[4], (unsigned)v[5],
-        (unsigned)v[6], (unsigned)v[7], (CUstream)v[8], attrs, nattrs,
+        L->grid[0], L->grid[1], L->grid[2], L->block[0], L->block[1], L->block[2],
+        L->shmem, L->stream, attrs, nattrs,
     };
-    int rc = REAL(cuLaunchKernelEx)(&config, (CUfunction)v[0], kernel_params, packed);
+    CUresult rc = REAL(cuLaunchKernelEx)(&config, L->f, kernel_params, packed);
     if (rc != CUDA_SUCCESS)
-        log_refused_launch(rc, &config, n);
+        log_refused_launch(rc, &config, size);
     return rc;
 }
 
-/* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, bin params] */
-static int h_launch(struct hand_call *c)
+CUresult serve_rgpu_cu_launch(CUfunction function, unsigned int grid_x, unsigned int grid_y,
+                              unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+                              unsigned int block_z, unsigned int shmem, CUstream stream,
+                              int packed, size_t params_size, const void *params)
 {
-    uint64_t v[10];
-    const void *params;
-    size_t n;
-    PROTO_IF(args_count(c, 11) || arg_bin(c, 10, &params, &n) || arg_u64s(c, 10, v));
-    PROTO_IF(v[1] > UINT32_MAX || v[2] > UINT32_MAX || v[3] > UINT32_MAX ||
-             v[4] > UINT32_MAX || v[5] > UINT32_MAX || v[6] > UINT32_MAX || v[7] > UINT32_MAX);
-    return launch(c, v, params, n, NULL, 0);
+    struct launch L = { function, { grid_x, grid_y, grid_z }, { block_x, block_y, block_z },
+                        shmem, stream, packed != 0, params_size, params };
+    return launch(&L, NULL, 0);
 }
 
-/* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed, attrs, bin params] */
-static int h_launch_ex(struct hand_call *c)
+CUresult serve_rgpu_cu_launch_ex(CUfunction function, unsigned int grid_x, unsigned int grid_y,
+                                 unsigned int grid_z, unsigned int block_x,
+                                 unsigned int block_y, unsigned int block_z, unsigned int shmem,
+                                 CUstream stream, int packed,
+                                 const struct rgpu_launch_attr *attrs, size_t nattrs,
+                                 size_t params_size, const void *params)
 {
-    uint64_t v[10];
-    const void *params;
-    size_t n;
-    CUlaunchAttribute attrs[RGPU_LAUNCH_ATTRS_MAX];
-    unsigned nattrs = 0;
-    PROTO_IF(args_count(c, 12) || arg_bin(c, 11, &params, &n) || arg_u64s(c, 10, v) ||
-             launch_attrs_arg(c, 10, attrs, &nattrs));
-    PROTO_IF(v[1] > UINT32_MAX || v[2] > UINT32_MAX || v[3] > UINT32_MAX ||
-             v[4] > UINT32_MAX || v[5] > UINT32_MAX || v[6] > UINT32_MAX || v[7] > UINT32_MAX);
-    switch (launch_attrs_check(attrs, nattrs)) {     /* it logs what it refuses */
+    CUlaunchAttribute a[RGPU_LAUNCH_ATTRS_MAX];
+    struct launch L = { function, { grid_x, grid_y, grid_z }, { block_x, block_y, block_z },
+                        shmem, stream, packed != 0, params_size, params };
+    switch (launch_attrs_take(attrs, nattrs, a)) {     /* it logs what it refuses */
+    case LAUNCH_ATTRS_MALFORMED:
+        return serve_transport(RGPU_EPROTO);
     case LAUNCH_ATTRS_BAD_EVENT:
-        msgpack_pack_array(c->out, 0);
         return CUDA_ERROR_INVALID_HANDLE;
     case LAUNCH_ATTRS_BAD_WINDOW:
-        msgpack_pack_array(c->out, 0);
         return CUDA_ERROR_INVALID_VALUE;
     case LAUNCH_ATTRS_OK:
         break;
     }
-    return launch(c, v, params, n, attrs, nattrs);
+    return launch(&L, a, (unsigned)nattrs);
 }
 
 /* A name into the client's buffer (not NULL), cut at its size (the client
@@ -343,11 +338,3 @@ CUresult serve_rgpu_cu_occupancy_block_size(int *min_grid_size, int *block_size,
     }
     return rc;
 }
-
-const struct hand_proc hand_cuda_launch_procs[] = {
-    { "cuda", RGPU_H_CU_PARAM_LAYOUT, h_param_layout },
-    { "cuda", RGPU_H_CU_LAUNCH, h_launch },
-    { "cuda", RGPU_H_CU_LAUNCH_EX, h_launch_ex },
-};
-const int hand_cuda_launch_nprocs =
-    sizeof hand_cuda_launch_procs / sizeof hand_cuda_launch_procs[0];

@@ -1,21 +1,22 @@
-/* Modules, libraries and JIT linking of the driver API, server side
- * (client side: stubs/cuda_modules.c; arguments: common/rgpu_hand_procs.h).
+/* Modules, libraries and JIT linking of the driver API, server side: the
+ * serve_ functions of rgpu's own procedures (codegen/cuda_own.h; client
+ * side: stubs/cuda_modules.c).
  *
  * Images come checked (image_check.c) and, when larger than a frame,
- * assembled from pieces (image_stage.c).  JIT options come by value: a
- * log buffer of the client is a buffer of ours of the size it asked for
- * (at most JIT_LOG_MAX), whose text goes back with the reply, as do the
- * other values the library writes (log sizes, wall time, threads per
- * block).  A link state lives here with the options it was created with,
- * since the driver keeps writing its logs into them until it is
- * destroyed; the client names it by the driver's handle, which must be one
- * of ours. */
+ * assembled from pieces (image_stage.c).  JIT options come by value
+ * (struct rgpu_jit_option, codegen/rgpu_module_wire.h): a log buffer of
+ * the client is a buffer of ours of the size it asked for (at most
+ * RGPU_JIT_LOG_MAX), whose text goes back with the reply, as do the other
+ * values the library writes (log sizes, wall time, threads per block).  A
+ * link state lives here with the options it was created with, since the
+ * driver keeps writing its logs into them until it is destroyed; the
+ * client names it by the driver's handle, which must be one of ours. */
 #include "rgpud.h"
 #include "image_check.h"
 #include "owned_handles.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
+#include "cuda_serve.h"
 
 #include <cuda.h>
 #include <driver_types.h>
@@ -24,14 +25,12 @@
 #include <string.h>
 
 #define REAL(name) ((__typeof__(&name))backend_sym("cuda", #name))
-#define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
-#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
 
 #define JIT_MAX_OPTIONS RGPU_JIT_MAX_OPTIONS
 #define JIT_MAX_NAMES   RGPU_JIT_MAX_NAMES
 #define JIT_NAME_MAX    RGPU_JIT_NAME_MAX   /* also a link input's name */
-#define JIT_LOG_MAX     (1u << 20)  /* per log buffer */
-#define MAX_LINKS       256         /* live link states of a session */
+#define JIT_LOG_MAX     RGPU_JIT_LOG_MAX    /* per log buffer */
+#define MAX_LINKS       256                 /* live link states of a session */
 
 /* ---- JIT options ----------------------------------------------------------- */
 
@@ -107,56 +106,64 @@ static int jit_find(const struct jit_opts *o, CUjit_option id)
     return -1;
 }
 
-/* [str...] as a NULL-terminated array of our own strings in *out (to be
- * freed by jit_free, filled or not): 0 or -RGPU_E*. */
-static int decode_names(const msgpack_object *arr, char ***out)
+/* The options' bytes as the client sent them: records, and the name
+ * lists' strings one after another. */
+struct jit_wire {
+    const struct rgpu_jit_option *options;
+    size_t n;
+    const char *names;
+    size_t names_size;
+};
+
+/* count strings from the names bytes at *at, as a NULL-terminated array of
+ * our own in *out (to be freed by jit_free, filled or not): 0 or -RGPU_E*. */
+static int take_names(const struct jit_wire *w, size_t *at, uint64_t count, char ***out)
 {
     *out = NULL;
-    PROTO_IF(arr->type != MSGPACK_OBJECT_ARRAY || arr->via.array.size > JIT_MAX_NAMES);
-    uint32_t n = arr->via.array.size;
-    char **names = calloc((size_t)n + 1, sizeof *names);
+    if (count > JIT_MAX_NAMES)
+        return -RGPU_EPROTO;
+    char **names = calloc((size_t)count + 1, sizeof *names);
     if (!names)
         return -RGPU_ENOMEM;
     *out = names;
-    for (uint32_t k = 0; k < n; k++) {
-        const msgpack_object *s = &arr->via.array.ptr[k];
-        PROTO_IF(s->type != MSGPACK_OBJECT_STR || s->via.str.size >= JIT_NAME_MAX);
-        names[k] = strndup(s->via.str.size ? s->via.str.ptr : "", s->via.str.size);
-        if (!names[k])
+    for (uint64_t k = 0; k < count; k++) {
+        size_t left = w->names_size - *at;
+        size_t len = w->names ? strnlen(w->names + *at, left) : left;
+        if (len >= left || len >= JIT_NAME_MAX)
+            return -RGPU_EPROTO;    /* no NUL inside the bytes, or too long a name */
+        if (!(names[k] = strndup(w->names + *at, len)))
             return -RGPU_ENOMEM;
+        *at += len + 1;
     }
     return 0;
 }
 
-/* Option i's value from the wire [id, value]: 0, a CUresult, or -RGPU_E*. */
-static int decode_option(struct jit_opts *o, unsigned i, const msgpack_object *pair)
+/* Option i's value from its record: 0, a CUresult, or -RGPU_E*.  A name
+ * list takes its strings from the names bytes at *at. */
+static int decode_option(struct jit_opts *o, unsigned i, const struct jit_wire *w, size_t *at)
 {
-    PROTO_IF(pair->type != MSGPACK_OBJECT_ARRAY || pair->via.array.size != 2 ||
-             pair->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER);
-    uint64_t id = pair->via.array.ptr[0].via.u64;
-    const msgpack_object *v = &pair->via.array.ptr[1];
-    o->id[i] = (CUjit_option)(id < CU_JIT_NUM_OPTIONS ? id : 0);
-    switch (jit_kind(id)) {
+    const struct rgpu_jit_option *r = &w->options[i];
+    if (r->zero)
+        return -RGPU_EPROTO;
+    o->id[i] = (CUjit_option)(r->id < CU_JIT_NUM_OPTIONS ? r->id : 0);
+    switch (jit_kind(r->id)) {
     case JIT_UNKNOWN:
-        rgpu_warn("refusing JIT option %llu: unknown to this rgpud", (unsigned long long)id);
+        rgpu_warn("refusing JIT option %u: unknown to this rgpud", r->id);
         return CUDA_ERROR_INVALID_VALUE;
     case JIT_REFUSED:
-        rgpu_warn("refusing JIT option %llu: its values point into the client's memory",
-                  (unsigned long long)id);
+        rgpu_warn("refusing JIT option %u: its values point into the client's memory", r->id);
         return CUDA_ERROR_NOT_SUPPORTED;
     case JIT_NUMBER:
         /* Passed on as the client's slot held it: never dereferenced. */
-        PROTO_IF(v->type != MSGPACK_OBJECT_POSITIVE_INTEGER);
-        o->val[i] = (void *)(uintptr_t)v->via.u64;
+        o->val[i] = (void *)(uintptr_t)r->value;
         return 0;
     case JIT_OUTPUT:
     case JIT_LOG:
-        PROTO_IF(v->type != MSGPACK_OBJECT_NIL);
         o->val[i] = NULL;
-        return 0;
+        return r->value ? -RGPU_EPROTO : 0;
     case JIT_NAMES: {
         char **names;
-        int rc = decode_names(v, &names);
+        int rc = take_names(w, at, r->value, &names);
         o->owned[i] = o->val[i] = names;
         return rc;
     }
@@ -194,140 +201,138 @@ static int bind_option(struct jit_opts *o, unsigned i)
     return 0;
 }
 
-/* The [[id, value]...] at args[i]: 0, a CUresult (nothing called), or
- * -RGPU_E*.  o is to be freed whatever it returns. */
-static int jit_decode(const struct hand_call *c, unsigned arg, struct jit_opts *o)
+/* The options of a call into o: 0, a CUresult (nothing called), or
+ * -RGPU_E*.  Every name list's strings must be found in the names bytes,
+ * and those bytes hold nothing else.  o is to be freed whatever it
+ * returns. */
+static int jit_decode(const struct jit_wire *w, struct jit_opts *o)
 {
+    size_t at = 0;
     memset(o, 0, sizeof *o);
-    const msgpack_object *arr = &c->args->via.array.ptr[arg];
-    PROTO_IF(arr->type != MSGPACK_OBJECT_ARRAY || arr->via.array.size > JIT_MAX_OPTIONS);
+    if (w->n > JIT_MAX_OPTIONS || (w->n && !w->options))
+        return -RGPU_EPROTO;
     int rc = 0;
-    for (unsigned i = 0; rc == 0 && i < arr->via.array.size; i++, o->n++)
-        rc = decode_option(o, i, &arr->via.array.ptr[i]);
+    for (unsigned i = 0; rc == 0 && i < w->n; i++, o->n++)
+        rc = decode_option(o, i, w, &at);
+    if (rc == 0 && at != w->names_size)
+        return -RGPU_EPROTO;
     for (unsigned i = 0; rc == 0 && i < o->n; i++)
         rc = bind_option(o, i);
     return rc;
 }
 
-/* What the library wrote into the options: [[id, value]...]. */
-static void jit_pack_outputs(msgpack_packer *pk, const struct jit_opts *o)
+/* What the library wrote into the options (o NULL: none), into result,
+ * and the logs' texts one after the other into logs (room logs_size; the
+ * codec sends *logs_used of them). */
+static void jit_outputs(const struct jit_opts *o, struct rgpu_jit_result *result, char *logs,
+                        size_t logs_size, size_t *logs_used)
 {
-    unsigned n = 0;
-    for (unsigned i = 0; o && i < o->n; i++)
-        n += o->id[i] == CU_JIT_THREADS_PER_BLOCK || o->id[i] == CU_JIT_WALL_TIME ||
-             o->id[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES ||
-             o->id[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES || jit_kind(o->id[i]) == JIT_LOG;
-    msgpack_pack_array(pk, n);
+    struct rgpu_jit_result r = { 0 };
+    size_t used = 0;
     for (unsigned i = 0; o && i < o->n; i++) {
-        CUjit_option id = o->id[i];
-        if (jit_kind(id) == JIT_LOG) {
-            /* No buffer when the options were refused before the call. */
-            const char *text = o->val[i] ? o->val[i] : "";
-            msgpack_pack_array(pk, 2);
-            msgpack_pack_uint32(pk, id);
-            msgpack_pack_bin_with_body(pk, text, strnlen(text, o->log_size[i]));
-        } else if (id == CU_JIT_WALL_TIME) {
-            uint32_t bits;      /* a float in the slot's first bytes */
-            memcpy(&bits, &o->val[i], sizeof bits);
-            msgpack_pack_array(pk, 2);
-            msgpack_pack_uint32(pk, id);
-            msgpack_pack_uint32(pk, bits);
-        } else if (id == CU_JIT_THREADS_PER_BLOCK || id == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES ||
-                   id == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) {
-            msgpack_pack_array(pk, 2);
-            msgpack_pack_uint32(pk, id);
-            msgpack_pack_uint32(pk, (uint32_t)(uintptr_t)o->val[i]);
+        uint32_t v = (uint32_t)(uintptr_t)o->val[i];
+        switch ((int)o->id[i]) {
+        case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+            r.info_log_size = v;
+            break;
+        case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+            r.error_log_size = v;
+            break;
+        case CU_JIT_THREADS_PER_BLOCK:
+            r.threads_per_block = v;
+            break;
+        case CU_JIT_WALL_TIME:      /* a float in the slot's first bytes */
+            memcpy(&r.wall_time, &o->val[i], sizeof r.wall_time);
+            break;
+        default:
+            break;
         }
     }
+    /* The info log's text first, then the error log's, each cut to the room
+     * left (no buffer when the options were refused before the call). */
+    for (int pass = 0; pass < 2; pass++) {
+        int at = o ? jit_find(o, pass ? CU_JIT_ERROR_LOG_BUFFER : CU_JIT_INFO_LOG_BUFFER) : -1;
+        const char *text = at >= 0 && o->val[at] ? o->val[at] : "";
+        size_t n = at >= 0 ? strnlen(text, o->log_size[at]) : 0;
+        n = logs && n < logs_size - used ? n : logs ? logs_size - used : 0;
+        if (n)
+            memcpy(logs + used, text, n);
+        used += n;
+        *(pass ? &r.error_log_len : &r.info_log_len) = (uint32_t)n;
+    }
+    if (result)
+        *result = r;
+    if (logs_used)
+        *logs_used = used;
 }
 
 /* ---- loading modules and libraries -------------------------------------------- */
 
-static unsigned nargs(const struct hand_call *c)
-{
-    return c->args->type == MSGPACK_OBJECT_ARRAY ? c->args->via.array.size : 0;
-}
+typedef int (*load_fn)(void *handle, const void *image, struct jit_opts *o);
 
-/* A module or library handle and the JIT outputs, after a load. */
-static int load_reply(struct hand_call *c, uint64_t handle, const struct jit_opts *o, int rc)
+/* The steps every load shares: the image, the options, the image's checks,
+ * a copy with zeros after it, the library's call.  The codec records the
+ * handle as the session's. */
+static CUresult load(load_fn fn, void *handle, const struct jit_wire *w,
+                     struct rgpu_jit_result *result, char *logs, size_t logs_size,
+                     size_t *logs_used, size_t image_size, const void *image)
 {
-    msgpack_pack_array(c->out, 2);
-    msgpack_pack_uint64(c->out, handle);
-    jit_pack_outputs(c->out, o);
-    return rc;
-}
-
-/* [image] or [[jit options], image]: the image and the options, decoded;
- * status as jit_decode's. */
-static int load_args(struct hand_call *c, struct image_arg *img, struct jit_opts *o)
-{
-    unsigned n = nargs(c);
-    memset(o, 0, sizeof *o);
-    PROTO_IF(n != 1 && n != 2);
-    PROTO_IF(image_arg(c, n - 1, img) < 0);
-    return n == 2 ? jit_decode(c, 0, o) : 0;
-}
-
-typedef int (*load_fn)(uint64_t *handle, const void *image, struct jit_opts *o);
-
-/* The steps every load shares: arguments, image checks, a copy with zeros
- * after it, the library's call, the handle recorded as class cls. */
-static int load(struct hand_call *c, load_fn fn, uint32_t cls)
-{
-    struct image_arg img = { 0 };
+    struct image_arg img;
     struct jit_opts o;
-    uint64_t handle = 0;
     void *copy = NULL;
-    int rc = load_args(c, &img, &o);
+    int rc = image_take(image, image_size, &img);
+    if (rc < 0)
+        return serve_transport(-rc);
+    rc = jit_decode(w, &o);
+    if (rc == 0 && !handle)
+        rc = CUDA_ERROR_INVALID_VALUE;
     if (rc == 0 && !image_acceptable(img.p, img.n))
         rc = CUDA_ERROR_INVALID_IMAGE;
-    if (rc == 0) {
-        copy = image_for_library(&img);
-        rc = copy ? fn(&handle, copy, &o) : -RGPU_ENOMEM;
-    }
+    if (rc == 0)
+        rc = (copy = image_for_library(&img)) ? fn(handle, copy, &o) : -RGPU_ENOMEM;
     image_done(&img, copy);
-    if (rc == CUDA_SUCCESS)
-        handles_add(cls, handle);
-    if (rc >= 0)
-        load_reply(c, handle, &o, rc);
+    jit_outputs(rc >= 0 ? &o : NULL, result, logs, logs_size, logs_used);
     jit_free(&o);
-    return rc;
+    return rc < 0 ? (CUresult)serve_transport(-rc) : (CUresult)rc;
 }
 
-static int module_load(uint64_t *handle, const void *image, struct jit_opts *o)
+static int module_load(void *handle, const void *image, struct jit_opts *o)
 {
-    CUmodule mod = NULL;
-    NEED(REAL(cuModuleLoadData));
-    NEED(REAL(cuModuleLoadDataEx));
-    int rc = o->n ? REAL(cuModuleLoadDataEx)(&mod, image, o->n, o->id, o->val)
-                  : REAL(cuModuleLoadData)(&mod, image);
-    *handle = (uint64_t)(uintptr_t)mod;
-    return rc;
+    if (!REAL(cuModuleLoadData) || !REAL(cuModuleLoadDataEx))
+        return -RGPU_ENOSYM;
+    return o->n ? REAL(cuModuleLoadDataEx)(handle, image, o->n, o->id, o->val)
+                : REAL(cuModuleLoadData)(handle, image);
 }
 
 /* The library options are the client's business (stubs/cuda_modules.c):
  * none reaches the library, CU_LIBRARY_BINARY_IS_PRESERVED least of all,
  * since the image is freed once the call returns. */
-static int library_load(uint64_t *handle, const void *image, struct jit_opts *o)
+static int library_load(void *handle, const void *image, struct jit_opts *o)
 {
-    CUlibrary lib = NULL;
-    NEED(REAL(cuLibraryLoadData));
-    int rc = REAL(cuLibraryLoadData)(&lib, image, o->n ? o->id : NULL, o->n ? o->val : NULL,
-                                     o->n, NULL, NULL, 0);
-    *handle = (uint64_t)(uintptr_t)lib;
-    return rc;
+    if (!REAL(cuLibraryLoadData))
+        return -RGPU_ENOSYM;
+    return REAL(cuLibraryLoadData)(handle, image, o->n ? o->id : NULL, o->n ? o->val : NULL,
+                                   o->n, NULL, NULL, 0);
 }
 
-/* [image] or [[jit options], image] -> [module, [jit outputs]] */
-static int h_module_load(struct hand_call *c)
+CUresult serve_rgpu_cu_module_load(CUmodule *module, const struct rgpu_jit_option *options,
+                                   size_t noptions, const char *names, size_t names_size,
+                                   struct rgpu_jit_result *result, char *logs, size_t logs_size,
+                                   size_t *logs_used, size_t image_size, const void *image)
 {
-    return load(c, module_load, H_MODULE);
+    struct jit_wire w = { options, noptions, names, names_size };
+    return load(module_load, module, &w, result, logs, logs_size, logs_used, image_size, image);
 }
 
-/* [image] or [[jit options], image] -> [library, [jit outputs]] */
-static int h_library_load(struct hand_call *c)
+CUresult serve_rgpu_cu_library_load(CUlibrary *library, const struct rgpu_jit_option *options,
+                                    size_t noptions, const char *names, size_t names_size,
+                                    struct rgpu_jit_result *result, char *logs,
+                                    size_t logs_size, size_t *logs_used, size_t image_size,
+                                    const void *image)
 {
-    return load(c, library_load, H_LIBRARY);
+    struct jit_wire w = { options, noptions, names, names_size };
+    return load(library_load, library, &w, result, logs, logs_size, logs_used, image_size,
+                image);
 }
 
 /* ---- JIT linking ---------------------------------------------------------------- */
@@ -365,24 +370,29 @@ static void link_forget(struct link *gone)
     }
 }
 
-/* [[jit options]] -> [link, [jit outputs]] */
-static int link_create(struct hand_call *c)
+/* With links_lock held. */
+static CUresult link_create(CUlinkState *link, const struct jit_wire *w,
+                            struct rgpu_jit_result *result, char *logs, size_t logs_size,
+                            size_t *logs_used)
 {
-    NEED(REAL(cuLinkCreate_v2));
-    PROTO_IF(args_count(c, 1));
+    if (!REAL(cuLinkCreate_v2))
+        return serve_transport(RGPU_ENOSYM);
+    if (!link)
+        return CUDA_ERROR_INVALID_VALUE;
     if (nlinks >= MAX_LINKS) {
         rgpu_warn("refusing a link state: the session holds %u", nlinks);
-        return load_reply(c, 0, NULL, CUDA_ERROR_OUT_OF_MEMORY);
+        jit_outputs(NULL, result, logs, logs_size, logs_used);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     struct link *l = calloc(1, sizeof *l);
     if (!l)
-        return -RGPU_ENOMEM;
-    int rc = jit_decode(c, 0, &l->opts);
+        return serve_transport(RGPU_ENOMEM);
+    int rc = jit_decode(w, &l->opts);
     if (rc == 0)
         rc = REAL(cuLinkCreate_v2)(l->opts.n, l->opts.id, l->opts.val, &l->state);
-    if (rc >= 0)
-        load_reply(c, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)l->state : 0, &l->opts, rc);
+    jit_outputs(rc >= 0 ? &l->opts : NULL, result, logs, logs_size, logs_used);
     if (rc == CUDA_SUCCESS) {
+        *link = l->state;
         l->next = links;
         links = l;
         nlinks++;
@@ -390,147 +400,140 @@ static int link_create(struct hand_call *c)
         jit_free(&l->opts);
         free(l);
     }
-    return rc;
+    return rc < 0 ? (CUresult)serve_transport(-rc) : (CUresult)rc;
 }
 
-/* [link, type, name, [jit options], image] -> [[create's outputs], [own]] */
-static int link_add(struct hand_call *c)
+CUresult serve_rgpu_cu_link_create(CUlinkState *link, const struct rgpu_jit_option *options,
+                                   size_t noptions, const char *names, size_t names_size,
+                                   struct rgpu_jit_result *result, char *logs, size_t logs_size,
+                                   size_t *logs_used)
 {
-    uint64_t h, type;
-    char name[JIT_NAME_MAX];
-    struct image_arg img = { 0 };
-    struct jit_opts o = { 0 };
-    NEED(REAL(cuLinkAddData_v2));
-    PROTO_IF(args_count(c, 5) || arg_u64(c, 0, &h) || arg_u64(c, 1, &type) || type > UINT32_MAX);
-    int named = c->args->via.array.ptr[2].type != MSGPACK_OBJECT_NIL;
-    PROTO_IF(named && arg_str(c, 2, name, sizeof name));
-    PROTO_IF(image_arg(c, 4, &img) < 0);
-    struct link *l = link_find(h);
-    int rc = l ? jit_decode(c, 3, &o) : CUDA_ERROR_INVALID_HANDLE;
-    if (rc == 0 && !image_acceptable_sized(img.p, img.n))
-        rc = CUDA_ERROR_INVALID_IMAGE;
-    void *copy = NULL;
-    if (rc == 0) {
-        copy = image_for_library(&img);
-        rc = copy ? (int)REAL(cuLinkAddData_v2)(l->state, (CUjitInputType)type, copy, img.n,
-                                                named ? name : NULL, o.n, o.id, o.val)
-                  : -RGPU_ENOMEM;
-    }
-    image_done(&img, copy);
-    if (rc >= 0) {
-        msgpack_pack_array(c->out, 2);
-        jit_pack_outputs(c->out, l ? &l->opts : NULL);
-        jit_pack_outputs(c->out, &o);
-    }
-    jit_free(&o);
-    return rc;
-}
-
-/* [link] -> [size, [create's outputs], bin first bytes] */
-static int link_complete(struct hand_call *c)
-{
-    uint64_t h;
-    void *image = NULL;
-    size_t size = 0;
-    NEED(REAL(cuLinkComplete));
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &h));
-    struct link *l = link_find(h);
-    int rc = l ? REAL(cuLinkComplete)(l->state, &image, &size) : CUDA_ERROR_INVALID_HANDLE;
-    if (rc == CUDA_SUCCESS && !image && size)
-        rc = CUDA_ERROR_UNKNOWN;
-    size_t first = rc == CUDA_SUCCESS && size < RGPU_IMAGE_PIECE ? size
-                   : rc == CUDA_SUCCESS                          ? RGPU_IMAGE_PIECE
-                                                                 : 0;
-    void *bytes = malloc(first ? first : 1);
-    if (!bytes)
-        return -RGPU_ENOMEM;
-    if (rc == CUDA_SUCCESS) {
-        l->image = image;
-        l->size = size;
-        memcpy(bytes, image, first);
-    }
-    msgpack_pack_array(c->out, 3);
-    msgpack_pack_uint64(c->out, rc == CUDA_SUCCESS ? size : 0);
-    jit_pack_outputs(c->out, l ? &l->opts : NULL);
-    hand_payload(c, bytes, first);
-    return rc;
-}
-
-/* [link, offset, length] -> [bin] */
-static int link_read(struct hand_call *c)
-{
-    uint64_t h, off, len;
-    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &h) || arg_u64(c, 1, &off) ||
-             arg_u64(c, 2, &len));
-    struct link *l = link_find(h);
-    if (!l || !l->image || off > l->size || len > l->size - off || len > RGPU_IMAGE_PIECE) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_bin(c->out, 0);
-        return l ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
-    }
-    void *bytes = malloc(len ? len : 1);
-    if (!bytes)
-        return -RGPU_ENOMEM;
-    memcpy(bytes, (const char *)l->image + off, len);
-    msgpack_pack_array(c->out, 1);
-    hand_payload(c, bytes, len);
-    return CUDA_SUCCESS;
-}
-
-/* [link] -> [] */
-static int link_destroy(struct hand_call *c)
-{
-    uint64_t h;
-    NEED(REAL(cuLinkDestroy));
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &h));
-    struct link *l = link_find(h);
-    msgpack_pack_array(c->out, 0);
-    if (!l)
-        return CUDA_ERROR_INVALID_HANDLE;
-    int rc = REAL(cuLinkDestroy)(l->state);
-    link_forget(l);
-    jit_free(&l->opts);
-    free(l);
-    return rc;
-}
-
-/* Each link procedure under the lock. */
-static int locked(int (*fn)(struct hand_call *), struct hand_call *c)
-{
+    struct jit_wire w = { options, noptions, names, names_size };
     pthread_mutex_lock(&links_lock);
-    int rc = fn(c);
+    CUresult rc = link_create(link, &w, result, logs, logs_size, logs_used);
     pthread_mutex_unlock(&links_lock);
     return rc;
 }
 
-static int h_link_create(struct hand_call *c) { return locked(link_create, c); }
-static int h_link_add(struct hand_call *c) { return locked(link_add, c); }
-static int h_link_complete(struct hand_call *c) { return locked(link_complete, c); }
-static int h_link_read(struct hand_call *c) { return locked(link_read, c); }
-static int h_link_destroy(struct hand_call *c) { return locked(link_destroy, c); }
-
-/* ---- pieces of large images ------------------------------------------------------- */
-
-static int h_cuda_piece(struct hand_call *c)
-{
-    return image_piece(c, CUDA_ERROR_OUT_OF_MEMORY);
-}
-
-/* The runtime's fatbins (rgpu.lib_load, daemon/hand_cudart.c). */
-static int h_cudart_piece(struct hand_call *c)
-{
-    return image_piece(c, cudaErrorMemoryAllocation);
-}
-
-const struct hand_proc hand_module_procs[] = {
-    { "cuda", RGPU_H_CU_MODULE_LOAD, h_module_load },
-    { "cuda", RGPU_H_CU_LIBRARY_LOAD, h_library_load },
-    { "cuda", RGPU_H_CU_LINK_CREATE, h_link_create },
-    { "cuda", RGPU_H_CU_LINK_ADD, h_link_add },
-    { "cuda", RGPU_H_CU_LINK_COMPLETE, h_link_complete },
-    { "cuda", RGPU_H_CU_LINK_READ, h_link_read },
-    { "cuda", RGPU_H_CU_LINK_DESTROY, h_link_destroy },
-    { "cuda", RGPU_H_IMAGE_PIECE, h_cuda_piece },
-    { "cudart", RGPU_H_IMAGE_PIECE, h_cudart_piece },
+/* The outputs of a link call: the state's options as they stand, and the
+ * call's own. */
+struct link_outputs {
+    struct rgpu_jit_result *result;
+    char *logs;
+    size_t logs_size, *logs_used;
 };
-const int hand_module_nprocs = sizeof hand_module_procs / sizeof hand_module_procs[0];
+
+/* With links_lock held. */
+static CUresult link_add(CUlinkState link, CUjitInputType type, const char *name,
+                         const struct jit_wire *w, const struct link_outputs *state,
+                         const struct link_outputs *own, struct image_arg *img)
+{
+    struct jit_opts o = { 0 };
+    void *copy = NULL;
+    struct link *l = link_find((uint64_t)(uintptr_t)link);
+    int rc = l ? jit_decode(w, &o) : CUDA_ERROR_INVALID_HANDLE;
+    if (rc == 0 && !image_acceptable_sized(img->p, img->n))
+        rc = CUDA_ERROR_INVALID_IMAGE;
+    if (rc == 0)
+        rc = (copy = image_for_library(img))
+                 ? (int)REAL(cuLinkAddData_v2)(l->state, type, copy, img->n, name, o.n,
+                                               o.id, o.val)
+                 : -RGPU_ENOMEM;
+    image_done(img, copy);
+    jit_outputs(l ? &l->opts : NULL, state->result, state->logs, state->logs_size,
+                state->logs_used);
+    jit_outputs(rc >= 0 ? &o : NULL, own->result, own->logs, own->logs_size, own->logs_used);
+    jit_free(&o);
+    return rc < 0 ? (CUresult)serve_transport(-rc) : (CUresult)rc;
+}
+
+CUresult serve_rgpu_cu_link_add(CUlinkState link, CUjitInputType type, const char *name,
+                                const struct rgpu_jit_option *options, size_t noptions,
+                                const char *names, size_t names_size,
+                                struct rgpu_jit_result *state_result, char *state_logs,
+                                size_t state_logs_size, size_t *state_logs_used,
+                                struct rgpu_jit_result *result, char *logs, size_t logs_size,
+                                size_t *logs_used, size_t image_size, const void *image)
+{
+    struct jit_wire w = { options, noptions, names, names_size };
+    struct link_outputs state = { state_result, state_logs, state_logs_size, state_logs_used };
+    struct link_outputs own = { result, logs, logs_size, logs_used };
+    struct image_arg img;
+    if (!REAL(cuLinkAddData_v2))
+        return serve_transport(RGPU_ENOSYM);
+    if (name && strnlen(name, JIT_NAME_MAX) >= JIT_NAME_MAX)
+        return serve_transport(RGPU_EPROTO);
+    int rc = image_take(image, image_size, &img);
+    if (rc < 0)
+        return serve_transport(-rc);
+    pthread_mutex_lock(&links_lock);
+    CUresult r = link_add(link, type, name, &w, &state, &own, &img);
+    pthread_mutex_unlock(&links_lock);
+    return r;
+}
+
+CUresult serve_rgpu_cu_link_complete(CUlinkState link, size_t *size,
+                                     struct rgpu_jit_result *state_result, char *state_logs,
+                                     size_t state_logs_size, size_t *state_logs_used)
+{
+    void *image = NULL;
+    size_t n = 0;
+    if (!REAL(cuLinkComplete))
+        return serve_transport(RGPU_ENOSYM);
+    pthread_mutex_lock(&links_lock);
+    struct link *l = link_find((uint64_t)(uintptr_t)link);
+    int rc = !l ? CUDA_ERROR_INVALID_HANDLE
+             : !size ? CUDA_ERROR_INVALID_VALUE
+                     : REAL(cuLinkComplete)(l->state, &image, &n);
+    if (rc == CUDA_SUCCESS && !image && n)
+        rc = CUDA_ERROR_UNKNOWN;
+    if (rc == CUDA_SUCCESS) {
+        l->image = image;
+        l->size = n;
+        *size = n;
+    }
+    jit_outputs(l ? &l->opts : NULL, state_result, state_logs, state_logs_size,
+                state_logs_used);
+    pthread_mutex_unlock(&links_lock);
+    return (CUresult)rc;
+}
+
+/* size bytes of the completed image from offset: into bytes, or, for a
+ * large piece (the codec's sink), ahead of the reply. */
+CUresult serve_rgpu_cu_link_read(CUlinkState link, size_t offset, void *bytes, size_t size)
+{
+    size_t sink = serve_sink_len();
+    pthread_mutex_lock(&links_lock);
+    struct link *l = link_find((uint64_t)(uintptr_t)link);
+    CUresult rc = !l ? CUDA_ERROR_INVALID_HANDLE
+                  : !l->image || offset > l->size || size > l->size - offset ||
+                          size > RGPU_IMAGE_PIECE || (!bytes && !sink && size)
+                      ? CUDA_ERROR_INVALID_VALUE
+                      : CUDA_SUCCESS;
+    if (rc == CUDA_SUCCESS && sink) {
+        serve_data_begin(sink);
+        serve_data_write((const char *)l->image + offset, sink);
+        serve_data_end();
+    } else if (rc == CUDA_SUCCESS && size) {
+        memcpy(bytes, (const char *)l->image + offset, size);
+    }
+    pthread_mutex_unlock(&links_lock);
+    return rc;
+}
+
+/* The codec forgets the handle once destroyed. */
+CUresult serve_rgpu_cu_link_destroy(CUlinkState link)
+{
+    if (!REAL(cuLinkDestroy))
+        return serve_transport(RGPU_ENOSYM);
+    pthread_mutex_lock(&links_lock);
+    struct link *l = link_find((uint64_t)(uintptr_t)link);
+    CUresult rc = l ? REAL(cuLinkDestroy)(l->state) : CUDA_ERROR_INVALID_HANDLE;
+    if (l) {
+        link_forget(l);
+        jit_free(&l->opts);
+        free(l);
+    }
+    pthread_mutex_unlock(&links_lock);
+    return rc;
+}

@@ -1,17 +1,15 @@
 /* The runtime's procedures written by hand, server side: the serve_
  * functions of rgpu's own (codegen/cudart_own.h: copies between host and
  * device memory, whose one implementation for both APIs is
- * daemon/copy.c, copies on the device, kernels' queries), cuBLAS's
- * matrices (codegen/cublas_own.h), and the launches and library loads
- * still packed by hand (client side: stubs/cudart_hand.c; argument lists:
- * common/rgpu_hand_procs.h). */
+ * daemon/copy.c, copies on the device, the registered fatbins' loads,
+ * kernels, their launches and queries) and cuBLAS's matrices
+ * (codegen/cublas_own.h).  Client side: stubs/cudart_hand.c. */
 #include "rgpud.h"
 #include "copy.h"
 #include "image_check.h"
 #include "launch_attrs.h"
 #include "owned.h"
 #include "owned_handles.h"
-#include "rgpu_hand_procs.h"
 #include "cudart_serve.h"
 #include "cublas_serve.h"
 #include "rgpu_log.h"
@@ -29,19 +27,6 @@
 static void *real_sym(const char *name)
 {
     return backend_sym("cudart", name);
-}
-
-#define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
-#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
-
-/* A stream the session never handed out is refused before the runtime
- * sees it: nouts empty outputs, and the runtime's bad-handle status. */
-#define STREAM_OR_REFUSE(c, stream, nouts) \
-    do { if (!handles_valid(H_STREAM, (stream))) return bad_stream((c), (nouts)); } while (0)
-
-static int bad_stream(struct hand_call *c, unsigned nouts)
-{
-    return hand_refuse_handle(c, nouts, "stream", cudaErrorInvalidResourceHandle);
 }
 
 /* ---- handles this session created: never trust the client's ------------ */
@@ -256,33 +241,29 @@ cudaError_t serve_rgpu_copy_dtod_2d(void *dst, size_t dpitch, const void *src, s
 
 /* ---- modules and kernels ------------------------------------------------------- */
 
-/* [image] -> [library]: a bin, or the size of an image staged in pieces
- * (daemon/image_stage.c) */
-static int h_lib_load(struct hand_call *c)
+/* A registered fatbin (codegen/cudart_own.h): the call takes no size, so
+ * only an image whose headers stay inside its bytes may reach it, as a
+ * copy with zeros after it.  The codec records the library as the
+ * session's. */
+cudaError_t serve_rgpu_lib_load(cudaLibrary_t *library, size_t image_size, const void *image)
 {
-    struct image_arg img = { 0 };
-    cudaLibrary_t lib = NULL;
-    PROTO_IF(args_count(c, 1) || image_arg(c, 0, &img) < 0);
-    /* The call takes no size: only an image whose headers stay inside the
-     * frame may reach it, as a copy with zeros after it. */
-    void *copy = NULL;
-    int rc = REAL(cudaLibraryLoadData) ? cudaSuccess : -RGPU_ENOSYM;
-    if (rc == cudaSuccess && !image_acceptable(img.p, img.n))
-        rc = cudaErrorInvalidKernelImage;
-    if (rc == cudaSuccess)
-        copy = image_for_library(&img);
-    if (rc == cudaSuccess && !copy)
-        rc = -RGPU_ENOMEM;
-    if (rc == cudaSuccess)
-        rc = REAL(cudaLibraryLoadData)(&lib, copy, NULL, NULL, 0, NULL, NULL, 0);
-    image_done(&img, copy);
+    struct image_arg img;
+    if (!REAL(cudaLibraryLoadData))
+        return serve_transport(RGPU_ENOSYM);
+    int rc = image_take(image, image_size, &img);
     if (rc < 0)
-        return rc;
-    if (rc == cudaSuccess)
-        handles_add(H_LIBRARY, (uint64_t)(uintptr_t)lib);
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)lib);
-    return rc;
+        return serve_transport(-rc);
+    void *copy = NULL;
+    if (!library)
+        rc = cudaErrorInvalidValue;
+    else if (!image_acceptable(img.p, img.n))
+        rc = cudaErrorInvalidKernelImage;
+    else if (!(copy = image_for_library(&img)))
+        rc = -RGPU_ENOMEM;
+    else
+        rc = REAL(cudaLibraryLoadData)(library, copy, NULL, NULL, 0, NULL, NULL, 0);
+    image_done(&img, copy);
+    return rc < 0 ? (cudaError_t)serve_transport(-rc) : (cudaError_t)rc;
 }
 
 static void layout_of(struct kernel_rec *k)
@@ -310,39 +291,42 @@ static void layout_of(struct kernel_rec *k)
         clear();
 }
 
-/* [library, name] -> [kernel, [[offset, size]...]] */
-static int h_kernel_get(struct hand_call *c)
+/* The kernel's record, its layout asked of the runtime the first time. */
+static struct kernel_rec *kernel_rec_of(uint64_t handle)
 {
-    uint64_t lib;
-    char name[4096];
-    cudaKernel_t kern = NULL;
-    PROTO_IF(args_count(c, 2) || arg_u64(c, 0, &lib) || arg_str(c, 1, name, sizeof name));
-    NEED(REAL(cudaLibraryGetKernel));
-    msgpack_pack_array(c->out, 2);
-    if (!known_library(lib)) {
-        msgpack_pack_uint64(c->out, 0);
-        msgpack_pack_array(c->out, 0);
+    struct kernel_rec *k = find_kernel(handle);
+    if (k || !(k = calloc(1, sizeof *k)))
+        return k;
+    k->handle = handle;
+    layout_of(k);
+    pthread_mutex_lock(&handles_lock);
+    k->next = kernels;
+    kernels = k;
+    pthread_mutex_unlock(&handles_lock);
+    return k;
+}
+
+/* The codec checked the library as a handle of the session's (NULL
+ * passes it) and records the kernel as one. */
+cudaError_t serve_rgpu_kernel_get(cudaKernel_t *kernel, cudaLibrary_t library, const char *name,
+                                  struct rgpu_param_slot *params, size_t max_params,
+                                  size_t *nparams)
+{
+    if (!REAL(cudaLibraryGetKernel))
+        return serve_transport(RGPU_ENOSYM);
+    if (!name || strnlen(name, RGPU_JIT_NAME_MAX) >= RGPU_JIT_NAME_MAX)
+        return serve_transport(RGPU_EPROTO);
+    if (!kernel || !nparams)
+        return cudaErrorInvalidValue;
+    *nparams = 0;
+    if (!known_library((uint64_t)(uintptr_t)library))
         return cudaErrorInvalidResourceHandle;
-    }
-    int rc = REAL(cudaLibraryGetKernel)(&kern, (cudaLibrary_t)lib, name);
-    struct kernel_rec *k = rc == cudaSuccess ? find_kernel((uint64_t)(uintptr_t)kern) : NULL;
-    if (rc == cudaSuccess)      /* generated calls may name it too */
-        handles_add(H_KERNEL, (uint64_t)(uintptr_t)kern);
-    if (rc == cudaSuccess && !k && (k = calloc(1, sizeof *k))) {
-        k->handle = (uint64_t)(uintptr_t)kern;
-        layout_of(k);
-        pthread_mutex_lock(&handles_lock);
-        k->next = kernels;
-        kernels = k;
-        pthread_mutex_unlock(&handles_lock);
-    }
-    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)kern);
-    msgpack_pack_array(c->out, k ? k->nparams : 0);
-    for (unsigned i = 0; k && i < k->nparams; i++) {
-        msgpack_pack_array(c->out, 2);
-        msgpack_pack_uint32(c->out, k->offset[i]);
-        msgpack_pack_uint32(c->out, k->size[i]);
-    }
+    cudaError_t rc = REAL(cudaLibraryGetKernel)(kernel, library, name);
+    struct kernel_rec *k = rc == cudaSuccess ? kernel_rec_of((uint64_t)(uintptr_t)*kernel) : NULL;
+    for (unsigned i = 0; k && i < k->nparams; i++)
+        if (params && i < max_params)
+            params[i] = (struct rgpu_param_slot){ k->offset[i], k->size[i] };
+    *nparams = k ? k->nparams : 0;
     return rc;
 }
 
@@ -372,66 +356,56 @@ int hand_cudart_kernel_layout(uint64_t kern, const uint32_t **offset, const uint
     return 0;
 }
 
-/* The launch both procedures describe: v holds [kernel, gx, gy, gz, bx,
- * by, bz, shmem, stream], params the argument bytes; without attributes
- * it is cudaLaunchKernel's, with them cudaLaunchKernelExC's. */
-static int launch(struct hand_call *c, const uint64_t *v, const void *params, size_t n,
-                  CUlaunchAttribute *attrs, unsigned nattrs)
+/* The launch both procedures describe, the codec having checked the
+ * kernel and the stream as the session's (and params as params_size
+ * bytes): without attributes cudaLaunchKernel's, with them
+ * cudaLaunchKernelExC's.  Arguments that do not fit the kernel's layout
+ * are a protocol error. */
+static cudaError_t launch(cudaKernel_t kernel, dim3 grid, dim3 block, size_t shmem,
+                          cudaStream_t stream, CUlaunchAttribute *attrs, unsigned nattrs,
+                          size_t params_size, const void *params)
 {
     void *argv[512];
-    PROTO_IF(v[1] > UINT32_MAX || v[2] > UINT32_MAX || v[3] > UINT32_MAX ||
-             v[4] > UINT32_MAX || v[5] > UINT32_MAX || v[6] > UINT32_MAX);
-    struct kernel_rec *k = find_kernel(v[0]);
-    PROTO_IF(k && layout_argv(k->offset, k->size, k->nparams, params, n, argv, 512));
-    STREAM_OR_REFUSE(c, v[8], 0);
-    msgpack_pack_array(c->out, 0);
+    struct kernel_rec *k = find_kernel((uint64_t)(uintptr_t)kernel);
+    if (k && layout_argv(k->offset, k->size, k->nparams, params, params_size, argv, 512))
+        return serve_transport(RGPU_EPROTO);
     if (!k)
         return cudaErrorInvalidDeviceFunction;
-    dim3 grid = { (unsigned)v[1], (unsigned)v[2], (unsigned)v[3] };
-    dim3 block = { (unsigned)v[4], (unsigned)v[5], (unsigned)v[6] };
     if (!attrs) {
-        NEED(REAL(cudaLaunchKernel));
-        return REAL(cudaLaunchKernel)((const void *)k->handle, grid, block, argv, v[7],
-                                      (cudaStream_t)v[8]);
+        if (!REAL(cudaLaunchKernel))
+            return serve_transport(RGPU_ENOSYM);
+        return REAL(cudaLaunchKernel)((const void *)kernel, grid, block, argv, shmem, stream);
     }
-    NEED(REAL(cudaLaunchKernelExC));
+    if (!REAL(cudaLaunchKernelExC))
+        return serve_transport(RGPU_ENOSYM);
     /* The runtime's records are the driver's (daemon/launch_attrs.c). */
-    cudaLaunchConfig_t config = { grid, block, v[7], (cudaStream_t)v[8],
+    cudaLaunchConfig_t config = { grid, block, shmem, stream,
                                   (cudaLaunchAttribute *)(void *)attrs, nattrs };
-    return REAL(cudaLaunchKernelExC)(&config, (const void *)k->handle, argv);
+    return REAL(cudaLaunchKernelExC)(&config, (const void *)kernel, argv);
 }
 
-/* [kernel, gx, gy, gz, bx, by, bz, shmem, stream, bin params] */
-static int h_launch(struct hand_call *c)
+cudaError_t serve_rgpu_launch(cudaKernel_t kernel, dim3 grid, dim3 block, size_t shmem,
+                              cudaStream_t stream, size_t params_size, const void *params)
 {
-    uint64_t v[9];
-    const void *params;
-    size_t n;
-    PROTO_IF(args_count(c, 10) || arg_bin(c, 9, &params, &n) || arg_u64s(c, 9, v));
-    return launch(c, v, params, n, NULL, 0);
+    return launch(kernel, grid, block, shmem, stream, NULL, 0, params_size, params);
 }
 
-/* [kernel, gx, gy, gz, bx, by, bz, shmem, stream, attrs, bin params] */
-static int h_launch_ex(struct hand_call *c)
+cudaError_t serve_rgpu_launch_ex(cudaKernel_t kernel, dim3 grid, dim3 block, size_t shmem,
+                                 cudaStream_t stream, const struct rgpu_launch_attr *attrs,
+                                 size_t nattrs, size_t params_size, const void *params)
 {
-    uint64_t v[9];
-    const void *params;
-    size_t n;
-    CUlaunchAttribute attrs[RGPU_LAUNCH_ATTRS_MAX];
-    unsigned nattrs = 0;
-    PROTO_IF(args_count(c, 11) || arg_bin(c, 10, &params, &n) || arg_u64s(c, 9, v) ||
-             launch_attrs_arg(c, 9, attrs, &nattrs));
-    switch (launch_attrs_check(attrs, nattrs)) {     /* it logs what it refuses */
+    CUlaunchAttribute a[RGPU_LAUNCH_ATTRS_MAX];
+    switch (launch_attrs_take(attrs, nattrs, a)) {     /* it logs what it refuses */
+    case LAUNCH_ATTRS_MALFORMED:
+        return serve_transport(RGPU_EPROTO);
     case LAUNCH_ATTRS_BAD_EVENT:
-        msgpack_pack_array(c->out, 0);
         return cudaErrorInvalidResourceHandle;
     case LAUNCH_ATTRS_BAD_WINDOW:
-        msgpack_pack_array(c->out, 0);
         return cudaErrorInvalidValue;
     case LAUNCH_ATTRS_OK:
         break;
     }
-    return launch(c, v, params, n, attrs, nattrs);
+    return launch(kernel, grid, block, shmem, stream, a, (unsigned)nattrs, params_size, params);
 }
 
 /* The kernels' own procedures (codegen/cudart_own.h): the codec checked
@@ -564,11 +538,3 @@ cudaError_t serve_rgpu_pointer_device(int *device, const void *ptr)
                      (CUdeviceptr)(uintptr_t)ptr) == CUDA_SUCCESS ? cudaSuccess
                                                                   : cudaErrorInvalidValue;
 }
-
-const struct hand_proc hand_cudart_procs[] = {
-    { "cudart", RGPU_H_LIB_LOAD, h_lib_load },
-    { "cudart", RGPU_H_KERNEL_GET, h_kernel_get },
-    { "cudart", RGPU_H_LAUNCH, h_launch },
-    { "cudart", RGPU_H_LAUNCH_EX, h_launch_ex },
-};
-const int hand_cudart_nprocs = sizeof hand_cudart_procs / sizeof hand_cudart_procs[0];

@@ -43,25 +43,24 @@ int image_acceptable_sized(const void *image, size_t n);
 
 /* The most the staged images of a session may hold together. */
 void image_staging_limit(uint64_t bytes);
-/* rgpu.image_piece: [total, offset, bin piece] -> [].  oom_status: the
- * library's out-of-memory status, answered when the limit or the memory
- * refuses the image. */
-int image_piece(struct hand_call *c, int oom_status);
-
-/* An image argument: bytes inside the request's frame, or the calling
- * thread's staged image (then owned here). */
+/* An image parameter of rgpu's own procedures (image_size bytes at image;
+ * image NULL: the image of that size this thread staged in pieces,
+ * complete; or bytes the request left in the socket): buf, when set, is
+ * ours, with IMAGE_ZERO_TAIL zero bytes after it, and reserved when it
+ * counts against the staging limit. */
 struct image_arg {
     const void *p;
     size_t n;
-    void *staged;
+    unsigned char *buf;
+    int reserved;
 };
-/* Argument i: a bin, or the size of the image this thread staged, which
- * must be complete.  -1 when it is neither (a protocol error). */
-int image_arg(const struct hand_call *c, unsigned i, struct image_arg *img);
-/* The bytes to hand the library, followed by IMAGE_ZERO_TAIL zeros: the
- * staged buffer, or a copy of the frame's bytes (NULL: out of memory). */
+/* 0, or -RGPU_EPROTO when a staged image of that size is not complete
+ * (a protocol error), -RGPU_ENOMEM. */
+int image_take(const void *image, size_t size, struct image_arg *img);
+/* The bytes to hand the library, followed by IMAGE_ZERO_TAIL zeros: our
+ * buffer, or a copy of the frame's bytes (NULL: out of memory). */
 void *image_for_library(const struct image_arg *img);
-/* After the library call: frees the copy and the staged image. */
+/* After the library call: frees the copy and our buffer. */
 void image_done(struct image_arg *img, void *lib_copy);
 
 #endif

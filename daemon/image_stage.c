@@ -1,5 +1,7 @@
-/* Module images larger than a frame, assembled from pieces (client side:
- * common/rgpu_image.c; the wire: common/rgpu_hand_procs.h).
+/* Module images larger than a frame, assembled from pieces (rgpu_image_piece
+ * of rgpu's own library, codegen/rgpu_own.h; client side:
+ * common/rgpu_image.c), and the image parameters of the procedures that
+ * load them.
  *
  * Each client thread has one image in assembly at most: its pieces arrive
  * in order on that thread's worker (a client thread is one server thread,
@@ -14,9 +16,9 @@
  * ends, with the process).  Anything out of order is a protocol error: the
  * client core never sends it. */
 #include "image_check.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
+#include "rgpu_serve.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -87,45 +89,52 @@ static int staging_begin(uint64_t total)
     return 0;
 }
 
-int image_piece(struct hand_call *c, int oom_status)
+/* The codec checked that a piece's bytes are size long: in the frame at
+ * piece, or left in the socket (serve_stream_left). */
+rgpu_status serve_rgpu_image_piece(uint64_t total, uint64_t offset, size_t size,
+                                   const void *piece)
 {
-    uint64_t total, offset;
-    const void *p;
-    size_t n;
-    if (args_count(c, 3) || arg_u64(c, 0, &total) || arg_u64(c, 1, &offset) ||
-        arg_bin(c, 2, &p, &n))
-        return -RGPU_EPROTO;
-    if (c->in_len)
-        n = c->in_len;              /* a large piece waits in the socket */
-    if (total == 0 || offset > total || n > total - offset || n > RGPU_IMAGE_PIECE)
-        return -RGPU_EPROTO;
-    if (offset == 0 && staging_begin(total) < 0) {
-        msgpack_pack_array(c->out, 0);
-        return oom_status;          /* the session drops the payload */
-    }
+    size_t in_socket = serve_stream_left();
+    if (total == 0 || offset > total || size > total - offset || size > RGPU_IMAGE_PIECE ||
+        (size && !piece && !in_socket))
+        return serve_transport(RGPU_EPROTO);
+    if (offset == 0 && staging_begin(total) < 0)
+        return RGPU_STATUS_NO_MEMORY;       /* the session drops the piece's bytes */
     if (!staging.buf || staging.total != total || staging.received != offset)
-        return -RGPU_EPROTO;
-    if (c->in_len)
-        hand_read_payload(c, staging.buf + offset, n);
-    else
-        memcpy(staging.buf + offset, p, n);
-    staging.received += n;
-    msgpack_pack_array(c->out, 0);
-    return 0;
+        return serve_transport(RGPU_EPROTO);
+    if (in_socket)
+        serve_stream_read(staging.buf + offset, size);
+    else if (size)
+        memcpy(staging.buf + offset, piece, size);
+    staging.received += size;
+    return RGPU_STATUS_OK;
 }
 
-int image_arg(const struct hand_call *c, unsigned i, struct image_arg *img)
+int image_take(const void *image, size_t size, struct image_arg *img)
 {
-    uint64_t size;
     memset(img, 0, sizeof *img);
-    if (arg_bin(c, i, &img->p, &img->n) == 0)
-        return 0;
-    /* Else the size of the image this thread staged, complete. */
-    if (arg_u64(c, i, &size) < 0 || !staging.buf || staging.total != size ||
-        staging.received != size)
-        return -1;
-    img->p = img->staged = staging.buf;
     img->n = size;
+    if (serve_stream_left()) {
+        /* A large image of the request itself, read straight into a
+         * buffer with the zero bytes after it (the codec checked its
+         * length). */
+        img->buf = size <= SIZE_MAX - IMAGE_ZERO_TAIL ? malloc(size + IMAGE_ZERO_TAIL) : NULL;
+        if (!img->buf)
+            return -RGPU_ENOMEM;
+        serve_stream_read(img->buf, size);
+        memset(img->buf + size, 0, IMAGE_ZERO_TAIL);
+        img->p = img->buf;
+        return 0;
+    }
+    if (image || size == 0) {
+        img->p = image ? image : "";
+        return 0;
+    }
+    /* Else the image this thread staged, complete. */
+    if (!staging.buf || staging.total != size || staging.received != size)
+        return -RGPU_EPROTO;
+    img->p = img->buf = staging.buf;
+    img->reserved = 1;
     staging.buf = NULL;             /* the image's now; still reserved */
     staging.total = staging.received = 0;
     return 0;
@@ -133,16 +142,15 @@ int image_arg(const struct hand_call *c, unsigned i, struct image_arg *img)
 
 void *image_for_library(const struct image_arg *img)
 {
-    return img->staged ? img->staged : image_copy(img->p, img->n);
+    return img->buf ? img->buf : image_copy(img->p, img->n);
 }
 
 void image_done(struct image_arg *img, void *lib_copy)
 {
-    if (lib_copy && lib_copy != img->staged)
+    if (lib_copy && lib_copy != img->buf)
         free(lib_copy);
-    if (img->staged) {
-        free(img->staged);
+    free(img->buf);
+    if (img->reserved)
         unreserve(img->n);
-    }
     memset(img, 0, sizeof *img);
 }

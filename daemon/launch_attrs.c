@@ -34,13 +34,6 @@ _Static_assert(CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT ==
 _Static_assert(CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING ==
                (int)cudaLaunchAttributeNvlinkUtilCentricScheduling, "attribute ids");
 
-int launch_attrs_arg(const struct hand_call *c, unsigned i, CUlaunchAttribute *out, unsigned *n)
-{
-    if (c->args->type != MSGPACK_OBJECT_ARRAY || i >= c->args->via.array.size)
-        return -1;
-    return rgpu_launch_attrs_unpack(&c->args->via.array.ptr[i], out, n);
-}
-
 static int event_allowed(CUevent ev)
 {
     if (handles_valid(H_EVENT, (uint64_t)(uintptr_t)ev))
@@ -80,4 +73,12 @@ enum launch_attrs_verdict launch_attrs_check(const CUlaunchAttribute *attrs, uns
         }
     }
     return LAUNCH_ATTRS_OK;
+}
+
+enum launch_attrs_verdict launch_attrs_take(const struct rgpu_launch_attr *in, size_t n,
+                                            CUlaunchAttribute *out)
+{
+    if (rgpu_launch_attrs_from_wire(in, n, out) < 0)
+        return LAUNCH_ATTRS_MALFORMED;
+    return launch_attrs_check(out, (unsigned)n);
 }

@@ -382,21 +382,12 @@ struct hand_proc {
 
 /* Whether a hand-written procedure takes a large payload from the socket
  * (hand_call.in_len): the shared-memory copies to the device
- * (daemon/copy.c) and the pieces of large module images
- * (daemon/image_stage.c).  rgpu's own procedures say so in their table
+ * (daemon/copy.c).  rgpu's own procedures say so in their table
  * (RGPU_PARAM_STREAM). */
 int hand_streamed(const struct hand_proc *hp);
 
-extern const struct hand_proc hand_cudart_procs[];
-extern const int hand_cudart_nprocs;
 extern const struct hand_proc hand_cuda_procs[];
 extern const int hand_cuda_nprocs;
-extern const struct hand_proc hand_cuda_launch_procs[];   /* hand_cuda_launch.c */
-extern const int hand_cuda_launch_nprocs;
-extern const struct hand_proc hand_module_procs[];    /* hand_cuda_modules.c */
-extern const int hand_module_nprocs;
-extern const struct hand_proc hand_auth_procs[];      /* auth.c */
-extern const int hand_auth_nprocs;
 extern const struct hand_proc hand_graph_procs[];     /* hand_graphs.c */
 extern const int hand_graph_nprocs;
 extern const struct hand_proc hand_graph_conditional_procs[]; /* hand_graph_conditionals.c */

@@ -5,7 +5,6 @@
  * libraries loaded from the client's files.  Server side:
  * daemon/hand_cuda_launch.c. */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_launch_attrs.h"
 #include "cuda_own.h"
 #include "cuda_procs.h"
@@ -42,8 +41,6 @@ static struct layout *layouts;
  * in the list unused: a launch on another thread may be reading one. */
 static CUresult layout_of(CUfunction f, struct layout **out)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
     uint64_t func = (uint64_t)(uintptr_t)f;
     unsigned generation = rgpu_code_generation();
     struct layout *l;
@@ -56,33 +53,28 @@ static CUresult layout_of(CUfunction f, struct layout **out)
         *out = l;
         return CUDA_SUCCESS;
     }
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_PARAM_LAYOUT), 0);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_uint64(&req.pk, func);
-    int rc = rgpu_req_exchange(LIB, "cuLaunchKernel", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    if (rc == CUDA_SUCCESS) {
-        l = calloc(1, sizeof *l);
-        if (l && rgpu_layout_parse(rgpu_reply_out(&reply, 0), &l->l) < 0) {
-            free(l);
-            l = NULL;
-        }
-        if (!l) {
-            rc = transport("cuLaunchKernel", RGPU_EPROTO);
-        } else {
-            l->func = func;
-            l->generation = generation;
-            pthread_mutex_lock(&layout_lock);
-            l->next = layouts;
-            layouts = l;
-            pthread_mutex_unlock(&layout_lock);
-            *out = l;
-        }
+    struct rgpu_param_slot *slots = malloc(RGPU_KERNEL_PARAMS_MAX * sizeof *slots);
+    if (!slots || !(l = calloc(1, sizeof *l))) {
+        free(slots);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    rgpu_reply_free(&reply);
-    return rc;
+    size_t n = 0;
+    CUresult rc = rgpu_cu_param_layout(f, slots, RGPU_KERNEL_PARAMS_MAX, &n);
+    if (rc == CUDA_SUCCESS && rgpu_layout_set(&l->l, slots, n) < 0)
+        rc = transport("cuLaunchKernel", RGPU_EPROTO);
+    free(slots);
+    if (rc != CUDA_SUCCESS) {
+        free(l);
+        return rc;
+    }
+    l->func = func;
+    l->generation = generation;
+    pthread_mutex_lock(&layout_lock);
+    l->next = layouts;
+    layouts = l;
+    pthread_mutex_unlock(&layout_lock);
+    *out = l;
+    return CUDA_SUCCESS;
 }
 
 /* Kernel arguments as one buffer: either packed by the caller (`extra`) or
@@ -187,27 +179,32 @@ static CUresult shape_valid(const struct launch *L)
     return CUDA_SUCCESS;
 }
 
-/* [function, gx, gy, gz, bx, by, bz, shmem, stream, packed(, attrs), bin params] */
-static void pack_launch(struct rgpu_req *req, const struct launch *L, unsigned nsent,
-                        const void *buf, size_t len)
+/* The launch through rgpu's own procedures: rgpu_cu_launch, or with the
+ * attributes that travel (IGNORE ones aside) rgpu_cu_launch_ex; unwaited
+ * when the policy above let it go without its reply. */
+static CUresult send_launch(const struct launch *L, const void *buf, size_t len, int unwaited)
 {
-    msgpack_pack_array(&req->pk, nsent ? 12 : 11);
-    msgpack_pack_uint64(&req->pk, (uint64_t)(uintptr_t)L->f);
-    for (int i = 0; i < 3; i++)
-        msgpack_pack_uint32(&req->pk, L->grid[i]);
-    for (int i = 0; i < 3; i++)
-        msgpack_pack_uint32(&req->pk, L->block[i]);
-    msgpack_pack_uint32(&req->pk, L->shmem);
-    msgpack_pack_uint64(&req->pk, (uint64_t)(uintptr_t)L->stream);
-    msgpack_pack_uint32(&req->pk, L->extra ? 1 : 0);
-    if (nsent)
-        rgpu_launch_attrs_pack(&req->pk, L->attrs, L->nattrs);
-    rgpu_req_payload(req, buf, len);
+    struct rgpu_launch_attr wire[RGPU_LAUNCH_ATTRS_MAX];
+    const struct rgpu_launch_attr *attrs = wire;
+    int packed = L->extra != NULL;
+    size_t nattrs = rgpu_launch_attrs_count(L->attrs, L->nattrs);
+    if (nattrs > RGPU_LAUNCH_ATTRS_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!nattrs) {
+        const void *argv[] = { &L->f, &L->grid[0], &L->grid[1], &L->grid[2], &L->block[0],
+                               &L->block[1], &L->block[2], &L->shmem, &L->stream, &packed,
+                               &len, &buf };
+        return (CUresult)rgpu_call_unwaited_when(LIB, RGPU_CUDA_rgpu_cu_launch, argv, unwaited);
+    }
+    rgpu_launch_attrs_to_wire(L->attrs, L->nattrs, wire);
+    const void *argv[] = { &L->f, &L->grid[0], &L->grid[1], &L->grid[2], &L->block[0],
+                           &L->block[1], &L->block[2], &L->shmem, &L->stream, &packed,
+                           &attrs, &nattrs, &len, &buf };
+    return (CUresult)rgpu_call_unwaited_when(LIB, RGPU_CUDA_rgpu_cu_launch_ex, argv, unwaited);
 }
 
 static CUresult launch(const struct launch *L)
 {
-    struct rgpu_req req;
     const void *buf;
     size_t len;
     unsigned char *owned;
@@ -226,27 +223,15 @@ static CUresult launch(const struct launch *L)
         rc = rgpu_cuda_pack_params(L->f, L->params, L->extra, &buf, &len, &owned);
     if (rc != CUDA_SUCCESS)
         return rc;
-    /* Without attributes (IGNORE ones aside), the plain launch's procedure. */
-    unsigned nsent = rgpu_launch_attrs_count(L->attrs, L->nattrs);
     uint64_t key = launch_key(L);
     int wait = launch_must_wait(L, key);
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", nsent ? RGPU_H_CU_LAUNCH_EX : RGPU_H_CU_LAUNCH),
-                   wait ? 0 : RGPU_CALL_NOREPLY);
-    rgpu_stats_name(req.proc_id, nsent ? "driver kernel launch with attributes"
-                                       : "driver kernel launch");
-    pack_launch(&req, L, nsent, buf, len);
     rgpu_printing_launched((uint64_t)(uintptr_t)L->stream,
                            rgpu_printing_may((uint64_t)(uintptr_t)L->f));
-    if (wait) {
-        rc = (CUresult)rgpu_req_status(LIB, L->what, &req);
-        free(owned);
-        if (rc == CUDA_SUCCESS)
-            rgpu_launch_took(key);
-        return rc;
-    }
-    int t = rgpu_req_send(&req, NULL);
+    rc = send_launch(L, buf, len, !wait);
     free(owned);
-    return t == RGPU_OK ? CUDA_SUCCESS : transport(L->what, t);
+    if (wait && rc == CUDA_SUCCESS)
+        rgpu_launch_took(key);
+    return rc;
 }
 
 RGPU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,

@@ -1,5 +1,6 @@
-/* Modules, libraries and JIT linking of libcuda.so.1, client side (server
- * side: daemon/hand_cuda_modules.c; the wire: common/rgpu_hand_procs.h).
+/* Modules, libraries and JIT linking of libcuda.so.1, client side, through
+ * rgpu's own procedures (codegen/cuda_own.h; server side:
+ * daemon/hand_cuda_modules.c).
  *
  * Images travel as bytes, larger ones in pieces ahead of the call
  * (common/rgpu_image.c).  Files are the client's: cuModuleLoad and
@@ -12,7 +13,7 @@
  * linked image is copied here and lives until cuLinkDestroy. */
 #include "rgpu_client.h"
 #include "rgpu_fatbin.h"
-#include "rgpu_hand_procs.h"
+#include "cuda_own.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
@@ -217,67 +218,109 @@ static void jit_free(struct jit *j)
     j->n = 0;
 }
 
-static void jit_pack(msgpack_packer *pk, const struct jit *j)
+/* The options as they travel (struct rgpu_jit_option): records, the name
+ * lists' strings one after another, and room for the logs the library
+ * writes (their texts come back one after the other, each cut to the
+ * program's buffer). */
+struct jit_wire {
+    struct rgpu_jit_option opt[RGPU_JIT_MAX_OPTIONS];
+    size_t n;
+    char *names;
+    size_t names_size;
+    char *logs;
+    size_t logs_size;
+};
+
+/* The room a log of option i needs: the program's buffer, as far as the
+ * server fills one. */
+static size_t log_room(const struct jit *j, unsigned i)
 {
-    msgpack_pack_array(pk, j->n);
+    return j->log_cap[i] < RGPU_JIT_LOG_MAX ? j->log_cap[i] : RGPU_JIT_LOG_MAX;
+}
+
+/* CUDA_SUCCESS, or CUDA_ERROR_OUT_OF_MEMORY; jit_wire_free in both cases. */
+static CUresult jit_wire(const struct jit *j, struct jit_wire *w)
+{
+    memset(w, 0, sizeof *w);
+    w->n = j->n;
     for (unsigned i = 0; i < j->n; i++) {
-        msgpack_pack_array(pk, 2);
-        msgpack_pack_uint32(pk, (uint32_t)j->id[i]);
-        if (is_log(j->id[i]) || j->id[i] == CU_JIT_WALL_TIME) {
-            msgpack_pack_nil(pk);           /* outputs: the server's buffers */
+        w->opt[i].id = (uint32_t)j->id[i];
+        if (is_log(j->id[i])) {
+            w->logs_size += log_room(j, i);
         } else if (is_names(j->id[i])) {
             const char *const *names = j->val[i];
-            unsigned n = names_len(j, i);
-            msgpack_pack_array(pk, n);
-            for (unsigned k = 0; k < n; k++)
-                msgpack_pack_str_with_body(pk, names[k], strlen(names[k]));
-        } else {
-            msgpack_pack_uint64(pk, (uint64_t)(uintptr_t)j->val[i]);
+            w->opt[i].value = names_len(j, i);
+            for (unsigned k = 0; k < w->opt[i].value; k++)
+                w->names_size += strlen(names[k]) + 1;
+        } else if (j->id[i] != CU_JIT_WALL_TIME) {
+            w->opt[i].value = (uint64_t)(uintptr_t)j->val[i];
         }
     }
+    if ((w->names_size && !(w->names = malloc(w->names_size))) ||
+        (w->logs_size && !(w->logs = malloc(w->logs_size))))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t at = 0;
+    for (unsigned i = 0; i < j->n; i++) {
+        const char *const *names = j->val[i];
+        for (unsigned k = 0; is_names(j->id[i]) && k < w->opt[i].value; k++) {
+            size_t len = strlen(names[k]) + 1;
+            memcpy(w->names + at, names[k], len);
+            at += len;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+static void jit_wire_free(struct jit_wire *w)
+{
+    free(w->names);
+    free(w->logs);
+    w->names = w->logs = NULL;
 }
 
 /* A log's text into the program's buffer, cut to the size it gave. */
-static void copy_log(const struct jit *j, unsigned i, const msgpack_object *text)
+static void copy_log(const struct jit *j, unsigned i, const char *text, size_t len)
 {
-    if (text->type != MSGPACK_OBJECT_BIN || !j->log_buf[i] || !j->log_cap[i])
+    if (!j->log_buf[i] || !j->log_cap[i])
         return;
-    size_t n = text->via.bin.size < j->log_cap[i] - 1 ? text->via.bin.size : j->log_cap[i] - 1;
+    size_t n = len < j->log_cap[i] - 1 ? len : j->log_cap[i] - 1;
     if (n)
-        memcpy(j->log_buf[i], text->via.bin.ptr, n);
+        memcpy(j->log_buf[i], text, n);
     j->log_buf[i][n] = '\0';
 }
 
-/* One output [id, value] into every option of that id. */
-static void apply_output(const struct jit *j, const msgpack_object *pair)
+/* What the library wrote (r, and used bytes of log texts) into every
+ * option of the program's that it answers. */
+static void jit_apply(const struct jit *j, const struct rgpu_jit_result *r, const char *logs,
+                      size_t used)
 {
-    if (pair->type != MSGPACK_OBJECT_ARRAY || pair->via.array.size != 2 ||
-        pair->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-        return;
-    uint64_t id = pair->via.array.ptr[0].via.u64;
-    const msgpack_object *v = &pair->via.array.ptr[1];
+    size_t info = r->info_log_len, error = r->error_log_len;
+    if (info > used || error > used - info)
+        info = error = 0;           /* not what the server's logs hold */
     for (unsigned i = 0; i < j->n; i++) {
-        if ((uint64_t)j->id[i] != id)
-            continue;
-        if (is_log(j->id[i])) {
-            copy_log(j, i, v);
-        } else if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-            continue;
-        } else if (j->id[i] == CU_JIT_WALL_TIME) {
-            uint32_t bits = (uint32_t)v->via.u64;   /* a float, as the driver stores it */
-            memcpy(&j->val[i], &bits, sizeof bits);
-        } else {
-            j->val[i] = (void *)(uintptr_t)v->via.u64;
+        switch ((int)j->id[i]) {
+        case CU_JIT_INFO_LOG_BUFFER:
+            copy_log(j, i, logs, info);
+            break;
+        case CU_JIT_ERROR_LOG_BUFFER:
+            copy_log(j, i, logs ? logs + info : NULL, error);
+            break;
+        case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+            j->val[i] = (void *)(uintptr_t)r->info_log_size;
+            break;
+        case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+            j->val[i] = (void *)(uintptr_t)r->error_log_size;
+            break;
+        case CU_JIT_THREADS_PER_BLOCK:
+            j->val[i] = (void *)(uintptr_t)r->threads_per_block;
+            break;
+        case CU_JIT_WALL_TIME:      /* a float, as the driver stores it */
+            memcpy(&j->val[i], &r->wall_time, sizeof r->wall_time);
+            break;
+        default:
+            break;
         }
     }
-}
-
-static void jit_apply(const struct jit *j, const msgpack_object *outs)
-{
-    if (!outs || outs->type != MSGPACK_OBJECT_ARRAY)
-        return;
-    for (uint32_t k = 0; k < outs->via.array.size; k++)
-        apply_output(j, &outs->via.array.ptr[k]);
 }
 
 /* ---- modules and libraries ----------------------------------------------------------- */
@@ -302,33 +345,35 @@ static size_t gpu_archs(unsigned archs[RGPU_MAX_GPU_ARCHS])
     return k == (size_t)n ? k : 0;
 }
 
-/* Loads an image through proc ([[jit options], image] -> [handle, outs]). */
-static CUresult load_image(const char *proc, const char *what, uint64_t *handle,
-                           const void *image, struct jit *j)
+enum load_kind { LOAD_MODULE, LOAD_LIBRARY };
+
+/* Loads an image as a module or a library, with the program's options. */
+static CUresult load_image(enum load_kind kind, uint64_t *handle, const void *image,
+                           struct jit *j)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    struct rgpu_image img;
+    struct jit_wire w;
+    struct rgpu_jit_result r = { 0 };
+    const void *bytes;
+    size_t used = 0;
     if (!handle || !image)
         return CUDA_ERROR_INVALID_VALUE;
     size_t size = image_size(&image);
     if (!size)
         return CUDA_ERROR_INVALID_IMAGE;
-    int rc = rgpu_image_stage(LIB, what, &img, image, size);
-    if (rc != 0)
-        return rc;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", proc), 0);
-    msgpack_pack_array(&req.pk, 2);
-    jit_pack(&req.pk, j);
-    rgpu_image_pack(&req, &img);
-    rc = rgpu_req_exchange(LIB, what, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    jit_apply(j, rgpu_reply_out(&reply, 1));
+    CUresult rc = jit_wire(j, &w);
     if (rc == CUDA_SUCCESS)
-        *handle = rgpu_reply_u64(&reply, 0);
-    rgpu_reply_free(&reply);
+        rc = (CUresult)rgpu_image_stage(LIB, image, size, CUDA_ERROR_OUT_OF_MEMORY, &bytes);
+    const struct rgpu_jit_option *opts = w.opt;
+    int asked = rc == CUDA_SUCCESS;
+    if (asked && kind == LOAD_MODULE)
+        rc = rgpu_cu_module_load((CUmodule *)handle, opts, w.n, w.names, w.names_size, &r,
+                                 w.logs, w.logs_size, &used, size, bytes);
+    else if (asked)
+        rc = rgpu_cu_library_load((CUlibrary *)handle, opts, w.n, w.names, w.names_size, &r,
+                                  w.logs, w.logs_size, &used, size, bytes);
+    if (asked)
+        jit_apply(j, &r, w.logs, used);
+    jit_wire_free(&w);
     if (rc == CUDA_SUCCESS) {
         unsigned archs[RGPU_MAX_GPU_ARCHS];
         /* Which kernels may printf (common/rgpu_printing.c). */
@@ -337,14 +382,13 @@ static CUresult load_image(const char *proc, const char *what, uint64_t *handle,
     return rc;
 }
 
-static CUresult load_with_options(const char *proc, const char *what, uint64_t *handle,
-                                  const void *image, unsigned n, CUjit_option *options,
-                                  void **values)
+static CUresult load_with_options(enum load_kind kind, uint64_t *handle, const void *image,
+                                  unsigned n, CUjit_option *options, void **values)
 {
     struct jit j;
     CUresult rc = jit_take(&j, n, options, values);
     if (rc == CUDA_SUCCESS)
-        rc = load_image(proc, what, handle, image, &j);
+        rc = load_image(kind, handle, image, &j);
     jit_free(&j);
     return rc;
 }
@@ -360,7 +404,7 @@ RGPU_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
     CUresult rc = read_file(fname, &bytes, &len);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = len ? load_with_options(RGPU_H_CU_MODULE_LOAD, "cuModuleLoad", (uint64_t *)module,
+    rc = len ? load_with_options(LOAD_MODULE, (uint64_t *)module,
                                  bytes, 0, NULL, NULL)
              : CUDA_ERROR_INVALID_IMAGE;
     free(bytes);
@@ -369,7 +413,7 @@ RGPU_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 
 RGPU_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
-    return load_with_options(RGPU_H_CU_MODULE_LOAD, "cuModuleLoadData", (uint64_t *)module,
+    return load_with_options(LOAD_MODULE, (uint64_t *)module,
                              image, 0, NULL, NULL);
 }
 
@@ -377,7 +421,7 @@ RGPU_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
                                         unsigned int numOptions, CUjit_option *options,
                                         void **optionValues)
 {
-    return load_with_options(RGPU_H_CU_MODULE_LOAD, "cuModuleLoadDataEx", (uint64_t *)module,
+    return load_with_options(LOAD_MODULE, (uint64_t *)module,
                              image, numOptions, options, optionValues);
 }
 
@@ -413,7 +457,7 @@ RGPU_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
     CUresult rc = library_options(libraryOptions, numLibraryOptions);
     if (rc != CUDA_SUCCESS)
         return rc;
-    return load_with_options(RGPU_H_CU_LIBRARY_LOAD, "cuLibraryLoadData", (uint64_t *)library,
+    return load_with_options(LOAD_LIBRARY, (uint64_t *)library,
                              code, numJitOptions, jitOptions, jitOptionsValues);
 }
 
@@ -444,128 +488,101 @@ static struct link *link_find(CUlinkState state)
     return NULL;
 }
 
+/* A call's own options as they travel, and where their outputs land. */
+struct jit_call {
+    struct jit_wire w;
+    struct rgpu_jit_result r;
+    size_t used;
+};
+
 static CUresult link_create(unsigned n, CUjit_option *options, void **values,
                             CUlinkState *stateOut)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
+    struct jit_call c = { 0 };
+    CUlinkState state = NULL;
     if (!stateOut)
         return CUDA_ERROR_INVALID_VALUE;
     struct link *l = calloc(1, sizeof *l);
     if (!l)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    int rc = jit_take(&l->opts, n, options, values);
-    if (rc == CUDA_SUCCESS) {
-        rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LINK_CREATE), 0);
-        msgpack_pack_array(&req.pk, 1);
-        jit_pack(&req.pk, &l->opts);
-        rc = rgpu_req_exchange(LIB, "cuLinkCreate", &req, &reply);
-        if (rc == RGPU_REPLY_READY) {
-            rc = rgpu_reply_status(LIB, &reply);
-            jit_apply(&l->opts, rgpu_reply_out(&reply, 1));
-            l->handle = rgpu_reply_u64(&reply, 0);
-            rgpu_reply_free(&reply);
-        }
+    CUresult rc = jit_take(&l->opts, n, options, values);
+    if (rc == CUDA_SUCCESS && (rc = jit_wire(&l->opts, &c.w)) == CUDA_SUCCESS) {
+        const struct rgpu_jit_option *opts = c.w.opt;
+        rc = rgpu_cu_link_create(&state, opts, c.w.n, c.w.names, c.w.names_size, &c.r,
+                                 c.w.logs, c.w.logs_size, &c.used);
+        jit_apply(&l->opts, &c.r, c.w.logs, c.used);
     }
-    if (rc == CUDA_SUCCESS && !l->handle)
+    jit_wire_free(&c.w);
+    if (rc == CUDA_SUCCESS && !state)
         rc = rgpu_transport_status(LIB, "cuLinkCreate", RGPU_EPROTO);
     if (rc != CUDA_SUCCESS) {
         jit_free(&l->opts);
         free(l);
         return rc;
     }
+    l->handle = (uint64_t)(uintptr_t)state;
     l->next = links;
     links = l;
-    *stateOut = (CUlinkState)(uintptr_t)l->handle;
+    *stateOut = state;
     return CUDA_SUCCESS;
+}
+
+/* Room for the state's logs, which every link call brings back. */
+static CUresult state_logs(const struct link *l, struct jit_call *c)
+{
+    return jit_wire(&l->opts, &c->w);
 }
 
 static CUresult link_add(struct link *l, CUjitInputType type, const void *data, size_t size,
                          const char *name, struct jit *own)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    struct rgpu_image img;
+    struct jit_call st = { 0 }, c = { 0 };
+    const void *bytes;
     if (!data)
         return CUDA_ERROR_INVALID_VALUE;
     if (name && strnlen(name, RGPU_JIT_NAME_MAX) >= RGPU_JIT_NAME_MAX)
         return CUDA_ERROR_INVALID_VALUE;
-    int rc = rgpu_image_stage(LIB, "cuLinkAddData", &img, data, size);
-    if (rc != 0)
-        return rc;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LINK_ADD), 0);
-    msgpack_pack_array(&req.pk, 5);
-    msgpack_pack_uint64(&req.pk, l->handle);
-    msgpack_pack_uint32(&req.pk, (uint32_t)type);
-    if (name)
-        msgpack_pack_str_with_body(&req.pk, name, strlen(name));
-    else
-        msgpack_pack_nil(&req.pk);
-    jit_pack(&req.pk, own);
-    rgpu_image_pack(&req, &img);
-    rc = rgpu_req_exchange(LIB, "cuLinkAddData", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    jit_apply(&l->opts, rgpu_reply_out(&reply, 0));
-    jit_apply(own, rgpu_reply_out(&reply, 1));
-    rgpu_reply_free(&reply);
-    return rc;
-}
-
-/* Reads bytes [off, off + len) of the completed image into dst. */
-static CUresult link_read(struct link *l, unsigned char *dst, size_t off, size_t len)
-{
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LINK_READ), 0);
-    msgpack_pack_array(&req.pk, 3);
-    msgpack_pack_uint64(&req.pk, l->handle);
-    msgpack_pack_uint64(&req.pk, off);
-    msgpack_pack_uint64(&req.pk, len);
-    int rc = rgpu_req_exchange(LIB, "cuLinkComplete", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    const msgpack_object *bin = rgpu_reply_bin(&reply, 0);
-    if (rc == CUDA_SUCCESS && (!bin || bin->via.bin.size != len))
-        rc = rgpu_transport_status(LIB, "cuLinkComplete", RGPU_EPROTO);
+    CUresult rc = state_logs(l, &st);
     if (rc == CUDA_SUCCESS)
-        memcpy(dst + off, bin->via.bin.ptr, len);
-    rgpu_reply_free(&reply);
+        rc = jit_wire(own, &c.w);
+    if (rc == CUDA_SUCCESS)
+        rc = (CUresult)rgpu_image_stage(LIB, data, size, CUDA_ERROR_OUT_OF_MEMORY, &bytes);
+    if (rc == CUDA_SUCCESS) {
+        const struct rgpu_jit_option *opts = c.w.opt;
+        rc = rgpu_cu_link_add((CUlinkState)(uintptr_t)l->handle, type, name, opts, c.w.n,
+                              c.w.names, c.w.names_size, &st.r, st.w.logs, st.w.logs_size,
+                              &st.used, &c.r, c.w.logs, c.w.logs_size, &c.used, size, bytes);
+        jit_apply(&l->opts, &st.r, st.w.logs, st.used);
+        jit_apply(own, &c.r, c.w.logs, c.used);
+    }
+    jit_wire_free(&st.w);
+    jit_wire_free(&c.w);
     return rc;
 }
 
 /* The linked image, copied into memory of ours that lives as long as the
- * state: the first bytes come with the answer, the rest in pieces. */
+ * state, in pieces of at most RGPU_IMAGE_PIECE bytes (a large piece
+ * straight from the socket into it). */
 static CUresult link_complete(struct link *l, void **cubinOut, size_t *sizeOut)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
+    struct jit_call st = { 0 };
+    size_t size = 0;
     if (!cubinOut)
         return CUDA_ERROR_INVALID_VALUE;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LINK_COMPLETE), 0);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_uint64(&req.pk, l->handle);
-    int rc = rgpu_req_exchange(LIB, "cuLinkComplete", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    jit_apply(&l->opts, rgpu_reply_out(&reply, 1));
-    size_t size = rgpu_reply_u64(&reply, 0);
-    const msgpack_object *first = rgpu_reply_bin(&reply, 2);
+    CUresult rc = state_logs(l, &st);
+    if (rc == CUDA_SUCCESS) {
+        rc = rgpu_cu_link_complete((CUlinkState)(uintptr_t)l->handle, &size, &st.r, st.w.logs,
+                                   st.w.logs_size, &st.used);
+        jit_apply(&l->opts, &st.r, st.w.logs, st.used);
+    }
+    jit_wire_free(&st.w);
     struct image_block *b = NULL;
-    if (rc == CUDA_SUCCESS && (!first || first->via.bin.size > size))
-        rc = rgpu_transport_status(LIB, "cuLinkComplete", RGPU_EPROTO);
     if (rc == CUDA_SUCCESS && (!(b = calloc(1, sizeof *b)) || !(b->bytes = malloc(size ? size : 1))))
         rc = CUDA_ERROR_OUT_OF_MEMORY;
-    size_t got = rc == CUDA_SUCCESS ? first->via.bin.size : 0;
-    if (got)
-        memcpy(b->bytes, first->via.bin.ptr, got);
-    rgpu_reply_free(&reply);
-    while (rc == CUDA_SUCCESS && got < size) {
+    for (size_t got = 0; rc == CUDA_SUCCESS && got < size;) {
         size_t len = size - got < RGPU_IMAGE_PIECE ? size - got : RGPU_IMAGE_PIECE;
-        rc = link_read(l, b->bytes, got, len);
+        rc = rgpu_cu_link_read((CUlinkState)(uintptr_t)l->handle, got,
+                               (unsigned char *)b->bytes + got, len);
         got += len;
     }
     if (rc != CUDA_SUCCESS) {
@@ -585,11 +602,7 @@ static CUresult link_complete(struct link *l, void **cubinOut, size_t *sizeOut)
 
 static CUresult link_destroy(struct link *l)
 {
-    struct rgpu_req req;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_LINK_DESTROY), 0);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_uint64(&req.pk, l->handle);
-    CUresult rc = rgpu_req_status(LIB, "cuLinkDestroy", &req);
+    CUresult rc = rgpu_cu_link_destroy((CUlinkState)(uintptr_t)l->handle);
     for (struct link **p = &links; *p; p = &(*p)->next) {
         if (*p == l) {
             *p = l->next;

@@ -2,7 +2,6 @@
  * `hand`, `client` or `local`.  Server side: daemon/hand_cudart.c. */
 #include "rgpu_client.h"
 #include "rgpu_fatbin.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "client_ranges.h"
 #include "cudart_own.h"
@@ -145,7 +144,8 @@ RGPU_EXPORT void **__cudaRegisterFatBinary(void *fatCubin)
         m->image_size = rgpu_fatbin_size(w->data);
     }
     /* Nothing travels now: a process like PyTorch registers thousands of
-     * fatbins and uses few (BRIEF 4.3). */
+     * fatbins and uses few; each is loaded at its first use
+     * (docs/architecture.md, "Modules and JIT linking"). */
     return (void **)m;
 }
 
@@ -265,8 +265,6 @@ static size_t gpu_archs(unsigned archs[RGPU_MAX_GPU_ARCHS])
 
 static int module_load(struct module *m)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
     int rc = cudaSuccess;
 
     pthread_mutex_lock(&m->lock);
@@ -277,26 +275,18 @@ static int module_load(struct module *m)
         goto out;
     }
     /* A fatbin larger than a frame goes ahead in pieces (rgpu_image.c). */
-    struct rgpu_image img;
-    rc = rgpu_image_stage(LIB, RGPU_H_LIB_LOAD, &img, m->image, m->image_size);
-    if (rc != cudaSuccess)
-        goto out;
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_LIB_LOAD), 0);
-    msgpack_pack_array(&req.pk, 1);
-    rgpu_image_pack(&req, &img);
-    rc = rgpu_req_exchange(LIB, RGPU_H_LIB_LOAD, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        goto out;
-    rc = rgpu_reply_status(LIB, &reply);
+    const void *bytes;
+    rc = rgpu_image_stage(LIB, m->image, m->image_size, cudaErrorMemoryAllocation, &bytes);
+    cudaLibrary_t library = NULL;
     if (rc == cudaSuccess)
-        m->library = rgpu_reply_u64(&reply, 0);
-    else
+        rc = rgpu_lib_load(&library, m->image_size, bytes);
+    if (rc != cudaSuccess) {
         rgpu_debug("loading a module of %zu bytes failed: %d", m->image_size, rc);
-    rgpu_reply_free(&reply);
-    if (rc == cudaSuccess) {
-        unsigned archs[RGPU_MAX_GPU_ARCHS];
-        m->printing = rgpu_printing_scan(m->image, m->image_size, archs, gpu_archs(archs));
+        goto out;
     }
+    m->library = (uint64_t)(uintptr_t)library;
+    unsigned archs[RGPU_MAX_GPU_ARCHS];
+    m->printing = rgpu_printing_scan(m->image, m->image_size, archs, gpu_archs(archs));
 out:
     pthread_mutex_unlock(&m->lock);
     return rc;
@@ -305,8 +295,6 @@ out:
 /* Load the module, resolve the kernel and learn its parameter layout, once. */
 static int kernel_resolve(struct kernel *k)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
     int rc;
 
     if (__atomic_load_n(&k->handle, __ATOMIC_ACQUIRE))
@@ -314,32 +302,30 @@ static int kernel_resolve(struct kernel *k)
     rc = module_load(k->mod);
     if (rc != cudaSuccess)
         return rc;
+    struct rgpu_param_slot *slots = malloc(RGPU_KERNEL_PARAMS_MAX * sizeof *slots);
+    if (!slots)
+        return RESULT(cudaErrorMemoryAllocation);
     pthread_mutex_lock(&k->mod->lock);
     if (k->handle) {
         pthread_mutex_unlock(&k->mod->lock);
+        free(slots);
         return cudaSuccess;
     }
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_KERNEL_GET), 0);
-    msgpack_pack_array(&req.pk, 2);
-    msgpack_pack_uint64(&req.pk, k->mod->library);
-    msgpack_pack_str_with_body(&req.pk, k->name, strlen(k->name));
-    rc = rgpu_req_exchange(LIB, RGPU_H_KERNEL_GET, &req, &reply);
-    if (rc == RGPU_REPLY_READY) {
-        rc = rgpu_reply_status(LIB, &reply);
-        if (rc == cudaSuccess) {
-            if (rgpu_layout_parse(rgpu_reply_out(&reply, 1), &k->layout) < 0) {
-                rc = RESULT(cudaErrorInvalidDeviceFunction);
-            } else {
-                uint64_t h = rgpu_reply_u64(&reply, 0);
-                k->may_print = rgpu_printing_scan_may_print(k->mod->printing, k->name);
-                /* The handle may reach the driver's launches (cudaGetKernel). */
-                rgpu_printing_function_is(h, k->mod->library, k->may_print);
-                __atomic_store_n(&k->handle, h, __ATOMIC_RELEASE);
-            }
-        }
-        rgpu_reply_free(&reply);
+    cudaKernel_t kernel = NULL;
+    size_t n = 0;
+    rc = rgpu_kernel_get(&kernel, (cudaLibrary_t)(uintptr_t)k->mod->library, k->name, slots,
+                         RGPU_KERNEL_PARAMS_MAX, &n);
+    if (rc == cudaSuccess && rgpu_layout_set(&k->layout, slots, n) < 0)
+        rc = RESULT(cudaErrorInvalidDeviceFunction);
+    if (rc == cudaSuccess) {
+        uint64_t h = (uint64_t)(uintptr_t)kernel;
+        k->may_print = rgpu_printing_scan_may_print(k->mod->printing, k->name);
+        /* The handle may reach the driver's launches (cudaGetKernel). */
+        rgpu_printing_function_is(h, k->mod->library, k->may_print);
+        __atomic_store_n(&k->handle, h, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&k->mod->lock);
+    free(slots);
     if (rc != cudaSuccess)
         rgpu_debug("resolving kernel %s failed: %d", k->name, rc);
     return rc;
@@ -467,28 +453,31 @@ static int launch_must_wait(const struct launch *L)
            !rgpu_launch_attrs_checked(driver_attrs(L->attrs), L->nattrs, rgpu_event_untimed);
 }
 
-/* [kernel, gx, gy, gz, bx, by, bz, shmem, stream(, attrs), bin params] */
-static void pack_launch(struct rgpu_req *req, const struct launch *L, unsigned nsent,
-                        const void *params)
+/* The launch through rgpu's own procedures: rgpu_launch, or with the
+ * attributes that travel (IGNORE ones aside) rgpu_launch_ex; unwaited
+ * when the policy above let it go without its reply. */
+static cudaError_t send_launch(const struct launch *L, const void *params, int unwaited)
 {
-    msgpack_pack_array(&req->pk, nsent ? 11 : 10);
-    msgpack_pack_uint64(&req->pk, L->k->handle);
-    msgpack_pack_uint32(&req->pk, L->grid.x);
-    msgpack_pack_uint32(&req->pk, L->grid.y);
-    msgpack_pack_uint32(&req->pk, L->grid.z);
-    msgpack_pack_uint32(&req->pk, L->block.x);
-    msgpack_pack_uint32(&req->pk, L->block.y);
-    msgpack_pack_uint32(&req->pk, L->block.z);
-    msgpack_pack_uint64(&req->pk, L->shmem);
-    msgpack_pack_uint64(&req->pk, (uint64_t)(uintptr_t)L->stream);
-    if (nsent)
-        rgpu_launch_attrs_pack(&req->pk, driver_attrs(L->attrs), L->nattrs);
-    rgpu_req_payload(req, params, L->k->layout.bytes);
+    struct rgpu_launch_attr wire[RGPU_LAUNCH_ATTRS_MAX];
+    cudaKernel_t kernel = (cudaKernel_t)(uintptr_t)L->k->handle;
+    size_t shmem = L->shmem, size = L->k->layout.bytes;
+    size_t nattrs = rgpu_launch_attrs_count(driver_attrs(L->attrs), L->nattrs);
+    const struct rgpu_launch_attr *attrs = wire;
+    if (nattrs > RGPU_LAUNCH_ATTRS_MAX)
+        return RESULT(cudaErrorInvalidValue);
+    if (!nattrs) {
+        const void *argv[] = { &kernel, &L->grid, &L->block, &shmem, &L->stream, &size,
+                               &params };
+        return rgpu_call_unwaited_when(LIB, RGPU_CUDART_rgpu_launch, argv, unwaited);
+    }
+    rgpu_launch_attrs_to_wire(driver_attrs(L->attrs), L->nattrs, wire);
+    const void *argv[] = { &kernel, &L->grid, &L->block, &shmem, &L->stream, &attrs, &nattrs,
+                           &size, &params };
+    return rgpu_call_unwaited_when(LIB, RGPU_CUDART_rgpu_launch_ex, argv, unwaited);
 }
 
 static cudaError_t launch(const struct launch *L)
 {
-    struct rgpu_req req;
     unsigned char small[4096];
     int rc;
 
@@ -512,8 +501,6 @@ static cudaError_t launch(const struct launch *L)
         return RESULT(cudaErrorMemoryAllocation);
     rgpu_layout_pack(&L->k->layout, L->args, params);
 
-    /* Without attributes (IGNORE ones aside), the plain launch's procedure. */
-    unsigned nsent = rgpu_launch_attrs_count(driver_attrs(L->attrs), L->nattrs);
     /* The first launch of a kernel with a configuration waits for the
      * runtime's verdict, which depends on the kernel (common/rgpu_lazy.c). */
     unsigned grid[3] = { L->grid.x, L->grid.y, L->grid.z };
@@ -521,18 +508,9 @@ static cudaError_t launch(const struct launch *L)
     uint64_t key = rgpu_launch_key(L->k->handle, grid, block, (unsigned)L->shmem,
                                    rgpu_launch_attrs_hash(driver_attrs(L->attrs), L->nattrs, 0));
     int wait = launch_must_wait(L) || !rgpu_launch_known(key);
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", nsent ? RGPU_H_LAUNCH_EX : RGPU_H_LAUNCH),
-                   wait ? 0 : RGPU_CALL_NOREPLY);
-    rgpu_stats_name(req.proc_id, nsent ? "kernel launch with attributes" : "kernel launch");
-    pack_launch(&req, L, nsent, params);
-    if (wait) {
-        rc = rgpu_req_status(LIB, L->what, &req);
-        if (rc == cudaSuccess)
-            rgpu_launch_took(key);
-    } else
-        rc = rgpu_req_send(&req, NULL) == RGPU_OK ? cudaSuccess
-                                                  : rgpu_transport_status(LIB, L->what,
-                                                                          RGPU_EIO);
+    rc = send_launch(L, params, !wait);
+    if (wait && rc == cudaSuccess)
+        rgpu_launch_took(key);
     rgpu_printing_launched((uint64_t)(uintptr_t)L->stream, L->k->may_print);
     if (params != small)
         free(params);

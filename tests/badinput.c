@@ -16,6 +16,7 @@
  * a failure, not as a stuck test.  Valid frames are built with msgpack-c,
  * hostile ones partly by hand: msgpack-c cannot write the lies. */
 #include "rgpu_hand_procs.h"
+#include "rgpu_module_wire.h"
 #include "rgpu_proto.h"
 
 #include <arpa/inet.h>
@@ -634,27 +635,28 @@ static void b_lt_lengths_short(msgpack_sbuffer *out)
     put_lt_create(out, 1, 4, 4, 8);
 }
 
-/* rgpu.cu_launch_ex (cuLaunchKernelEx) whose one launch attribute is the
- * array [id, fields...] of `nfields` values `v`, or, with nfields < 0, a bin
- * where the attribute list belongs.  The function and stream are NULL: a
- * malformed list must be refused before anything is looked up. */
+/* rgpu_cu_launch_ex (cuLaunchKernelEx) whose one launch attribute record
+ * has id and `nfields` fields of value `v` (struct rgpu_launch_attr), or,
+ * with nfields < 0, bytes that are no whole record.  The function and
+ * stream are NULL: a malformed record must be refused before anything is
+ * looked up. */
 static void put_launch_ex(msgpack_sbuffer *out, uint64_t id, int nfields, int64_t v)
 {
     struct msg m;
+    struct rgpu_launch_attr attr = { (uint32_t)id, 0, { 0 } };
+    for (int i = 0; i < nfields; i++)
+        attr.field[i] = (uint64_t)v;
     msg_begin(&m);
-    pack_call_head(&m, BAD_SERIAL, rgpu_proc_id("cuda", RGPU_H_CU_LAUNCH_EX));
-    msgpack_pack_array(&m.pk, 12);
+    pack_call_head(&m, BAD_SERIAL, rgpu_proc_id("cuda", "rgpu_cu_launch_ex"));
+    msgpack_pack_array(&m.pk, 14);
     for (int i = 0; i < 10; i++)        /* function, grid, block, shmem, stream, packed */
         msgpack_pack_uint64(&m.pk, i >= 1 && i <= 6 ? 1 : 0);
-    if (nfields < 0) {
+    if (nfields < 0)
         msgpack_pack_bin_with_body(&m.pk, "attr", 4);
-    } else {
-        msgpack_pack_array(&m.pk, 1);
-        msgpack_pack_array(&m.pk, 1 + (uint32_t)nfields);
-        msgpack_pack_uint64(&m.pk, id);
-        for (int i = 0; i < nfields; i++)
-            msgpack_pack_int64(&m.pk, v);
-    }
+    else
+        msgpack_pack_bin_with_body(&m.pk, &attr, sizeof attr);
+    msgpack_pack_uint64(&m.pk, 1);
+    msgpack_pack_uint64(&m.pk, 0);
     msgpack_pack_bin_with_body(&m.pk, "", 0);
     msg_end(&m, out);
 }

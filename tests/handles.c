@@ -13,6 +13,7 @@
  *
  * The raw calls and the daemon's log are rawcall.c's. */
 #include "rawcall.c"
+#include "rgpu_module_wire.h"
 
 #include <cublas_api.h>
 #include <cuda.h>
@@ -110,15 +111,17 @@ static int run_hand_cases(int fd, int *failures)
     r[0].rc = r[0].rc < 0 ? -1 : api == r[0].want ? 0 : fail("status %llu", (unsigned long long)api);
     r[1].name = "hand-cu-launch-forged-function";
     r[1].want = CUDA_ERROR_INVALID_HANDLE;
-    r[1].rc = callf(fd, "cuda", RGPU_H_CU_LAUNCH, &api, NULL, "uuuuuuuuuub", FORGED,
+    r[1].rc = callf(fd, "cuda", "rgpu_cu_launch", &api, NULL, "uuuuuuuuuuub", FORGED,
                     (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1,
-                    (uint64_t)0, (uint64_t)0, (uint64_t)1, bytes, sizeof bytes);
+                    (uint64_t)0, (uint64_t)0, (uint64_t)1, (uint64_t)sizeof bytes, bytes,
+                    sizeof bytes);
     r[1].rc = r[1].rc < 0 ? -1 : api == r[1].want ? 0 : fail("status %llu", (unsigned long long)api);
     r[2].name = "hand-cu-launch-forged-stream";
     r[2].want = CUDA_ERROR_INVALID_HANDLE;
-    r[2].rc = callf(fd, "cuda", RGPU_H_CU_LAUNCH, &api, NULL, "uuuuuuuuuub", (uint64_t)0,
+    r[2].rc = callf(fd, "cuda", "rgpu_cu_launch", &api, NULL, "uuuuuuuuuuub", (uint64_t)0,
                     (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1,
-                    (uint64_t)0, FORGED, (uint64_t)1, bytes, sizeof bytes);
+                    (uint64_t)0, FORGED, (uint64_t)1, (uint64_t)sizeof bytes, bytes,
+                    sizeof bytes);
     r[2].rc = r[2].rc < 0 ? -1 : api == r[2].want ? 0 : fail("status %llu", (unsigned long long)api);
     if (refusals() < before + 3)
         for (int i = 0; i < 3; i++)
@@ -136,37 +139,22 @@ static int run_hand_cases(int fd, int *failures)
 }
 
 /* A launch with attributes naming a forged event: lib's launch procedure
- * (rgpu.cu_launch_ex or rgpu.launch_ex) with one launch completion event
+ * (rgpu_cu_launch_ex or rgpu_launch_ex) with one launch completion event
  * attribute; the function and stream are NULL, so only the event can be
  * refused first. */
 static int launch_ex_forged_event(int fd, const char *lib, uint64_t *api)
 {
-    msgpack_sbuffer sb;
-    struct msg m;
-    struct answer a;
-    int driver = strcmp(lib, "cuda") == 0;
-
-    msg_begin(&m);
-    pack_call_head(&m, ++serial_no,
-                   rgpu_proc_id(lib, driver ? RGPU_H_CU_LAUNCH_EX : RGPU_H_LAUNCH_EX));
-    msgpack_pack_array(&m.pk, driver ? 12 : 11);
-    for (int i = 0; i < (driver ? 10 : 9); i++)   /* function, grid, block, shmem, stream... */
-        msgpack_pack_uint64(&m.pk, i >= 1 && i <= 6 ? 1 : 0);
-    msgpack_pack_array(&m.pk, 1);
-    msgpack_pack_array(&m.pk, 3);
-    msgpack_pack_uint64(&m.pk, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT);
-    msgpack_pack_uint64(&m.pk, FORGED);
-    msgpack_pack_int64(&m.pk, 0);
-    msgpack_pack_bin_with_body(&m.pk, "", 0);
-    msgpack_sbuffer_init(&sb);
-    msg_end(&m, &sb);
-    int rc = send_buf(fd, &sb);
-    msgpack_sbuffer_destroy(&sb);
-    if (rc < 0 || expect_reply(fd, (int64_t)serial_no, RGPU_OK, &a) < 0)
-        return fail_prefix(lib);
-    *api = field(&a, 3);
-    answer_free(&a);
-    return 0;
+    static const unsigned dims[3] = { 1, 1, 1 };
+    struct rgpu_launch_attr attr = { CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT, 0,
+                                     { FORGED, 0, 0, 0, 0 } };
+    if (strcmp(lib, "cuda") == 0)
+        return callf(fd, lib, "rgpu_cu_launch_ex", api, NULL, "uuuuuuuuuubuub", (uint64_t)0,
+                     (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1, (uint64_t)1,
+                     (uint64_t)1, (uint64_t)0, (uint64_t)0, (uint64_t)0, &attr, sizeof attr,
+                     (uint64_t)1, (uint64_t)0, "", (size_t)0);
+    return callf(fd, lib, "rgpu_launch_ex", api, NULL, "ubbuubuub", (uint64_t)0, dims,
+                 sizeof dims, dims, sizeof dims, (uint64_t)0, (uint64_t)0, &attr, sizeof attr,
+                 (uint64_t)1, (uint64_t)0, "", (size_t)0);
 }
 
 /* The procedures of launch attributes, names and functions by symbol:

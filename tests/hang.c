@@ -10,7 +10,6 @@
  * child) and checks that every wait ends with a clear error within the
  * configured time, bounded generously.  Prints "ok CASE" or "FAIL CASE:
  * why" per case; exits non-zero on any failure.  Every wait is bounded. */
-#include "rgpu_hand_procs.h"
 #include "rgpu_hello.h"
 #include "rgpu_proto.h"
 
@@ -839,7 +838,23 @@ static int load_image(int fd, const char *lib, const char *proc, const void *ima
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     pack_call(&pk, 9, rgpu_proc_id(lib, proc));
-    msgpack_pack_array(&pk, 1);
+    /* The runtime's: [library, image_size, image]; the driver's: [handle,
+     * options, noptions, names, names_size, result, logs, logs_size,
+     * logs_used, image_size, image] without options or logs. */
+    int driver = strcmp(lib, "cuda") == 0;
+    msgpack_pack_array(&pk, driver ? 11 : 3);
+    msgpack_pack_uint64(&pk, 8);
+    if (driver) {
+        msgpack_pack_nil(&pk);
+        msgpack_pack_uint64(&pk, 0);
+        msgpack_pack_nil(&pk);
+        msgpack_pack_uint64(&pk, 0);
+        msgpack_pack_uint64(&pk, 24);       /* struct rgpu_jit_result */
+        msgpack_pack_uint64(&pk, 0);
+        msgpack_pack_uint64(&pk, 0);
+        msgpack_pack_uint64(&pk, 8);
+    }
+    msgpack_pack_uint64(&pk, n);
     msgpack_pack_bin(&pk, n);
     msgpack_pack_bin_body(&pk, image, n);
     int rc = call(fd, &sb, &t, &a);
@@ -857,9 +872,9 @@ static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
 static int t_module_images(void)
 {
     static const struct { const char *lib, *proc; } loaders[] = {
-        { "cudart", RGPU_H_LIB_LOAD },
-        { "cuda", RGPU_H_CU_MODULE_LOAD },
-        { "cuda", RGPU_H_CU_LIBRARY_LOAD },
+        { "cudart", "rgpu_lib_load" },
+        { "cuda", "rgpu_cu_module_load" },
+        { "cuda", "rgpu_cu_library_load" },
     };
     unsigned char img[4][256];
     size_t len[4] = { 96, 24, 64, 32 };

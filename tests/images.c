@@ -26,7 +26,6 @@
  * without the checks), the failure says what its global read back.
  * Prints "ok CASE" or "FAIL CASE: why"; exits non-zero on any failure.
  * Every wait is bounded. */
-#include "rgpu_hand_procs.h"
 #include "rgpu_hello.h"
 #include "rgpu_proto.h"
 
@@ -252,13 +251,16 @@ static int out_bin(const struct answer *a, uint32_t i, void *dst, size_t want)
     return 0;
 }
 
+/* An 8-byte output (a handle), 0 when absent. */
 static uint64_t out_u64(const struct answer *a, uint32_t i)
 {
     const msgpack_object *outs = &a->f[5];
-    if (outs->type != MSGPACK_OBJECT_ARRAY || i >= outs->via.array.size ||
-        outs->via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-        return 0;
-    return outs->via.array.ptr[i].via.u64;
+    uint64_t v = 0;
+    if (outs->type == MSGPACK_OBJECT_ARRAY && i < outs->via.array.size &&
+        outs->via.array.ptr[i].type == MSGPACK_OBJECT_BIN &&
+        outs->via.array.ptr[i].via.bin.size == sizeof v)
+        memcpy(&v, outs->via.array.ptr[i].via.bin.ptr, sizeof v);
+    return v;
 }
 
 /* A generated call whose api status must be 0. */
@@ -308,9 +310,9 @@ struct loader {
 };
 
 static const struct loader loaders[] = {
-    { "cudart", RGPU_H_LIB_LOAD },
-    { "cuda", RGPU_H_CU_MODULE_LOAD },
-    { "cuda", RGPU_H_CU_LIBRARY_LOAD },
+    { "cudart", "rgpu_lib_load" },
+    { "cuda", "rgpu_cu_module_load" },
+    { "cuda", "rgpu_cu_library_load" },
 };
 #define NLOADERS (sizeof loaders / sizeof loaders[0])
 
@@ -319,7 +321,23 @@ static int load(int fd, const struct loader *l, const void *image, size_t n, uin
 {
     struct call c;
     struct answer a;
-    call_begin(&c, l->lib, l->proc, 1);
+    /* The runtime's: [library, image_size, image]; the driver's: [handle,
+     * options, noptions, names, names_size, result, logs, logs_size,
+     * logs_used, image_size, image] without options or logs. */
+    int driver = strcmp(l->lib, "cuda") == 0;
+    call_begin(&c, l->lib, l->proc, driver ? 11 : 3);
+    msgpack_pack_uint64(&c.pk, 8);
+    if (driver) {
+        msgpack_pack_nil(&c.pk);
+        msgpack_pack_uint64(&c.pk, 0);
+        msgpack_pack_nil(&c.pk);
+        msgpack_pack_uint64(&c.pk, 0);
+        msgpack_pack_uint64(&c.pk, 24);     /* struct rgpu_jit_result */
+        msgpack_pack_uint64(&c.pk, 0);
+        msgpack_pack_uint64(&c.pk, 0);
+        msgpack_pack_uint64(&c.pk, 8);
+    }
+    msgpack_pack_uint64(&c.pk, n);
     msgpack_pack_bin(&c.pk, n);
     msgpack_pack_bin_body(&c.pk, image, n);
     if (call_end(fd, &c, &a) < 0)

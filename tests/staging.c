@@ -21,8 +21,11 @@
 
 #include <cuda.h>
 
+#include "rgpu_module_wire.h"
+
 #define MiB (1u << 20)
-#define OOM 2                   /* CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation */
+#define OOM 2                   /* CUDA_ERROR_OUT_OF_MEMORY */
+#define REFUSED 5               /* RGPU_STATUS_NO_MEMORY: a piece the limit refuses */
 
 static uint64_t serial_no;
 static int failures;
@@ -60,14 +63,14 @@ static int64_t finish(int fd, struct msg *m, int want, struct answer *a)
     return api;
 }
 
-/* rgpu.image_piece of lib: [total, offset, bin of n zero bytes]. */
-static int64_t piece(int fd, const char *lib, uint32_t tid, uint64_t total, uint64_t offset, size_t n,
-                     int want)
+/* rgpu_image_piece: [total, offset, n, bin of n zero bytes]. */
+static int64_t piece(int fd, uint32_t tid, uint64_t total, uint64_t offset, size_t n, int want)
 {
     struct msg m;
-    begin(&m, lib, RGPU_H_IMAGE_PIECE, tid, 3);
+    begin(&m, "rgpu", "rgpu_image_piece", tid, 4);
     msgpack_pack_uint64(&m.pk, total);
     msgpack_pack_uint64(&m.pk, offset);
+    msgpack_pack_uint64(&m.pk, n);
     msgpack_pack_bin(&m.pk, n);
     for (size_t done = 0; done < n; done += sizeof zeros)
         msgpack_pack_bin_body(&m.pk, zeros, n - done < sizeof zeros ? n - done : sizeof zeros);
@@ -78,7 +81,7 @@ static int64_t piece(int fd, const char *lib, uint32_t tid, uint64_t total, uint
 static int64_t pieces(int fd, uint32_t tid, uint64_t total, uint64_t offset)
 {
     for (; offset < total; offset += MiB) {
-        int64_t api = piece(fd, "cuda", tid, total, offset, total - offset < MiB ? total - offset : MiB,
+        int64_t api = piece(fd, tid, total, offset, total - offset < MiB ? total - offset : MiB,
                             RGPU_OK);
         if (api != 0)
             return api;
@@ -86,12 +89,43 @@ static int64_t pieces(int fd, uint32_t tid, uint64_t total, uint64_t offset)
     return 0;
 }
 
-/* rgpu.cu_module_load naming the staged image of size bytes. */
+/* The options of a driver load or link call, as rgpu_cu_module_load and
+ * rgpu_cu_link_create take them: records, the names' bytes, and a result
+ * and logs of logs_size bytes of room asked back. */
+struct jit_args {
+    struct rgpu_jit_option opt[RGPU_JIT_MAX_OPTIONS + 1];
+    size_t n;
+    const char *names;
+    size_t names_size;
+};
+
+static void pack_jit(msgpack_packer *pk, const struct jit_args *j, size_t logs_size)
+{
+    if (j && j->n)
+        msgpack_pack_bin_with_body(pk, j->opt, j->n * sizeof j->opt[0]);
+    else
+        msgpack_pack_nil(pk);
+    msgpack_pack_uint64(pk, j ? j->n : 0);
+    if (j && j->names_size)
+        msgpack_pack_bin_with_body(pk, j->names, j->names_size);
+    else
+        msgpack_pack_nil(pk);
+    msgpack_pack_uint64(pk, j ? j->names_size : 0);
+    msgpack_pack_uint64(pk, sizeof(struct rgpu_jit_result));
+    msgpack_pack_uint64(pk, logs_size);
+    msgpack_pack_uint64(pk, logs_size);
+    msgpack_pack_uint64(pk, 8);
+}
+
+/* rgpu_cu_module_load of the staged image of size bytes (its bytes nil). */
 static int64_t load_staged(int fd, uint32_t tid, uint64_t size, int want)
 {
     struct msg m;
-    begin(&m, "cuda", RGPU_H_CU_MODULE_LOAD, tid, 1);
+    begin(&m, "cuda", "rgpu_cu_module_load", tid, 11);
+    msgpack_pack_uint64(&m.pk, 8);
+    pack_jit(&m.pk, NULL, 0);
     msgpack_pack_uint64(&m.pk, size);
+    msgpack_pack_nil(&m.pk);
     return finish(fd, &m, want, NULL);
 }
 
@@ -132,24 +166,24 @@ static void expect_proto_error(const char *what, int (*send_case)(int fd))
 
 static int out_of_order(int fd)
 {
-    if (piece(fd, "cuda", 1, MiB, 0, 4096, RGPU_OK) != 0)
+    if (piece(fd, 1, MiB, 0, 4096, RGPU_OK) != 0)
         return fail("the first piece was refused");
-    return piece(fd, "cuda", 1, MiB, 8192, 4096, RGPU_EPROTO) < 0 ? -1 : 0;
+    return piece(fd, 1, MiB, 8192, 4096, RGPU_EPROTO) < 0 ? -1 : 0;
 }
 
 static int beyond_total(int fd)
 {
-    return piece(fd, "cuda", 1, 4096, 0, 8192, RGPU_EPROTO) < 0 ? -1 : 0;
+    return piece(fd, 1, 4096, 0, 8192, RGPU_EPROTO) < 0 ? -1 : 0;
 }
 
 static int without_start(int fd)
 {
-    return piece(fd, "cuda", 1, MiB, 4096, 4096, RGPU_EPROTO) < 0 ? -1 : 0;
+    return piece(fd, 1, MiB, 4096, 4096, RGPU_EPROTO) < 0 ? -1 : 0;
 }
 
 static int zero_total(int fd)
 {
-    return piece(fd, "cuda", 1, 0, 0, 0, RGPU_EPROTO) < 0 ? -1 : 0;
+    return piece(fd, 1, 0, 0, 0, RGPU_EPROTO) < 0 ? -1 : 0;
 }
 
 static int load_unstaged(int fd)
@@ -159,107 +193,113 @@ static int load_unstaged(int fd)
 
 static int load_incomplete(int fd)
 {
-    if (piece(fd, "cuda", 1, 8192, 0, 4096, RGPU_OK) != 0)
+    if (piece(fd, 1, 8192, 0, 4096, RGPU_OK) != 0)
         return fail("the first piece was refused");
     return load_staged(fd, 1, 8192, RGPU_EPROTO) < 0 ? -1 : 0;
 }
 
 /* ---- JIT options ----------------------------------------------------------------------- */
 
-/* rgpu.cu_module_load of 16 zero bytes with the options pack() writes. */
-static int64_t load_with(int fd, void (*pack)(msgpack_packer *), int want, struct answer *a)
+/* rgpu_cu_module_load of 16 zero bytes with the options j holds (and 64
+ * bytes of log room). */
+static int64_t load_with(int fd, const struct jit_args *j, int want, struct answer *a)
 {
     struct msg m;
-    begin(&m, "cuda", RGPU_H_CU_MODULE_LOAD, 1, 2);
-    pack(&m.pk);
+    begin(&m, "cuda", "rgpu_cu_module_load", 1, 11);
+    msgpack_pack_uint64(&m.pk, 8);
+    pack_jit(&m.pk, j, 64);
+    msgpack_pack_uint64(&m.pk, 16);
     msgpack_pack_bin_with_body(&m.pk, zeros, 16);
     return finish(fd, &m, want, a);
 }
 
-static void option(msgpack_packer *pk, uint64_t id, int64_t value)
+static void option(struct jit_args *j, uint32_t id, uint64_t value)
 {
-    msgpack_pack_array(pk, 2);
-    msgpack_pack_uint64(pk, id);
-    if (value < 0)
-        msgpack_pack_nil(pk);
-    else
-        msgpack_pack_uint64(pk, (uint64_t)value);
+    j->opt[j->n++] = (struct rgpu_jit_option){ id, 0, value };
 }
 
-static void unknown_option(msgpack_packer *pk)
+static int64_t unknown_option(void)
 {
-    msgpack_pack_array(pk, 1);
-    option(pk, 999, 1);
+    struct jit_args j = { .n = 0 };
+    option(&j, 999, 1);
+    return load_with(session, &j, RGPU_OK, NULL);
 }
 
-static void symbol_addresses(msgpack_packer *pk)
+static int64_t symbol_addresses(void)
 {
-    msgpack_pack_array(pk, 1);
-    option(pk, CU_JIT_GLOBAL_SYMBOL_ADDRESSES, -1);
-}
-
-/* An info log of 4 GiB - 1 asked for. */
-static void huge_log(msgpack_packer *pk)
-{
-    msgpack_pack_array(pk, 2);
-    option(pk, CU_JIT_INFO_LOG_BUFFER, -1);
-    option(pk, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, 0xffffffffu);
-}
-
-static void too_many_options(msgpack_packer *pk)
-{
-    msgpack_pack_array(pk, RGPU_JIT_MAX_OPTIONS + 1);
-    for (unsigned i = 0; i <= RGPU_JIT_MAX_OPTIONS; i++)
-        option(pk, CU_JIT_OPTIMIZATION_LEVEL, 3);
-}
-
-static void names_not_strings(msgpack_packer *pk)
-{
-    msgpack_pack_array(pk, 1);
-    msgpack_pack_array(pk, 2);
-    msgpack_pack_uint64(pk, CU_JIT_REFERENCED_KERNEL_NAMES);
-    msgpack_pack_array(pk, 2);
-    msgpack_pack_uint64(pk, 1);
-    msgpack_pack_uint64(pk, 2);
+    struct jit_args j = { .n = 0 };
+    option(&j, CU_JIT_GLOBAL_SYMBOL_ADDRESSES, 0);
+    return load_with(session, &j, RGPU_OK, NULL);
 }
 
 /* A name list longer than its count option says. */
-static void names_miscounted(msgpack_packer *pk)
+static int64_t names_miscounted(void)
 {
-    msgpack_pack_array(pk, 2);
-    option(pk, CU_JIT_REFERENCED_KERNEL_COUNT, 5);
-    msgpack_pack_array(pk, 2);
-    msgpack_pack_uint64(pk, CU_JIT_REFERENCED_KERNEL_NAMES);
-    msgpack_pack_array(pk, 1);
-    msgpack_pack_str_with_body(pk, "k", 1);
+    struct jit_args j = { .names = "k", .names_size = 2 };
+    option(&j, CU_JIT_REFERENCED_KERNEL_COUNT, 5);
+    option(&j, CU_JIT_REFERENCED_KERNEL_NAMES, 1);
+    return load_with(session, &j, RGPU_OK, NULL);
 }
 
 static int too_many(int fd)
 {
-    return load_with(fd, too_many_options, RGPU_EPROTO, NULL) < 0 ? -1 : 0;
+    struct jit_args j = { .n = 0 };
+    for (unsigned i = 0; i <= RGPU_JIT_MAX_OPTIONS; i++)
+        option(&j, CU_JIT_OPTIMIZATION_LEVEL, 3);
+    return load_with(fd, &j, RGPU_EPROTO, NULL) < 0 ? -1 : 0;
 }
 
-static int names_bad(int fd)
+/* Two names said, one sent: its bytes end inside the list. */
+static int names_short(int fd)
 {
-    return load_with(fd, names_not_strings, RGPU_EPROTO, NULL) < 0 ? -1 : 0;
+    struct jit_args j = { .names = "k", .names_size = 2 };
+    option(&j, CU_JIT_REFERENCED_KERNEL_NAMES, 2);
+    return load_with(fd, &j, RGPU_EPROTO, NULL) < 0 ? -1 : 0;
 }
 
-/* The outputs of a load: the info log no larger than the server's bound. */
+/* A name without its NUL. */
+static int names_unterminated(int fd)
+{
+    struct jit_args j = { .names = "kernel", .names_size = 6 };
+    option(&j, CU_JIT_REFERENCED_KERNEL_NAMES, 1);
+    return load_with(fd, &j, RGPU_EPROTO, NULL) < 0 ? -1 : 0;
+}
+
+/* Names' bytes that no list takes. */
+static int names_left_over(int fd)
+{
+    struct jit_args j = { .names = "k\0j", .names_size = 4 };
+    option(&j, CU_JIT_REFERENCED_KERNEL_NAMES, 1);
+    return load_with(fd, &j, RGPU_EPROTO, NULL) < 0 ? -1 : 0;
+}
+
+/* A log buffer's record must carry no value (the server's buffer is used). */
+static int log_with_value(int fd)
+{
+    struct jit_args j = { .n = 0 };
+    option(&j, CU_JIT_INFO_LOG_BUFFER, 0x1000);
+    return load_with(fd, &j, RGPU_EPROTO, NULL) < 0 ? -1 : 0;
+}
+
+/* The outputs of a load: an info log of 4 GiB - 1 asked for is no larger
+ * than the server's bound, as the size the library was told says. */
 static void check_huge_log(void)
 {
     struct answer a;
-    int64_t api = load_with(session, huge_log, RGPU_OK, &a);
+    struct jit_args j = { .n = 0 };
+    option(&j, CU_JIT_INFO_LOG_BUFFER, 0);
+    option(&j, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, 0xffffffffu);
+    int64_t api = load_with(session, &j, RGPU_OK, &a);
     int ok = api > 0;
     if (api > 0) {
         const msgpack_object *outs = &a.f[5];
-        const msgpack_object *jit = outs->type == MSGPACK_OBJECT_ARRAY && outs->via.array.size == 2
-                                        ? &outs->via.array.ptr[1]
-                                        : NULL;
+        struct rgpu_jit_result r;
         uint64_t size = UINT64_MAX;
-        for (uint32_t i = 0; jit && jit->type == MSGPACK_OBJECT_ARRAY && i < jit->via.array.size; i++) {
-            const msgpack_object *pair = &jit->via.array.ptr[i];
-            if (pair->via.array.size == 2 && pair->via.array.ptr[0].via.u64 == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
-                size = pair->via.array.ptr[1].via.u64;
+        if (outs->type == MSGPACK_OBJECT_ARRAY && outs->via.array.size == 4 &&
+            outs->via.array.ptr[1].type == MSGPACK_OBJECT_BIN &&
+            outs->via.array.ptr[1].via.bin.size == sizeof r) {
+            memcpy(&r, outs->via.array.ptr[1].via.bin.ptr, sizeof r);
+            size = r.info_log_size;
         }
         ok = size <= MiB + 1;
         if (!ok)
@@ -273,28 +313,50 @@ static void check_huge_log(void)
 
 /* ---- link states ----------------------------------------------------------------------- */
 
+/* An 8-byte output (a handle), 0 when absent. */
+static uint64_t out_handle(const struct answer *a)
+{
+    const msgpack_object *outs = &a->f[5];
+    uint64_t v = 0;
+    if (outs->type == MSGPACK_OBJECT_ARRAY && outs->via.array.size >= 1 &&
+        outs->via.array.ptr[0].type == MSGPACK_OBJECT_BIN &&
+        outs->via.array.ptr[0].via.bin.size == sizeof v)
+        memcpy(&v, outs->via.array.ptr[0].via.bin.ptr, sizeof v);
+    return v;
+}
+
 static int64_t link_create(uint64_t *handle)
 {
     struct msg m;
     struct answer a;
-    begin(&m, "cuda", RGPU_H_CU_LINK_CREATE, 1, 1);
-    msgpack_pack_array(&m.pk, 0);
+    begin(&m, "cuda", "rgpu_cu_link_create", 1, 9);
+    msgpack_pack_uint64(&m.pk, 8);
+    pack_jit(&m.pk, NULL, 0);
     int64_t api = finish(session, &m, RGPU_OK, &a);
     if (api >= 0) {
-        const msgpack_object *outs = &a.f[5];
-        *handle = outs->type == MSGPACK_OBJECT_ARRAY && outs->via.array.size >= 1 &&
-                          outs->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER
-                      ? outs->via.array.ptr[0].via.u64
-                      : 0;
+        *handle = out_handle(&a);
         answer_free(&a);
     }
     return api;
 }
 
-static int64_t link_call(const char *proc, uint64_t handle)
+static int64_t link_complete(uint64_t handle)
 {
     struct msg m;
-    begin(&m, "cuda", proc, 1, 1);
+    begin(&m, "cuda", "rgpu_cu_link_complete", 1, 6);
+    msgpack_pack_uint64(&m.pk, handle);
+    msgpack_pack_uint64(&m.pk, 8);
+    msgpack_pack_uint64(&m.pk, sizeof(struct rgpu_jit_result));
+    msgpack_pack_uint64(&m.pk, 0);
+    msgpack_pack_uint64(&m.pk, 0);
+    msgpack_pack_uint64(&m.pk, 8);
+    return finish(session, &m, RGPU_OK, NULL);
+}
+
+static int64_t link_destroy(uint64_t handle)
+{
+    struct msg m;
+    begin(&m, "cuda", "rgpu_cu_link_destroy", 1, 1);
     msgpack_pack_uint64(&m.pk, handle);
     return finish(session, &m, RGPU_OK, NULL);
 }
@@ -302,21 +364,33 @@ static int64_t link_call(const char *proc, uint64_t handle)
 static int64_t link_read(uint64_t handle)
 {
     struct msg m;
-    begin(&m, "cuda", RGPU_H_CU_LINK_READ, 1, 3);
+    begin(&m, "cuda", "rgpu_cu_link_read", 1, 4);
     msgpack_pack_uint64(&m.pk, handle);
     msgpack_pack_uint64(&m.pk, 0);
+    msgpack_pack_uint64(&m.pk, 16);
     msgpack_pack_uint64(&m.pk, 16);
     return finish(session, &m, RGPU_OK, NULL);
 }
 
+/* 64 zero bytes as a cubin input. */
 static int64_t link_add(uint64_t handle)
 {
     struct msg m;
-    begin(&m, "cuda", RGPU_H_CU_LINK_ADD, 1, 5);
+    begin(&m, "cuda", "rgpu_cu_link_add", 1, 17);
     msgpack_pack_uint64(&m.pk, handle);
-    msgpack_pack_uint32(&m.pk, CU_JIT_INPUT_CUBIN);
+    msgpack_pack_uint64(&m.pk, CU_JIT_INPUT_CUBIN);
     msgpack_pack_nil(&m.pk);
-    msgpack_pack_array(&m.pk, 0);
+    msgpack_pack_nil(&m.pk);                /* options, noptions, names, names_size */
+    msgpack_pack_uint64(&m.pk, 0);
+    msgpack_pack_nil(&m.pk);
+    msgpack_pack_uint64(&m.pk, 0);
+    for (int i = 0; i < 2; i++) {           /* the state's outputs, then the call's */
+        msgpack_pack_uint64(&m.pk, sizeof(struct rgpu_jit_result));
+        msgpack_pack_uint64(&m.pk, 0);
+        msgpack_pack_uint64(&m.pk, 0);
+        msgpack_pack_uint64(&m.pk, 8);
+    }
+    msgpack_pack_uint64(&m.pk, 64);
     msgpack_pack_bin_with_body(&m.pk, zeros, 64);
     return finish(session, &m, RGPU_OK, NULL);
 }
@@ -339,10 +413,10 @@ static void link_cases(void)
     uint64_t extra = 0;
     expect("link: a context", set_device(), 0);
     expect("link: add to a state never created", link_add(0xdead0000), CUDA_ERROR_INVALID_HANDLE);
-    expect("link: complete a state never created", link_call(RGPU_H_CU_LINK_COMPLETE, 0xdead0000),
+    expect("link: complete a state never created", link_complete(0xdead0000),
            CUDA_ERROR_INVALID_HANDLE);
     expect("link: read a state never created", link_read(0xdead0000), CUDA_ERROR_INVALID_HANDLE);
-    expect("link: destroy a state never created", link_call(RGPU_H_CU_LINK_DESTROY, 0xdead0000),
+    expect("link: destroy a state never created", link_destroy(0xdead0000),
            CUDA_ERROR_INVALID_HANDLE);
     int64_t api = 0;
     int made = 0;
@@ -355,12 +429,12 @@ static void link_cases(void)
     expect("link: read before complete", link_read(h[0]), CUDA_ERROR_INVALID_VALUE);
     expect("link: a bad input refused", link_add(h[0]), CUDA_ERROR_INVALID_IMAGE);
     for (int i = 0; i < made; i++)
-        if (link_call(RGPU_H_CU_LINK_DESTROY, h[i]) != 0)
+        if (link_destroy(h[i]) != 0)
             api = -1;
     report("link: every state destroyed", api == 0 || made == 0);
-    expect("link: destroyed twice", link_call(RGPU_H_CU_LINK_DESTROY, h[0]), CUDA_ERROR_INVALID_HANDLE);
+    expect("link: destroyed twice", link_destroy(h[0]), CUDA_ERROR_INVALID_HANDLE);
     expect("link: a state again after the destroys", link_create(&extra), 0);
-    link_call(RGPU_H_CU_LINK_DESTROY, extra);
+    link_destroy(extra);
 }
 
 int main(int argc, char **argv)
@@ -380,17 +454,16 @@ int main(int argc, char **argv)
     }
 
     /* The limit, alone and shared by client threads. */
-    expect("over the limit", piece(session, "cuda", 1, 9 * MiB, 0, 4096, RGPU_OK), OOM);
-    expect("over the limit, streamed piece", piece(session, "cuda", 1, 9 * MiB, 0, MiB, RGPU_OK), OOM);
-    expect("over the limit, runtime", piece(session, "cudart", 1, 9 * MiB, 0, 4096, RGPU_OK), OOM);
-    expect("thread 1 stages 5 MiB", piece(session, "cuda", 1, 5 * MiB, 0, 4096, RGPU_OK), 0);
-    expect("thread 2 cannot stage 5 MiB more", piece(session, "cuda", 2, 5 * MiB, 0, 4096, RGPU_OK), OOM);
-    expect("thread 2 stages 3 MiB", piece(session, "cuda", 2, 3 * MiB, 0, 4096, RGPU_OK), 0);
-    expect("a restarted image gives its memory back", piece(session, "cuda", 1, 5 * MiB, 0, 4096, RGPU_OK), 0);
+    expect("over the limit", piece(session, 1, 9 * MiB, 0, 4096, RGPU_OK), REFUSED);
+    expect("over the limit, streamed piece", piece(session, 1, 9 * MiB, 0, MiB, RGPU_OK), REFUSED);
+    expect("thread 1 stages 5 MiB", piece(session, 1, 5 * MiB, 0, 4096, RGPU_OK), 0);
+    expect("thread 2 cannot stage 5 MiB more", piece(session, 2, 5 * MiB, 0, 4096, RGPU_OK), REFUSED);
+    expect("thread 2 stages 3 MiB", piece(session, 2, 3 * MiB, 0, 4096, RGPU_OK), 0);
+    expect("a restarted image gives its memory back", piece(session, 1, 5 * MiB, 0, 4096, RGPU_OK), 0);
     expect("thread 1's image whole", pieces(session, 1, 5 * MiB, 4096), 0);
     int64_t api = load_staged(session, 1, 5 * MiB, RGPU_OK);
     expect("loading it (not a module)", api > 0 ? 1 : api, 1);
-    expect("a loaded image gives its memory back", piece(session, "cuda", 1, 5 * MiB, 0, 4096, RGPU_OK), 0);
+    expect("a loaded image gives its memory back", piece(session, 1, 5 * MiB, 0, 4096, RGPU_OK), 0);
 
     /* Pieces and loads out of protocol. */
     expect_proto_error("piece out of order", out_of_order);
@@ -401,15 +474,15 @@ int main(int argc, char **argv)
     expect_proto_error("load of an image staged in part", load_incomplete);
 
     /* JIT options. */
-    expect("jit: an unknown option", load_with(session, unknown_option, RGPU_OK, NULL),
-           CUDA_ERROR_INVALID_VALUE);
-    expect("jit: symbol addresses of the client", load_with(session, symbol_addresses, RGPU_OK, NULL),
-           CUDA_ERROR_NOT_SUPPORTED);
-    expect("jit: a name list longer than its count", load_with(session, names_miscounted, RGPU_OK, NULL),
-           CUDA_ERROR_INVALID_VALUE);
+    expect("jit: an unknown option", unknown_option(), CUDA_ERROR_INVALID_VALUE);
+    expect("jit: symbol addresses of the client", symbol_addresses(), CUDA_ERROR_NOT_SUPPORTED);
+    expect("jit: a name list longer than its count", names_miscounted(), CUDA_ERROR_INVALID_VALUE);
     check_huge_log();
     expect_proto_error("jit: more options than the bound", too_many);
-    expect_proto_error("jit: a name list of numbers", names_bad);
+    expect_proto_error("jit: fewer names than the list says", names_short);
+    expect_proto_error("jit: a name without its NUL", names_unterminated);
+    expect_proto_error("jit: names no list takes", names_left_over);
+    expect_proto_error("jit: a log buffer with a value", log_with_value);
 
     link_cases();
 
