@@ -74,14 +74,16 @@
  * (the session's own: codegen/rgpu_own.h) by the protocol version, which
  * changes with them: protocol 8 made them, and the copies, host
  * functions and the rest of the old hand-written calls that moved with
- * them, rgpu's own procedures.
+ * them, rgpu's own procedures; protocol 9 the graph requests (kernel,
+ * conditional, memory-allocation and host nodes, node and edge lists, the
+ * dot description, graph launches) and the shared-memory copies.
  */
 #ifndef RGPU_PROTO_H
 #define RGPU_PROTO_H
 
 #include <stdint.h>
 
-#define RGPU_PROTO_VERSION      8
+#define RGPU_PROTO_VERSION      9
 #define RGPU_DEFAULT_PORT       9713
 #define RGPU_FRAME_MAX          (72u << 20)   /* 64 MiB payload + headroom */
 /* Bulk copies travel in chunks: each a frame, which the server pipelines

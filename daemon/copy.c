@@ -222,6 +222,5 @@ int copy_served(int rc)
 
 int hand_streamed(const struct hand_proc *hp)
 {
-    return (strcmp(hp->lib, "rgpu") == 0 && strcmp(hp->name, RGPU_H_SHARED_HTOD) == 0) ||
-           strcmp(hp->name, RGPU_H_IMAGE_PIECE) == 0;      /* daemon/image_stage.c */
+    return strcmp(hp->name, RGPU_H_IMAGE_PIECE) == 0;      /* daemon/image_stage.c */
 }

@@ -261,10 +261,12 @@ const struct guard *memguard_for(const char *lib, const char *name);
 /* hand_graphs.c: the graph calls' guards (node handles a destroyed graph
  * takes with it, memset nodes' extent). */
 const struct guard *graph_guard_for(const char *lib, const char *name);
-/* hand_graphs.c: n dependencies (u64 node handles in a frame's bytes) as
- * node handles, each the session's (1, else 0); a graph's nodes forgotten. */
+/* hand_graphs.c: whether a node call's n dependencies are what no client
+ * sends (past RGPU_GRAPH_MAX_DEPS, or counted but missing); whether each
+ * is a node of the session's (NULL is none); a graph's nodes forgotten. */
 struct CUgraphNode_st;
-int graph_deps_take(const void *bytes, size_t n, struct CUgraphNode_st **out);
+int graph_deps_malformed(const void *deps, size_t n);
+int graph_deps_known(struct CUgraphNode_st *const *deps, size_t n);
 void graph_forget_nodes(uint64_t graph, int runtime);
 /* hand_graph_conditionals.c: whether graph is a conditional node's body;
  * the bodies and conditional handles that go with a graph or a node. */
@@ -376,26 +378,19 @@ struct hand_proc {
 };
 
 /* Whether a hand-written procedure takes a large payload from the socket
- * (hand_call.in_len): the shared-memory copies to the device
- * (daemon/copy.c) and the pieces of large module images
+ * (hand_call.in_len): the pieces of large module images
  * (daemon/image_stage.c).  rgpu's own procedures say so in their table
  * (RGPU_PARAM_STREAM). */
 int hand_streamed(const struct hand_proc *hp);
 
 extern const struct hand_proc hand_cudart_procs[];
 extern const int hand_cudart_nprocs;
-extern const struct hand_proc hand_cuda_procs[];
-extern const int hand_cuda_nprocs;
 extern const struct hand_proc hand_cuda_launch_procs[];   /* hand_cuda_launch.c */
 extern const int hand_cuda_launch_nprocs;
 extern const struct hand_proc hand_module_procs[];    /* hand_cuda_modules.c */
 extern const int hand_module_nprocs;
 extern const struct hand_proc hand_auth_procs[];      /* auth.c */
 extern const int hand_auth_nprocs;
-extern const struct hand_proc hand_graph_procs[];     /* hand_graphs.c */
-extern const int hand_graph_nprocs;
-extern const struct hand_proc hand_graph_conditional_procs[]; /* hand_graph_conditionals.c */
-extern const int hand_graph_conditional_nprocs;
 
 /* Host functions (host_functions.c): how many wait for the client, and the
  * client's acknowledgement of one (with the bytes it carried, or NULL),
@@ -414,8 +409,6 @@ void host_functions_run_node(uint64_t token, int status, const void *send, size_
 int host_function_marker(int runtime, int ptsz, uint64_t stream, uint64_t id);
 
 /* Graph host nodes and host copies (graph_host.c). */
-extern const struct hand_proc hand_graph_host_procs[];
-extern const int hand_graph_host_nprocs;
 const struct guard *graph_host_guard_for(const char *lib, const char *name);
 /* A host function (lib's name, a stream callback or not) on a capturing
  * stream, captured as a host node naming the client's token.  The

@@ -159,16 +159,11 @@ static struct served_lib served[] = {
 #define NSERVED (sizeof served / sizeof served[0])
 
 static const struct hand_proc *const hand_tables[] = {
-    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs, hand_auth_procs,
-    hand_module_procs, hand_graph_procs,
-    hand_graph_host_procs, hand_graph_conditional_procs,
+    hand_cudart_procs, hand_cuda_launch_procs, hand_auth_procs, hand_module_procs,
 };
 #define NHAND (sizeof hand_tables / sizeof hand_tables[0])
 static const int *const hand_counts[NHAND] = {
-    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs, &hand_auth_nprocs,
-    &hand_module_nprocs,
-    &hand_graph_nprocs, &hand_graph_host_nprocs,
-    &hand_graph_conditional_nprocs,
+    &hand_cudart_nprocs, &hand_cuda_launch_nprocs, &hand_auth_nprocs, &hand_module_nprocs,
 };
 static uint32_t *hand_ids[NHAND];
 

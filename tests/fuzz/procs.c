@@ -22,12 +22,10 @@ const struct fuzz_gen fuzz_gen[FUZZ_NGEN] = {
 };
 
 const struct hand_proc *const fuzz_hand[FUZZ_NHAND] = {
-    hand_cudart_procs, hand_cuda_procs, hand_cuda_launch_procs, hand_module_procs,
-    hand_graph_procs, hand_graph_conditional_procs, hand_graph_host_procs,
+    hand_cudart_procs, hand_cuda_launch_procs, hand_module_procs,
 };
 const int *const fuzz_hand_count[FUZZ_NHAND] = {
-    &hand_cudart_nprocs, &hand_cuda_nprocs, &hand_cuda_launch_nprocs, &hand_module_nprocs,
-    &hand_graph_nprocs, &hand_graph_conditional_nprocs, &hand_graph_host_nprocs,
+    &hand_cudart_nprocs, &hand_cuda_launch_nprocs, &hand_module_nprocs,
 };
 
 const struct rgpu_proc *fuzz_pick_generated(unsigned sel, unsigned index, unsigned *lib)

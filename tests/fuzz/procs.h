@@ -16,7 +16,7 @@
 #include "rgpud.h"
 
 #define FUZZ_NGEN 7             /* generated libraries, rgpu's own last */
-#define FUZZ_NHAND 7            /* hand-written tables */
+#define FUZZ_NHAND 3            /* hand-written tables */
 
 struct fuzz_gen {
     const struct rgpu_lib *lib;
