@@ -8,6 +8,9 @@
 #include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <vector_types.h>
+
+#include "../common/rgpu_graph_wire.h"
 
 #include "rgpu_module_wire.h"
 
@@ -156,5 +159,58 @@ CUresult rgpu_cu_link_complete(CUlinkState link, size_t *size,
 CUresult rgpu_cu_link_read(CUlinkState link, size_t offset, void *bytes, size_t size);
 /* cuLinkDestroy. */
 CUresult rgpu_cu_link_destroy(CUlinkState link);
+/* ==== graphs (stubs/cuda_graphs.c, stubs/cuda_graph_host.c,
+ * stubs/graph_conditionals.h, common/rgpu_graph_host.c; served with the
+ * runtime's twins) ===========================================================
+ * As the runtime's of codegen/cudart_own.h, argument for argument: the
+ * driver's calls through them (a statically linked runtime builds its
+ * graphs so). */
+
+/* A kernel node by op; function a CUfunction or a CUkernel; packed: params
+ * is the caller's own `extra` buffer rather than arguments packed by the
+ * function's layout. */
+CUresult rgpu_cu_graph_kernel_node(int op, CUgraph graph, CUgraphExec exec, CUgraphNode node,
+                                   const CUgraphNode *deps, size_t ndeps, CUfunction function,
+                                   dim3 grid, dim3 block, unsigned int shmem, int packed,
+                                   CUgraphNode *made, const void *params, size_t params_size);
+/* cuGraphKernelNodeGetParams_v2: the function, kernel and context the
+ * driver names (a statically linked runtime finds its kernel by either),
+ * the shape, and the arguments packed by the function's layout. */
+CUresult rgpu_cu_graph_kernel_params(CUgraphNode node, uint64_t *function, uint64_t *kernel,
+                                     uint64_t *ctx, dim3 *grid, dim3 *block,
+                                     unsigned int *shmem, uint32_t *offsets, uint32_t *sizes,
+                                     size_t max_params, size_t *nparams, void *params,
+                                     size_t max_bytes, size_t *nbytes);
+CUresult rgpu_cu_graph_dot(CUgraph graph, unsigned int flags, char *text, size_t max_size,
+                           size_t *size);
+CUresult rgpu_cu_graph_nodes(CUgraph graph, int roots, CUgraphNode *nodes, size_t capacity,
+                             size_t *count);
+CUresult rgpu_cu_graph_edges(CUgraph graph, CUgraphNode *from, CUgraphNode *to,
+                             CUgraphEdgeData *edges, size_t capacity, size_t *count);
+CUresult rgpu_cu_graph_mem_alloc(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                 size_t ndeps, const CUmemPoolProps *props,
+                                 const CUmemAccessDesc *descs, size_t ndescs, size_t bytesize,
+                                 uint64_t *dptr);
+/* Conditional handles and nodes in ctx. */
+CUresult rgpu_cu_graph_cond_handle(CUgraphConditionalHandle *handle, CUgraph graph,
+                                   CUcontext ctx, unsigned int value, unsigned int flags);
+CUresult rgpu_cu_graph_cond_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                 size_t ndeps, CUgraphConditionalHandle handle,
+                                 unsigned int type, unsigned int size, CUcontext ctx,
+                                 CUgraph *bodies);
+/* Host nodes, copies with host memory (ctx: the copy's context, NULL for
+ * the thread's current one) and launches. */
+CUresult rgpu_cu_graph_host_node(int op, CUgraph graph, CUgraphExec exec, CUgraphNode node,
+                                 const CUgraphNode *deps, size_t ndeps, uint64_t token,
+                                 CUgraphNode *made);
+CUresult rgpu_cu_graph_host_params(CUgraphNode node, uint64_t *token);
+CUresult rgpu_cu_graph_host_copy(int op, CUgraph graph, CUgraphExec exec, CUgraphNode node,
+                                 const CUgraphNode *deps, size_t ndeps,
+                                 const struct rgpu_graph_copy *copy, CUcontext ctx,
+                                 CUgraphNode *made);
+CUresult rgpu_cu_capture_host_copy(CUstream stream, int ptsz, const struct rgpu_graph_copy *copy,
+                                   int *captured);
+CUresult rgpu_cu_graph_launch(CUgraphExec exec, CUstream stream, int ptsz, uint64_t marker,
+                              int *marked, int *plain);
 
 #endif

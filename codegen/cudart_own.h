@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "rgpu_module_wire.h"
+#include "../common/rgpu_graph_wire.h"
 
 /* ---- CUDA arrays: stubs/cudart_arrays.c, daemon/hand_arrays.c ------------------
  * x and width count bytes, y and height rows.  Host rows travel packed
@@ -152,5 +153,95 @@ cudaError_t rgpu_launch(cudaKernel_t kernel, dim3 grid, dim3 block, size_t shmem
 cudaError_t rgpu_launch_ex(cudaKernel_t kernel, dim3 grid, dim3 block, size_t shmem,
                            cudaStream_t stream, const struct rgpu_launch_attr *attrs,
                            size_t nattrs, size_t params_size, const void *params);
+/* ==== graphs (stubs/cudart_graphs.c, stubs/cudart_graph_host.c,
+ * stubs/graph_conditionals.h, common/rgpu_graph_host.c; served with the
+ * driver's twins by daemon/hand_graphs.c, daemon/hand_graph_conditionals.c
+ * and daemon/graph_host.c) =================================================
+ * The arguments of each are those of its driver twin in codegen/cuda_own.h,
+ * in the same order (common/rgpu_graph_wire.h).  Every call waits for its
+ * answer: a graph is built once and launched many times, and an update's
+ * error must come back at once.  Node, graph and executable-graph handles
+ * are checked against the session's table; the server holds each to the
+ * operation (a graph to add to, a node to set, an executable graph and its
+ * node), and the nodes and body graphs it hands out join the table. */
+
+/* A kernel node added (op RGPU_GRAPH_NODE_ADD: graph, deps; *made the new
+ * node), given new parameters (SET: node) or given them in an executable
+ * graph (EXEC_SET: exec, node).  kernel: the server's handle the client
+ * learnt for a host stub; params: its arguments packed by the kernel's
+ * layout, as a launch's. */
+cudaError_t rgpu_graph_kernel_node(int op, cudaGraph_t graph, cudaGraphExec_t exec,
+                                   cudaGraphNode_t node, const cudaGraphNode_t *deps,
+                                   size_t ndeps, cudaKernel_t kernel, dim3 grid, dim3 block,
+                                   unsigned int shmem, cudaGraphNode_t *made,
+                                   const void *params, size_t params_size);
+/* cudaGraphKernelNodeGetParams: the kernel (the server's handle, which
+ * the client maps back to its host stub), the shape, and the arguments
+ * packed by the kernel's layout: *nparams parameters at offsets and sizes,
+ * *nbytes bytes of params (the first max_params and max_bytes travel). */
+cudaError_t rgpu_graph_kernel_params(cudaGraphNode_t node, uint64_t *kernel, dim3 *grid,
+                                     dim3 *block, unsigned int *shmem, uint32_t *offsets,
+                                     uint32_t *sizes, size_t max_params, size_t *nparams,
+                                     void *params, size_t max_bytes, size_t *nbytes);
+/* cudaGraphDebugDotPrint: the library writes the description on the
+ * server, into memory; *size is its length, of which the first max_size
+ * bytes come back in text (the client asks again with room for all), and
+ * the client writes the caller's file. */
+cudaError_t rgpu_graph_dot(cudaGraph_t graph, unsigned int flags, char *text, size_t max_size,
+                           size_t *size);
+/* cudaGraphGetNodes (roots 0) and cudaGraphGetRootNodes (1): *count nodes
+ * in all, the first capacity of them in nodes (nodes NULL: the count). */
+cudaError_t rgpu_graph_nodes(cudaGraph_t graph, int roots, cudaGraphNode_t *nodes,
+                             size_t capacity, size_t *count);
+/* cudaGraphGetEdges: *count edges in all, the first capacity of them in
+ * from, to and, where it is not NULL, edges (from NULL: the count). */
+cudaError_t rgpu_graph_edges(cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to,
+                             cudaGraphEdgeData *edges, size_t capacity, size_t *count);
+/* cudaGraphAddMemAllocNode, the record as its parts (its one pointer, the
+ * Windows security attributes of props, is NULL on the server); *dptr the
+ * address the allocation will have, the session's device memory from now
+ * on. */
+cudaError_t rgpu_graph_mem_alloc(cudaGraphNode_t *node, cudaGraph_t graph,
+                                 const cudaGraphNode_t *deps, size_t ndeps,
+                                 const struct cudaMemPoolProps *props,
+                                 const struct cudaMemAccessDesc *descs, size_t ndescs,
+                                 size_t bytesize, uint64_t *dptr);
+
+/* Conditional nodes (stubs/graph_conditionals.h): a conditional handle
+ * for graph (cudaGraphConditionalHandleCreate), and a conditional node
+ * (a node record of type conditional) of handle, one made for graph; its
+ * size body graphs are the node's, made by the library with it. */
+cudaError_t rgpu_graph_cond_handle(cudaGraphConditionalHandle *handle, cudaGraph_t graph,
+                                   unsigned int value, unsigned int flags);
+cudaError_t rgpu_graph_cond_node(cudaGraphNode_t *node, cudaGraph_t graph,
+                                 const cudaGraphNode_t *deps, size_t ndeps,
+                                 cudaGraphConditionalHandle handle, unsigned int type,
+                                 unsigned int size, cudaGraph_t *bodies);
+
+/* Host nodes and copies with host memory (common/rgpu_graph_host.c): the
+ * program's function and memory stay on the client; the server's node
+ * names them by a token (RGPU_MSG_CALLBACK when it runs). */
+/* A host node running token's function, by op as rgpu_graph_kernel_node. */
+cudaError_t rgpu_graph_host_node(int op, cudaGraph_t graph, cudaGraphExec_t exec,
+                                 cudaGraphNode_t node, const cudaGraphNode_t *deps,
+                                 size_t ndeps, uint64_t token, cudaGraphNode_t *made);
+/* cudaGraphHostNodeGetParams: the token of a host node of the program's. */
+cudaError_t rgpu_graph_host_params(cudaGraphNode_t node, uint64_t *token);
+/* A copy node between host memory and the device, by op. */
+cudaError_t rgpu_graph_host_copy(int op, cudaGraph_t graph, cudaGraphExec_t exec,
+                                 cudaGraphNode_t node, const cudaGraphNode_t *deps,
+                                 size_t ndeps, const struct rgpu_graph_copy *copy,
+                                 cudaGraphNode_t *made);
+/* Such a copy on stream (ptsz: its _ptsz form, stream 0 the per-thread
+ * one) becomes a node of the stream's capture, *captured 1; a stream that
+ * does not capture: *captured 0, nothing done. */
+cudaError_t rgpu_capture_host_copy(cudaStream_t stream, int ptsz,
+                                   const struct rgpu_graph_copy *copy, int *captured);
+/* cudaGraphLaunch(_ptsz) of an executable graph that may hold host nodes
+ * of ours: when it does, a marker host function follows it on the stream
+ * and sends [CALLBACK, marker, 0] once the graph has passed (*marked 1);
+ * *plain: it holds none. */
+cudaError_t rgpu_graph_launch(cudaGraphExec_t exec, cudaStream_t stream, int ptsz,
+                              uint64_t marker, int *marked, int *plain);
 
 #endif

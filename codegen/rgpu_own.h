@@ -66,5 +66,16 @@ rgpu_status rgpu_image_piece(uint64_t total, uint64_t offset, size_t size, const
  * server whose table differs answers RGPU_EVERSION, and the client ends
  * the session (common/rgpu_client.c; served in daemon/auth.c). */
 rgpu_status rgpu_late_lib(const char *lib, const void *digest, size_t digest_size);
+/* ==== shared memory: common/rgpu_mapped.c, served in daemon/hand_cuda.c ====
+ * The client's own copies between the program's copy of mapped or managed
+ * memory and its GPU copy, on a non-blocking stream of the session's in
+ * the memory's context, never behind the program's work (a pull may come
+ * from the host-function thread while a host function holds its stream).
+ * One chunk of at most RGPU_COPY_CHUNK bytes each, the device range the
+ * session's over all count bytes; the bytes travel as the copies' do
+ * (stream and sink, codegen/cudart_own.h).  RGPU_STATUS_INVALID: a range
+ * that is not the session's, or the driver's failure (rgpud logs it). */
+rgpu_status rgpu_shared_htod(void *dst, size_t count, const void *data);
+rgpu_status rgpu_shared_dtoh(void *data, size_t count, const void *src);
 
 #endif

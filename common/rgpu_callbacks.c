@@ -475,22 +475,3 @@ void rgpu_host_func_placed(uint64_t id, int status, int captured)
     if (status != 0 || captured)
         rgpu_callback_cancel(id);
 }
-
-int rgpu_callback_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,
-                           uint64_t id, uint64_t *outs, unsigned nouts)
-{
-    struct rgpu_reply reply;
-    memset(outs, 0, nouts * sizeof *outs);
-    int rc = rgpu_req_exchange(lib, what, req, &reply);
-    if (rc != RGPU_REPLY_READY) {
-        rgpu_callback_cancel(id);
-        return rc;
-    }
-    rc = rgpu_reply_status(lib, &reply);
-    for (unsigned i = 0; rc == 0 && i < nouts; i++)
-        outs[i] = rgpu_reply_u64(&reply, i);
-    rgpu_reply_free(&reply);
-    if (rc != 0)
-        rgpu_callback_cancel(id);
-    return rc;
-}

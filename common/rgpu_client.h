@@ -14,6 +14,7 @@
 
 #include <msgpack.h>
 
+#include "rgpu_graph_wire.h"
 #include "rgpu_marshal.h"
 #include "rgpu_proto.h"
 
@@ -233,14 +234,6 @@ int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const struct rgpu_proc *proc, 
                       size_t dpitch, uint64_t src, size_t spitch, size_t width, size_t height,
                       uint64_t stream);
 
-/* The shared-memory copies of rgpu_mapped.c (rgpu.shared_htod, arguments
- * [dst, stream, bin], and rgpu.shared_dtoh, [src, count, stream] -> [bin],
- * still packed by hand): as above, through procedure id proc_id. */
-int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *what,
-                   uint64_t dst, const void *src, size_t count, uint64_t stream, int wait);
-int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *what, void *dst,
-                   uint64_t src, size_t count, uint64_t stream);
-
 /* ---- module images (rgpu_image.c) ------------------------------------------ */
 
 /* Before the request that loads an image of size bytes (an image parameter
@@ -455,11 +448,6 @@ void rgpu_callbacks_start(void);
  * is cancelled (its request failed, or enqueued no marker).  0: no room. */
 uint64_t rgpu_callback_marker(void);
 void rgpu_callback_cancel(uint64_t id);
-/* Send req, which puts entry id on a stream on the server, and wait: the
- * library's status, and the reply's first nouts unsigned outputs in outs
- * (0 on failure).  A request that failed cancels id. */
-int rgpu_callback_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,
-                           uint64_t id, uint64_t *outs, unsigned nouts);
 /* Read frames (taking the reader role when it is free) until until() holds
  * or the session breaks (-1). */
 int rgpu_core_listen(int (*until)(void));
@@ -509,54 +497,58 @@ size_t rgpu_token_bytes(const struct rgpu_token *t);
 void rgpu_token_gather(const struct rgpu_token *t, void *packed);
 void rgpu_token_scatter(const struct rgpu_token *t, const void *packed);
 
-/* A node operation: op ADD (owner the graph, deps its dependencies), SET
- * (node), EXEC_SET (owner the executable graph, node). */
+/* A node operation (common/rgpu_graph_wire.h): op ADD (graph, deps its
+ * dependencies), SET (node), EXEC_SET (exec, node); the handles the
+ * operation does not name NULL. */
 struct rgpu_graph_node_req {
-    unsigned op;
-    uint64_t owner, node;
+    int op;
+    void *graph, *exec, *node;
     void *const *deps;
     size_t ndeps;
 };
-/* Start a request's arguments: an array of nargs, the first four op,
- * owner, node and the dependencies as a bin of u64 handles (the node
- * calls of common/rgpu_hand_procs.h); the caller packs the rest. */
-void rgpu_graph_pack_node_req(struct rgpu_req *req, const struct rgpu_graph_node_req *r,
-                              unsigned nargs);
+/* A library's graph procedures of rgpu's own that the client core sends
+ * (codegen/cudart_own.h, codegen/cuda_own.h, "graphs": the runtime's or
+ * the driver's, which take the same arguments save the driver's copy
+ * context), registered by its stub when it loads. */
+struct rgpu_graph_procs {
+    const struct rgpu_proc *host_node, *host_params, *host_copy, *capture_copy, *launch;
+};
+void rgpu_graph_procs_register(const struct rgpu_lib *lib, const struct rgpu_graph_procs *procs);
 /* A host node running fn(data); *made: the node added (op ADD).  The
  * library's status. */
-int rgpu_graph_host_node(const struct rgpu_lib *lib, const char *what,
-                         const struct rgpu_graph_node_req *r, void *fn, void *data,
-                         uint64_t *made);
+int rgpu_graph_host_node_call(const struct rgpu_lib *lib, const char *what,
+                              const struct rgpu_graph_node_req *r, void *fn, void *data,
+                              uint64_t *made);
 /* A host node's function and data. */
-int rgpu_graph_host_params(const struct rgpu_lib *lib, const char *what, uint64_t node,
-                           void **fn, void **data);
+int rgpu_graph_host_params_call(const struct rgpu_lib *lib, const char *what, uint64_t node,
+                                void **fn, void **data);
 /* A copy node between host memory (h) and device memory (d) of extent e:
  * dir RGPU_COPY_TO_DEVICE or RGPU_COPY_TO_HOST; ctx the driver's copy
- * context (0 for the runtime). */
-int rgpu_graph_host_copy(const struct rgpu_lib *lib, const char *what,
-                         const struct rgpu_graph_node_req *r, uint64_t ctx, int dir,
-                         const struct rgpu_copy_side *h, const struct rgpu_copy_side *d,
-                         const struct rgpu_extent *e, uint64_t *made);
+ * context (NULL for the runtime). */
+int rgpu_graph_host_copy_call(const struct rgpu_lib *lib, const char *what,
+                              const struct rgpu_graph_node_req *r, void *ctx, int dir,
+                              const struct rgpu_copy_side *h, const struct rgpu_copy_side *d,
+                              const struct rgpu_extent *e, uint64_t *made);
 /* While a capture is under way: such a copy on stream becomes a node of
  * the capture (*captured 1) when the stream captures, as natively; else
  * *captured is 0 and the caller copies as usual. */
-int rgpu_capture_host_copy(const struct rgpu_lib *lib, const char *what, uint64_t stream,
-                           int ptsz, int dir, const struct rgpu_copy_side *h,
-                           const struct rgpu_copy_side *d, const struct rgpu_extent *e,
-                           int *captured);
+int rgpu_capture_host_copy_call(const struct rgpu_lib *lib, const char *what, uint64_t stream,
+                                int ptsz, int dir, const struct rgpu_copy_side *h,
+                                const struct rgpu_copy_side *d, const struct rgpu_extent *e,
+                                int *captured);
 /* Whether a copy's side at p is device memory as unified addressing sees
  * it (allocated, or mapped and managed memory, whose GPU copy it names:
  * rgpu_mapped.c): 1 with the GPU's address in *dev, else 0 (host memory). */
 int rgpu_copy_side_on_device(uint64_t p, uint64_t *dev);
 /* A 1D asynchronous copy of count bytes between host and dev on stream,
- * tried as a node of a capture (rgpu_capture_host_copy) while one is under
+ * tried as a node of a capture (rgpu_capture_host_copy_call) while one is under
  * way; *captured 0 otherwise. */
 int rgpu_capture_copy_1d(const struct rgpu_lib *lib, const char *what, uint64_t stream, int dir,
                          uint64_t host, uint64_t dev, size_t count, int *captured);
 /* cudaGraphLaunch and cuGraphLaunch (proc: the generated procedure, which
  * serves graphs that hold no host node of ours). */
-int rgpu_graph_launch(const struct rgpu_lib *lib, const char *what, const struct rgpu_proc *proc,
-                      uint64_t exec, uint64_t stream, int ptsz);
+int rgpu_graph_launch_call(const struct rgpu_lib *lib, const char *what,
+                           const struct rgpu_proc *proc, uint64_t exec, uint64_t stream, int ptsz);
 /* The info word rgpu_handle_note recorded: 1 with *info when h is held. */
 int rgpu_handle_info(uint32_t cls, uint64_t h, uint32_t *info);
 
@@ -579,11 +571,11 @@ enum rgpu_mapped_flags {
     RGPU_MAPPED_MANAGED = 1,    /* cudaMallocManaged / cuMemAllocManaged */
     RGPU_MAPPED_OWN_HOST = 2,   /* the client mapped the program's copy (unmapped at free) */
 };
-/* 0, or -1 (out of memory).  lib: the library whose copies move the bytes.
+/* 0, or -1 (out of memory).  The bytes move by rgpu's own copies
+ * (rgpu_shared_htod, rgpu_shared_dtoh), whichever library mapped them.
  * With RGPU_MAPPED_OWN_HOST the program's copy is fresh (zeros) and the
  * caller zeroes the GPU's; else the first request sends the program's. */
-int rgpu_mapped_add(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,
-                    int flags);
+int rgpu_mapped_add(uint64_t host, uint64_t dev, size_t size, int flags);
 /* Forget the range whose program (by_dev 0) or GPU (1) address is p;
  * 1 with what it was when there was one. */
 int rgpu_mapped_remove(uint64_t p, int by_dev, uint64_t *host, uint64_t *dev, size_t *size,
@@ -623,8 +615,7 @@ uint64_t rgpu_mapped_place(uint64_t dev, size_t size, const char *what);
 /* Share [host, host+size) with the GPU's copy at dev (rgpu_mapped_add),
  * and tell the client ranges what each address is: host_kind for a host
  * copy apart from the GPU's.  0, or -1 when out of memory. */
-int rgpu_mapped_share(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,
-                      int flags, int host_kind);
+int rgpu_mapped_share(uint64_t host, uint64_t dev, size_t size, int flags, int host_kind);
 int rgpu_mapped_release(uint64_t p, int by_dev, uint64_t *dev_out);
 /* A device attribute as the program is told it (the runtime's and the
  * driver's numbers agree): the managed and pageable memory facts are the

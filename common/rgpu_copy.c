@@ -31,7 +31,9 @@ int rgpu_copy_to_device(const struct rgpu_lib *lib, const struct rgpu_proc *proc
         int last = off + n >= count && wait;
         uint64_t at = dst + off;
         const void *data = (const char *)src + off;
-        const void *argv[] = { &at, &stream, &n, &data };
+        /* rgpu's shared-memory copies name no stream (the server's own). */
+        const void *with_stream[] = { &at, &stream, &n, &data }, *without[] = { &at, &n, &data };
+        const void **argv = proc->nparams == 3 ? without : with_stream;
         struct rgpu_inflight f;
         int rc = rgpu_call_post(lib, proc, argv, last ? &f : NULL);
         if (rc == 0 && last)
@@ -44,7 +46,8 @@ int rgpu_copy_to_device(const struct rgpu_lib *lib, const struct rgpu_proc *proc
 }
 
 /* One device-to-host chunk in flight: its arguments stay put until its
- * reply is collected. */
+ * reply is collected (the stream last: rgpu's shared-memory copies, which
+ * name none, take the first three). */
 struct chunk_out {
     void *data;
     size_t count;
@@ -171,113 +174,3 @@ int rgpu_copy_dtoh_2d(const struct rgpu_lib *lib, const struct rgpu_proc *proc, 
         rgpu_mapped_after_sync();
     return rc;
 }
-
-/* ---- the shared-memory copies (common/rgpu_mapped.c): hand-packed ------------------
- * rgpu.shared_htod and rgpu.shared_dtoh still pack their arguments by hand,
- * [dst, stream, bin] and [src, count, stream] -> [bin], until they move to
- * the codec as the copies above did. */
-
-int rgpu_copy_htod(const struct rgpu_lib *lib, uint32_t proc_id, const char *what,
-                   uint64_t dst, const void *src, size_t count, uint64_t stream, int wait)
-{
-    size_t off = 0;
-    do {
-        size_t n = chunk_len(count, off);
-        int last = off + n >= count && wait;
-        struct rgpu_req req;
-        rgpu_req_begin(&req, proc_id, last ? 0 : RGPU_CALL_NOREPLY);
-        rgpu_stats_name(proc_id, what);
-        msgpack_pack_array(&req.pk, 3);
-        msgpack_pack_uint64(&req.pk, dst + off);
-        msgpack_pack_uint64(&req.pk, stream);
-        rgpu_req_payload(&req, (const char *)src + off, n);
-        if (last)
-            return rgpu_req_status(lib, what, &req);
-        int rc = rgpu_req_send(&req, NULL);
-        if (rc != RGPU_OK)
-            return rgpu_transport_status(lib, what, rc);
-        off += n;
-    } while (off < count);
-    return 0;
-}
-
-/* Collect one device-to-host reply; the request asked for want bytes at
- * dst.  Large ones landed there already, from a data frame ahead of the
- * reply (whose bin is then empty); small ones come inside it. */
-static int land(const struct rgpu_lib *lib, const char *what, struct rgpu_ticket *t,
-                char *dst, size_t want)
-{
-    struct rgpu_reply reply;
-    int rc = rgpu_req_wait(t, &reply);
-    if (rc != RGPU_OK)
-        return rgpu_transport_status(lib, what, rc);
-    if (reply.transport != RGPU_OK) {
-        rc = reply.transport;
-        rgpu_reply_free(&reply);
-        return rgpu_transport_status(lib, what, rc);
-    }
-    rc = rgpu_reply_status(lib, &reply);
-    const msgpack_object *o = rgpu_reply_bin(&reply, 0);
-    if (rc == 0 && o && reply.sunk == want && want > 0 && o->via.bin.size == 0)
-        ;                                       /* in place already */
-    else if (rc == 0 && o && reply.sunk == 0 && o->via.bin.size == want && want > 0)
-        memcpy(dst, o->via.bin.ptr, want);
-    else if (rc == 0 && !(o && reply.sunk == 0 && want == 0))
-        rc = rgpu_transport_status(lib, what, RGPU_EPROTO);
-    rgpu_reply_free(&reply);
-    return rc;
-}
-
-int rgpu_copy_dtoh(const struct rgpu_lib *lib, uint32_t proc_id, const char *what, void *dst,
-                   uint64_t src, size_t count, uint64_t stream)
-{
-    struct rgpu_ticket *ring[DTOH_IN_FLIGHT];
-    size_t at[DTOH_IN_FLIGHT], len[DTOH_IN_FLIGHT];
-    size_t posted = 0, landed = 0, off = 0;
-    int status = 0;
-
-    /* Post up to DTOH_IN_FLIGHT requests ahead, land them in order.  After
-     * a failure, the ones already posted are still collected. */
-    while (landed < posted || (off < count && status == 0) || (count == 0 && posted == 0)) {
-        if (posted - landed < DTOH_IN_FLIGHT && status == 0 &&
-            (off < count || (count == 0 && posted == 0))) {
-            size_t n = chunk_len(count, off);
-            struct rgpu_req req;
-            rgpu_req_begin(&req, proc_id, 0);
-            rgpu_stats_name(proc_id, what);
-            msgpack_pack_array(&req.pk, 3);
-            msgpack_pack_uint64(&req.pk, src + off);
-            msgpack_pack_uint64(&req.pk, n);
-            msgpack_pack_uint64(&req.pk, stream);
-            rgpu_req_sink(&req, (char *)dst + off, n);
-            size_t slot = posted % DTOH_IN_FLIGHT;
-            int rc = rgpu_req_post(&req, &ring[slot]);
-            if (rc != RGPU_OK || !ring[slot]) {
-                status = rgpu_transport_status(lib, what, rc != RGPU_OK ? rc : RGPU_EPROTO);
-                continue;
-            }
-            at[slot] = off;
-            len[slot] = n;
-            posted++;
-            off += n;
-            continue;
-        }
-        size_t slot = landed % DTOH_IN_FLIGHT;
-        int rc = land(lib, what, ring[slot], (char *)dst + at[slot], len[slot]);
-        if (status == 0)
-            status = rc;
-        landed++;
-        if (count == 0)
-            break;
-    }
-    /* A copy to the host waited for the GPU: what it wrote into shared
-     * memory is the program's to read now (rgpu_mapped.c); the server
-     * synchronised the stream, so what its kernels printed came ahead of
-     * the reply (rgpu_printing.c). */
-    if (status == 0 && rgpu_mapped_active())
-        rgpu_mapped_after_sync();
-    if (status == 0 && count > 0)
-        rgpu_printing_stream_synced(stream);
-    return status;
-}
-

@@ -1,5 +1,9 @@
 /* Graph host nodes and graph copies to or from host memory, on the client
- * (server side daemon/graph_host.c; the wire in common/rgpu_hand_procs.h).
+ * (server side daemon/graph_host.c), through rgpu's own graph procedures of
+ * the runtime or the driver (codegen/cudart_own.h, codegen/cuda_own.h,
+ * "graphs"), which each stub registers (rgpu_graph_procs_register): their
+ * arguments are the same in both, so one implementation here sends
+ * either.
  *
  * A host node runs the program's function, with the program's data, each
  * time its graph runs; a copy node reads or writes the program's memory
@@ -26,7 +30,6 @@
  * cudaLaunchHostFunc (rgpu_lazy.c): a synchronise must see what the
  * graph's host nodes did when it returns. */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "client_ranges.h"
 
@@ -153,37 +156,28 @@ static int extent_carried(const struct rgpu_extent *e, const struct rgpu_copy_si
 
 /* ---- requests ----------------------------------------------------------------------- */
 
-void rgpu_graph_pack_node_req(struct rgpu_req *req, const struct rgpu_graph_node_req *r,
-                              unsigned nargs)
+/* The procedures of the (at most two) libraries that registered theirs. */
+static struct {
+    const struct rgpu_lib *lib;
+    const struct rgpu_graph_procs *procs;
+} registered[4];
+
+void rgpu_graph_procs_register(const struct rgpu_lib *lib, const struct rgpu_graph_procs *procs)
 {
-    msgpack_pack_array(&req->pk, nargs);
-    msgpack_pack_uint32(&req->pk, r->op);
-    msgpack_pack_uint64(&req->pk, r->owner);
-    msgpack_pack_uint64(&req->pk, r->node);
-    msgpack_pack_bin(&req->pk, r->ndeps * sizeof(uint64_t));
-    for (size_t i = 0; i < r->ndeps; i++) {
-        uint64_t h = (uint64_t)(uintptr_t)r->deps[i];
-        msgpack_pack_bin_body(&req->pk, &h, sizeof h);
-    }
+    for (size_t i = 0; i < sizeof registered / sizeof registered[0]; i++)
+        if (!registered[i].lib || registered[i].lib == lib) {
+            registered[i].procs = procs;
+            registered[i].lib = lib;
+            return;
+        }
 }
 
-/* Send, wait, and take the made node (op ADD) from reply output 0. */
-static int node_exchange(const struct rgpu_lib *lib, const char *what, struct rgpu_req *req,
-                         const struct rgpu_graph_node_req *r, uint64_t *made)
+static const struct rgpu_graph_procs *procs_of(const struct rgpu_lib *lib)
 {
-    struct rgpu_reply reply;
-    int rc = rgpu_req_exchange(lib, what, req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(lib, &reply);
-    if (rc == 0 && r->op == RGPU_GRAPH_NODE_ADD) {
-        uint64_t node = rgpu_reply_u64(&reply, 0);
-        rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), node, 0);
-        if (made)
-            *made = node;
-    }
-    rgpu_reply_free(&reply);
-    return rc;
+    for (size_t i = 0; i < sizeof registered / sizeof registered[0]; i++)
+        if (registered[i].lib == lib)
+            return registered[i].procs;
+    return NULL;
 }
 
 static int invalid_value(const struct rgpu_lib *lib)
@@ -198,11 +192,25 @@ static int out_of_memory(const struct rgpu_lib *lib)
     return lib->is_runtime ? rgpu_runtime_result(2) : 2;
 }
 
-int rgpu_graph_host_node(const struct rgpu_lib *lib, const char *what,
-                         const struct rgpu_graph_node_req *r, void *fn, void *data,
-                         uint64_t *made)
+/* The library's procedures, else the transport's answer for a stub that
+ * registered none (no server procedure to send). */
+static const struct rgpu_graph_procs *procs_or_status(const struct rgpu_lib *lib,
+                                                      const char *what, int *rc)
 {
-    struct rgpu_req req;
+    const struct rgpu_graph_procs *p = procs_of(lib);
+    if (!p)
+        *rc = rgpu_transport_status(lib, what, RGPU_ENOPROC);
+    return p;
+}
+
+int rgpu_graph_host_node_call(const struct rgpu_lib *lib, const char *what,
+                              const struct rgpu_graph_node_req *r, void *fn, void *data,
+                              uint64_t *made)
+{
+    int rc = 0;
+    const struct rgpu_graph_procs *p = procs_or_status(lib, what, &rc);
+    if (!p)
+        return rc;
     if (!fn || (r->ndeps && !r->deps))
         return invalid_value(lib);
     struct rgpu_token t = { .kind = RGPU_TOKEN_HOST_FN, .fn = fn, .data = data };
@@ -210,49 +218,34 @@ int rgpu_graph_host_node(const struct rgpu_lib *lib, const char *what,
     if (!token)
         return out_of_memory(lib);
     rgpu_callbacks_start();
-    rgpu_req_begin(&req, rgpu_proc_id(lib->name, RGPU_H_GRAPH_HOST_NODE), 0);
-    rgpu_graph_pack_node_req(&req, r, 5);
-    msgpack_pack_uint64(&req.pk, token);
-    return node_exchange(lib, what, &req, r, made);
+    void *node = NULL, **node_out = made ? &node : NULL;
+    const void *argv[] = { &r->op, &r->graph, &r->exec, &r->node, &r->deps, &r->ndeps, &token,
+                           &node_out };
+    rc = rgpu_call(lib, p->host_node, argv);
+    if (rc == 0 && made)
+        *made = (uint64_t)(uintptr_t)node;
+    return rc;
 }
 
-int rgpu_graph_host_params(const struct rgpu_lib *lib, const char *what, uint64_t node,
-                           void **fn, void **data)
+int rgpu_graph_host_params_call(const struct rgpu_lib *lib, const char *what, uint64_t node,
+                                void **fn, void **data)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    rgpu_req_begin(&req, rgpu_proc_id(lib->name, RGPU_H_GRAPH_HOST_PARAMS), 0);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_uint64(&req.pk, node);
-    int rc = rgpu_req_exchange(lib, what, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
+    int rc = 0;
+    const struct rgpu_graph_procs *p = procs_or_status(lib, what, &rc);
+    if (!p)
         return rc;
-    rc = rgpu_reply_status(lib, &reply);
-    const struct rgpu_token *t = rc == 0 ? rgpu_token_find(rgpu_reply_u64(&reply, 0)) : NULL;
-    rgpu_reply_free(&reply);
+    void *handle = (void *)(uintptr_t)node;
+    uint64_t token = 0, *token_out = &token;
+    const void *argv[] = { &handle, &token_out };
+    rc = rgpu_call(lib, p->host_params, argv);
     if (rc != 0)
         return rc;
+    const struct rgpu_token *t = rgpu_token_find(token);
     if (!t || (t->kind != RGPU_TOKEN_HOST_FN && t->kind != RGPU_TOKEN_STREAM_CB))
         return rgpu_transport_status(lib, what, RGPU_EPROTO);
     *fn = t->fn;
     *data = t->data;
     return 0;
-}
-
-static void pack_copy_shape(struct rgpu_req *req, int dir, uint64_t token,
-                            const struct rgpu_copy_side *d, const struct rgpu_extent *e)
-{
-    msgpack_pack_uint32(&req->pk, (unsigned)dir);
-    msgpack_pack_uint64(&req->pk, token);
-    msgpack_pack_uint64(&req->pk, e->width);
-    msgpack_pack_uint64(&req->pk, e->height);
-    msgpack_pack_uint64(&req->pk, e->depth);
-    msgpack_pack_uint64(&req->pk, d->ptr);
-    msgpack_pack_uint64(&req->pk, d->pitch);
-    msgpack_pack_uint64(&req->pk, d->height);
-    msgpack_pack_uint64(&req->pk, d->x);
-    msgpack_pack_uint64(&req->pk, d->y);
-    msgpack_pack_uint64(&req->pk, d->z);
 }
 
 /* The token of a copy's host region; 0 with *rc set when it cannot be. */
@@ -281,50 +274,64 @@ static uint64_t copy_token(const struct rgpu_lib *lib, const char *what, int dir
     return token;
 }
 
-int rgpu_graph_host_copy(const struct rgpu_lib *lib, const char *what,
-                         const struct rgpu_graph_node_req *r, uint64_t ctx, int dir,
-                         const struct rgpu_copy_side *h, const struct rgpu_copy_side *d,
-                         const struct rgpu_extent *e, uint64_t *made)
+/* The copy as it travels: the token's region, the device side d. */
+static struct rgpu_graph_copy copy_of(int dir, uint64_t token, const struct rgpu_copy_side *d,
+                                      const struct rgpu_extent *e)
 {
-    struct rgpu_req req;
+    struct rgpu_graph_copy c = { (uint32_t)dir, 0, token, e->width, e->height, e->depth,
+                                 d->ptr, d->pitch, d->height, d->x, d->y, d->z };
+    return c;
+}
+
+int rgpu_graph_host_copy_call(const struct rgpu_lib *lib, const char *what,
+                              const struct rgpu_graph_node_req *r, void *ctx, int dir,
+                              const struct rgpu_copy_side *h, const struct rgpu_copy_side *d,
+                              const struct rgpu_extent *e, uint64_t *made)
+{
     int rc = 0;
+    const struct rgpu_graph_procs *p = procs_or_status(lib, what, &rc);
+    if (!p)
+        return rc;
     if (r->ndeps && !r->deps)
         return invalid_value(lib);
     uint64_t token = copy_token(lib, what, dir, h, e, &rc);
     if (!token)
         return rc;
     rgpu_callbacks_start();
-    rgpu_req_begin(&req, rgpu_proc_id(lib->name, RGPU_H_GRAPH_HOST_COPY), 0);
-    rgpu_graph_pack_node_req(&req, r, 16);
-    msgpack_pack_uint64(&req.pk, ctx);
-    pack_copy_shape(&req, dir, token, d, e);
-    return node_exchange(lib, what, &req, r, made);
+    const struct rgpu_graph_copy c = copy_of(dir, token, d, e);
+    const struct rgpu_graph_copy *copy = &c;
+    void *node = NULL, **node_out = made ? &node : NULL;
+    /* The driver's names the copy's context after the copy. */
+    const void *rt_argv[] = { &r->op, &r->graph, &r->exec, &r->node, &r->deps, &r->ndeps,
+                              &copy, &node_out };
+    const void *drv_argv[] = { &r->op, &r->graph, &r->exec, &r->node, &r->deps, &r->ndeps,
+                               &copy, &ctx, &node_out };
+    rc = rgpu_call(lib, p->host_copy, lib->is_runtime ? rt_argv : drv_argv);
+    if (rc == 0 && made)
+        *made = (uint64_t)(uintptr_t)node;
+    return rc;
 }
 
-int rgpu_capture_host_copy(const struct rgpu_lib *lib, const char *what, uint64_t stream,
-                           int ptsz, int dir, const struct rgpu_copy_side *h,
-                           const struct rgpu_copy_side *d, const struct rgpu_extent *e,
-                           int *captured)
+int rgpu_capture_host_copy_call(const struct rgpu_lib *lib, const char *what, uint64_t stream,
+                                int ptsz, int dir, const struct rgpu_copy_side *h,
+                                const struct rgpu_copy_side *d, const struct rgpu_extent *e,
+                                int *captured)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    int rc = 0;
+    int rc = 0, got = 0, *got_out = &got, per_thread = ptsz ? 1 : 0;
     *captured = 0;
+    const struct rgpu_graph_procs *p = procs_or_status(lib, what, &rc);
+    if (!p)
+        return rc;
     uint64_t token = copy_token(lib, what, dir, h, e, &rc);
     if (!token)
         return rc;
     rgpu_callbacks_start();
-    rgpu_req_begin(&req, rgpu_proc_id(lib->name, RGPU_H_CAPTURE_HOST_COPY), 0);
-    msgpack_pack_array(&req.pk, 13);
-    msgpack_pack_uint64(&req.pk, stream);
-    msgpack_pack_uint32(&req.pk, ptsz ? 1 : 0);
-    pack_copy_shape(&req, dir, token, d, e);
-    rc = rgpu_req_exchange(lib, what, &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(lib, &reply);
-    *captured = rc == 0 && rgpu_reply_u64(&reply, 0) != 0;
-    rgpu_reply_free(&reply);
+    const struct rgpu_graph_copy c = copy_of(dir, token, d, e);
+    const struct rgpu_graph_copy *copy = &c;
+    void *s = (void *)(uintptr_t)stream;
+    const void *argv[] = { &s, &per_thread, &copy, &got_out };
+    rc = rgpu_call(lib, p->capture_copy, argv);
+    *captured = rc == 0 && got;
     return rc;
 }
 
@@ -335,12 +342,12 @@ int rgpu_capture_host_copy(const struct rgpu_lib *lib, const char *what, uint64_
  * lives with the handle, which a destroy forgets. */
 #define EXEC_PLAIN 1u
 
-int rgpu_graph_launch(const struct rgpu_lib *lib, const char *what, const struct rgpu_proc *proc,
-                      uint64_t exec, uint64_t stream, int ptsz)
+int rgpu_graph_launch_call(const struct rgpu_lib *lib, const char *what,
+                           const struct rgpu_proc *proc, uint64_t exec, uint64_t stream, int ptsz)
 {
     static uint32_t exec_cls;
-    struct rgpu_req req;
     uint32_t info = 0;
+    int rc = 0;
     if (!exec_cls)
         exec_cls = rgpu_handle_class("CUgraphExec_st");
     rgpu_printing_graph_launched(ptsz && !stream ? RGPU_PER_THREAD_STREAM : stream);
@@ -349,20 +356,21 @@ int rgpu_graph_launch(const struct rgpu_lib *lib, const char *what, const struct
         const void *argv[] = { &exec, &stream };
         return rgpu_call(lib, proc, argv);
     }
+    const struct rgpu_graph_procs *p = procs_or_status(lib, what, &rc);
+    if (!p)
+        return rc;
     uint64_t marker = rgpu_callback_marker();
     if (!marker)
         return out_of_memory(lib);
-    rgpu_req_begin(&req, rgpu_proc_id(lib->name, RGPU_H_GRAPH_LAUNCH), 0);
-    msgpack_pack_array(&req.pk, 4);
-    msgpack_pack_uint64(&req.pk, exec);
-    msgpack_pack_uint64(&req.pk, stream);
-    msgpack_pack_uint64(&req.pk, marker);
-    msgpack_pack_uint32(&req.pk, ptsz ? 1 : 0);
-    uint64_t out[2];        /* marked, plain */
-    int rc = rgpu_callback_exchange(lib, what, &req, marker, out, 2);
-    if (rc == 0 && !out[0])
+    void *x = (void *)(uintptr_t)exec, *s = (void *)(uintptr_t)stream;
+    int per_thread = ptsz ? 1 : 0, marked = 0, plain = 0, *marked_out = &marked,
+        *plain_out = &plain;
+    const void *argv[] = { &x, &s, &per_thread, &marker, &marked_out, &plain_out };
+    rc = rgpu_call(lib, p->launch, argv);
+    /* Nothing comes for a marker the server did not place. */
+    if (rc != 0 || !marked)
         rgpu_callback_cancel(marker);
-    if (rc == 0 && out[1])
+    if (rc == 0 && plain)
         rgpu_handle_note(exec_cls, exec, EXEC_PLAIN);
     return rc;
 }
@@ -392,5 +400,5 @@ int rgpu_capture_copy_1d(const struct rgpu_lib *lib, const char *what, uint64_t 
     (void)rgpu_copy_side_on_device(dev, &dev);
     struct rgpu_copy_side h = { .ptr = host }, d = { .ptr = dev };
     struct rgpu_extent e = { count, 1, 1 };
-    return rgpu_capture_host_copy(lib, what, stream, 0, dir, &h, &d, &e, captured);
+    return rgpu_capture_host_copy_call(lib, what, stream, 0, dir, &h, &d, &e, captured);
 }

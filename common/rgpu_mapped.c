@@ -13,7 +13,8 @@
  * come back into the program's and the shadow.  Bytes, not pages: the
  * buffers a host allocator cuts from one pinned allocation share pages,
  * and what the GPU wrote into one must survive what the program wrote
- * into its neighbour.  These copies go on a stream of the session's own
+ * into its neighbour.  These copies are rgpu's own rgpu_shared_htod and
+ * rgpu_shared_dtoh (codegen/rgpu_own.h), on a stream of the session's own
  * (daemon/hand_cuda.c), never behind the program's work.  Comparing against a
  * shadow, rather than write-protecting pages and catching faults, keeps
  * writes the kernel makes for the program (read(2) into the buffer, a
@@ -24,8 +25,8 @@
  * A process without such ranges pays one relaxed atomic load per request. */
 #include "rgpu_client.h"
 #include "client_ranges.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
+#include "rgpu_procs.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,8 +38,6 @@ struct mapped {
     uint64_t host, dev;         /* the program's address, the GPU's */
     size_t size;
     unsigned char *shadow;      /* the program's bytes as the GPU last saw them */
-    const struct rgpu_lib *lib; /* whose copy procedures move the bytes */
-    uint32_t htod_id, dtoh_id;
     int flags;                  /* RGPU_MAPPED_* */
 };
 
@@ -150,8 +149,8 @@ static size_t run_end(const unsigned char *a, const unsigned char *b, size_t off
 static void push_run(struct mapped *m, size_t off, size_t len)
 {
     memcpy(m->shadow + off, (const char *)(uintptr_t)m->host + off, len);
-    int rc = rgpu_copy_htod(m->lib, m->htod_id, "mapped memory to the device", m->dev + off,
-                            m->shadow + off, len, 0, 0);
+    int rc = rgpu_copy_to_device(&rgpu_rgpu_lib, RGPU_RGPU_rgpu_shared_htod, m->dev + off,
+                                 m->shadow + off, len, 0, 0);
     if (rc != 0)
         rgpu_debug("mapped memory at %#llx: push of %zu bytes failed (%d)",
                    (unsigned long long)m->host + off, len, rc);
@@ -174,7 +173,7 @@ static void push_range(struct mapped *m)
 
 void rgpu_mapped_before_request(uint32_t proc_id)
 {
-    if (inside || proc_id == rgpu_proc_id("rgpu", RGPU_H_FENCE))
+    if (inside || proc_id == RGPU_RGPU_rgpu_fence->id)
         return;
     inside = 1;
     pthread_mutex_lock(&lock);
@@ -199,8 +198,8 @@ static void pull_range(struct mapped *m)
                   (unsigned long long)m->host);
         return;
     }
-    int rc = rgpu_copy_dtoh(m->lib, m->dtoh_id, "mapped memory to the host", gpu, m->dev,
-                            m->size, 0);
+    int rc = rgpu_copy_to_host(&rgpu_rgpu_lib, RGPU_RGPU_rgpu_shared_dtoh, gpu, m->dev, m->size,
+                               0);
     if (rc != 0) {
         rgpu_debug("mapped memory at %#llx: pull failed (%d)", (unsigned long long)m->host, rc);
         free(gpu);
@@ -282,17 +281,9 @@ void rgpu_mapped_after_call(const char *name, int status)
         forget_all();
 }
 
-int rgpu_mapped_add(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,
-                    int flags)
+int rgpu_mapped_add(uint64_t host, uint64_t dev, size_t size, int flags)
 {
-    struct mapped m = {
-        .host = host, .dev = dev, .size = size, .lib = lib, .flags = flags,
-        /* On a stream of the session's own, never behind the program's
-         * work (daemon/hand_cuda.c): a pull may come from the host-function
-         * thread while a host function holds its stream. */
-        .htod_id = rgpu_proc_id("rgpu", RGPU_H_SHARED_HTOD),
-        .dtoh_id = rgpu_proc_id("rgpu", RGPU_H_SHARED_DTOH),
-    };
+    struct mapped m = { .host = host, .dev = dev, .size = size, .flags = flags };
     if (!size)
         return -1;
     /* Fresh memory the client mapped is zeros on both sides (the stub
@@ -549,10 +540,9 @@ uint64_t rgpu_mapped_place(uint64_t dev, size_t size, const char *what)
     return host;
 }
 
-int rgpu_mapped_share(const struct rgpu_lib *lib, uint64_t host, uint64_t dev, size_t size,
-                      int flags, int host_kind)
+int rgpu_mapped_share(uint64_t host, uint64_t dev, size_t size, int flags, int host_kind)
 {
-    if (rgpu_mapped_add(lib, host, dev, size, flags) < 0)
+    if (rgpu_mapped_add(host, dev, size, flags) < 0)
         return -1;
     if (host != dev)
         rgpu_ranges_add(dev, size, RGPU_RANGE_MAPPED);

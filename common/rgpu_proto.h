@@ -68,14 +68,16 @@
  * Procedure ids are a hash of "library/function" (rgpu_proc_id()), so they
  * never change across builds or CUDA versions; rgpu's own procedures use
  * the same scheme with names of their own ("cudart/rgpu_htod",
- * "rgpu/rgpu_fence"), and so do the hand-written ones that remain
- * ("cuda/rgpu.cu_graph_dot").  A library's procedures are covered by the
+ * "rgpu/rgpu_fence").  A library's procedures are covered by the
  * digest of its table in the hello; those of rgpu's own library "rgpu"
  * (the session's own: codegen/rgpu_own.h) by the protocol version, which
  * changes with them: protocol 8 made them, and the copies, host
  * functions and the rest of the old hand-written calls that moved with
- * them, rgpu's own procedures; protocol 9 the launches, module loads, JIT
- * linking, image pieces and the late library check.
+ * them, rgpu's own procedures; protocol 9 the rest: launches, module
+ * loads, JIT linking, image pieces, the late library check, the graph
+ * requests (kernel, conditional, memory-allocation and host nodes, node and
+ * edge lists, the dot description, graph launches) and the shared-memory
+ * copies.  No procedure packs its frame by hand any more.
  */
 #ifndef RGPU_PROTO_H
 #define RGPU_PROTO_H

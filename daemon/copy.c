@@ -22,7 +22,6 @@
  * ordinary memory and the copies are as correct, if slower. */
 #include "copy.h"
 #include "owned.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
 
@@ -417,9 +416,4 @@ int copy_dtoh(const struct copy_api *api, void *data, size_t count, uint64_t src
 int copy_served(int rc)
 {
     return rc < 0 ? serve_transport(-rc) : rc;
-}
-
-int hand_streamed(const struct hand_proc *hp)
-{
-    return strcmp(hp->lib, "rgpu") == 0 && strcmp(hp->name, RGPU_H_SHARED_HTOD) == 0;
 }

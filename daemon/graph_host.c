@@ -1,6 +1,9 @@
 /* Graph host nodes and graph copies to or from host memory, server side
- * (client side common/rgpu_graph_host.c and the stubs' *_graph_host.c;
- * the wire in common/rgpu_hand_procs.h), for the runtime and the driver.
+ * (client side common/rgpu_graph_host.c and the stubs' *_graph_host.c),
+ * for the runtime and the driver: the serve_ functions of rgpu's own
+ * rgpu_graph_host_node, rgpu_graph_host_params, rgpu_graph_host_copy,
+ * rgpu_capture_host_copy, rgpu_graph_launch and their driver twins
+ * (codegen/cudart_own.h, codegen/cuda_own.h), one implementation for both.
  *
  * The program's function and memory stay on the client.  What a graph of
  * the session holds in their place is a host node of ours whose data is a
@@ -34,9 +37,12 @@
 #include "rgpud.h"
 #include "owned.h"
 #include "owned_handles.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
+#include "cudart_procs.h"
+#include "cudart_serve.h"
+#include "cuda_procs.h"
+#include "cuda_serve.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -44,11 +50,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
 #define RT(name) ((__typeof__(&name))backend_sym("cudart", #name))
 #define DRV(name) ((__typeof__(&name))backend_sym("cuda", #name))
 
-#define MAX_DEPS 4096               /* as the other node calls (hand_graphs.c) */
 #define MAX_RECORDS 65536
 #define MAX_STAGED (1ull << 30)     /* staging bytes per session */
 #define MAX_DEPTH 16                /* child graphs looked into */
@@ -682,37 +686,37 @@ static int exec_set_copy_node(const struct ops *o, uint64_t exec, uint64_t node,
 
 /* ---- the requests --------------------------------------------------------------------- */
 
+static uint64_t u64(const void *p)
+{
+    return (uint64_t)(uintptr_t)p;
+}
+
+/* A node operation as both libraries' procedures name it. */
 struct node_req {
-    uint64_t op, owner, node;
-    CUgraphNode deps[MAX_DEPS];
+    int op;
+    uint64_t graph, exec, node;
+    const CUgraphNode *deps;
     size_t ndeps;
 };
 
-/* [op, owner, node, bin deps, ...]: the operation, each handle the
- * session's.  0, -1 for a malformed request, or the library's status. */
-static int parse_node_req(struct hand_call *c, unsigned nargs, struct node_req *r)
+/* The operation, each handle it names the session's (the codec let NULL
+ * through).  0, -1 for a request no client sends, or the library's
+ * status. */
+static int check_node_req(const struct node_req *r)
 {
-    const void *deps;
-    size_t len;
-    uint64_t v[3];
-    if (args_count(c, nargs) || arg_u64s(c, 3, v) || arg_bin(c, 3, &deps, &len) ||
-        v[0] > RGPU_GRAPH_EXEC_SET || len % sizeof(uint64_t) || len / sizeof(uint64_t) > MAX_DEPS)
-        return -1;
-    r->op = v[0];
-    r->owner = v[1];
-    r->node = v[2];
-    r->ndeps = len / sizeof(uint64_t);
     int known;
+    if (r->op < RGPU_GRAPH_NODE_ADD || r->op > RGPU_GRAPH_EXEC_SET ||
+        graph_deps_malformed(r->deps, r->ndeps) || (r->op != RGPU_GRAPH_NODE_ADD && r->ndeps))
+        return -1;
     switch (r->op) {
     case RGPU_GRAPH_NODE_ADD:
-        known = handles_contains(H_GRAPH, r->owner) &&
-                graph_deps_take(deps, r->ndeps, (struct CUgraphNode_st **)r->deps);
+        known = handles_contains(H_GRAPH, r->graph) && graph_deps_known(r->deps, r->ndeps);
         break;
     case RGPU_GRAPH_NODE_SET:
         known = handles_contains(H_GRAPH_NODE, r->node);
         break;
     default:
-        known = handles_contains(H_GRAPH_EXEC, r->owner) && handles_contains(H_GRAPH_NODE, r->node);
+        known = handles_contains(H_GRAPH_EXEC, r->exec) && handles_contains(H_GRAPH_NODE, r->node);
         break;
     }
     if (!known) {
@@ -723,102 +727,100 @@ static int parse_node_req(struct hand_call *c, unsigned nargs, struct node_req *
     return 0;
 }
 
-static int reply_node(struct hand_call *c, uint64_t node, int rc)
+/* The status to answer: a request no client sends (-1, -RGPU_EPROTO) ends
+ * the session, a missing symbol says so; *made the node added (op ADD), which the codec
+ * adds to the session's table. */
+static int node_answer(int rc, const struct node_req *r, uint64_t node, CUgraphNode *made)
 {
-    if (rc == 0 && node)
-        handles_add(H_GRAPH_NODE, node);
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_uint64(c->out, rc == 0 ? node : 0);
-    return rc;
+    if (made)
+        *made = rc == 0 && r->op == RGPU_GRAPH_NODE_ADD ? (CUgraphNode)(uintptr_t)node : NULL;
+    return rc < 0 ? serve_transport(-rc) : rc;
 }
 
-/* [op, owner, node, bin deps, token] -> [node] */
-static int graph_host_node(struct hand_call *c, const struct ops *o)
+/* A host node naming token's function and data. */
+static int graph_host_node(const struct ops *o, const struct node_req *r, uint64_t token,
+                           CUgraphNode *made)
 {
-    struct node_req *r = malloc(sizeof *r);
-    uint64_t token, made = 0;
-    int rc;
-    if (!r)
-        return -RGPU_ENOMEM;
-    rc = parse_node_req(c, 5, r);
-    if (rc < 0 || arg_u64(c, 4, &token)) {
-        free(r);
-        return -RGPU_EPROTO;
-    }
+    uint64_t node = 0;
+    int rc = check_node_req(r);
     struct host_rec *rec = rc == 0 ? rec_for(token, REC_FUNCTION, 0, &rc) : NULL;
     if (rec && r->op == RGPU_GRAPH_NODE_ADD)
-        rc = o->add_host(&made, r->owner, r->deps, r->ndeps, rec);
+        rc = o->add_host(&node, r->graph, r->deps, r->ndeps, rec);
     else if (rec && r->op == RGPU_GRAPH_NODE_SET)
         rc = o->set_host(r->node, rec);
     else if (rec)
-        rc = o->exec_set_host(r->owner, r->node, rec);
-    free(r);
-    return rc < 0 ? rc : reply_node(c, made, rc);
+        rc = o->exec_set_host(r->exec, r->node, rec);
+    return node_answer(rc, r, node, made);
 }
 
-static int h_graph_host_node(struct hand_call *c)
+cudaError_t serve_rgpu_graph_host_node(int op, cudaGraph_t graph, cudaGraphExec_t exec,
+                                       cudaGraphNode_t node, const cudaGraphNode_t *deps,
+                                       size_t ndeps, uint64_t token, cudaGraphNode_t *made)
 {
-    return graph_host_node(c, &runtime_ops);
+    const struct node_req r = { op, u64(graph), u64(exec), u64(node), (const CUgraphNode *)deps,
+                                ndeps };
+    return (cudaError_t)graph_host_node(&runtime_ops, &r, token, (CUgraphNode *)made);
 }
 
-static int h_cu_graph_host_node(struct hand_call *c)
+CUresult serve_rgpu_cu_graph_host_node(int op, CUgraph graph, CUgraphExec exec, CUgraphNode node,
+                                       const CUgraphNode *deps, size_t ndeps, uint64_t token,
+                                       CUgraphNode *made)
 {
-    return graph_host_node(c, &driver_ops);
+    const struct node_req r = { op, u64(graph), u64(exec), u64(node), deps, ndeps };
+    return (CUresult)graph_host_node(&driver_ops, &r, token, made);
 }
 
-/* [node] -> [token]: a host node of the program's (not one of a copy). */
-static int graph_host_params(struct hand_call *c, const struct ops *o)
+/* The token of a host node of the program's (not one of a copy). */
+static int graph_host_params(const struct ops *o, uint64_t node, uint64_t *token)
 {
-    uint64_t node;
     void *fn = NULL, *data = NULL;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &node));
+    if (!token)
+        return E_INVALID_VALUE;
     int rc = handles_contains(H_GRAPH_NODE, node) ? o->get_host(node, &fn, &data)
                                                   : E_INVALID_HANDLE;
     if (rc < 0)
-        return rc;
+        return serve_transport(-rc);
     if (rc == 0 && (!is_rec_fn(fn) || !rec_known(data) ||
                     ((struct host_rec *)data)->kind != REC_FUNCTION))
         rc = E_INVALID_VALUE;
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_uint64(c->out, rc == 0 ? ((struct host_rec *)data)->token : 0);
+    *token = rc == 0 ? ((struct host_rec *)data)->token : 0;
     return rc;
 }
 
-static int h_graph_host_params(struct hand_call *c)
+cudaError_t serve_rgpu_graph_host_params(cudaGraphNode_t node, uint64_t *token)
 {
-    return graph_host_params(c, &runtime_ops);
+    return (cudaError_t)graph_host_params(&runtime_ops, u64(node), token);
 }
 
-static int h_cu_graph_host_params(struct hand_call *c)
+CUresult serve_rgpu_cu_graph_host_params(CUgraphNode node, uint64_t *token)
 {
-    return graph_host_params(c, &driver_ops);
+    return (CUresult)graph_host_params(&driver_ops, u64(node), token);
 }
 
-/* A copy as the wire describes it: [direction, token, width, height,
- * depth, ptr, pitch, rows, x, y, z]. */
+/* A copy as the wire describes it (common/rgpu_graph_wire.h), and its
+ * bytes once checked. */
 struct copy_wire {
-    uint64_t v[11];
+    struct rgpu_graph_copy c;
     size_t bytes;
 };
 
-/* From argument `at` on, checked: a direction, an extent rgpu carries, and
- * a device side that is the session's memory over the whole extent.  0,
- * -1 for a malformed request, or the library's status. */
-static int parse_copy(struct hand_call *c, unsigned at, struct copy_wire *cw)
+/* The copy checked: a direction, an extent rgpu carries, and a device
+ * side that is the session's memory over the whole extent.  0, -1 for a
+ * request no client sends, or the library's status. */
+static int parse_copy(const struct rgpu_graph_copy *c, struct copy_wire *cw)
 {
-    const uint64_t *v = cw->v;
     uint64_t bytes;
-    for (unsigned i = 0; i < 11; i++)
-        if (arg_u64(c, at + i, &cw->v[i]))
-            return -1;
-    uint64_t dir = v[0], w = v[2], h = v[3], d = v[4];
-    if ((dir != REC_TO_DEVICE && dir != REC_TO_HOST) || !w || !h || !d ||
-        __builtin_mul_overflow(w, h, &bytes) || __builtin_mul_overflow(bytes, d, &bytes) ||
-        bytes > RGPU_GRAPH_COPY_MAX) {
+    if (!c || c->reserved)
+        return -1;
+    cw->c = *c;
+    if ((c->direction != REC_TO_DEVICE && c->direction != REC_TO_HOST) || !c->width ||
+        !c->height || !c->depth || __builtin_mul_overflow(c->width, c->height, &bytes) ||
+        __builtin_mul_overflow(bytes, c->depth, &bytes) || bytes > RGPU_GRAPH_COPY_MAX) {
         rgpu_warn("graph copy node: refused a direction or extent rgpu does not carry");
         return E_INVALID_VALUE;
     }
-    if (!graph_copy_side_owned(v[5], v[8], v[9], v[10], v[6], v[7], w, h, d)) {
+    if (!graph_copy_side_owned(c->dev, c->x, c->y, c->z, c->pitch, c->rows, c->width, c->height,
+                               c->depth)) {
         rgpu_warn("graph copy node: refused a device side outside the session's memory");
         return E_INVALID_VALUE;
     }
@@ -830,16 +832,16 @@ static int parse_copy(struct hand_call *c, unsigned at, struct copy_wire *cw)
  * device side.  0, or the library's status. */
 static int copy_of(const struct copy_wire *cw, struct copy_node *cn)
 {
-    const uint64_t *v = cw->v;
-    uint64_t dir = v[0], w = v[2], h = v[3], d = v[4];
-    int rc = 0;
-    cn->rec = rec_for(v[1], (int)dir, cw->bytes, &rc);
+    const struct rgpu_graph_copy *c = &cw->c;
+    uint64_t w = c->width, h = c->height;
+    int dir = (int)c->direction, rc = 0;
+    cn->rec = rec_for(c->token, dir, cw->bytes, &rc);
     if (!cn->rec)
         return rc;
     memset(&cn->p, 0, sizeof cn->p);
     cn->p.WidthInBytes = w;
     cn->p.Height = h;
-    cn->p.Depth = d;
+    cn->p.Depth = c->depth;
     /* The staging side is packed: pitch the width, rows the height. */
     CUmemorytype *dev_type = dir == REC_TO_DEVICE ? &cn->p.dstMemoryType : &cn->p.srcMemoryType;
     CUmemorytype *host_type = dir == REC_TO_DEVICE ? &cn->p.srcMemoryType : &cn->p.dstMemoryType;
@@ -849,22 +851,22 @@ static int copy_of(const struct copy_wire *cw, struct copy_node *cn)
         cn->p.srcHost = cn->rec->staging;
         cn->p.srcPitch = w;
         cn->p.srcHeight = h;
-        cn->p.dstDevice = v[5];
-        cn->p.dstPitch = v[6] ? v[6] : w;
-        cn->p.dstHeight = v[7] ? v[7] : h;
-        cn->p.dstXInBytes = v[8];
-        cn->p.dstY = v[9];
-        cn->p.dstZ = v[10];
+        cn->p.dstDevice = c->dev;
+        cn->p.dstPitch = c->pitch ? c->pitch : w;
+        cn->p.dstHeight = c->rows ? c->rows : h;
+        cn->p.dstXInBytes = c->x;
+        cn->p.dstY = c->y;
+        cn->p.dstZ = c->z;
     } else {
         cn->p.dstHost = cn->rec->staging;
         cn->p.dstPitch = w;
         cn->p.dstHeight = h;
-        cn->p.srcDevice = v[5];
-        cn->p.srcPitch = v[6] ? v[6] : w;
-        cn->p.srcHeight = v[7] ? v[7] : h;
-        cn->p.srcXInBytes = v[8];
-        cn->p.srcY = v[9];
-        cn->p.srcZ = v[10];
+        cn->p.srcDevice = c->dev;
+        cn->p.srcPitch = c->pitch ? c->pitch : w;
+        cn->p.srcHeight = c->rows ? c->rows : h;
+        cn->p.srcXInBytes = c->x;
+        cn->p.srcY = c->y;
+        cn->p.srcZ = c->z;
     }
     return 0;
 }
@@ -879,7 +881,7 @@ static int copy_request(const struct ops *o, const struct node_req *r, struct co
     case RGPU_GRAPH_NODE_ADD: {
         int rc = copy_graph(o, cn, &graph);
         if (rc == 0) {
-            rc = o->add_child(made, r->owner, r->deps, r->ndeps, graph);
+            rc = o->add_child(made, r->graph, r->deps, r->ndeps, graph);
             o->graph_destroy(graph);    /* the node holds a copy */
         }
         return rc;
@@ -892,49 +894,48 @@ static int copy_request(const struct ops *o, const struct node_req *r, struct co
         return E_NOT_SUPPORTED;
     default:
         if (ours)
-            return exec_set_copy_node(o, r->owner, r->node, &parts, cn);
+            return exec_set_copy_node(o, r->exec, r->node, &parts, cn);
         rgpu_warn("graph copy node: an executable graph's device copy cannot take host memory");
         return E_INVALID_VALUE;
     }
 }
 
-/* [op, owner, node, bin deps, ctx, direction, token, width, height, depth,
- *  ptr, pitch, rows, x, y, z] -> [node] */
-static int graph_host_copy(struct hand_call *c, const struct ops *o)
+/* A copy node by op; ctx the driver's copy context (the codec checked it
+ * as the session's or NULL), 0 for the runtime. */
+static int graph_host_copy(const struct ops *o, const struct node_req *r,
+                           const struct rgpu_graph_copy *copy, uint64_t ctx, CUgraphNode *made)
 {
-    struct node_req *r = malloc(sizeof *r);
     struct copy_node cn = { 0 };
-    uint64_t made = 0;
-    if (!r)
-        return -RGPU_ENOMEM;
-    int rc = parse_node_req(c, 16, r);
-    if (rc == 0 && arg_u64(c, 4, &cn.ctx))
-        rc = -1;
-    if (rc == 0 && !o->runtime && cn.ctx && !handles_contains(H_CONTEXT, cn.ctx)) {
-        rgpu_warn("graph copy node: refused a context the session never handed out");
-        rc = (int)CUDA_ERROR_INVALID_CONTEXT;
-    }
     struct copy_wire cw;
+    uint64_t node = 0;
+    cn.ctx = ctx;
+    int rc = check_node_req(r);
     if (rc == 0)
-        rc = parse_copy(c, 5, &cw);
+        rc = parse_copy(copy, &cw);
     if (rc == 0)
         rc = copy_of(&cw, &cn);
     if (rc == 0)
-        rc = copy_request(o, r, &cn, &made);
-    free(r);
-    if (rc < 0)
-        return -RGPU_EPROTO;
-    return reply_node(c, made, rc);
+        rc = copy_request(o, r, &cn, &node);
+    return node_answer(rc < 0 ? -1 : rc, r, node, made);
 }
 
-static int h_graph_host_copy(struct hand_call *c)
+cudaError_t serve_rgpu_graph_host_copy(int op, cudaGraph_t graph, cudaGraphExec_t exec,
+                                       cudaGraphNode_t node, const cudaGraphNode_t *deps,
+                                       size_t ndeps, const struct rgpu_graph_copy *copy,
+                                       cudaGraphNode_t *made)
 {
-    return graph_host_copy(c, &runtime_ops);
+    const struct node_req r = { op, u64(graph), u64(exec), u64(node), (const CUgraphNode *)deps,
+                                ndeps };
+    return (cudaError_t)graph_host_copy(&runtime_ops, &r, copy, 0, (CUgraphNode *)made);
 }
 
-static int h_cu_graph_host_copy(struct hand_call *c)
+CUresult serve_rgpu_cu_graph_host_copy(int op, CUgraph graph, CUgraphExec exec, CUgraphNode node,
+                                       const CUgraphNode *deps, size_t ndeps,
+                                       const struct rgpu_graph_copy *copy, CUcontext ctx,
+                                       CUgraphNode *made)
 {
-    return graph_host_copy(c, &driver_ops);
+    const struct node_req r = { op, u64(graph), u64(exec), u64(node), deps, ndeps };
+    return (CUresult)graph_host_copy(&driver_ops, &r, copy, u64(ctx), made);
 }
 
 /* ---- captures ---------------------------------------------------------------------------- */
@@ -985,36 +986,34 @@ static int capture_copy(const struct ops *o, uint64_t stream, const struct copy_
     return rc;
 }
 
-/* [stream, ptsz, direction, token, width, height, depth, ptr, pitch, rows,
- *  x, y, z] -> [captured] */
-static int capture_host_copy(struct hand_call *c, const struct ops *o)
+/* The codec checked the stream as the session's (or a default one). */
+static int capture_host_copy(const struct ops *o, uint64_t stream, int ptsz,
+                             const struct rgpu_graph_copy *copy, int *captured)
 {
-    uint64_t stream, ptsz;
     struct copy_wire cw;
-    int captured = 0;
-    PROTO_IF(args_count(c, 13) || arg_u64(c, 0, &stream) || arg_u64(c, 1, &ptsz) || ptsz > 1);
-    int rc = handles_valid(H_STREAM, stream) ? 0 : E_INVALID_HANDLE;
-    if (rc != 0)
-        rgpu_warn("graph copy capture: refused a stream the session never handed out");
+    int got = 0;
+    if (ptsz != 0 && ptsz != 1)
+        return serve_transport(RGPU_EPROTO);
+    int rc = parse_copy(copy, &cw);
     if (rc == 0)
-        rc = parse_copy(c, 2, &cw);
-    if (rc == 0)
-        rc = capture_copy(o, stream_of(stream, (int)ptsz), &cw, &captured);
+        rc = capture_copy(o, stream_of(stream, ptsz), &cw, &got);
     if (rc < 0)
-        return -RGPU_EPROTO;
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_uint32(c->out, captured && rc == 0 ? 1 : 0);
+        return serve_transport(RGPU_EPROTO);
+    if (captured)
+        *captured = got && rc == 0;
     return rc;
 }
 
-static int h_capture_host_copy(struct hand_call *c)
+cudaError_t serve_rgpu_capture_host_copy(cudaStream_t stream, int ptsz,
+                                         const struct rgpu_graph_copy *copy, int *captured)
 {
-    return capture_host_copy(c, &runtime_ops);
+    return (cudaError_t)capture_host_copy(&runtime_ops, u64(stream), ptsz, copy, captured);
 }
 
-static int h_cu_capture_host_copy(struct hand_call *c)
+CUresult serve_rgpu_cu_capture_host_copy(CUstream stream, int ptsz,
+                                         const struct rgpu_graph_copy *copy, int *captured)
 {
-    return capture_host_copy(c, &driver_ops);
+    return (CUresult)capture_host_copy(&driver_ops, u64(stream), ptsz, copy, captured);
 }
 
 int graph_host_capture_function(const char *lib, const char *name, int is_callback,
@@ -1165,7 +1164,7 @@ static void post_cu_node_type(void **argv, int status)
 }
 
 /* A copy node of ours takes new parameters only with host memory
- * (rgpu.graph_host_copy): between device buffers, a setter would meet a
+ * (rgpu_graph_host_copy): between device buffers, a setter would meet a
  * child graph node.  Natively such a change is the graph's to make, and an
  * executable graph's copy may not change what its memory is. */
 int graph_host_refuse_copy_node(uint64_t node, int runtime, int exec, const char *what)
@@ -1187,78 +1186,65 @@ static int pre_exec_memcpy_set_1d(void **argv)
     return graph_host_refuse_copy_node(val(argv, 1), 1, 1, "cudaGraphExecMemcpyNodeSetParams1D");
 }
 
-/* [exec, stream, marker, ptsz] -> [marked, plain] */
-static int graph_launch(struct hand_call *c, const struct ops *o)
+/* A launch; when the executable graph holds host nodes of ours and the
+ * stream does not capture, a marker host function follows it (*marked),
+ * whose callback tells the client the graph has passed; *plain: it holds
+ * none, and the client's later launches of it need not wait. */
+static int graph_launch(const struct ops *o, uint64_t exec, uint64_t stream, int ptsz,
+                        uint64_t marker, int *marked, int *plain)
 {
-    uint64_t v[4];
-    PROTO_IF(args_count(c, 4) || arg_u64s(c, 4, v) || v[3] > 1);
-    uint64_t exec = v[0], stream = v[1], marker = v[2];
-    int ptsz = (int)v[3], marked = 0, holds = 0, rc;
-    if (!handles_contains(H_GRAPH_EXEC, exec) || !handles_valid(H_STREAM, stream)) {
-        rgpu_warn("graph launch: refused an executable graph or stream the session never "
-                  "handed out");
+    int holds = 0, rc, m = 0;
+    if (ptsz != 0 && ptsz != 1)
+        return serve_transport(RGPU_EPROTO);
+    if (!marked || !plain)
+        return E_INVALID_VALUE;
+    *marked = *plain = 0;
+    if (!handles_contains(H_GRAPH_EXEC, exec)) {
+        rgpu_warn("graph launch: refused an executable graph the session never handed out");
         rc = E_INVALID_HANDLE;
     } else {
         holds = exec_holds_host_nodes(exec);
         rc = o->launch(exec, stream, ptsz);
     }
     if (rc < 0)
-        return rc;
+        return serve_transport(-rc);
     /* A graph launched into a capture runs later, as a node of the capture. */
     uint64_t s = stream_of(stream, ptsz), graph;
     if (rc == 0 && holds && o->capture(s, &graph, NULL, NULL, NULL) == 0) {
-        int m = host_function_marker(o->runtime, ptsz, stream, marker);
-        marked = m == 0;
-        if (!marked)
+        m = host_function_marker(o->runtime, ptsz, stream, marker);
+        *marked = m == 0;
+        if (m != 0)
             rgpu_warn("graph launch: the marker after the graph was refused (%d): the client "
                       "does not wait for its host nodes", m);
     }
-    msgpack_pack_array(c->out, 2);
-    msgpack_pack_uint32(c->out, marked);
-    msgpack_pack_uint32(c->out, rc == 0 && !holds);
+    *plain = rc == 0 && !holds;
     return rc;
 }
 
-static int h_graph_launch(struct hand_call *c)
+cudaError_t serve_rgpu_graph_launch(cudaGraphExec_t exec, cudaStream_t stream, int ptsz,
+                                    uint64_t marker, int *marked, int *plain)
 {
-    return graph_launch(c, &runtime_ops);
+    return (cudaError_t)graph_launch(&runtime_ops, u64(exec), u64(stream), ptsz, marker, marked,
+                                     plain);
 }
 
-static int h_cu_graph_launch(struct hand_call *c)
+CUresult serve_rgpu_cu_graph_launch(CUgraphExec exec, CUstream stream, int ptsz, uint64_t marker,
+                                    int *marked, int *plain)
 {
-    return graph_launch(c, &driver_ops);
+    return (CUresult)graph_launch(&driver_ops, u64(exec), u64(stream), ptsz, marker, marked,
+                                  plain);
 }
-
-const struct hand_proc hand_graph_host_procs[] = {
-    { "cudart", RGPU_H_GRAPH_HOST_NODE, h_graph_host_node },
-    { "cuda", RGPU_H_GRAPH_HOST_NODE, h_cu_graph_host_node },
-    { "cudart", RGPU_H_GRAPH_HOST_PARAMS, h_graph_host_params },
-    { "cuda", RGPU_H_GRAPH_HOST_PARAMS, h_cu_graph_host_params },
-    { "cudart", RGPU_H_GRAPH_HOST_COPY, h_graph_host_copy },
-    { "cuda", RGPU_H_GRAPH_HOST_COPY, h_cu_graph_host_copy },
-    { "cudart", RGPU_H_CAPTURE_HOST_COPY, h_capture_host_copy },
-    { "cuda", RGPU_H_CAPTURE_HOST_COPY, h_cu_capture_host_copy },
-    { "cudart", RGPU_H_GRAPH_LAUNCH, h_graph_launch },
-    { "cuda", RGPU_H_GRAPH_LAUNCH, h_cu_graph_launch },
-};
-const int hand_graph_host_nprocs = sizeof hand_graph_host_procs / sizeof hand_graph_host_procs[0];
 
 /* The requests that make nodes which run on the client (a launch comes
  * after one of them). */
 int graph_host_proc(uint32_t proc_id)
 {
-    static uint32_t ids[6];
-    static const char *const names[3] = { RGPU_H_GRAPH_HOST_NODE, RGPU_H_GRAPH_HOST_COPY,
-                                           RGPU_H_CAPTURE_HOST_COPY };
-    if (!ids[0])
-        for (int i = 0; i < 3; i++) {
-            ids[2 * i] = rgpu_proc_id("cudart", names[i]);
-            ids[2 * i + 1] = rgpu_proc_id("cuda", names[i]);
-        }
-    for (int i = 0; i < 6; i++)
-        if (ids[i] == proc_id)
-            return 1;
-    return 0;
+    return proc_id == RGPU_CUDART_rgpu_graph_host_node->id ||
+           proc_id == RGPU_CUDA_rgpu_cu_graph_host_node->id ||
+           proc_id == RGPU_CUDART_rgpu_graph_host_copy->id ||
+           proc_id == RGPU_CUDA_rgpu_cu_graph_host_copy->id ||
+           proc_id == RGPU_CUDART_rgpu_capture_host_copy->id ||
+           proc_id == RGPU_CUDA_rgpu_cu_capture_host_copy->id;
 }
 
 static const struct guard graph_host_guards[] = {

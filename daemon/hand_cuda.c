@@ -1,19 +1,20 @@
 /* The driver API's procedures written by hand, server side: the serve_
  * functions of rgpu's own (codegen/cuda_own.h: copies between host and
  * device memory, whose one implementation for both APIs is
- * daemon/copy.c, device attributes), and the shared-memory copies still
- * packed by hand (client side: common/rgpu_mapped.c; argument lists:
- * common/rgpu_hand_procs.h).  Launches: daemon/hand_cuda_launch.c;
- * modules, libraries and JIT linking: hand_cuda_modules.c. */
+ * daemon/copy.c, device attributes), and of the client core's copies of
+ * shared memory (codegen/rgpu_own.h, rgpu_shared_htod and
+ * rgpu_shared_dtoh; client side: common/rgpu_mapped.c).  Launches:
+ * daemon/hand_cuda_launch.c; modules, libraries and JIT linking:
+ * hand_cuda_modules.c. */
 #include "rgpud.h"
 #include "copy.h"
 #include "image_check.h"
 #include "owned.h"
 #include "owned_handles.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
 #include "cuda_serve.h"
+#include "rgpu_serve.h"
 
 #include <cuda.h>
 #include <stdlib.h>
@@ -21,7 +22,6 @@
 
 #define REAL(name) ((__typeof__(&name))backend_sym("cuda", #name))
 #define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
-#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
 
 static int drv_htod(uint64_t dst, const void *src, size_t n, uint64_t stream)
 {
@@ -56,38 +56,6 @@ CUresult serve_rgpu_cu_htod(CUdeviceptr dst, CUstream stream, size_t count, cons
 CUresult serve_rgpu_cu_dtoh(void *data, size_t count, CUdeviceptr src, CUstream stream)
 {
     return copy_served(copy_dtoh(&driver_copies, data, count, src, (uint64_t)(uintptr_t)stream));
-}
-
-/* The copies of rgpu.shared_htod's [dst, stream, bin] -> [] and
- * rgpu.shared_dtoh's [src, count, stream] -> [bin], once their stream is
- * known good (the bytes streamed, or sent ahead as a data frame, by
- * copy_htod and copy_dtoh). */
-static int htod_on(struct hand_call *c, uint64_t dst, const void *p, size_t n, uint64_t stream)
-{
-    int rc = copy_htod(&driver_copies, dst, stream, p, c->in_len ? c->in_len : n);
-    if (rc < 0)
-        return rc;
-    msgpack_pack_array(c->out, 0);
-    return rc;
-}
-
-static int dtoh_on(struct hand_call *c, uint64_t src, uint64_t count, uint64_t stream)
-{
-    void *buf = NULL;
-    c->sink_len = count >= RGPU_STREAM_MIN ? count : 0;
-    if (!c->sink_len && !(buf = malloc(count ? count : 1)))
-        return -RGPU_ENOMEM;
-    int rc = copy_dtoh(&driver_copies, buf, count, src, stream);
-    if (rc < 0) {
-        free(buf);
-        return rc;
-    }
-    msgpack_pack_array(c->out, 1);
-    if (buf)
-        hand_payload(c, buf, rc ? 0 : count);
-    else
-        msgpack_pack_bin(c->out, 0);
-    return rc;
 }
 
 /* ---- the client's own copies of shared memory ---------------------------------- */
@@ -128,45 +96,42 @@ static void shared_stream_close(struct shared_stream *s)
         REAL(cuCtxPopCurrent_v2)(&ctx);
 }
 
-/* [dst, 0, bin] -> []: the program's bytes to a GPU copy */
-static int h_shared_htod(struct hand_call *c)
+/* The status of a shared-memory copy: the driver's failure as an
+ * argument the call could not take (logged here: the client only keeps
+ * the GPU's and the program's copies apart until the next one). */
+static rgpu_status shared_status(int rc, const char *what)
 {
-    uint64_t dst, zero;
-    const void *p;
-    size_t n;
-    struct shared_stream s;
-    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &dst) || arg_u64(c, 1, &zero) ||
-             arg_bin(c, 2, &p, &n) || zero != 0);
-    /* The memory is the session's before the driver is asked about it. */
-    if (!owned_range(dst, c->in_len ? c->in_len : n))
-        return htod_on(c, dst, p, n, 0);        /* refused there */
-    int rc = shared_stream_open(dst, &s);
-    if (rc == CUDA_SUCCESS)
-        rc = htod_on(c, dst, p, n, (uint64_t)(uintptr_t)s.stream);
-    else if (rc > 0)
-        msgpack_pack_array(c->out, 0);
-    shared_stream_close(&s);
-    return rc;
+    if (rc < 0)
+        return serve_transport(-rc);
+    if (rc != CUDA_SUCCESS)
+        rgpu_debug("shared memory %s: the driver returned %d", what, rc);
+    return rc == CUDA_SUCCESS ? RGPU_STATUS_OK : RGPU_STATUS_INVALID;
 }
 
-/* [src, count, 0] -> [bin]: a GPU copy's bytes for the program's */
-static int h_shared_dtoh(struct hand_call *c)
+/* The program's bytes to a GPU copy; the codec checked the range as the
+ * session's before the driver is asked about it. */
+rgpu_status serve_rgpu_shared_htod(void *dst, size_t count, const void *data)
 {
-    uint64_t src, count, zero;
     struct shared_stream s;
-    PROTO_IF(args_count(c, 3) || arg_u64(c, 0, &src) || arg_u64(c, 1, &count) ||
-             arg_u64(c, 2, &zero) || zero != 0);
-    if (!owned_range(src, count))
-        return dtoh_on(c, src, count, 0);       /* refused there */
-    int rc = shared_stream_open(src, &s);
-    if (rc == CUDA_SUCCESS) {
-        rc = dtoh_on(c, src, count, (uint64_t)(uintptr_t)s.stream);
-    } else if (rc > 0) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_nil(c->out);
-    }
+    uint64_t d = (uint64_t)(uintptr_t)dst;
+    int rc = shared_stream_open(d, &s);
+    if (rc == CUDA_SUCCESS)
+        rc = copy_htod(&driver_copies, d, (uint64_t)(uintptr_t)s.stream, data, count);
     shared_stream_close(&s);
-    return rc;
+    return shared_status(rc, "to the device");
+}
+
+/* A GPU copy's bytes for the program's (sent ahead of the reply from
+ * RGPU_STREAM_MIN bytes up, by copy_dtoh). */
+rgpu_status serve_rgpu_shared_dtoh(void *data, size_t count, const void *src)
+{
+    struct shared_stream s;
+    uint64_t from = (uint64_t)(uintptr_t)src;
+    int rc = shared_stream_open(from, &s);
+    if (rc == CUDA_SUCCESS)
+        rc = copy_dtoh(&driver_copies, data, count, from, (uint64_t)(uintptr_t)s.stream);
+    shared_stream_close(&s);
+    return shared_status(rc, "to the host");
 }
 
 CUresult serve_rgpu_cu_device_attrs(int *values, unsigned char *answered, size_t count,
@@ -210,9 +175,3 @@ CUresult serve_rgpu_cu_capture_info(CUstream stream, int per_thread, CUstreamCap
         *count = n;
     return rc;
 }
-
-const struct hand_proc hand_cuda_procs[] = {
-    { "rgpu", RGPU_H_SHARED_HTOD, h_shared_htod },
-    { "rgpu", RGPU_H_SHARED_DTOH, h_shared_dtoh },
-};
-const int hand_cuda_nprocs = sizeof hand_cuda_procs / sizeof hand_cuda_procs[0];

@@ -1,6 +1,8 @@
 /* Conditional graph nodes (if, while, switch) and their handles, server
- * side, for the runtime and the driver (client side
- * stubs/graph_conditionals.h; argument lists common/rgpu_hand_procs.h).
+ * side: the serve_ functions of rgpu's own rgpu_graph_cond_handle,
+ * rgpu_graph_cond_node and their driver twins (codegen/cudart_own.h,
+ * codegen/cuda_own.h), one implementation for both (client side
+ * stubs/graph_conditionals.h and the stubs' *_graph_records.c).
  *
  * A conditional node comes with body graphs the library made and owns.
  * The client fills them with nodes, so each is a graph of the session's
@@ -11,9 +13,10 @@
  * session was given for that graph. */
 #include "rgpud.h"
 #include "owned_handles.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
+#include "cudart_serve.h"
+#include "cuda_serve.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -21,12 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
 #define RT(name) ((__typeof__(&name))backend_sym("cudart", #name))
 #define DRV(name) ((__typeof__(&name))backend_sym("cuda", #name))
 
-#define MAX_DEPS 4096       /* as the other node calls (hand_graphs.c) */
-#define MAX_BODIES 1024     /* body graphs of one node (a switch's cases) */
+#define MAX_BODIES RGPU_GRAPH_MAX_BODIES
 #define MAX_RECORDS 65536   /* bodies and handles a session may hold */
 
 struct body {
@@ -167,72 +168,72 @@ void graph_cond_forget_node(uint64_t node, int runtime)
 
 /* ---- conditional handles ------------------------------------------------------------ */
 
-/* [graph, ctx, default value, flags] -> [handle] */
-static int cond_handle(struct hand_call *c, int runtime)
+static uint64_t u64(const void *p)
 {
-    uint64_t v[4], handle = 0;
+    return (uint64_t)(uintptr_t)p;
+}
+
+/* A handle for graph (ctx: the driver's, which the codec checked as the
+ * session's or NULL), recorded for it. */
+static int cond_handle(uint64_t graph, uint64_t ctx, unsigned value, unsigned flags, int runtime,
+                       uint64_t *handle)
+{
+    uint64_t h = 0;
     int rc;
-    PROTO_IF(args_count(c, 4) || arg_u64s(c, 4, v) || v[2] > UINT32_MAX || v[3] > UINT32_MAX);
-    msgpack_pack_array(c->out, 1);
-    if (!handles_contains(H_GRAPH, v[0]) || (!runtime && !handles_valid(H_CONTEXT, v[1]))) {
-        rgpu_warn("conditional handle: refused a graph or context the session never handed out");
+    if (!handle)
+        return runtime ? cudaErrorInvalidValue : CUDA_ERROR_INVALID_VALUE;
+    if (!handles_contains(H_GRAPH, graph)) {
+        rgpu_warn("conditional handle: refused a graph the session never handed out");
         rc = runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
     } else if (runtime) {
         __typeof__(&cudaGraphConditionalHandleCreate) f = RT(cudaGraphConditionalHandleCreate);
         if (!f)
-            return -RGPU_ENOSYM;
-        cudaGraphConditionalHandle h = 0;
-        rc = f(&h, (cudaGraph_t)v[0], (unsigned)v[2], (unsigned)v[3]);
-        handle = h;
+            return serve_transport(RGPU_ENOSYM);
+        cudaGraphConditionalHandle made = 0;
+        rc = f(&made, (cudaGraph_t)graph, value, flags);
+        h = made;
     } else {
         __typeof__(&cuGraphConditionalHandleCreate) f = DRV(cuGraphConditionalHandleCreate);
         if (!f)
-            return -RGPU_ENOSYM;
-        CUgraphConditionalHandle h = 0;
-        rc = f(&h, (CUgraph)v[0], (CUcontext)v[1], (unsigned)v[2], (unsigned)v[3]);
-        handle = h;
+            return serve_transport(RGPU_ENOSYM);
+        CUgraphConditionalHandle made = 0;
+        rc = f(&made, (CUgraph)graph, (CUcontext)ctx, value, flags);
+        h = made;
     }
-    if (rc == 0 && remember_handle(v[0], handle) != 0)
+    if (rc == 0 && remember_handle(graph, h) != 0)
         rc = runtime ? cudaErrorMemoryAllocation : CUDA_ERROR_OUT_OF_MEMORY;
-    msgpack_pack_uint64(c->out, rc == 0 ? handle : 0);
+    *handle = rc == 0 ? h : 0;
     return rc;
 }
 
-static int h_graph_cond_handle(struct hand_call *c)
+cudaError_t serve_rgpu_graph_cond_handle(cudaGraphConditionalHandle *handle, cudaGraph_t graph,
+                                         unsigned int value, unsigned int flags)
 {
-    return cond_handle(c, 1);
+    uint64_t h = 0;
+    int rc = cond_handle(u64(graph), 0, value, flags, 1, handle ? &h : NULL);
+    if (handle)
+        *handle = h;
+    return (cudaError_t)rc;
 }
 
-static int h_cu_graph_cond_handle(struct hand_call *c)
+CUresult serve_rgpu_cu_graph_cond_handle(CUgraphConditionalHandle *handle, CUgraph graph,
+                                         CUcontext ctx, unsigned int value, unsigned int flags)
 {
-    return cond_handle(c, 0);
+    uint64_t h = 0;
+    int rc = cond_handle(u64(graph), u64(ctx), value, flags, 0, handle ? &h : NULL);
+    if (handle)
+        *handle = h;
+    return (CUresult)rc;
 }
 
 /* ---- conditional nodes ---------------------------------------------------------------- */
 
 struct cond_call {
-    uint64_t graph, handle, type, size, ctx;
-    CUgraphNode deps[MAX_DEPS];
+    uint64_t graph, handle, ctx;
+    unsigned type, size;
+    const CUgraphNode *deps;
     size_t ndeps;
 };
-
-/* [graph, bin dependencies, handle, type, size, ctx] */
-static int parse_cond_call(struct hand_call *c, struct cond_call *n)
-{
-    const void *deps;
-    size_t len;
-    uint64_t type_size[2];
-    if (args_count(c, 6) || arg_u64(c, 0, &n->graph) || arg_bin(c, 1, &deps, &len) ||
-        arg_u64(c, 2, &n->handle) || arg_u64(c, 3, &type_size[0]) ||
-        arg_u64(c, 4, &type_size[1]) || arg_u64(c, 5, &n->ctx))
-        return -1;
-    if (len % sizeof(uint64_t) || len / sizeof(uint64_t) > MAX_DEPS)
-        return -1;
-    n->type = type_size[0];
-    n->size = type_size[1];
-    n->ndeps = len / sizeof(uint64_t);
-    return graph_deps_take(deps, n->ndeps, n->deps) ? 0 : 1;
-}
 
 static int add_cond_node(const struct cond_call *n, int runtime, CUgraphNode *node,
                          uint64_t *bodies)
@@ -246,11 +247,11 @@ static int add_cond_node(const struct cond_call *n, int runtime, CUgraphNode *no
         p.type = cudaGraphNodeTypeConditional;
         p.conditional.handle = n->handle;
         p.conditional.type = (enum cudaGraphConditionalNodeType)n->type;
-        p.conditional.size = (unsigned)n->size;
-        int rc = f((cudaGraphNode_t *)node, (cudaGraph_t)n->graph, (cudaGraphNode_t *)n->deps,
-                   NULL, n->ndeps, &p);
-        for (uint64_t i = 0; rc == 0 && i < n->size; i++)
-            bodies[i] = (uint64_t)(uintptr_t)p.conditional.phGraph_out[i];
+        p.conditional.size = n->size;
+        int rc = f((cudaGraphNode_t *)node, (cudaGraph_t)n->graph,
+                   (const cudaGraphNode_t *)n->deps, NULL, n->ndeps, &p);
+        for (unsigned i = 0; rc == 0 && i < n->size; i++)
+            bodies[i] = u64(p.conditional.phGraph_out[i]);
         return rc;
     }
     __typeof__(&cuGraphAddNode_v2) f = DRV(cuGraphAddNode_v2);
@@ -261,11 +262,11 @@ static int add_cond_node(const struct cond_call *n, int runtime, CUgraphNode *no
     p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
     p.conditional.handle = n->handle;
     p.conditional.type = (CUgraphConditionalNodeType)n->type;
-    p.conditional.size = (unsigned)n->size;
+    p.conditional.size = n->size;
     p.conditional.ctx = (CUcontext)n->ctx;
     int rc = f(node, (CUgraph)n->graph, n->deps, NULL, n->ndeps, &p);
-    for (uint64_t i = 0; rc == 0 && i < n->size; i++)
-        bodies[i] = (uint64_t)(uintptr_t)p.conditional.phGraph_out[i];
+    for (unsigned i = 0; rc == 0 && i < n->size; i++)
+        bodies[i] = u64(p.conditional.phGraph_out[i]);
     return rc;
 }
 
@@ -275,9 +276,12 @@ static int cond_call_refusal(const struct cond_call *n, int runtime)
 {
     int bad_handle = runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
     int bad_value = runtime ? cudaErrorInvalidValue : CUDA_ERROR_INVALID_VALUE;
-    if (!handles_contains(H_GRAPH, n->graph) || (!runtime && !handles_valid(H_CONTEXT, n->ctx))) {
-        rgpu_warn("conditional node: refused a graph, node or context the session never "
-                  "handed out");
+    if (!graph_deps_known(n->deps, n->ndeps)) {
+        rgpu_warn("conditional node: refused a dependency the session never handed out");
+        return bad_handle;
+    }
+    if (!handles_contains(H_GRAPH, n->graph)) {
+        rgpu_warn("conditional node: refused a graph the session never handed out");
         return bad_handle;
     }
     if (!handle_of(n->graph, n->handle)) {
@@ -290,57 +294,48 @@ static int cond_call_refusal(const struct cond_call *n, int runtime)
     return 0;
 }
 
-static int cond_node(struct hand_call *c, int runtime)
+/* The node, its bodies into the client's answer (size of them, which the
+ * codec sized by the request). */
+static int cond_node(const struct cond_call *n, int runtime, CUgraphNode *node, CUgraph *out)
 {
-    struct cond_call *n = calloc(1, sizeof *n);
     uint64_t bodies[MAX_BODIES];
-    CUgraphNode node = NULL;
-    int rc;
-    if (!n)
-        return runtime ? cudaErrorMemoryAllocation : CUDA_ERROR_OUT_OF_MEMORY;
-    int parsed = parse_cond_call(c, n);
-    if (parsed < 0) {
-        free(n);
-        return -RGPU_EPROTO;
-    }
-    msgpack_pack_array(c->out, 2);
-    if (parsed) {
-        rgpu_warn("conditional node: refused a dependency the session never handed out");
-        rc = runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
-    } else {
-        rc = cond_call_refusal(n, runtime);
-    }
+    CUgraphNode made = NULL;
+    if (graph_deps_malformed(n->deps, n->ndeps))
+        return serve_transport(RGPU_EPROTO);
+    int rc = cond_call_refusal(n, runtime);
+    if (rc == 0 && (!node || !out))
+        rc = runtime ? cudaErrorInvalidValue : CUDA_ERROR_INVALID_VALUE;
     if (rc == 0)
-        rc = add_cond_node(n, runtime, &node, bodies);
+        rc = add_cond_node(n, runtime, &made, bodies);
+    if (rc < 0)
+        return serve_transport(-rc);
     if (rc == 0) {
-        handles_add(H_GRAPH_NODE, (uint64_t)(uintptr_t)node);
-        if (remember_bodies(n->graph, (uint64_t)(uintptr_t)node, bodies, (unsigned)n->size))
+        handles_add(H_GRAPH_NODE, u64(made));
+        if (remember_bodies(n->graph, u64(made), bodies, n->size))
             rc = runtime ? cudaErrorMemoryAllocation : CUDA_ERROR_OUT_OF_MEMORY;
     }
-    msgpack_pack_uint64(c->out, rc == 0 ? (uint64_t)(uintptr_t)node : 0);
-    size_t sent = rc == 0 ? (size_t)n->size * sizeof(uint64_t) : 0;
-    msgpack_pack_bin(c->out, sent);
-    if (sent)
-        msgpack_pack_bin_body(c->out, bodies, sent);
-    free(n);
+    if (node)
+        *node = rc == 0 ? made : NULL;
+    if (rc == 0)
+        memcpy(out, bodies, (size_t)n->size * sizeof *bodies);
     return rc;
 }
 
-static int h_graph_cond_node(struct hand_call *c)
+cudaError_t serve_rgpu_graph_cond_node(cudaGraphNode_t *node, cudaGraph_t graph,
+                                       const cudaGraphNode_t *deps, size_t ndeps,
+                                       cudaGraphConditionalHandle handle, unsigned int type,
+                                       unsigned int size, cudaGraph_t *bodies)
 {
-    return cond_node(c, 1);
+    const struct cond_call n = { u64(graph), handle, 0, type, size, (const CUgraphNode *)deps,
+                                 ndeps };
+    return (cudaError_t)cond_node(&n, 1, (CUgraphNode *)node, (CUgraph *)bodies);
 }
 
-static int h_cu_graph_cond_node(struct hand_call *c)
+CUresult serve_rgpu_cu_graph_cond_node(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                       size_t ndeps, CUgraphConditionalHandle handle,
+                                       unsigned int type, unsigned int size, CUcontext ctx,
+                                       CUgraph *bodies)
 {
-    return cond_node(c, 0);
+    const struct cond_call n = { u64(graph), handle, u64(ctx), type, size, deps, ndeps };
+    return (CUresult)cond_node(&n, 0, node, bodies);
 }
-
-const struct hand_proc hand_graph_conditional_procs[] = {
-    { "cudart", RGPU_H_GRAPH_COND_HANDLE, h_graph_cond_handle },
-    { "cuda", RGPU_H_CU_GRAPH_COND_HANDLE, h_cu_graph_cond_handle },
-    { "cudart", RGPU_H_GRAPH_COND_NODE, h_graph_cond_node },
-    { "cuda", RGPU_H_CU_GRAPH_COND_NODE, h_cu_graph_cond_node },
-};
-const int hand_graph_conditional_nprocs =
-    sizeof hand_graph_conditional_procs / sizeof hand_graph_conditional_procs[0];

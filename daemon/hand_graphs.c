@@ -1,24 +1,30 @@
-/* CUDA graphs built node by node, server side (client side:
- * stubs/cudart_graphs.c, stubs/cuda_graphs.c; argument lists:
- * common/rgpu_hand_procs.h), for the runtime and the driver: kernel nodes
- * added, set and queried; node and edge lists; memory-allocation nodes;
- * the dot description, written into a memory file whose text goes back to
- * the client; and the guards of the generated graph calls (extents of
- * memset and memcpy nodes, the upload stream of an instantiation, a
- * destroyed graph's nodes).
+/* CUDA graphs built node by node, server side, for the runtime and the
+ * driver: the serve_ functions of rgpu's own graph procedures
+ * (codegen/cudart_own.h and codegen/cuda_own.h, "graphs"; client side
+ * stubs/cudart_graphs.c, stubs/cuda_graphs.c) that add, set and query
+ * kernel nodes, list a graph's nodes and edges, add memory-allocation
+ * nodes and print the dot description (written into a memory file whose
+ * text goes back to the client); and the guards of the generated graph
+ * calls (extents of memset and memcpy nodes, the upload stream of an
+ * instantiation, a destroyed graph's nodes).
  *
- * A kernel node's arguments arrive packed by the kernel's layout, as a
- * launch's do, and are unpacked into an argument vector the library copies
- * when the node is made or set.  Every graph, executable graph and node is
- * checked against the session's handle table; nodes the library hands out
- * are added to it, and leave it with their graph, so that a destroyed
- * graph's nodes are refused afterwards. */
+ * A runtime procedure and its driver twin take the same arguments and
+ * share one implementation: only the library called differs, and the
+ * statuses answered where the two number them apart.  A kernel node's
+ * arguments arrive packed by the kernel's layout, as a launch's do, and
+ * are unpacked into an argument vector the library copies when the node
+ * is made or set.  The codec let through every handle argument that is the
+ * session's or NULL; each operation holds the ones it names to the
+ * session's table, NULL included, and the nodes the library hands out join
+ * the table (the codec adds the ones the outputs carry) and leave it with
+ * their graph, so that a destroyed graph's nodes are refused afterwards. */
 #include "rgpud.h"
 #include "owned.h"
 #include "owned_handles.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
+#include "cudart_serve.h"
+#include "cuda_serve.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -31,14 +37,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PROTO_IF(cond) do { if (cond) return -RGPU_EPROTO; } while (0)
-#define NEED(fn) do { if (!(fn)) return -RGPU_ENOSYM; } while (0)
 #define RT(name) ((__typeof__(&name))backend_sym("cudart", #name))
 #define DRV(name) ((__typeof__(&name))backend_sym("cuda", #name))
 
-#define MAX_DEPS 4096       /* dependencies one call may list */
-#define MAX_PARAMS 512      /* kernel parameters, as launches */
-#define MAX_LIST (1u << 20) /* nodes or edges one answer may carry */
+#define MAX_PARAMS RGPU_GRAPH_PARAMS_MAX    /* kernel parameters, as launches */
+
+/* The statuses both libraries number alike. */
+enum {
+    E_INVALID_VALUE = 1,        /* cudaErrorInvalidValue, CUDA_ERROR_INVALID_VALUE */
+    E_OUT_OF_MEMORY = 2,        /* cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
+    E_OPERATING_SYSTEM = 304,   /* cudaErrorOperatingSystem, CUDA_ERROR_OPERATING_SYSTEM */
+    E_INVALID_HANDLE = 400,     /* cudaErrorInvalidResourceHandle, CUDA_ERROR_INVALID_HANDLE */
+    E_NOT_SUPPORTED = 801,      /* cudaErrorNotSupported, CUDA_ERROR_NOT_SUPPORTED */
+};
+_Static_assert(cudaErrorMemoryAllocation == (int)CUDA_ERROR_OUT_OF_MEMORY, "statuses");
+_Static_assert(cudaErrorOperatingSystem == (int)CUDA_ERROR_OPERATING_SYSTEM, "statuses");
+_Static_assert(cudaErrorInvalidResourceHandle == (int)CUDA_ERROR_INVALID_HANDLE, "statuses");
+_Static_assert(cudaErrorNotSupported == (int)CUDA_ERROR_NOT_SUPPORTED, "statuses");
+_Static_assert(sizeof(cudaGraphEdgeData) == sizeof(CUgraphEdgeData), "edge data");
 
 static uint32_t H_GRAPH_NODE;
 
@@ -47,107 +63,92 @@ __attribute__((constructor)) static void graph_classes_init(void)
     H_GRAPH_NODE = rgpu_handle_class("CUgraphNode_st");
 }
 
-/* The call as both libraries' procedures describe it. */
-struct node_call {
-    uint64_t op, owner, node, kernel;
-    uint64_t dim[6], shmem, packed;
-    const void *deps;
-    size_t ndeps;
-    const void *params;
-    size_t nparams_bytes;
-};
-
-/* [op, owner, node, bin deps, kernel, gx, gy, gz, bx, by, bz, shmem
- *  (, packed), bin params]: with_packed for the driver's shape. */
-static int parse_node_call(struct hand_call *c, int with_packed, struct node_call *n)
+static uint64_t u64(const void *p)
 {
-    unsigned count = with_packed ? 14 : 13;
-    const void *deps;
-    size_t deps_len;
-    uint64_t v[3], dim[9];
-    memset(n, 0, sizeof *n);
-    if (args_count(c, count) || arg_u64s(c, 3, v) || arg_bin(c, 3, &deps, &deps_len) ||
-        arg_bin(c, count - 1, &n->params, &n->nparams_bytes))
-        return -1;
-    /* kernel, the six dimensions, shmem (, packed) */
-    for (unsigned i = 0; i < 8u + (unsigned)with_packed; i++)
-        if (arg_u64(c, 4 + i, &dim[i]))
-            return -1;
-    if (deps_len % sizeof(uint64_t) || deps_len / sizeof(uint64_t) > MAX_DEPS || v[0] > 2)
-        return -1;
-    for (unsigned i = 1; i < 7; i++)
-        if (dim[i] > UINT32_MAX)
-            return -1;
-    n->op = v[0];
-    n->owner = v[1];
-    n->node = v[2];
-    n->deps = deps;         /* the frame's bytes; read with memcpy below */
-    n->ndeps = deps_len / sizeof(uint64_t);
-    n->kernel = dim[0];
-    memcpy(n->dim, &dim[1], sizeof n->dim);
-    n->shmem = dim[7];
-    n->packed = with_packed ? dim[8] : 0;
-    return n->shmem > UINT32_MAX ? -1 : 0;
+    return (uint64_t)(uintptr_t)p;
 }
 
-/* n dependencies (u64 node handles in a frame's bytes) as node handles,
- * each one of the session's: 1, else 0. */
-int graph_deps_take(const void *bytes, size_t n, struct CUgraphNode_st **out)
+/* A library call that reports a missing symbol as minus an RGPU_E* status:
+ * the status to answer, the transport's said with it. */
+static int answered(int rc)
 {
-    for (size_t i = 0; i < n; i++) {
-        uint64_t h;
-        memcpy(&h, (const unsigned char *)bytes + i * sizeof h, sizeof h);
-        if (!handles_contains(H_GRAPH_NODE, h))
+    return rc < 0 ? serve_transport(-rc) : rc;
+}
+
+int graph_deps_malformed(const void *deps, size_t n)
+{
+    return n > RGPU_GRAPH_MAX_DEPS || (n && !deps);
+}
+
+int graph_deps_known(const CUgraphNode *deps, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!handles_contains(H_GRAPH_NODE, u64(deps[i])))
             return 0;
-        out[i] = (CUgraphNode)(uintptr_t)h;
-    }
     return 1;
 }
 
-static int deps_valid(const struct node_call *n, CUgraphNode *out)
+/* ---- kernel nodes ------------------------------------------------------------------ */
+
+/* The call as both libraries' procedures describe it. */
+struct node_call {
+    int op;
+    uint64_t graph, exec, node, kernel;
+    const CUgraphNode *deps;
+    size_t ndeps;
+    unsigned dim[6], shmem;
+    int packed;
+    const void *params;
+    size_t params_size;
+};
+
+static void node_call_shape(struct node_call *n, dim3 grid, dim3 block, unsigned shmem,
+                            const void *params, size_t params_size)
 {
-    return graph_deps_take(n->deps, n->ndeps, out);
+    const unsigned dim[6] = { grid.x, grid.y, grid.z, block.x, block.y, block.z };
+    memcpy(n->dim, dim, sizeof dim);
+    n->shmem = shmem;
+    n->params = params;
+    n->params_size = params ? params_size : 0;
 }
 
-/* The handles the operation names: a graph and dependencies to add to, a
- * node to set, or an executable graph and its node. */
-static int handles_named(const struct node_call *n, CUgraphNode *deps)
+/* What no client sends: an operation that is none, dependencies past the
+ * bound or missing. */
+static int node_call_malformed(const struct node_call *n)
+{
+    return n->op < RGPU_GRAPH_NODE_ADD || n->op > RGPU_GRAPH_EXEC_SET ||
+           graph_deps_malformed(n->deps, n->ndeps) ||
+           (n->op != RGPU_GRAPH_NODE_ADD && n->ndeps);
+}
+
+/* The handles the operation names, each the session's: a graph and
+ * dependencies to add to, a node to set, or an executable graph and its
+ * node. */
+static int handles_named(const struct node_call *n)
 {
     switch (n->op) {
     case RGPU_GRAPH_NODE_ADD:
-        return handles_contains(H_GRAPH, n->owner) && deps_valid(n, deps);
+        return handles_contains(H_GRAPH, n->graph) && graph_deps_known(n->deps, n->ndeps);
     case RGPU_GRAPH_NODE_SET:
         return handles_contains(H_GRAPH_NODE, n->node);
     default:
-        return handles_contains(H_GRAPH_EXEC, n->owner) &&
-               handles_contains(H_GRAPH_NODE, n->node);
+        return handles_contains(H_GRAPH_EXEC, n->exec) && handles_contains(H_GRAPH_NODE, n->node);
     }
 }
 
-static int reply_node(struct hand_call *c, uint64_t node, int rc)
-{
-    if (rc == 0 && node)
-        handles_add(H_GRAPH_NODE, node);
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_uint64(c->out, rc == 0 ? node : 0);
-    return rc;
-}
-
-static int refuse(struct hand_call *c, const char *what, int status)
+static int refuse(const char *what, int status)
 {
     rgpu_warn("graph kernel node: refused %s", what);
-    return reply_node(c, 0, status);
+    return status;
 }
 
-/* ---- the runtime ----------------------------------------------------------------- */
-
-static int rt_node(const struct node_call *n, CUgraphNode *deps, void **argv, uint64_t *node)
+static int rt_node(const struct node_call *n, void **argv, uint64_t *node)
 {
     struct cudaKernelNodeParams p = {
         (void *)(uintptr_t)n->kernel,
-        { (unsigned)n->dim[0], (unsigned)n->dim[1], (unsigned)n->dim[2] },
-        { (unsigned)n->dim[3], (unsigned)n->dim[4], (unsigned)n->dim[5] },
-        (unsigned)n->shmem, argv, NULL,
+        { n->dim[0], n->dim[1], n->dim[2] },
+        { n->dim[3], n->dim[4], n->dim[5] },
+        n->shmem, argv, NULL,
     };
     cudaGraphNode_t made = NULL;
     int rc;
@@ -155,80 +156,174 @@ static int rt_node(const struct node_call *n, CUgraphNode *deps, void **argv, ui
     case RGPU_GRAPH_NODE_ADD:
         if (!RT(cudaGraphAddKernelNode))
             return -RGPU_ENOSYM;
-        rc = RT(cudaGraphAddKernelNode)(&made, (cudaGraph_t)n->owner, deps, n->ndeps, &p);
-        *node = (uint64_t)(uintptr_t)made;
+        rc = RT(cudaGraphAddKernelNode)(&made, (cudaGraph_t)n->graph,
+                                        (const cudaGraphNode_t *)n->deps, n->ndeps, &p);
+        *node = u64(made);
         return rc;
     case RGPU_GRAPH_NODE_SET:
         if (!RT(cudaGraphKernelNodeSetParams))
             return -RGPU_ENOSYM;
-        *node = n->node;
         return RT(cudaGraphKernelNodeSetParams)((cudaGraphNode_t)n->node, &p);
     default:
         if (!RT(cudaGraphExecKernelNodeSetParams))
             return -RGPU_ENOSYM;
-        *node = n->node;
-        return RT(cudaGraphExecKernelNodeSetParams)((cudaGraphExec_t)n->owner,
+        return RT(cudaGraphExecKernelNodeSetParams)((cudaGraphExec_t)n->exec,
                                                     (cudaGraphNode_t)n->node, &p);
     }
 }
 
-static int h_graph_kernel_node(struct hand_call *c)
+static int drv_node(const struct node_call *n, void **argv, void **extra, uint64_t *node)
 {
-    struct node_call n;
-    CUgraphNode deps[MAX_DEPS];
-    void *argv[MAX_PARAMS];
-    uint64_t node = 0;
-    PROTO_IF(parse_node_call(c, 0, &n));
-    if (!handles_named(&n, deps))
-        return refuse(c, "a graph, executable graph or node the session never handed out",
-                      cudaErrorInvalidResourceHandle);
-    int k = hand_cudart_kernel_argv(n.kernel, n.params, n.nparams_bytes, argv, MAX_PARAMS);
-    PROTO_IF(k < 0);
-    if (k > 0)
-        return refuse(c, "a kernel the session never resolved", cudaErrorInvalidDeviceFunction);
-    int rc = rt_node(&n, deps, argv, &node);
-    if (rc < 0)
+    CUDA_KERNEL_NODE_PARAMS p = {
+        (CUfunction)(uintptr_t)n->kernel,
+        n->dim[0], n->dim[1], n->dim[2], n->dim[3], n->dim[4], n->dim[5],
+        n->shmem, extra ? NULL : argv, extra, NULL, NULL,
+    };
+    CUgraphNode made = NULL;
+    int rc;
+    switch (n->op) {
+    case RGPU_GRAPH_NODE_ADD:
+        if (!DRV(cuGraphAddKernelNode_v2))
+            return -RGPU_ENOSYM;
+        rc = DRV(cuGraphAddKernelNode_v2)(&made, (CUgraph)n->graph, n->deps, n->ndeps, &p);
+        *node = u64(made);
         return rc;
-    return reply_node(c, n.op == RGPU_GRAPH_NODE_ADD ? node : 0, rc);
+    case RGPU_GRAPH_NODE_SET:
+        if (!DRV(cuGraphKernelNodeSetParams_v2))
+            return -RGPU_ENOSYM;
+        return DRV(cuGraphKernelNodeSetParams_v2)((CUgraphNode)n->node, &p);
+    default:
+        if (!DRV(cuGraphExecKernelNodeSetParams_v2))
+            return -RGPU_ENOSYM;
+        return DRV(cuGraphExecKernelNodeSetParams_v2)((CUgraphExec)n->exec,
+                                                      (CUgraphNode)n->node, &p);
+    }
+}
+
+/* The node's arguments as the library takes them: an argument vector
+ * unpacked by the kernel's layout, or (the driver's packed) the caller's
+ * own buffer.  0, or the status that refuses the call (minus an RGPU_E*
+ * status for a request no client sends). */
+static int node_arguments(const struct node_call *n, int runtime, void **argv, void **extra,
+                          size_t *size)
+{
+    int k;
+    if (runtime) {
+        k = hand_cudart_kernel_argv(n->kernel, n->params, n->params_size, argv, MAX_PARAMS);
+        return k < 0 ? -RGPU_EPROTO
+               : k > 0 ? refuse("a kernel the session never resolved",
+                                cudaErrorInvalidDeviceFunction)
+                       : 0;
+    }
+    if (n->packed) {
+        /* The caller's own buffer: the function need only be known. */
+        *size = n->params_size;
+        extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+        extra[1] = (void *)n->params;
+        extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+        extra[3] = size;
+        extra[4] = CU_LAUNCH_PARAM_END;
+        return guard_function_known(n->kernel)
+                   ? 0 : refuse("a function the session was never handed", E_INVALID_HANDLE);
+    }
+    k = hand_cuda_function_argv(n->kernel, n->params, n->params_size, argv, MAX_PARAMS);
+    return k < 0 ? -RGPU_EPROTO
+           : k > 0 ? refuse("a function without a layout asked for", E_INVALID_HANDLE) : 0;
+}
+
+/* The operation; *made the node added (NULL for the setters). */
+static int kernel_node(const struct node_call *n, int runtime, CUgraphNode *made)
+{
+    void *argv[MAX_PARAMS], *extra[5];
+    size_t size = 0;
+    uint64_t node = 0;
+    if (node_call_malformed(n))
+        return serve_transport(RGPU_EPROTO);
+    if (!handles_named(n))
+        return refuse("a graph, executable graph or node the session never handed out",
+                      E_INVALID_HANDLE);
+    int rc = node_arguments(n, runtime, argv, extra, &size);
+    if (rc == 0)
+        rc = runtime ? rt_node(n, argv, &node) : drv_node(n, argv, n->packed ? extra : NULL,
+                                                          &node);
+    if (made)
+        *made = rc == 0 && n->op == RGPU_GRAPH_NODE_ADD ? (CUgraphNode)(uintptr_t)node : NULL;
+    return answered(rc);
+}
+
+cudaError_t serve_rgpu_graph_kernel_node(int op, cudaGraph_t graph, cudaGraphExec_t exec,
+                                         cudaGraphNode_t node, const cudaGraphNode_t *deps,
+                                         size_t ndeps, cudaKernel_t kernel, dim3 grid,
+                                         dim3 block, unsigned int shmem, cudaGraphNode_t *made,
+                                         const void *params, size_t params_size)
+{
+    struct node_call n = { op, u64(graph), u64(exec), u64(node), u64(kernel),
+                           (const CUgraphNode *)deps, ndeps, { 0 }, 0, 0, NULL, 0 };
+    node_call_shape(&n, grid, block, shmem, params, params_size);
+    return (cudaError_t)kernel_node(&n, 1, (CUgraphNode *)made);
+}
+
+CUresult serve_rgpu_cu_graph_kernel_node(int op, CUgraph graph, CUgraphExec exec,
+                                         CUgraphNode node, const CUgraphNode *deps, size_t ndeps,
+                                         CUfunction function, dim3 grid, dim3 block,
+                                         unsigned int shmem, int packed, CUgraphNode *made,
+                                         const void *params, size_t params_size)
+{
+    struct node_call n = { op, u64(graph), u64(exec), u64(node), u64(function), deps, ndeps,
+                           { 0 }, 0, packed != 0, NULL, 0 };
+    node_call_shape(&n, grid, block, shmem, params, params_size);
+    return (CUresult)kernel_node(&n, 0, made);
 }
 
 /* ---- a kernel node's parameters, queried --------------------------------------------- */
 
-/* [kernel, gx, gy, gz, bx, by, bz, shmem, layout, bin params]: the
- * arguments copied out of the library's pointers at the layout's offsets
- * (each inside the layout's extent, which the library's own query gave). */
-static void pack_kernel_params(struct hand_call *c, uint64_t kernel, const unsigned *dim,
-                               unsigned shmem, const uint32_t *off, const uint32_t *size,
-                               unsigned n, void *const *args, unsigned extra)
+/* What a query answers, as either library gave it. */
+struct node_params {
+    uint64_t kernel;
+    unsigned dim[6], shmem;
+    const uint32_t *off, *size;     /* the kernel's layout */
+    unsigned n;
+    void *const *args;
+};
+
+/* The outputs: the shape, the layout, and the arguments copied out of the
+ * library's pointers at the layout's offsets (each inside the layout's
+ * extent, which the library's own query gave) into params, which the codec
+ * zeroed.  The status. */
+struct params_out {
+    dim3 *grid, *block;
+    unsigned int *shmem;
+    uint32_t *offsets, *sizes;
+    size_t max_params, *nparams;
+    unsigned char *params;
+    size_t max_bytes, *nbytes;
+};
+
+static int params_answer(const struct node_params *p, const struct params_out *o)
 {
     size_t bytes = 0;
-    for (unsigned i = 0; i < n; i++)
-        if ((size_t)off[i] + size[i] > bytes)
-            bytes = (size_t)off[i] + size[i];
-    msgpack_pack_array(c->out, 10 + extra);     /* the caller packs the extra ones */
-    msgpack_pack_uint64(c->out, kernel);
-    for (int i = 0; i < 6; i++)
-        msgpack_pack_uint32(c->out, dim[i]);
-    msgpack_pack_uint32(c->out, shmem);
-    msgpack_pack_array(c->out, n);
-    for (unsigned i = 0; i < n; i++) {
-        msgpack_pack_array(c->out, 2);
-        msgpack_pack_uint32(c->out, off[i]);
-        msgpack_pack_uint32(c->out, size[i]);
+    for (unsigned i = 0; i < p->n; i++)
+        if ((size_t)p->off[i] + p->size[i] > bytes)
+            bytes = (size_t)p->off[i] + p->size[i];
+    if (!o->grid || !o->block || !o->shmem || !o->nparams || !o->nbytes ||
+        (p->n && (!o->offsets || !o->sizes)) || (bytes && !o->params))
+        return E_INVALID_VALUE;
+    if (p->n > o->max_params || bytes > o->max_bytes) {
+        rgpu_warn("graph kernel node query: %u parameters of %zu bytes do not fit the answer",
+                  p->n, bytes);
+        return E_NOT_SUPPORTED;
     }
-    unsigned char *buf = calloc(1, bytes ? bytes : 1);
-    for (unsigned i = 0; buf && i < n; i++)
-        memcpy(buf + off[i], args[i], size[i]);
-    msgpack_pack_bin(c->out, buf ? bytes : 0);
-    if (buf && bytes)
-        msgpack_pack_bin_body(c->out, buf, bytes);
-    free(buf);
-}
-
-static int no_params(struct hand_call *c, int status)
-{
-    msgpack_pack_array(c->out, 0);
-    return status;
+    *o->grid = (dim3){ p->dim[0], p->dim[1], p->dim[2] };
+    *o->block = (dim3){ p->dim[3], p->dim[4], p->dim[5] };
+    *o->shmem = p->shmem;
+    for (unsigned i = 0; i < p->n; i++) {
+        o->offsets[i] = p->off[i];
+        o->sizes[i] = p->size[i];
+        memcpy(o->params + p->off[i], p->args[i], p->size[i]);
+    }
+    *o->nparams = p->n;
+    *o->nbytes = bytes;
+    return 0;
 }
 
 /* The session's kernels are cudaKernel_t handles (cudaLibraryGetKernel),
@@ -244,24 +339,30 @@ static int kernel_by_driver(uint64_t node, CUDA_KERNEL_NODE_PARAMS *d)
            DRV(cuGraphKernelNodeGetParams_v2)((CUgraphNode)node, d) == CUDA_SUCCESS && d->kern;
 }
 
-static int h_graph_kernel_params(struct hand_call *c)
+cudaError_t serve_rgpu_graph_kernel_params(cudaGraphNode_t node, uint64_t *kernel, dim3 *grid,
+                                           dim3 *block, unsigned int *shmem, uint32_t *offsets,
+                                           uint32_t *sizes, size_t max_params, size_t *nparams,
+                                           void *params, size_t max_bytes, size_t *nbytes)
 {
-    uint64_t node;
-    const uint32_t *off, *size;
-    unsigned n;
+    const struct params_out o = { grid, block, shmem, offsets, sizes, max_params, nparams,
+                                  params, max_bytes, nbytes };
+    struct node_params np;
     struct cudaKernelNodeParams p;
     CUDA_KERNEL_NODE_PARAMS d;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &node));
-    NEED(RT(cudaGraphKernelNodeGetParams));
-    if (!handles_contains(H_GRAPH_NODE, node))
-        return no_params(c, cudaErrorInvalidResourceHandle);
+    if (!RT(cudaGraphKernelNodeGetParams))
+        return serve_transport(RGPU_ENOSYM);
+    if (!kernel)
+        return cudaErrorInvalidValue;
+    if (!handles_contains(H_GRAPH_NODE, u64(node)))
+        return cudaErrorInvalidResourceHandle;
     memset(&p, 0, sizeof p);
-    int rc = RT(cudaGraphKernelNodeGetParams)((cudaGraphNode_t)node, &p);
-    uint64_t kern = (uint64_t)(uintptr_t)p.func;
+    int rc = RT(cudaGraphKernelNodeGetParams)(node, &p);
+    np.kernel = u64(p.func);
     if ((rc == cudaErrorInvalidDeviceFunction ||
-         (rc == cudaSuccess && hand_cudart_kernel_layout(kern, &off, &size, &n) != 0)) &&
-        kernel_by_driver(node, &d)) {
-        kern = (uint64_t)(uintptr_t)d.kern;
+         (rc == cudaSuccess && hand_cudart_kernel_layout(np.kernel, &np.off, &np.size,
+                                                         &np.n) != 0)) &&
+        kernel_by_driver(u64(node), &d)) {
+        np.kernel = u64(d.kern);
         p.gridDim = (dim3){ d.gridDimX, d.gridDimY, d.gridDimZ };
         p.blockDim = (dim3){ d.blockDimX, d.blockDimY, d.blockDimZ };
         p.sharedMemBytes = d.sharedMemBytes;
@@ -269,112 +370,118 @@ static int h_graph_kernel_params(struct hand_call *c)
         rc = cudaSuccess;
     }
     if (rc != cudaSuccess)
-        return no_params(c, rc);
+        return (cudaError_t)rc;
     /* A kernel this session resolved, with its arguments as pointers: else
      * the runtime's own answer for a kernel it does not know. */
-    if (hand_cudart_kernel_layout(kern, &off, &size, &n) != 0 || (n && !p.kernelParams))
-        return no_params(c, cudaErrorInvalidDeviceFunction);
+    if (hand_cudart_kernel_layout(np.kernel, &np.off, &np.size, &np.n) != 0 ||
+        (np.n && !p.kernelParams))
+        return cudaErrorInvalidDeviceFunction;
     const unsigned dim[6] = { p.gridDim.x, p.gridDim.y, p.gridDim.z,
                               p.blockDim.x, p.blockDim.y, p.blockDim.z };
-    pack_kernel_params(c, kern, dim, p.sharedMemBytes, off, size, n, p.kernelParams, 0);
-    return cudaSuccess;
+    memcpy(np.dim, dim, sizeof dim);
+    np.shmem = p.sharedMemBytes;
+    np.args = p.kernelParams;
+    *kernel = np.kernel;
+    return (cudaError_t)params_answer(&np, &o);
 }
 
-static int h_cu_graph_kernel_params(struct hand_call *c)
+CUresult serve_rgpu_cu_graph_kernel_params(CUgraphNode node, uint64_t *function,
+                                           uint64_t *kernel, uint64_t *ctx, dim3 *grid,
+                                           dim3 *block, unsigned int *shmem, uint32_t *offsets,
+                                           uint32_t *sizes, size_t max_params, size_t *nparams,
+                                           void *params, size_t max_bytes, size_t *nbytes)
 {
-    uint64_t node;
-    const uint32_t *off, *size;
-    unsigned n;
+    const struct params_out o = { grid, block, shmem, offsets, sizes, max_params, nparams,
+                                  params, max_bytes, nbytes };
+    struct node_params np;
     CUDA_KERNEL_NODE_PARAMS p;
-    PROTO_IF(args_count(c, 1) || arg_u64(c, 0, &node));
-    NEED(DRV(cuGraphKernelNodeGetParams_v2));
-    if (!handles_contains(H_GRAPH_NODE, node))
-        return no_params(c, CUDA_ERROR_INVALID_HANDLE);
+    if (!DRV(cuGraphKernelNodeGetParams_v2))
+        return (CUresult)serve_transport(RGPU_ENOSYM);
+    if (!function || !kernel || !ctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!handles_contains(H_GRAPH_NODE, u64(node)))
+        return CUDA_ERROR_INVALID_HANDLE;
     memset(&p, 0, sizeof p);
-    int rc = DRV(cuGraphKernelNodeGetParams_v2)((CUgraphNode)node, &p);
+    CUresult rc = DRV(cuGraphKernelNodeGetParams_v2)(node, &p);
     if (rc != CUDA_SUCCESS)
-        return no_params(c, rc);
-    uint64_t func = (uint64_t)(uintptr_t)(p.func ? (void *)p.func : (void *)p.kern);
-    if (hand_cuda_function_layout(func, &off, &size, &n) != 0 || (n && !p.kernelParams)) {
+        return rc;
+    np.kernel = u64(p.func ? (void *)p.func : (void *)p.kern);
+    if (hand_cuda_function_layout(np.kernel, &np.off, &np.size, &np.n) != 0 ||
+        (np.n && !p.kernelParams)) {
         rgpu_warn("cuGraphKernelNodeGetParams: a function without a layout asked for, or "
                   "arguments in the extra format: not served");
-        return no_params(c, CUDA_ERROR_NOT_SUPPORTED);
+        return CUDA_ERROR_NOT_SUPPORTED;
     }
     const unsigned dim[6] = { p.gridDimX, p.gridDimY, p.gridDimZ,
                               p.blockDimX, p.blockDimY, p.blockDimZ };
-    /* [function, ..., bin params, kernel, context]: both handles the driver
-     * names (a statically linked runtime finds its kernel by either). */
-    pack_kernel_params(c, (uint64_t)(uintptr_t)p.func, dim, p.sharedMemBytes, off, size, n,
-                       p.kernelParams, 2);
-    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)p.kern);
-    msgpack_pack_uint64(c->out, (uint64_t)(uintptr_t)p.ctx);
-    return CUDA_SUCCESS;
+    memcpy(np.dim, dim, sizeof dim);
+    np.shmem = p.sharedMemBytes;
+    np.args = p.kernelParams;
+    /* Both handles the driver names: a statically linked runtime finds its
+     * kernel by either. */
+    *function = u64(p.func);
+    *kernel = u64(p.kern);
+    *ctx = u64(p.ctx);
+    return (CUresult)params_answer(&np, &o);
 }
 
-/* ---- the driver ------------------------------------------------------------------ */
+/* ---- node and edge lists ---------------------------------------------------------- */
 
-static int drv_node(const struct node_call *n, CUgraphNode *deps, void **argv, void **extra,
-                    uint64_t *node)
+/* The library's list of a graph's nodes (roots 0) or roots (1). */
+static int node_list(uint64_t graph, int roots, int runtime, CUgraphNode *nodes, size_t *count)
 {
-    CUDA_KERNEL_NODE_PARAMS p = {
-        (CUfunction)(uintptr_t)n->kernel,
-        (unsigned)n->dim[0], (unsigned)n->dim[1], (unsigned)n->dim[2],
-        (unsigned)n->dim[3], (unsigned)n->dim[4], (unsigned)n->dim[5],
-        (unsigned)n->shmem, extra ? NULL : argv, extra, NULL, NULL,
-    };
-    CUgraphNode made = NULL;
-    int rc;
-    if (n->op == RGPU_GRAPH_NODE_ADD) {
-        if (!DRV(cuGraphAddKernelNode_v2))
+    if (runtime) {
+        __typeof__(&cudaGraphGetNodes) f = roots ? RT(cudaGraphGetRootNodes)
+                                                 : RT(cudaGraphGetNodes);
+        if (!f)
             return -RGPU_ENOSYM;
-        rc = DRV(cuGraphAddKernelNode_v2)(&made, (CUgraph)n->owner, deps, n->ndeps, &p);
-        *node = (uint64_t)(uintptr_t)made;
-        return rc;
+        return (int)f((cudaGraph_t)graph, (cudaGraphNode_t *)nodes, count);
     }
-    if (n->op == RGPU_GRAPH_NODE_SET) {
-        if (!DRV(cuGraphKernelNodeSetParams_v2))
-            return -RGPU_ENOSYM;
-        return DRV(cuGraphKernelNodeSetParams_v2)((CUgraphNode)n->node, &p);
-    }
-    if (!DRV(cuGraphExecKernelNodeSetParams_v2))
+    __typeof__(&cuGraphGetNodes) f = roots ? DRV(cuGraphGetRootNodes) : DRV(cuGraphGetNodes);
+    if (!f)
         return -RGPU_ENOSYM;
-    return DRV(cuGraphExecKernelNodeSetParams_v2)((CUgraphExec)n->owner, (CUgraphNode)n->node,
-                                                  &p);
+    return (int)f((CUgraph)graph, nodes, count);
 }
 
-static int h_cu_graph_kernel_node(struct hand_call *c)
+/* *count nodes in all; the first capacity into nodes, which the client may
+ * name from now on (the codec adds them to the session's table: they are
+ * the graph's, and go with it). */
+static int graph_nodes(uint64_t graph, int roots, int runtime, CUgraphNode *nodes,
+                       size_t capacity, size_t *count)
 {
-    struct node_call n;
-    CUgraphNode deps[MAX_DEPS];
-    void *argv[MAX_PARAMS];
-    uint64_t node = 0;
-    PROTO_IF(parse_node_call(c, 1, &n));
-    if (!handles_named(&n, deps))
-        return refuse(c, "a graph, executable graph or node the session never handed out",
-                      CUDA_ERROR_INVALID_HANDLE);
-    size_t size = n.nparams_bytes;
-    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)n.params,
-                      CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END };
-    if (n.packed) {
-        /* The caller's own buffer: the function need only be known. */
-        if (!guard_function_known(n.kernel))
-            return refuse(c, "a function the session was never handed",
-                          CUDA_ERROR_INVALID_HANDLE);
-    } else {
-        int k = hand_cuda_function_argv(n.kernel, n.params, n.nparams_bytes, argv, MAX_PARAMS);
-        PROTO_IF(k < 0);
-        if (k > 0)
-            return refuse(c, "a function without a layout asked for", CUDA_ERROR_INVALID_HANDLE);
-    }
-    int rc = drv_node(&n, deps, argv, n.packed ? extra : NULL, &node);
-    if (rc < 0)
-        return rc;
-    return reply_node(c, n.op == RGPU_GRAPH_NODE_ADD ? node : 0, rc);
+    size_t n = 0;
+    CUgraphNode *all = NULL;
+    if (roots != 0 && roots != 1)
+        return serve_transport(RGPU_EPROTO);
+    if (!count)
+        return E_INVALID_VALUE;
+    int rc = E_INVALID_HANDLE;
+    if (handles_contains(H_GRAPH, graph))
+        rc = node_list(graph, roots, runtime, NULL, &n);
+    if (rc == 0 && n > RGPU_GRAPH_LIST_MAX)
+        rc = E_OUT_OF_MEMORY;
+    if (rc == 0 && n && nodes && !(all = calloc(n, sizeof *all)))
+        rc = E_OUT_OF_MEMORY;
+    if (rc == 0 && all)
+        rc = node_list(graph, roots, runtime, all, &n);
+    if (rc == 0 && all)
+        memcpy(nodes, all, (n < capacity ? n : capacity) * sizeof *all);
+    *count = rc == 0 ? n : 0;
+    free(all);
+    return answered(rc);
 }
 
-/* ---- edge lists ------------------------------------------------------------------ */
+cudaError_t serve_rgpu_graph_nodes(cudaGraph_t graph, int roots, cudaGraphNode_t *nodes,
+                                   size_t capacity, size_t *count)
+{
+    return (cudaError_t)graph_nodes(u64(graph), roots, 1, (CUgraphNode *)nodes, capacity, count);
+}
 
-_Static_assert(sizeof(cudaGraphEdgeData) == sizeof(CUgraphEdgeData), "edge data");
+CUresult serve_rgpu_cu_graph_nodes(CUgraph graph, int roots, CUgraphNode *nodes, size_t capacity,
+                                   size_t *count)
+{
+    return (CUresult)graph_nodes(u64(graph), roots, 0, nodes, capacity, count);
+}
 
 static int edge_list(uint64_t graph, int runtime, CUgraphNode *from, CUgraphNode *to,
                      CUgraphEdgeData *data, size_t *count)
@@ -392,61 +499,59 @@ static int edge_list(uint64_t graph, int runtime, CUgraphNode *from, CUgraphNode
     return (int)f((CUgraph)graph, from, to, data, count);
 }
 
-static void pack_nodes(struct hand_call *c, const CUgraphNode *nodes, size_t n)
+/* The edges' lists, as the nodes' (the codec adds both ends' nodes).
+ * Without edge data asked for (edges NULL), the library answers as it does
+ * natively when an edge has some (a lossy query). */
+struct edge_lists {
+    CUgraphNode *from, *to;
+    CUgraphEdgeData *data;
+};
+
+static int graph_edges(uint64_t graph, int runtime, const struct edge_lists *out,
+                       size_t capacity, size_t *count)
 {
-    msgpack_pack_bin(c->out, n * sizeof(uint64_t));
-    for (size_t i = 0; i < n; i++) {
-        uint64_t h = (uint64_t)(uintptr_t)nodes[i];
-        handles_add(H_GRAPH_NODE, h);
-        msgpack_pack_bin_body(c->out, &h, sizeof h);
+    struct edge_lists all = { NULL, NULL, NULL };
+    size_t n = 0;
+    if (!count || !out->from != !out->to || (out->data && !out->from))
+        return E_INVALID_VALUE;
+    int rc = E_INVALID_HANDLE;
+    if (handles_contains(H_GRAPH, graph))
+        rc = edge_list(graph, runtime, NULL, NULL, NULL, &n);
+    if (rc == 0 && n > RGPU_GRAPH_LIST_MAX)
+        rc = E_OUT_OF_MEMORY;
+    if (rc == 0 && n && out->from &&
+        (!(all.from = calloc(n, sizeof *all.from)) || !(all.to = calloc(n, sizeof *all.to)) ||
+         (out->data && !(all.data = calloc(n, sizeof *all.data)))))
+        rc = E_OUT_OF_MEMORY;
+    if (rc == 0 && all.from)
+        rc = edge_list(graph, runtime, all.from, all.to, all.data, &n);
+    size_t sent = rc == 0 && all.from ? (n < capacity ? n : capacity) : 0;
+    if (sent) {
+        memcpy(out->from, all.from, sent * sizeof *all.from);
+        memcpy(out->to, all.to, sent * sizeof *all.to);
+        if (out->data)
+            memcpy(out->data, all.data, sent * sizeof *all.data);
     }
+    *count = rc == 0 ? n : 0;
+    free(all.from);
+    free(all.to);
+    free(all.data);
+    return answered(rc);
 }
 
-/* Without edge data asked for, the library answers as it does natively
- * when an edge has some (a lossy query). */
-static int graph_edges(struct hand_call *c, int runtime)
+cudaError_t serve_rgpu_graph_edges(cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to,
+                                   cudaGraphEdgeData *edges, size_t capacity, size_t *count)
 {
-    uint64_t v[3];
-    size_t count = 0;
-    CUgraphNode *from = NULL, *to = NULL;
-    CUgraphEdgeData *data = NULL;
-    PROTO_IF(args_count(c, 3) || arg_u64s(c, 3, v) || v[2] > 1);
-    int oom = runtime ? cudaErrorMemoryAllocation : CUDA_ERROR_OUT_OF_MEMORY;
-    int rc = runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
-    if (handles_contains(H_GRAPH, v[0]))
-        rc = edge_list(v[0], runtime, NULL, NULL, NULL, &count);
-    if (rc < 0)
-        return rc;
-    if (rc == 0 && count > MAX_LIST)
-        rc = oom;
-    if (rc == 0 && count && (!(from = calloc(count, sizeof *from)) ||
-                             !(to = calloc(count, sizeof *to)) ||
-                             (v[2] && !(data = calloc(count, sizeof *data)))))
-        rc = oom;
-    if (rc == 0 && count)
-        rc = edge_list(v[0], runtime, from, to, data, &count);
-    size_t sent = rc == 0 ? (count < v[1] ? count : (size_t)v[1]) : 0;
-    msgpack_pack_array(c->out, 4);
-    msgpack_pack_uint64(c->out, rc == 0 ? count : 0);
-    pack_nodes(c, from, sent);
-    pack_nodes(c, to, sent);
-    msgpack_pack_bin(c->out, data ? sent * sizeof *data : 0);
-    if (data && sent)
-        msgpack_pack_bin_body(c->out, data, sent * sizeof *data);
-    free(from);
-    free(to);
-    free(data);
-    return rc;
+    const struct edge_lists out = { (CUgraphNode *)from, (CUgraphNode *)to,
+                                    (CUgraphEdgeData *)edges };
+    return (cudaError_t)graph_edges(u64(graph), 1, &out, capacity, count);
 }
 
-static int h_graph_edges(struct hand_call *c)
+CUresult serve_rgpu_cu_graph_edges(CUgraph graph, CUgraphNode *from, CUgraphNode *to,
+                                   CUgraphEdgeData *edges, size_t capacity, size_t *count)
 {
-    return graph_edges(c, 1);
-}
-
-static int h_cu_graph_edges(struct hand_call *c)
-{
-    return graph_edges(c, 0);
+    const struct edge_lists out = { from, to, edges };
+    return (CUresult)graph_edges(u64(graph), 0, &out, capacity, count);
 }
 
 /* ---- memory-allocation nodes ------------------------------------------------------ */
@@ -461,137 +566,77 @@ _Static_assert(sizeof(struct cudaMemAccessDesc) == sizeof(CUmemAccessDesc), "acc
 
 #define MAX_ACCESS_DESCS 64     /* more than any host has GPUs */
 
-/* The record rebuilt from the client's bytes: the pool properties' one
- * pointer (Windows security attributes) is NULL, the descriptors point into
- * the frame.  0, or -1 for a malformed request. */
-static int alloc_params(struct hand_call *c, CUDA_MEM_ALLOC_NODE_PARAMS *p)
-{
-    const void *props, *descs;
-    size_t props_len, descs_len;
-    uint64_t bytes;
-    if (arg_bin(c, 2, &props, &props_len) || arg_bin(c, 3, &descs, &descs_len) ||
-        arg_u64(c, 4, &bytes) || props_len != sizeof p->poolProps ||
-        descs_len % sizeof(CUmemAccessDesc) ||
-        descs_len / sizeof(CUmemAccessDesc) > MAX_ACCESS_DESCS)
-        return -1;
-    memset(p, 0, sizeof *p);
-    memcpy(&p->poolProps, props, sizeof p->poolProps);
-    p->poolProps.win32SecurityAttributes = NULL;
-    p->accessDescs = descs_len ? descs : NULL;
-    p->accessDescCount = descs_len / sizeof(CUmemAccessDesc);
-    p->bytesize = bytes;
-    return 0;
-}
+struct alloc_call {
+    uint64_t graph;
+    const CUgraphNode *deps;
+    size_t ndeps;
+    const CUmemPoolProps *props;
+    const CUmemAccessDesc *descs;
+    size_t ndescs, bytesize;
+};
 
 /* The allocation is made when the graph runs, at an address fixed now: the
  * range is the session's device memory from here on (kernels, copies and
- * memsets of the graph name it). */
-static int graph_mem_alloc(struct hand_call *c, int runtime)
+ * memsets of the graph name it).  The record is rebuilt from the client's
+ * parts: the pool properties' one pointer (Windows security attributes)
+ * NULL, the descriptors where the frame holds them. */
+static int graph_mem_alloc(const struct alloc_call *a, int runtime, CUgraphNode *node,
+                           uint64_t *dptr)
 {
-    struct node_call n;     /* only its dependencies */
-    CUgraphNode deps[MAX_DEPS];
     CUDA_MEM_ALLOC_NODE_PARAMS p;
-    uint64_t graph;
     CUgraphNode made = NULL;
-    const void *dep_bytes;
-    size_t dep_len;
-    PROTO_IF(args_count(c, 5) || arg_u64(c, 0, &graph) || arg_bin(c, 1, &dep_bytes, &dep_len) ||
-             dep_len % sizeof(uint64_t) || dep_len / sizeof(uint64_t) > MAX_DEPS ||
-             alloc_params(c, &p));
-    memset(&n, 0, sizeof n);
-    n.deps = dep_bytes;
-    n.ndeps = dep_len / sizeof(uint64_t);
     int rc;
-    msgpack_pack_array(c->out, 2);
-    if (!handles_contains(H_GRAPH, graph) || !deps_valid(&n, deps)) {
+    if (graph_deps_malformed(a->deps, a->ndeps) || !a->props || a->ndescs > MAX_ACCESS_DESCS ||
+        (a->ndescs && !a->descs))
+        return serve_transport(RGPU_EPROTO);
+    if (!node || !dptr)
+        return E_INVALID_VALUE;
+    memset(&p, 0, sizeof p);
+    p.poolProps = *a->props;
+    p.poolProps.win32SecurityAttributes = NULL;
+    p.accessDescs = a->ndescs ? a->descs : NULL;
+    p.accessDescCount = a->ndescs;
+    p.bytesize = a->bytesize;
+    if (!handles_contains(H_GRAPH, a->graph) || !graph_deps_known(a->deps, a->ndeps)) {
         rgpu_warn("graph memory node: refused a graph or node the session never handed out");
-        rc = runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
+        rc = E_INVALID_HANDLE;
     } else if (runtime) {
         __typeof__(&cudaGraphAddMemAllocNode) f = RT(cudaGraphAddMemAllocNode);
-        NEED(f);
-        rc = f((cudaGraphNode_t *)&made, (cudaGraph_t)graph, (cudaGraphNode_t *)deps, n.ndeps,
-               (struct cudaMemAllocNodeParams *)(void *)&p);
+        rc = f ? (int)f((cudaGraphNode_t *)&made, (cudaGraph_t)a->graph,
+                        (const cudaGraphNode_t *)a->deps, a->ndeps,
+                        (struct cudaMemAllocNodeParams *)(void *)&p)
+               : -RGPU_ENOSYM;
     } else {
         __typeof__(&cuGraphAddMemAllocNode) f = DRV(cuGraphAddMemAllocNode);
-        NEED(f);
-        rc = f(&made, (CUgraph)graph, deps, n.ndeps, &p);
+        rc = f ? (int)f(&made, (CUgraph)a->graph, a->deps, a->ndeps, &p) : -RGPU_ENOSYM;
     }
-    if (rc == 0) {
-        handles_add(H_GRAPH_NODE, (uint64_t)(uintptr_t)made);
+    if (rc == 0)
         (void)owned_add(p.dptr, p.bytesize, OWNED_POOL, 0);
-    }
-    msgpack_pack_uint64(c->out, rc == 0 ? (uint64_t)(uintptr_t)made : 0);
-    msgpack_pack_uint64(c->out, rc == 0 ? p.dptr : 0);
-    return rc;
+    *node = rc == 0 ? made : NULL;
+    *dptr = rc == 0 ? p.dptr : 0;
+    return answered(rc);
 }
 
-static int h_graph_mem_alloc(struct hand_call *c)
+cudaError_t serve_rgpu_graph_mem_alloc(cudaGraphNode_t *node, cudaGraph_t graph,
+                                       const cudaGraphNode_t *deps, size_t ndeps,
+                                       const struct cudaMemPoolProps *props,
+                                       const struct cudaMemAccessDesc *descs, size_t ndescs,
+                                       size_t bytesize, uint64_t *dptr)
 {
-    return graph_mem_alloc(c, 1);
+    const struct alloc_call a = { u64(graph), (const CUgraphNode *)deps, ndeps,
+                                  (const CUmemPoolProps *)(const void *)props,
+                                  (const CUmemAccessDesc *)(const void *)descs, ndescs,
+                                  bytesize };
+    return (cudaError_t)graph_mem_alloc(&a, 1, (CUgraphNode *)node, dptr);
 }
 
-static int h_cu_graph_mem_alloc(struct hand_call *c)
+CUresult serve_rgpu_cu_graph_mem_alloc(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                       size_t ndeps, const CUmemPoolProps *props,
+                                       const CUmemAccessDesc *descs, size_t ndescs,
+                                       size_t bytesize, uint64_t *dptr)
 {
-    return graph_mem_alloc(c, 0);
-}
-
-/* ---- node lists ------------------------------------------------------------------ */
-
-/* The library's list of a graph's nodes (which 0) or roots (1). */
-static int node_list(uint64_t graph, int which, int runtime, CUgraphNode *nodes, size_t *count)
-{
-    if (runtime) {
-        __typeof__(&cudaGraphGetNodes) f = which ? RT(cudaGraphGetRootNodes) : RT(cudaGraphGetNodes);
-        if (!f)
-            return -RGPU_ENOSYM;
-        return (int)f((cudaGraph_t)graph, (cudaGraphNode_t *)nodes, count);
-    }
-    __typeof__(&cuGraphGetNodes) f = which ? DRV(cuGraphGetRootNodes) : DRV(cuGraphGetNodes);
-    if (!f)
-        return -RGPU_ENOSYM;
-    return (int)f((CUgraph)graph, nodes, count);
-}
-
-/* The nodes come back to the client, which may name them from now on: each
- * is added to the session's table (they are the graph's, and go with it). */
-static int graph_nodes(struct hand_call *c, int runtime)
-{
-    uint64_t v[3];
-    size_t count = 0;
-    CUgraphNode *nodes = NULL;
-    PROTO_IF(args_count(c, 3) || arg_u64s(c, 3, v) || v[0] > 1);
-    int rc = runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
-    if (handles_contains(H_GRAPH, v[1]))
-        rc = node_list(v[1], (int)v[0], runtime, NULL, &count);
-    if (rc < 0)
-        return rc;
-    if (rc == 0 && count > MAX_LIST)
-        rc = runtime ? cudaErrorMemoryAllocation : CUDA_ERROR_OUT_OF_MEMORY;
-    if (rc == 0 && count && !(nodes = calloc(count, sizeof *nodes)))
-        rc = runtime ? cudaErrorMemoryAllocation : CUDA_ERROR_OUT_OF_MEMORY;
-    if (rc == 0 && count)
-        rc = node_list(v[1], (int)v[0], runtime, nodes, &count);
-    size_t sent = rc == 0 ? (count < v[2] ? count : (size_t)v[2]) : 0;
-    msgpack_pack_array(c->out, 2);
-    msgpack_pack_uint64(c->out, rc == 0 ? count : 0);
-    msgpack_pack_bin(c->out, sent * sizeof(uint64_t));
-    for (size_t i = 0; i < sent; i++) {
-        uint64_t h = (uint64_t)(uintptr_t)nodes[i];
-        handles_add(H_GRAPH_NODE, h);
-        msgpack_pack_bin_body(c->out, &h, sizeof h);
-    }
-    free(nodes);
-    return rc;
-}
-
-static int h_graph_nodes(struct hand_call *c)
-{
-    return graph_nodes(c, 1);
-}
-
-static int h_cu_graph_nodes(struct hand_call *c)
-{
-    return graph_nodes(c, 0);
+    const struct alloc_call a = { u64(graph), deps, ndeps, props, descs, ndescs, bytesize };
+    return (CUresult)graph_mem_alloc(&a, 0, node, dptr);
 }
 
 /* ---- cudaGraphDebugDotPrint ------------------------------------------------------ */
@@ -600,26 +645,21 @@ static int h_cu_graph_nodes(struct hand_call *c)
 
 /* The library writes the dot file to a path: here an anonymous memory file
  * named through /proc/self/fd (a session may write no file of the host's),
- * read back and sent to the client, which writes the caller's. */
-static int read_back(int fd, struct hand_call *c)
+ * read back into text as far as it holds (*size: all of it), and sent to
+ * the client, which writes the caller's.  0, or -1. */
+static int read_back(int fd, char *text, size_t max_size, size_t *size)
 {
     struct stat st;
     if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > DOT_MAX)
         return -1;
-    size_t size = (size_t)st.st_size, got = 0;
-    char *text = malloc(size ? size : 1);
-    if (!text)
-        return -1;
-    while (got < size) {
-        ssize_t n = pread(fd, text + got, size - got, (off_t)got);
+    size_t want = (size_t)st.st_size < max_size ? (size_t)st.st_size : max_size, got = 0;
+    while (text && got < want) {
+        ssize_t n = pread(fd, text + got, want - got, (off_t)got);
         if (n <= 0)
-            break;
+            return -1;
         got += (size_t)n;
     }
-    msgpack_pack_array(c->out, 1);
-    msgpack_pack_bin(c->out, got);
-    msgpack_pack_bin_body(c->out, text, got);
-    free(text);
+    *size = (size_t)st.st_size;
     return 0;
 }
 
@@ -643,56 +683,42 @@ static int print_dot(uint64_t graph, unsigned flags, int fd, int runtime)
     return rc;
 }
 
-static int graph_dot(struct hand_call *c, int runtime)
+static int graph_dot(uint64_t graph, unsigned flags, int runtime, char *text, size_t max_size,
+                     size_t *size)
 {
-    uint64_t graph, flags;
-    PROTO_IF(args_count(c, 2) || arg_u64(c, 0, &graph) || arg_u64(c, 1, &flags) ||
-             flags > UINT32_MAX);
-    NEED(runtime ? (void *)RT(cudaGraphDebugDotPrint) : (void *)DRV(cuGraphDebugDotPrint));
-    int rc = runtime ? cudaErrorInvalidResourceHandle : CUDA_ERROR_INVALID_HANDLE;
+    if (runtime ? !RT(cudaGraphDebugDotPrint) : !DRV(cuGraphDebugDotPrint))
+        return serve_transport(RGPU_ENOSYM);
+    if (!size)
+        return E_INVALID_VALUE;
+    *size = 0;
+    int rc = E_INVALID_HANDLE;
     int fd = -1;
     if (handles_contains(H_GRAPH, graph)) {
         fd = memfd_create("rgpu-graph-dot", MFD_CLOEXEC);
-        rc = runtime ? cudaErrorOperatingSystem : CUDA_ERROR_OPERATING_SYSTEM;
+        rc = E_OPERATING_SYSTEM;
     }
     if (fd >= 0)
-        rc = print_dot(graph, (unsigned)flags, fd, runtime);
-    if (rc == 0 && read_back(fd, c) != 0)
-        rc = runtime ? cudaErrorOperatingSystem : CUDA_ERROR_OPERATING_SYSTEM;
+        rc = print_dot(graph, flags, fd, runtime);
+    if (rc == 0 && read_back(fd, text, max_size, size) != 0)
+        rc = E_OPERATING_SYSTEM;
     if (fd >= 0)
         close(fd);
-    if (rc != 0) {
-        msgpack_pack_array(c->out, 1);
-        msgpack_pack_bin(c->out, 0);
-    }
+    if (rc != 0)
+        *size = 0;
     return rc;
 }
 
-static int h_graph_dot(struct hand_call *c)
+cudaError_t serve_rgpu_graph_dot(cudaGraph_t graph, unsigned int flags, char *text,
+                                 size_t max_size, size_t *size)
 {
-    return graph_dot(c, 1);
+    return (cudaError_t)graph_dot(u64(graph), flags, 1, text, max_size, size);
 }
 
-static int h_cu_graph_dot(struct hand_call *c)
+CUresult serve_rgpu_cu_graph_dot(CUgraph graph, unsigned int flags, char *text, size_t max_size,
+                                 size_t *size)
 {
-    return graph_dot(c, 0);
+    return (CUresult)graph_dot(u64(graph), flags, 0, text, max_size, size);
 }
-
-const struct hand_proc hand_graph_procs[] = {
-    { "cudart", RGPU_H_GRAPH_KERNEL_NODE, h_graph_kernel_node },
-    { "cuda", RGPU_H_CU_GRAPH_KERNEL_NODE, h_cu_graph_kernel_node },
-    { "cudart", RGPU_H_GRAPH_DOT, h_graph_dot },
-    { "cudart", RGPU_H_GRAPH_NODES, h_graph_nodes },
-    { "cuda", RGPU_H_CU_GRAPH_NODES, h_cu_graph_nodes },
-    { "cudart", RGPU_H_GRAPH_MEM_ALLOC, h_graph_mem_alloc },
-    { "cudart", RGPU_H_GRAPH_EDGES, h_graph_edges },
-    { "cudart", RGPU_H_GRAPH_KERNEL_PARAMS, h_graph_kernel_params },
-    { "cuda", RGPU_H_CU_GRAPH_KERNEL_PARAMS, h_cu_graph_kernel_params },
-    { "cuda", RGPU_H_CU_GRAPH_EDGES, h_cu_graph_edges },
-    { "cuda", RGPU_H_CU_GRAPH_MEM_ALLOC, h_cu_graph_mem_alloc },
-    { "cuda", RGPU_H_CU_GRAPH_DOT, h_cu_graph_dot },
-};
-const int hand_graph_nprocs = sizeof hand_graph_procs / sizeof hand_graph_procs[0];
 
 /* ---- guards of the generated graph calls ------------------------------------------ */
 

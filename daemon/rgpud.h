@@ -265,10 +265,12 @@ const struct guard *memguard_for(const char *lib, const char *name);
 /* hand_graphs.c: the graph calls' guards (node handles a destroyed graph
  * takes with it, memset nodes' extent). */
 const struct guard *graph_guard_for(const char *lib, const char *name);
-/* hand_graphs.c: n dependencies (u64 node handles in a frame's bytes) as
- * node handles, each the session's (1, else 0); a graph's nodes forgotten. */
+/* hand_graphs.c: whether a node call's n dependencies are what no client
+ * sends (past RGPU_GRAPH_MAX_DEPS, or counted but missing); whether each
+ * is a node of the session's (NULL is none); a graph's nodes forgotten. */
 struct CUgraphNode_st;
-int graph_deps_take(const void *bytes, size_t n, struct CUgraphNode_st **out);
+int graph_deps_malformed(const void *deps, size_t n);
+int graph_deps_known(struct CUgraphNode_st *const *deps, size_t n);
 void graph_forget_nodes(uint64_t graph, int runtime);
 /* hand_graph_conditionals.c: whether graph is a conditional node's body;
  * the bodies and conditional handles that go with a graph or a node. */
@@ -329,21 +331,20 @@ int guard_function_known(uint64_t func);
 void capture_arrays_out(const void *nodes, const void *edges, size_t n, void *deps_out,
                         void *edges_out, size_t max);
 
-/* ---- hand-written procedures (hand_*.c) ------------------------------------ */
+/* ---- the running call of a serve_ function (hand_*.c, session.c) --------------- */
 
 struct hand_call {
     const msgpack_object *args;     /* the argument array */
-    msgpack_packer *out;            /* the handler packs one array of outputs */
-    /* Bulk bytes that follow the packed outputs on the wire, sent straight
-     * from this buffer (the handler packs only the bin header) and freed
-     * after sending. */
+    msgpack_packer *out;            /* the outputs, packed by the codec */
+    /* A trailing output bin's bytes, sent straight from this buffer after
+     * the packed outputs (rgpu_encode_outs_tail) and freed after sending. */
     void *payload;
     size_t payload_len;
-    /* A streamed request (to a procedure hand_streamed names, whose frame
-     * ended in a bin of at least RGPU_STREAM_MIN bytes): that bin arrived
-     * empty in args, and its in_len bytes are still in the socket, to be
-     * read with hand_read_payload.  The session reads and drops whatever
-     * the handler leaves. */
+    /* A streamed request (to a procedure whose last parameter is a stream,
+     * whose frame ended in a bin of at least RGPU_STREAM_MIN bytes): that
+     * bin arrived empty in args, and its in_len bytes are still in the
+     * socket, to be read with hand_read_payload (serve_stream_read).  The
+     * session reads and drops whatever the serve_ function leaves. */
     size_t in_len;
     uint64_t serial;                /* the request's, which a data frame names */
     size_t data_left;               /* bytes of an open data frame still due */
@@ -366,33 +367,6 @@ void hand_data_begin(struct hand_call *c, size_t len);
 void hand_data_write(struct hand_call *c, const void *p, size_t n);
 void hand_data_end(struct hand_call *c);
 
-/* Set c's payload: pack a bin header of len bytes whose body is buf (which
- * the session frees once sent). */
-void hand_payload(struct hand_call *c, void *buf, size_t len);
-
-/* Returns the API status (>= 0), or -RGPU_E* for a transport failure, in
- * which case it must not have packed anything. */
-typedef int (*hand_fn)(struct hand_call *c);
-
-struct hand_proc {
-    const char *lib;
-    const char *name;
-    hand_fn fn;
-};
-
-/* Whether a hand-written procedure takes a large payload from the socket
- * (hand_call.in_len): the shared-memory copies to the device
- * (daemon/copy.c).  rgpu's own procedures say so in their table
- * (RGPU_PARAM_STREAM). */
-int hand_streamed(const struct hand_proc *hp);
-
-extern const struct hand_proc hand_cuda_procs[];
-extern const int hand_cuda_nprocs;
-extern const struct hand_proc hand_graph_procs[];     /* hand_graphs.c */
-extern const int hand_graph_nprocs;
-extern const struct hand_proc hand_graph_conditional_procs[]; /* hand_graph_conditionals.c */
-extern const int hand_graph_conditional_nprocs;
-
 /* Host functions (host_functions.c): how many wait for the client, and the
  * client's acknowledgement of one (with the bytes it carried, or NULL),
  * read by the session's reader. */
@@ -410,8 +384,6 @@ void host_functions_run_node(uint64_t token, int status, const void *send, size_
 int host_function_marker(int runtime, int ptsz, uint64_t stream, uint64_t id);
 
 /* Graph host nodes and host copies (graph_host.c). */
-extern const struct hand_proc hand_graph_host_procs[];
-extern const int hand_graph_host_nprocs;
 const struct guard *graph_host_guard_for(const char *lib, const char *name);
 /* A host function (lib's name, a stream callback or not) on a capturing
  * stream, captured as a host node naming the client's token.  The
@@ -436,19 +408,6 @@ int graph_host_refuse_copy_node(uint64_t node, int runtime, int exec, const char
 int graph_copy_side_owned(uint64_t base, uint64_t x, uint64_t y, uint64_t z, uint64_t pitch,
                           uint64_t rows, uint64_t w, uint64_t h, uint64_t d);
 
-/* Argument helpers for handlers: -1 when the argument is missing or of the
- * wrong type (the handler then answers -RGPU_EPROTO). */
-int arg_u64(const struct hand_call *c, unsigned i, uint64_t *v);
-int arg_bin(const struct hand_call *c, unsigned i, const void **p, size_t *len);
-int arg_str(const struct hand_call *c, unsigned i, char *buf, size_t size);
-int args_count(const struct hand_call *c, unsigned n);
-/* Arguments 0..n-1 as unsigneds into v. */
-int arg_u64s(const struct hand_call *c, unsigned n, uint64_t *v);
-
-/* A handle the session never handed out, refused before the library sees
- * it: logged with what it was, nouts empty outputs, and status (the
- * library's bad-handle status). */
-int hand_refuse_handle(struct hand_call *c, unsigned nouts, const char *what, int status);
 /* The argument vector of a launch: argv[i] = params + offset[i], each
  * parameter inside the len bytes of params.  -1 when one is not, or when
  * there are more than max parameters. */

@@ -15,7 +15,6 @@
 #include "rgpud.h"
 #include "owned_handles.h"
 #include "sandbox.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "rgpu_proto.h"
 #include "rgpu_wire.h"
@@ -60,11 +59,10 @@ struct request {
     uint32_t flags;
     uint32_t tid;               /* the client thread it comes from */
     const msgpack_object *args;
-    /* The procedure, found once when the request is read: generated (lib
-     * and index) or hand-written (hand). */
+    /* The procedure, found once when the request is read: its library's
+     * table and its index there. */
     struct served_lib *lib;
     size_t index;
-    const struct hand_proc *hand;
     size_t cost;                /* counted against MAX_QUEUED_BYTES */
     size_t in_len;              /* a streamed request's payload, still in the socket */
     /* How many no-reply requests, counted from the session's start, must
@@ -158,16 +156,6 @@ static struct served_lib served[] = {
 };
 #define NSERVED (sizeof served / sizeof served[0])
 
-static const struct hand_proc *const hand_tables[] = {
-    hand_cuda_procs, hand_graph_procs, hand_graph_host_procs, hand_graph_conditional_procs,
-};
-#define NHAND (sizeof hand_tables / sizeof hand_tables[0])
-static const int *const hand_counts[NHAND] = {
-    &hand_cuda_nprocs, &hand_graph_nprocs, &hand_graph_host_nprocs,
-    &hand_graph_conditional_nprocs,
-};
-static uint32_t *hand_ids[NHAND];
-
 static void init_tables(void)
 {
     for (size_t i = 0; i < NSERVED; i++) {
@@ -180,15 +168,6 @@ static void init_tables(void)
         for (size_t k = 0; k < served[i].lib->nprocs; k++)
             served[i].guard[k] = guard_for(served[i].lib->name, served[i].lib->procs[k].name);
     }
-    for (size_t t = 0; t < NHAND; t++) {
-        hand_ids[t] = calloc((size_t)*hand_counts[t] + 1, sizeof(uint32_t));
-        if (!hand_ids[t]) {
-            rgpu_error("out of memory");
-            _exit(1);
-        }
-        for (int i = 0; i < *hand_counts[t]; i++)
-            hand_ids[t][i] = rgpu_proc_id(hand_tables[t][i].lib, hand_tables[t][i].name);
-    }
 }
 
 void session_list_procedures(FILE *out)
@@ -196,18 +175,6 @@ void session_list_procedures(FILE *out)
     for (size_t i = 0; i < NSERVED; i++)
         for (size_t k = 0; k < served[i].lib->nprocs; k++)
             fprintf(out, "generated %s %s\n", served[i].lib->name, served[i].server[k].proc->name);
-    for (size_t t = 0; t < NHAND; t++)
-        for (int i = 0; i < *hand_counts[t]; i++)
-            fprintf(out, "hand %s %s\n", hand_tables[t][i].lib, hand_tables[t][i].name);
-}
-
-static const struct hand_proc *find_hand(uint32_t id)
-{
-    for (size_t t = 0; t < NHAND; t++)
-        for (int i = 0; i < *hand_counts[t]; i++)
-            if (hand_ids[t][i] == id)
-                return &hand_tables[t][i];
-    return NULL;
 }
 
 static int find_generated(uint32_t id, struct served_lib **lib, size_t *index)
@@ -433,7 +400,6 @@ static void execute(struct worker *w, struct request *rq)
     msgpack_sbuffer outbuf;
     msgpack_packer outs;
     struct served_lib *l = rq->lib;
-    const struct hand_proc *hp = rq->hand;
     int transport = RGPU_OK, api = 0;
     struct hand_call c = { .args = rq->args, .out = &outs, .in_len = rq->in_len,
                            .serial = rq->serial,
@@ -448,23 +414,14 @@ static void execute(struct worker *w, struct request *rq)
     }
     msgpack_sbuffer_init(&outbuf);
     msgpack_packer_init(&outs, &outbuf, msgpack_sbuffer_write);
-    int slot = lib_slot(l ? l->lib->name : hp->lib);
+    int slot = lib_slot(l->lib->name);
     serve_call = &c;
-    if (l) {
-        api = run_generated(l, rq->index, rq->args, &outs, &transport, &c);
-        rgpu_debug("t%u %s -> %d/%d", w->tid, l->lib->procs[rq->index].name, transport, api);
-    } else {
-        api = hp->fn(&c);
-        if (api < 0) {
-            transport = -api;
-            api = 0;
-        }
-        rgpu_debug("t%u %s -> %d/%d", w->tid, hp->name, transport, api);
-    }
+    api = run_generated(l, rq->index, rq->args, &outs, &transport, &c);
+    rgpu_debug("t%u %s -> %d/%d", w->tid, l->lib->procs[rq->index].name, transport, api);
     serve_call = NULL;
     if (c.data_left) {
         rgpu_error("%s left its data frame open: ending the session",
-                   hp ? hp->name : l->lib->procs[rq->index].name);
+                   l->lib->procs[rq->index].name);
         _exit(1);
     }
     if (transport == RGPU_EPROTO || transport == RGPU_ETOOBIG)
@@ -766,22 +723,18 @@ rgpu_status serve_rgpu_unreported(struct rgpu_unreported *entries, size_t capaci
 
 /* How much of a frame of len bytes to read before running it: 0 for all of
  * it, else the length of its head, when it is a request to a procedure
- * hand_streamed names that ends in a bin of at least RGPU_STREAM_MIN
+ * proc_streams names that ends in a bin of at least RGPU_STREAM_MIN
  * bytes (common/rgpu_wire.h).  Looks at the first bytes only (nothing is
  * consumed); any other shape is read whole and judged as usual. */
 #define STREAM_PEEK 128
 
 /* Whether a request to procedure id may leave its last bin in the socket:
- * one of rgpu's own procedures whose last parameter is a stream, or a
- * hand-written one hand_streamed names. */
+ * one whose last parameter is a stream (rgpu's own procedures). */
 static int proc_streams(uint32_t id)
 {
     struct served_lib *l;
     size_t index;
-    const struct hand_proc *hp;
-    if (find_generated(id, &l, &index) == 0)
-        return rgpu_proc_streams(&l->lib->procs[index]);
-    return (hp = find_hand(id)) && hand_streamed(hp);
+    return find_generated(id, &l, &index) == 0 && rgpu_proc_streams(&l->lib->procs[index]);
 }
 
 static size_t streamed_head(size_t len, long deadline)
@@ -894,8 +847,7 @@ static struct request *read_request(void)
     if (rgpu_obj_u64(&o[2], &proc) < 0 || proc > UINT32_MAX || rgpu_obj_u64(&o[3], &tid) < 0 ||
         tid > UINT32_MAX || rgpu_obj_u64(&o[4], &flags) < 0 || o[5].type != MSGPACK_OBJECT_ARRAY)
         protocol_error(serial, RGPU_EPROTO, "request fields have wrong types");
-    if (find_generated((uint32_t)proc, &rq->lib, &rq->index) < 0 &&
-        !(rq->hand = find_hand((uint32_t)proc)))
+    if (find_generated((uint32_t)proc, &rq->lib, &rq->index) < 0)
         protocol_error(serial, RGPU_ENOPROC, "unknown procedure id");
     if (rq->in_len && !proc_streams((uint32_t)proc))
         protocol_error(serial, RGPU_EPROTO, "internal: a streamed request to another procedure");

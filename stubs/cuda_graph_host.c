@@ -4,13 +4,26 @@
  * by tokens (common/rgpu_graph_host.c, daemon/graph_host.c).  A statically
  * linked runtime builds its graphs through these. */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
+#include "cuda_own.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
 #include <string.h>
 
 #define LIB (&rgpu_cuda_lib)
+
+/* The procedures the client core sends for the driver's host nodes,
+ * copies and launches (common/rgpu_graph_host.c). */
+static const struct rgpu_graph_procs graph_procs = {
+    RGPU_CUDA_rgpu_cu_graph_host_node, RGPU_CUDA_rgpu_cu_graph_host_params,
+    RGPU_CUDA_rgpu_cu_graph_host_copy, RGPU_CUDA_rgpu_cu_capture_host_copy,
+    RGPU_CUDA_rgpu_cu_graph_launch,
+};
+
+__attribute__((constructor)) static void graph_procs_init(void)
+{
+    rgpu_graph_procs_register(LIB, &graph_procs);
+}
 
 static uint64_t u64(const void *p)
 {
@@ -23,14 +36,14 @@ RGPU_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph
                                         const CUgraphNode *dependencies, size_t numDependencies,
                                         const CUDA_HOST_NODE_PARAMS *nodeParams)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_ADD, u64(hGraph), 0,
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_ADD, hGraph, NULL, NULL,
                                      (void *const *)dependencies, numDependencies };
     uint64_t made = 0;
     if (!phGraphNode || !nodeParams)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult rc = (CUresult)rgpu_graph_host_node(LIB, "cuGraphAddHostNode", &r,
-                                                 (void *)nodeParams->fn, nodeParams->userData,
-                                                 &made);
+    CUresult rc = (CUresult)rgpu_graph_host_node_call(LIB, "cuGraphAddHostNode", &r,
+                                                      (void *)nodeParams->fn,
+                                                      nodeParams->userData, &made);
     if (rc == CUDA_SUCCESS)
         *phGraphNode = (CUgraphNode)(uintptr_t)made;
     return rc;
@@ -39,21 +52,23 @@ RGPU_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph
 RGPU_EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode,
                                               const CUDA_HOST_NODE_PARAMS *nodeParams)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_SET, 0, u64(hNode), NULL, 0 };
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_SET, NULL, NULL, hNode, NULL, 0 };
     if (!nodeParams)
         return CUDA_ERROR_INVALID_VALUE;
-    return (CUresult)rgpu_graph_host_node(LIB, "cuGraphHostNodeSetParams", &r,
-                                          (void *)nodeParams->fn, nodeParams->userData, NULL);
+    return (CUresult)rgpu_graph_host_node_call(LIB, "cuGraphHostNodeSetParams", &r,
+                                               (void *)nodeParams->fn, nodeParams->userData,
+                                               NULL);
 }
 
 RGPU_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                                   const CUDA_HOST_NODE_PARAMS *nodeParams)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_EXEC_SET, u64(hGraphExec), u64(hNode), NULL, 0 };
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_EXEC_SET, NULL, hGraphExec, hNode, NULL, 0 };
     if (!nodeParams)
         return CUDA_ERROR_INVALID_VALUE;
-    return (CUresult)rgpu_graph_host_node(LIB, "cuGraphExecHostNodeSetParams", &r,
-                                          (void *)nodeParams->fn, nodeParams->userData, NULL);
+    return (CUresult)rgpu_graph_host_node_call(LIB, "cuGraphExecHostNodeSetParams", &r,
+                                               (void *)nodeParams->fn, nodeParams->userData,
+                                               NULL);
 }
 
 RGPU_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams)
@@ -61,8 +76,8 @@ RGPU_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_
     void *fn = NULL, *data = NULL;
     if (!nodeParams)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult rc = (CUresult)rgpu_graph_host_params(LIB, "cuGraphHostNodeGetParams", u64(hNode),
-                                                   &fn, &data);
+    CUresult rc = (CUresult)rgpu_graph_host_params_call(LIB, "cuGraphHostNodeGetParams",
+                                                        u64(hNode), &fn, &data);
     if (rc == CUDA_SUCCESS) {
         nodeParams->fn = (CUhostFn)fn;
         nodeParams->userData = data;
@@ -74,14 +89,15 @@ RGPU_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_
 
 RGPU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
-    return (CUresult)rgpu_graph_launch(LIB, "cuGraphLaunch", RGPU_CUDA_cuGraphLaunch,
-                                       u64(hGraphExec), u64(hStream), 0);
+    return (CUresult)rgpu_graph_launch_call(LIB, "cuGraphLaunch", RGPU_CUDA_cuGraphLaunch,
+                                            u64(hGraphExec), u64(hStream), 0);
 }
 
 RGPU_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
-    return (CUresult)rgpu_graph_launch(LIB, "cuGraphLaunch_ptsz", RGPU_CUDA_cuGraphLaunch_ptsz,
-                                       u64(hGraphExec), u64(hStream), 1);
+    return (CUresult)rgpu_graph_launch_call(LIB, "cuGraphLaunch_ptsz",
+                                            RGPU_CUDA_cuGraphLaunch_ptsz, u64(hGraphExec),
+                                            u64(hStream), 1);
 }
 
 /* ---- copy nodes ------------------------------------------------------------------------- */
@@ -113,7 +129,7 @@ static CUresult refuse(const char *what, const char *reason)
 
 /* The record's operation: both sides on the device by the generated
  * procedure (argv[at] a copy of the record naming the GPU's addresses),
- * else through rgpu.graph_host_copy. */
+ * else through rgpu_cu_graph_host_copy. */
 static CUresult copy_3d(const struct rgpu_graph_node_req *r, const CUDA_MEMCPY3D *p,
                         CUcontext ctx, const char *what, const struct rgpu_proc *gen,
                         const void **argv, unsigned at, uint64_t *made)
@@ -145,8 +161,8 @@ static CUresult copy_3d(const struct rgpu_graph_node_req *r, const CUDA_MEMCPY3D
     struct rgpu_copy_side to = { dst, p->dstPitch, p->dstHeight, p->dstXInBytes, p->dstY,
                                  p->dstZ };
     struct rgpu_extent e = { p->WidthInBytes, p->Height, p->Depth };
-    return (CUresult)rgpu_graph_host_copy(LIB, what, r, u64(ctx), dir, d ? &from : &to,
-                                          d ? &to : &from, &e, made);
+    return (CUresult)rgpu_graph_host_copy_call(LIB, what, r, ctx, dir, d ? &from : &to,
+                                               d ? &to : &from, &e, made);
 }
 
 RGPU_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -154,7 +170,7 @@ RGPU_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGra
                                           size_t numDependencies,
                                           const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_ADD, u64(hGraph), 0,
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_ADD, hGraph, NULL, NULL,
                                      (void *const *)dependencies, numDependencies };
     const void *argv[] = { &phGraphNode, &hGraph, &dependencies, &numDependencies, NULL, &ctx };
     uint64_t made = 0;
@@ -169,7 +185,7 @@ RGPU_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGra
 
 RGPU_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_SET, 0, u64(hNode), NULL, 0 };
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_SET, NULL, NULL, hNode, NULL, 0 };
     const void *argv[] = { &hNode, NULL };
     return copy_3d(&r, nodeParams, NULL, "cuGraphMemcpyNodeSetParams",
                    RGPU_CUDA_cuGraphMemcpyNodeSetParams, argv, 1, NULL);
@@ -179,7 +195,7 @@ RGPU_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgr
                                                     const CUDA_MEMCPY3D *copyParams,
                                                     CUcontext ctx)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_EXEC_SET, u64(hGraphExec), u64(hNode), NULL, 0 };
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_EXEC_SET, NULL, hGraphExec, hNode, NULL, 0 };
     const void *argv[] = { &hGraphExec, &hNode, NULL, &ctx };
     return copy_3d(&r, copyParams, ctx, "cuGraphExecMemcpyNodeSetParams",
                    RGPU_CUDA_cuGraphExecMemcpyNodeSetParams, argv, 2, NULL);

@@ -9,9 +9,11 @@
  * (stubs/cuda_graphs.c, the generated calls).  Dependencies that carry edge
  * data other than the default are added after the node, by
  * cuGraphAddDependencies_v2: the driver builds the same graph either way.
- * Conditional nodes are rgpu.graph_cond_node (daemon/hand_graph_conditionals.c). */
+ * Conditional nodes go through rgpu_cu_graph_cond_node
+ * (daemon/hand_graph_conditionals.c). */
 #include "rgpu_client.h"
 #include "graph_conditionals.h"
+#include "cuda_own.h"
 #include "cuda_procs.h"
 
 #include <cuda.h>
@@ -59,15 +61,12 @@ static CUresult add_mem_alloc(CUgraphNode *made, CUgraph graph, const CUgraphNod
 static CUresult add_conditional(CUgraphNode *made, CUgraph graph, const CUgraphNode *deps,
                                 size_t n, CUDA_CONDITIONAL_NODE_PARAMS *p)
 {
-    struct rgpu_cond_node c = { (uint64_t)(uintptr_t)graph, deps, n, p->handle,
-                                (unsigned)p->type, p->size, (uint64_t)(uintptr_t)p->ctx };
-    uint64_t node = 0;
-    uint64_t *bodies = NULL;
-    int rc = rgpu_graph_cond_node(LIB, "cuGraphAddNode", &c, &node, &bodies);
-    if (rc == 0) {
-        *made = (CUgraphNode)(uintptr_t)node;
+    struct rgpu_cond_node c = { graph, deps, n, p->handle, (unsigned)p->type, p->size, p->ctx };
+    void **bodies = NULL;
+    int rc = rgpu_cond_node_add(LIB, RGPU_CUDA_rgpu_cu_graph_cond_node, &c, (void **)made,
+                                &bodies);
+    if (rc == 0)
         p->phGraph_out = (CUgraph *)bodies;     /* the same size: handles are 64-bit */
-    }
     return (CUresult)rc;
 }
 
@@ -223,13 +222,7 @@ RGPU_EXPORT CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pH
 {
     if (!pHandle_out)
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t handle = 0;
-    int rc = rgpu_graph_cond_handle(LIB, "cuGraphConditionalHandleCreate",
-                                    (uint64_t)(uintptr_t)hGraph, (uint64_t)(uintptr_t)ctx,
-                                    defaultLaunchValue, flags, &handle);
-    if (rc == 0)
-        *pHandle_out = handle;
-    return (CUresult)rc;
+    return rgpu_cu_graph_cond_handle(pHandle_out, hGraph, ctx, defaultLaunchValue, flags);
 }
 
 /* ---- the CUDA 11 kernel-node record ------------------------------------------------- */

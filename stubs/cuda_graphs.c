@@ -1,18 +1,16 @@
-/* CUDA graphs built node by node through the driver: kernel nodes, whose
+/* CUDA graphs built node by node through the driver, through rgpu's own
+ * graph procedures (codegen/cuda_own.h, "graphs"): kernel nodes, whose
  * arguments travel packed by the function's layout (or as the caller's
  * own `extra` buffer), as cuLaunchKernel's do, and come back packed when
- * queried; node and edge lists (memcpy and host nodes:
- * stubs/cuda_graph_host.c);
- * memory-allocation nodes; the dot description, written here; and stream
- * capture, counted on the client as the runtime's is (a statically linked
- * runtime builds and captures its graphs through these).  Server side:
- * daemon/hand_graphs.c; the rest of the graph calls are generated
- * (codegen/cuda.ann). */
+ * queried; node and edge lists, memory-allocation nodes and the dot
+ * description, as the runtime's (the client side both share:
+ * stubs/graph_lists.h; memcpy and host nodes: stubs/cuda_graph_host.c);
+ * and stream capture, counted on the client as the runtime's is (a
+ * statically linked runtime builds and captures its graphs through
+ * these).  Server side: daemon/hand_graphs.c; the rest of the graph calls
+ * are generated (codegen/cuda.ann). */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
-#include "client_ranges.h"
-#include "write_file.h"
-#include "graph_edges.h"
+#include "graph_lists.h"
 #include "graph_params.h"
 #include "cuda_own.h"
 #include "cuda_procs.h"
@@ -28,8 +26,10 @@ CUresult rgpu_cuda_pack_params(CUfunction f, void **kernelParams, void **extra,
 
 struct node_op {
     const char *what;
-    unsigned op;
-    uint64_t owner, node;
+    int op;
+    CUgraph graph;
+    CUgraphExec exec;
+    CUgraphNode node;
     const CUgraphNode *deps;
     size_t ndeps;
     const CUDA_KERNEL_NODE_PARAMS *p;
@@ -42,57 +42,28 @@ static CUfunction node_function(const CUDA_KERNEL_NODE_PARAMS *p)
     return p->func ? p->func : (CUfunction)(void *)p->kern;
 }
 
-/* [op, owner, node, bin deps, function, gx, gy, gz, bx, by, bz, shmem, packed,
- *  bin params] */
-static void pack_node(struct rgpu_req *req, const struct node_op *o, const void *params,
-                      size_t len)
-{
-    const CUDA_KERNEL_NODE_PARAMS *p = o->p;
-    struct rgpu_graph_node_req r = { o->op, o->owner, o->node, (void *const *)o->deps,
-                                     o->ndeps };
-    rgpu_graph_pack_node_req(req, &r, 14);
-    msgpack_pack_uint64(&req->pk, (uint64_t)(uintptr_t)node_function(p));
-    msgpack_pack_uint32(&req->pk, p->gridDimX);
-    msgpack_pack_uint32(&req->pk, p->gridDimY);
-    msgpack_pack_uint32(&req->pk, p->gridDimZ);
-    msgpack_pack_uint32(&req->pk, p->blockDimX);
-    msgpack_pack_uint32(&req->pk, p->blockDimY);
-    msgpack_pack_uint32(&req->pk, p->blockDimZ);
-    msgpack_pack_uint32(&req->pk, p->sharedMemBytes);
-    msgpack_pack_uint32(&req->pk, p->extra ? 1 : 0);
-    rgpu_req_payload(req, params, len);
-}
-
 static CUresult node_call(const struct node_op *o, CUgraphNode *made)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
     const void *params = NULL;
     size_t len = 0;
     unsigned char *owned = NULL;
 
     if (!o->p || (o->ndeps && !o->deps) || (o->p->kernelParams && o->p->extra))
         return CUDA_ERROR_INVALID_VALUE;
-    if (!node_function(o->p))
+    const CUDA_KERNEL_NODE_PARAMS *p = o->p;
+    if (!node_function(p))
         return CUDA_ERROR_INVALID_HANDLE;
-    CUresult rc = rgpu_cuda_pack_params(node_function(o->p), o->p->kernelParams, o->p->extra,
-                                        &params, &len, &owned);
+    CUresult rc = rgpu_cuda_pack_params(node_function(p), p->kernelParams, p->extra, &params,
+                                        &len, &owned);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rgpu_printing_graph_kernel(rgpu_printing_may((uint64_t)(uintptr_t)node_function(o->p)));
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_KERNEL_NODE), 0);
-    pack_node(&req, o, params, len);
-    int t = rgpu_req_exchange(LIB, o->what, &req, &reply);
+    rgpu_printing_graph_kernel(rgpu_printing_may((uint64_t)(uintptr_t)node_function(p)));
+    const dim3 grid = { p->gridDimX, p->gridDimY, p->gridDimZ };
+    const dim3 block = { p->blockDimX, p->blockDimY, p->blockDimZ };
+    rc = rgpu_cu_graph_kernel_node(o->op, o->graph, o->exec, o->node, o->deps, o->ndeps,
+                                   node_function(p), grid, block, p->sharedMemBytes,
+                                   p->extra != NULL, made, params, len);
     free(owned);
-    if (t != RGPU_REPLY_READY)
-        return (CUresult)t;
-    rc = (CUresult)rgpu_reply_status(LIB, &reply);
-    if (rc == CUDA_SUCCESS && made) {
-        uint64_t node = rgpu_reply_u64(&reply, 0);
-        rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), node, 0);
-        *made = (CUgraphNode)(uintptr_t)node;
-    }
-    rgpu_reply_free(&reply);
     return rc;
 }
 
@@ -101,9 +72,8 @@ RGPU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph h
                                              size_t numDependencies,
                                              const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-    struct node_op o = { "cuGraphAddKernelNode", RGPU_GRAPH_NODE_ADD,
-                         (uint64_t)(uintptr_t)hGraph, 0, dependencies, numDependencies,
-                         nodeParams };
+    struct node_op o = { "cuGraphAddKernelNode", RGPU_GRAPH_NODE_ADD, hGraph, NULL, NULL,
+                         dependencies, numDependencies, nodeParams };
     if (!phGraphNode)
         return CUDA_ERROR_INVALID_VALUE;
     return node_call(&o, phGraphNode);
@@ -112,17 +82,16 @@ RGPU_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph h
 RGPU_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
                                                        const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-    struct node_op o = { "cuGraphExecKernelNodeSetParams", RGPU_GRAPH_EXEC_SET,
-                         (uint64_t)(uintptr_t)hGraphExec, (uint64_t)(uintptr_t)hNode, NULL, 0,
-                         nodeParams };
+    struct node_op o = { "cuGraphExecKernelNodeSetParams", RGPU_GRAPH_EXEC_SET, NULL,
+                         hGraphExec, hNode, NULL, 0, nodeParams };
     return node_call(&o, NULL);
 }
 
 RGPU_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
                                                    const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-    struct node_op o = { "cuGraphKernelNodeSetParams", RGPU_GRAPH_NODE_SET, 0,
-                         (uint64_t)(uintptr_t)hNode, NULL, 0, nodeParams };
+    struct node_op o = { "cuGraphKernelNodeSetParams", RGPU_GRAPH_NODE_SET, NULL, NULL, hNode,
+                         NULL, 0, nodeParams };
     return node_call(&o, NULL);
 }
 
@@ -136,10 +105,8 @@ static CUresult graph_nodes(int which, CUgraph graph, CUgraphNode *nodes, size_t
 {
     if (!count)
         return CUDA_ERROR_INVALID_VALUE;
-    return (CUresult)rgpu_graph_nodes_ask(LIB, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_NODES),
-                                          which ? "cuGraphGetRootNodes" : "cuGraphGetNodes",
-                                          which, (uint64_t)(uintptr_t)graph, (void **)nodes,
-                                          count);
+    return (CUresult)rgpu_graph_nodes_ask(LIB, RGPU_CUDA_rgpu_cu_graph_nodes, graph, which,
+                                          (void **)nodes, count);
 }
 
 RGPU_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
@@ -157,24 +124,7 @@ RGPU_EXPORT CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes,
  * text comes back and is written here, to the caller's file. */
 RGPU_EXPORT CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    if (!path)
-        return CUDA_ERROR_INVALID_VALUE;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_DOT), 0);
-    msgpack_pack_array(&req.pk, 2);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)hGraph);
-    msgpack_pack_uint32(&req.pk, flags);
-    int rc = rgpu_req_exchange(LIB, "cuGraphDebugDotPrint", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return (CUresult)rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    const msgpack_object *text = rgpu_reply_bin(&reply, 0);
-    if (rc == CUDA_SUCCESS && (!text || rgpu_write_file(path, text->via.bin.ptr,
-                                                        text->via.bin.size) != 0))
-        rc = CUDA_ERROR_OPERATING_SYSTEM;
-    rgpu_reply_free(&reply);
-    return (CUresult)rc;
+    return (CUresult)rgpu_graph_dot_ask(LIB, RGPU_CUDA_rgpu_cu_graph_dot, hGraph, path, flags);
 }
 
 /* ---- stream capture ------------------------------------------------------------------------- */
@@ -331,45 +281,24 @@ RGPU_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
 
 /* ---- memory-allocation nodes --------------------------------------------------------------- */
 
-/* As the runtime's (stubs/cudart_graphs.c): the record as its parts, the
+/* As the runtime's (stubs/graph_lists.h): the record as its parts, the
  * address back, recorded as device memory. */
 RGPU_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                             const CUgraphNode *dependencies,
                                             size_t numDependencies,
                                             CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    if (!phGraphNode || !nodeParams || (numDependencies && !dependencies) ||
-        (nodeParams->accessDescCount && !nodeParams->accessDescs))
+    uint64_t dptr = 0;
+    if (!nodeParams)
         return CUDA_ERROR_INVALID_VALUE;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_MEM_ALLOC), 0);
-    msgpack_pack_array(&req.pk, 5);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)hGraph);
-    msgpack_pack_bin(&req.pk, numDependencies * sizeof(uint64_t));
-    for (size_t i = 0; i < numDependencies; i++) {
-        uint64_t h = (uint64_t)(uintptr_t)dependencies[i];
-        msgpack_pack_bin_body(&req.pk, &h, sizeof h);
-    }
-    msgpack_pack_bin(&req.pk, sizeof nodeParams->poolProps);
-    msgpack_pack_bin_body(&req.pk, &nodeParams->poolProps, sizeof nodeParams->poolProps);
-    size_t descs = nodeParams->accessDescCount * sizeof *nodeParams->accessDescs;
-    msgpack_pack_bin(&req.pk, descs);
-    msgpack_pack_bin_body(&req.pk, nodeParams->accessDescs, descs);
-    msgpack_pack_uint64(&req.pk, nodeParams->bytesize);
-    int rc = rgpu_req_exchange(LIB, "cuGraphAddMemAllocNode", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return (CUresult)rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    if (rc == CUDA_SUCCESS) {
-        uint64_t node = rgpu_reply_u64(&reply, 0), dptr = rgpu_reply_u64(&reply, 1);
-        rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), node, 0);
-        rgpu_ranges_add(dptr, nodeParams->bytesize, RGPU_RANGE_DEVICE);
-        *phGraphNode = (CUgraphNode)(uintptr_t)node;
+    const struct rgpu_graph_alloc a = { hGraph, (void *const *)dependencies, numDependencies,
+                                        &nodeParams->poolProps, nodeParams->accessDescs,
+                                        nodeParams->accessDescCount, nodeParams->bytesize };
+    CUresult rc = (CUresult)rgpu_graph_mem_alloc_ask(LIB, RGPU_CUDA_rgpu_cu_graph_mem_alloc, &a,
+                                                     (void **)phGraphNode, &dptr);
+    if (rc == CUDA_SUCCESS)
         nodeParams->dptr = (CUdeviceptr)dptr;
-    }
-    rgpu_reply_free(&reply);
-    return (CUresult)rc;
+    return rc;
 }
 
 /* ---- edge lists ------------------------------------------------------------------------------ */
@@ -377,27 +306,13 @@ RGPU_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hG
 RGPU_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
                                         CUgraphEdgeData *edgeData, size_t *numEdges)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    if (!numEdges || !from != !to || (edgeData && !from))
-        return CUDA_ERROR_INVALID_VALUE;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_EDGES), 0);
-    msgpack_pack_array(&req.pk, 3);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)hGraph);
-    msgpack_pack_uint64(&req.pk, from ? *numEdges : 0);
-    msgpack_pack_uint32(&req.pk, edgeData ? 1 : 0);
-    int rc = rgpu_req_exchange(LIB, "cuGraphGetEdges", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return (CUresult)rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    if (rc == CUDA_SUCCESS && rgpu_graph_edges_take(&reply, (void **)from, (void **)to, edgeData,
-                                                    sizeof *edgeData, numEdges) != 0)
-        rc = rgpu_transport_status(LIB, "cuGraphGetEdges", RGPU_EPROTO);
-    rgpu_reply_free(&reply);
-    return (CUresult)rc;
+    _Static_assert(sizeof *edgeData == sizeof(uint64_t), "8-byte edge records");
+    return (CUresult)rgpu_graph_edges_ask(LIB, RGPU_CUDA_rgpu_cu_graph_edges, hGraph,
+                                          (void **)from, (void **)to,
+                                          (uint64_t *)(void *)edgeData, numEdges);
 }
 
-/* ---- a kernel node's parameters, queried ------------------------------------------------------ */
+/* ---- a kernel node's parameters, queried --------------------------------------------------- */
 
 /* The function the node launches (a handle this process holds), its shape
  * and its arguments as pointers into a copy kept for the caller
@@ -405,37 +320,35 @@ RGPU_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgra
 RGPU_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
                                                    CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
+    uint64_t function = 0, kernel = 0, ctx = 0;
+    dim3 grid, block;
+    unsigned int shmem = 0;
     if (!nodeParams)
         return CUDA_ERROR_INVALID_VALUE;
-    rgpu_req_begin(&req, rgpu_proc_id("cuda", RGPU_H_CU_GRAPH_KERNEL_PARAMS), 0);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)hNode);
-    int rc = rgpu_req_exchange(LIB, "cuGraphKernelNodeGetParams", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return (CUresult)rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    void **args = rc == CUDA_SUCCESS ? rgpu_keep_node_args((uint64_t)(uintptr_t)hNode,
-                                                           rgpu_reply_out(&reply, 8),
-                                                           rgpu_reply_bin(&reply, 9))
-                                     : NULL;
+    struct rgpu_node_args *a = calloc(1, sizeof *a);
+    if (!a)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = rgpu_cu_graph_kernel_params(hNode, &function, &kernel, &ctx, &grid, &block,
+                                              &shmem, a->offsets, a->sizes,
+                                              RGPU_GRAPH_PARAMS_MAX, &a->nparams, a->bytes,
+                                              RGPU_GRAPH_PARAM_BYTES_MAX, &a->nbytes);
+    void **args = rc == CUDA_SUCCESS ? rgpu_keep_node_args((uint64_t)(uintptr_t)hNode, a) : NULL;
     if (rc == CUDA_SUCCESS && !args)
-        rc = rgpu_transport_status(LIB, "cuGraphKernelNodeGetParams", RGPU_EPROTO);
+        rc = (CUresult)rgpu_transport_status(LIB, "cuGraphKernelNodeGetParams", RGPU_EPROTO);
     if (rc == CUDA_SUCCESS) {
         memset(nodeParams, 0, sizeof *nodeParams);
-        nodeParams->func = (CUfunction)(uintptr_t)rgpu_reply_u64(&reply, 0);
-        nodeParams->gridDimX = (unsigned)rgpu_reply_u64(&reply, 1);
-        nodeParams->gridDimY = (unsigned)rgpu_reply_u64(&reply, 2);
-        nodeParams->gridDimZ = (unsigned)rgpu_reply_u64(&reply, 3);
-        nodeParams->blockDimX = (unsigned)rgpu_reply_u64(&reply, 4);
-        nodeParams->blockDimY = (unsigned)rgpu_reply_u64(&reply, 5);
-        nodeParams->blockDimZ = (unsigned)rgpu_reply_u64(&reply, 6);
-        nodeParams->sharedMemBytes = (unsigned)rgpu_reply_u64(&reply, 7);
+        nodeParams->func = (CUfunction)(uintptr_t)function;
+        nodeParams->gridDimX = grid.x;
+        nodeParams->gridDimY = grid.y;
+        nodeParams->gridDimZ = grid.z;
+        nodeParams->blockDimX = block.x;
+        nodeParams->blockDimY = block.y;
+        nodeParams->blockDimZ = block.z;
+        nodeParams->sharedMemBytes = shmem;
         nodeParams->kernelParams = args;
-        nodeParams->kern = (CUkernel)(uintptr_t)rgpu_reply_u64(&reply, 10);
-        nodeParams->ctx = (CUcontext)(uintptr_t)rgpu_reply_u64(&reply, 11);
+        nodeParams->kern = (CUkernel)(uintptr_t)kernel;
+        nodeParams->ctx = (CUcontext)(uintptr_t)ctx;
     }
-    rgpu_reply_free(&reply);
-    return (CUresult)rc;
+    free(a);
+    return rc;
 }

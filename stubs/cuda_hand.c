@@ -3,7 +3,6 @@
  * (cuda_launch.c) and modules, libraries and JIT linking (cuda_modules.c)
  * apart.  Server side: daemon/hand_cuda.c. */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 #include "rgpu_log.h"
 #include "client_ranges.h"
 #include "cuda_procs.h"

@@ -40,7 +40,7 @@ static CUresult zero_device(uint64_t dev, size_t size)
 
 static CUresult share(uint64_t host, uint64_t dev, size_t size, int flags)
 {
-    return rgpu_mapped_share(LIB, host, dev, size, flags, RGPU_RANGE_PINNED) < 0
+    return rgpu_mapped_share(host, dev, size, flags, RGPU_RANGE_PINNED) < 0
                ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
 
@@ -163,7 +163,7 @@ static int map_pinned_on_demand(uint64_t p)
         return 0;
     if (alloc_device(size, &dev) != CUDA_SUCCESS)
         return 0;
-    if (rgpu_mapped_add(LIB, base, dev, size, 0) < 0) {
+    if (rgpu_mapped_add(base, dev, size, 0) < 0) {
         free_device(dev);
         return 0;
     }
@@ -203,7 +203,7 @@ RGPU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsig
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (zero_device(p, bytesize) != CUDA_SUCCESS ||
-        rgpu_mapped_add(LIB, p, p, bytesize, RGPU_MAPPED_MANAGED | RGPU_MAPPED_OWN_HOST) < 0) {
+        rgpu_mapped_add(p, p, bytesize, RGPU_MAPPED_MANAGED | RGPU_MAPPED_OWN_HOST) < 0) {
         rgpu_mapped_unmap(p, bytesize);
         free_device(p);
         *dptr = 0;

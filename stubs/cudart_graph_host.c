@@ -5,7 +5,7 @@
  * addressing does; mapped and managed memory is the GPU's copy there, as
  * for kernels (common/rgpu_mapped.c). */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
+#include "cudart_own.h"
 #include "cudart_procs.h"
 
 #include <cuda_runtime_api.h>
@@ -13,6 +13,19 @@
 
 #define LIB (&rgpu_cudart_lib)
 #define RESULT(e) rgpu_runtime_result(e)
+
+/* The procedures the client core sends for the runtime's host nodes,
+ * copies and launches (common/rgpu_graph_host.c). */
+static const struct rgpu_graph_procs graph_procs = {
+    RGPU_CUDART_rgpu_graph_host_node, RGPU_CUDART_rgpu_graph_host_params,
+    RGPU_CUDART_rgpu_graph_host_copy, RGPU_CUDART_rgpu_capture_host_copy,
+    RGPU_CUDART_rgpu_graph_launch,
+};
+
+__attribute__((constructor)) static void graph_procs_init(void)
+{
+    rgpu_graph_procs_register(LIB, &graph_procs);
+}
 
 static uint64_t u64(const void *p)
 {
@@ -26,13 +39,13 @@ RGPU_EXPORT cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGr
                                              size_t numDependencies,
                                              const struct cudaHostNodeParams *pNodeParams)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_ADD, u64(graph), 0,
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_ADD, graph, NULL, NULL,
                                      (void *const *)pDependencies, numDependencies };
     uint64_t made = 0;
     if (!pGraphNode || !pNodeParams)
         return RESULT(cudaErrorInvalidValue);
-    int rc = rgpu_graph_host_node(LIB, "cudaGraphAddHostNode", &r, (void *)pNodeParams->fn,
-                                  pNodeParams->userData, &made);
+    int rc = rgpu_graph_host_node_call(LIB, "cudaGraphAddHostNode", &r, (void *)pNodeParams->fn,
+                                       pNodeParams->userData, &made);
     if (rc == cudaSuccess)
         *pGraphNode = (cudaGraphNode_t)(uintptr_t)made;
     return rc;
@@ -41,21 +54,21 @@ RGPU_EXPORT cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGr
 RGPU_EXPORT cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node,
                                                    const struct cudaHostNodeParams *pNodeParams)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_SET, 0, u64(node), NULL, 0 };
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_SET, NULL, NULL, node, NULL, 0 };
     if (!pNodeParams)
         return RESULT(cudaErrorInvalidValue);
-    return rgpu_graph_host_node(LIB, "cudaGraphHostNodeSetParams", &r, (void *)pNodeParams->fn,
-                                pNodeParams->userData, NULL);
+    return rgpu_graph_host_node_call(LIB, "cudaGraphHostNodeSetParams", &r,
+                                     (void *)pNodeParams->fn, pNodeParams->userData, NULL);
 }
 
 RGPU_EXPORT cudaError_t cudaGraphExecHostNodeSetParams(
     cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_EXEC_SET, u64(hGraphExec), u64(node), NULL, 0 };
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_EXEC_SET, NULL, hGraphExec, node, NULL, 0 };
     if (!pNodeParams)
         return RESULT(cudaErrorInvalidValue);
-    return rgpu_graph_host_node(LIB, "cudaGraphExecHostNodeSetParams", &r,
-                                (void *)pNodeParams->fn, pNodeParams->userData, NULL);
+    return rgpu_graph_host_node_call(LIB, "cudaGraphExecHostNodeSetParams", &r,
+                                     (void *)pNodeParams->fn, pNodeParams->userData, NULL);
 }
 
 RGPU_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node,
@@ -64,7 +77,8 @@ RGPU_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node,
     void *fn = NULL, *data = NULL;
     if (!pNodeParams)
         return RESULT(cudaErrorInvalidValue);
-    int rc = rgpu_graph_host_params(LIB, "cudaGraphHostNodeGetParams", u64(node), &fn, &data);
+    int rc = rgpu_graph_host_params_call(LIB, "cudaGraphHostNodeGetParams", u64(node), &fn,
+                                         &data);
     if (rc == cudaSuccess) {
         pNodeParams->fn = (cudaHostFn_t)fn;
         pNodeParams->userData = data;
@@ -76,14 +90,14 @@ RGPU_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node,
 
 RGPU_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
-    return rgpu_graph_launch(LIB, "cudaGraphLaunch", RGPU_CUDART_cudaGraphLaunch, u64(graphExec),
-                             u64(stream), 0);
+    return rgpu_graph_launch_call(LIB, "cudaGraphLaunch", RGPU_CUDART_cudaGraphLaunch,
+                                  u64(graphExec), u64(stream), 0);
 }
 
 RGPU_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
-    return rgpu_graph_launch(LIB, "cudaGraphLaunch_ptsz", RGPU_CUDART_cudaGraphLaunch_ptsz,
-                             u64(graphExec), u64(stream), 1);
+    return rgpu_graph_launch_call(LIB, "cudaGraphLaunch_ptsz", RGPU_CUDART_cudaGraphLaunch_ptsz,
+                                  u64(graphExec), u64(stream), 1);
 }
 
 /* ---- copy nodes -------------------------------------------------------------------------- */
@@ -140,7 +154,7 @@ static int host_copy_1d(const char *what, const struct rgpu_graph_node_req *r,
     struct rgpu_copy_side host = { .ptr = to_device ? u64(src) : u64(dst) };
     struct rgpu_copy_side dev = { .ptr = to_device ? p->dst : p->src };
     struct rgpu_extent e = { count, 1, 1 };
-    return rgpu_graph_host_copy(LIB, what, r, 0, p->dir, &host, &dev, &e, made);
+    return rgpu_graph_host_copy_call(LIB, what, r, NULL, p->dir, &host, &dev, &e, made);
 }
 
 static int invalid_kind(enum cudaMemcpyKind kind)
@@ -168,7 +182,7 @@ RGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cu
                                &count, &kind };
         return rgpu_call(LIB, RGPU_CUDART_cudaGraphAddMemcpyNode1D, argv);
     }
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_ADD, u64(graph), 0,
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_ADD, graph, NULL, NULL,
                                      (void *const *)pDependencies, numDependencies };
     uint64_t made = 0;
     int rc = host_copy_1d(what, &r, &p, dst, src, count, &made);
@@ -193,8 +207,8 @@ static cudaError_t set_1d(cudaGraphExec_t exec, cudaGraphNode_t node, void *dst,
         return exec ? rgpu_call(LIB, RGPU_CUDART_cudaGraphExecMemcpyNodeSetParams1D, argv_exec)
                     : rgpu_call(LIB, RGPU_CUDART_cudaGraphMemcpyNodeSetParams1D, argv_exec + 1);
     }
-    struct rgpu_graph_node_req r = { exec ? RGPU_GRAPH_EXEC_SET : RGPU_GRAPH_NODE_SET, u64(exec),
-                                     u64(node), NULL, 0 };
+    struct rgpu_graph_node_req r = { exec ? RGPU_GRAPH_EXEC_SET : RGPU_GRAPH_NODE_SET, NULL, exec,
+                                     node, NULL, 0 };
     return host_copy_1d(what, &r, &p, dst, src, count, NULL);
 }
 
@@ -234,7 +248,7 @@ static int refuse_arrays(const char *what)
 
 /* A 3D record's operation: both sides on the device by the generated
  * procedure (gen: argv with a copy of the record whose pointers name the
- * GPU's addresses), else through rgpu.graph_host_copy. */
+ * GPU's addresses), else through rgpu_graph_host_copy. */
 static cudaError_t copy_3d(const struct rgpu_graph_node_req *r,
                            const struct cudaMemcpy3DParms *p, const char *what,
                            const struct rgpu_proc *gen, const void **argv, unsigned at,
@@ -266,7 +280,7 @@ static cudaError_t copy_3d(const struct rgpu_graph_node_req *r,
     struct rgpu_copy_side dev = to_device ? side_3d(p->dstPtr, p->dstPos, dst)
                                           : side_3d(p->srcPtr, p->srcPos, src);
     struct rgpu_extent e = { p->extent.width, p->extent.height, p->extent.depth };
-    return rgpu_graph_host_copy(LIB, what, r, 0, dir, &host, &dev, &e, made);
+    return rgpu_graph_host_copy_call(LIB, what, r, NULL, dir, &host, &dev, &e, made);
 }
 
 RGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
@@ -274,7 +288,7 @@ RGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cuda
                                                size_t numDependencies,
                                                const struct cudaMemcpy3DParms *pCopyParams)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_ADD, u64(graph), 0,
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_ADD, graph, NULL, NULL,
                                      (void *const *)pDependencies, numDependencies };
     const void *argv[] = { &pGraphNode, &graph, &pDependencies, &numDependencies, NULL };
     uint64_t made = 0;
@@ -290,7 +304,7 @@ RGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cuda
 RGPU_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node,
                                                      const struct cudaMemcpy3DParms *pNodeParams)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_SET, 0, u64(node), NULL, 0 };
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_NODE_SET, NULL, NULL, node, NULL, 0 };
     const void *argv[] = { &node, NULL };
     return copy_3d(&r, pNodeParams, "cudaGraphMemcpyNodeSetParams",
                    RGPU_CUDART_cudaGraphMemcpyNodeSetParams, argv, 1, NULL);
@@ -299,7 +313,7 @@ RGPU_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node,
 RGPU_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams(
     cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams)
 {
-    struct rgpu_graph_node_req r = { RGPU_GRAPH_EXEC_SET, u64(hGraphExec), u64(node), NULL, 0 };
+    struct rgpu_graph_node_req r = { RGPU_GRAPH_EXEC_SET, NULL, hGraphExec, node, NULL, 0 };
     const void *argv[] = { &hGraphExec, &node, NULL };
     if (!hGraphExec)
         return RESULT(cudaErrorInvalidResourceHandle);

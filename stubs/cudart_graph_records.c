@@ -2,10 +2,11 @@
  * cudaGraphNodeSetParams, cudaGraphExecNodeSetParams, and conditional
  * nodes and their handles.  As the driver's (stubs/cuda_graph_records.c):
  * a record of a type rgpu serves goes to the call of that type, edges with
- * data are added after the node, conditional nodes are rgpu.graph_cond_node
+ * data are added after the node, conditional nodes are rgpu_graph_cond_node
  * (stubs/graph_conditionals.h). */
 #include "rgpu_client.h"
 #include "graph_conditionals.h"
+#include "cudart_own.h"
 #include "cudart_procs.h"
 
 #include <cuda_runtime_api.h>
@@ -59,15 +60,12 @@ static cudaError_t add_conditional(cudaGraphNode_t *made, cudaGraph_t graph,
                                    const cudaGraphNode_t *deps, size_t n,
                                    struct cudaConditionalNodeParams *p)
 {
-    struct rgpu_cond_node c = { (uint64_t)(uintptr_t)graph, deps, n, p->handle,
-                                (unsigned)p->type, p->size, 0 };
-    uint64_t node = 0;
-    uint64_t *bodies = NULL;
-    int rc = rgpu_graph_cond_node(LIB, "cudaGraphAddNode", &c, &node, &bodies);
-    if (rc == 0) {
-        *made = (cudaGraphNode_t)(uintptr_t)node;
+    struct rgpu_cond_node c = { graph, deps, n, p->handle, (unsigned)p->type, p->size, NULL };
+    void **bodies = NULL;
+    int rc = rgpu_cond_node_add(LIB, RGPU_CUDART_rgpu_graph_cond_node, &c, (void **)made,
+                                &bodies);
+    if (rc == 0)
         p->phGraph_out = (cudaGraph_t *)bodies;     /* the same size: handles are 64-bit */
-    }
     return (cudaError_t)rc;
 }
 
@@ -208,13 +206,7 @@ RGPU_EXPORT cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHan
 {
     if (!pHandle_out)
         return cudaErrorInvalidValue;
-    uint64_t handle = 0;
-    int rc = rgpu_graph_cond_handle(LIB, "cudaGraphConditionalHandleCreate",
-                                    (uint64_t)(uintptr_t)graph, 0, defaultLaunchValue, flags,
-                                    &handle);
-    if (rc == 0)
-        *pHandle_out = handle;
-    return (cudaError_t)rc;
+    return rgpu_graph_cond_handle(pHandle_out, graph, defaultLaunchValue, flags);
 }
 
 #if CUDART_VERSION >= 13010

@@ -1,19 +1,18 @@
 /* CUDA graphs built node by node through the runtime: what the generator
- * cannot describe.  Kernel nodes carry their arguments packed by the
- * kernel's layout, as launches do (one procedure adds a node, sets a
- * node's parameters, or sets them in an executable graph), and come back
- * packed when queried; node and edge lists come back as handles (memcpy
- * and host nodes: stubs/cudart_graph_host.c); memory-allocation nodes
- * travel as the parts of their record; the dot description is written
- * here; a capture into an existing graph is counted as captures are.
- * Server side: daemon/hand_graphs.c; the rest of the graph calls are
- * generated (codegen/cudart.ann). */
+ * cannot describe, through rgpu's own graph procedures
+ * (codegen/cudart_own.h, "graphs").  Kernel nodes carry their arguments
+ * packed by the kernel's layout, as launches do (one procedure adds a
+ * node, sets a node's parameters, or sets them in an executable graph),
+ * and come back packed when queried; node and edge lists, the dot
+ * description and memory-allocation nodes go as the driver's do, through
+ * the client side both share (stubs/graph_lists.h; memcpy and host nodes:
+ * stubs/cudart_graph_host.c); a capture into an existing graph is counted
+ * as captures are.  Server side: daemon/hand_graphs.c; the rest of the
+ * graph calls are generated (codegen/cudart.ann). */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
-#include "client_ranges.h"
-#include "write_file.h"
-#include "graph_edges.h"
+#include "graph_lists.h"
 #include "graph_params.h"
+#include "cudart_own.h"
 #include "cudart_procs.h"
 
 #include <cuda_runtime_api.h>
@@ -30,8 +29,10 @@ int rgpu_cudart_kernel_pack(const void *func, void **args, uint64_t *handle,
 /* One kernel-node request: which operation on which handles. */
 struct node_op {
     const char *what;
-    unsigned op;
-    uint64_t owner, node;
+    int op;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaGraphNode_t node;
     const cudaGraphNode_t *deps;
     size_t ndeps;
     const struct cudaKernelNodeParams *p;
@@ -44,32 +45,9 @@ static int refuse_extra(const char *what)
                         "runtime graph nodes (use kernelParams)", &logged);
 }
 
-/* [op, owner, node, bin deps, kernel, gx, gy, gz, bx, by, bz, shmem, bin params] */
-static void pack_node(struct rgpu_req *req, const struct node_op *o, uint64_t kernel,
-                      const void *params, size_t len)
-{
-    const struct cudaKernelNodeParams *p = o->p;
-    struct rgpu_graph_node_req r = { o->op, o->owner, o->node, (void *const *)o->deps,
-                                     o->ndeps };
-    rgpu_graph_pack_node_req(req, &r, 13);
-    msgpack_pack_uint64(&req->pk, kernel);
-    msgpack_pack_uint32(&req->pk, p->gridDim.x);
-    msgpack_pack_uint32(&req->pk, p->gridDim.y);
-    msgpack_pack_uint32(&req->pk, p->gridDim.z);
-    msgpack_pack_uint32(&req->pk, p->blockDim.x);
-    msgpack_pack_uint32(&req->pk, p->blockDim.y);
-    msgpack_pack_uint32(&req->pk, p->blockDim.z);
-    msgpack_pack_uint32(&req->pk, p->sharedMemBytes);
-    rgpu_req_payload(req, params, len);
-}
-
-/* The operation, waiting for the answer (a graph is built once and
- * launched many times: the round trip is paid outside the hot loop, and
- * an update's error must come back at once). */
+/* The operation, its arguments packed by the kernel's layout. */
 static cudaError_t node_call(const struct node_op *o, cudaGraphNode_t *made)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
     unsigned char *params = NULL;
     size_t len = 0;
     uint64_t kernel = 0;
@@ -81,19 +59,10 @@ static cudaError_t node_call(const struct node_op *o, cudaGraphNode_t *made)
     int rc = rgpu_cudart_kernel_pack(o->p->func, o->p->kernelParams, &kernel, &params, &len);
     if (rc != cudaSuccess)
         return rc;
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GRAPH_KERNEL_NODE), 0);
-    pack_node(&req, o, kernel, params, len);
-    rc = rgpu_req_exchange(LIB, o->what, &req, &reply);
+    rc = rgpu_graph_kernel_node(o->op, o->graph, o->exec, o->node, o->deps, o->ndeps,
+                                (cudaKernel_t)(uintptr_t)kernel, o->p->gridDim,
+                                o->p->blockDim, o->p->sharedMemBytes, made, params, len);
     free(params);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    if (rc == cudaSuccess && made) {
-        uint64_t node = rgpu_reply_u64(&reply, 0);
-        rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), node, 0);
-        *made = (cudaGraphNode_t)(uintptr_t)node;
-    }
-    rgpu_reply_free(&reply);
     return rc;
 }
 
@@ -102,9 +71,8 @@ RGPU_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cuda
                                                size_t numDependencies,
                                                const struct cudaKernelNodeParams *pNodeParams)
 {
-    struct node_op o = { "cudaGraphAddKernelNode", RGPU_GRAPH_NODE_ADD,
-                         (uint64_t)(uintptr_t)graph, 0, pDependencies, numDependencies,
-                         pNodeParams };
+    struct node_op o = { "cudaGraphAddKernelNode", RGPU_GRAPH_NODE_ADD, graph, NULL, NULL,
+                         pDependencies, numDependencies, pNodeParams };
     if (!pGraphNode)
         return RESULT(cudaErrorInvalidValue);
     return node_call(&o, pGraphNode);
@@ -113,8 +81,8 @@ RGPU_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cuda
 RGPU_EXPORT cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
                                                      const struct cudaKernelNodeParams *pNodeParams)
 {
-    struct node_op o = { "cudaGraphKernelNodeSetParams", RGPU_GRAPH_NODE_SET, 0,
-                         (uint64_t)(uintptr_t)node, NULL, 0, pNodeParams };
+    struct node_op o = { "cudaGraphKernelNodeSetParams", RGPU_GRAPH_NODE_SET, NULL, NULL, node,
+                         NULL, 0, pNodeParams };
     return node_call(&o, NULL);
 }
 
@@ -122,9 +90,8 @@ RGPU_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(
     cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
     const struct cudaKernelNodeParams *pNodeParams)
 {
-    struct node_op o = { "cudaGraphExecKernelNodeSetParams", RGPU_GRAPH_EXEC_SET,
-                         (uint64_t)(uintptr_t)hGraphExec, (uint64_t)(uintptr_t)node, NULL, 0,
-                         pNodeParams };
+    struct node_op o = { "cudaGraphExecKernelNodeSetParams", RGPU_GRAPH_EXEC_SET, NULL,
+                         hGraphExec, node, NULL, 0, pNodeParams };
     return node_call(&o, NULL);
 }
 
@@ -135,24 +102,7 @@ RGPU_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(
 RGPU_EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char *path,
                                                unsigned int flags)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    if (!path)
-        return RESULT(cudaErrorInvalidValue);
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GRAPH_DOT), 0);
-    msgpack_pack_array(&req.pk, 2);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)graph);
-    msgpack_pack_uint32(&req.pk, flags);
-    int rc = rgpu_req_exchange(LIB, "cudaGraphDebugDotPrint", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    const msgpack_object *text = rgpu_reply_bin(&reply, 0);
-    if (rc == cudaSuccess && (!text || rgpu_write_file(path, text->via.bin.ptr,
-                                                       text->via.bin.size) != 0))
-        rc = RESULT(cudaErrorOperatingSystem);
-    rgpu_reply_free(&reply);
-    return rc;
+    return rgpu_graph_dot_ask(LIB, RGPU_CUDART_rgpu_graph_dot, graph, path, flags);
 }
 
 /* ---- capture into an existing graph ------------------------------------------------------ */
@@ -204,9 +154,8 @@ int rgpu_cudart_graph_nodes(int which, cudaGraph_t graph, cudaGraphNode_t *nodes
 {
     if (!count)
         return RESULT(cudaErrorInvalidValue);
-    return rgpu_graph_nodes_ask(LIB, rgpu_proc_id("cudart", RGPU_H_GRAPH_NODES),
-                                which ? "cudaGraphGetRootNodes" : "cudaGraphGetNodes", which,
-                                (uint64_t)(uintptr_t)graph, (void **)nodes, count);
+    return rgpu_graph_nodes_ask(LIB, RGPU_CUDART_rgpu_graph_nodes, graph, which, (void **)nodes,
+                                count);
 }
 
 RGPU_EXPORT cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes,
@@ -217,47 +166,23 @@ RGPU_EXPORT cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t
 
 /* ---- memory-allocation nodes ---------------------------------------------------------- */
 
-/* The record travels as its parts (its one pointer is an array of access
- * descriptors); the address comes back, fixed from now on, and is device
- * memory to this process's range table as to the server's.  The range
- * stays recorded after the graph's free node runs, as the address stays
- * reserved for the graph. */
+/* The record travels as its parts, the address comes back
+ * (stubs/graph_lists.h). */
 RGPU_EXPORT cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                                  const cudaGraphNode_t *pDependencies,
                                                  size_t numDependencies,
                                                  struct cudaMemAllocNodeParams *nodeParams)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    if (!pGraphNode || !nodeParams || (numDependencies && !pDependencies) ||
-        (nodeParams->accessDescCount && !nodeParams->accessDescs))
+    uint64_t dptr = 0;
+    if (!nodeParams)
         return RESULT(cudaErrorInvalidValue);
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GRAPH_MEM_ALLOC), 0);
-    msgpack_pack_array(&req.pk, 5);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)graph);
-    msgpack_pack_bin(&req.pk, numDependencies * sizeof(uint64_t));
-    for (size_t i = 0; i < numDependencies; i++) {
-        uint64_t h = (uint64_t)(uintptr_t)pDependencies[i];
-        msgpack_pack_bin_body(&req.pk, &h, sizeof h);
-    }
-    msgpack_pack_bin(&req.pk, sizeof nodeParams->poolProps);
-    msgpack_pack_bin_body(&req.pk, &nodeParams->poolProps, sizeof nodeParams->poolProps);
-    size_t descs = nodeParams->accessDescCount * sizeof *nodeParams->accessDescs;
-    msgpack_pack_bin(&req.pk, descs);
-    msgpack_pack_bin_body(&req.pk, nodeParams->accessDescs, descs);
-    msgpack_pack_uint64(&req.pk, nodeParams->bytesize);
-    int rc = rgpu_req_exchange(LIB, "cudaGraphAddMemAllocNode", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    if (rc == cudaSuccess) {
-        uint64_t node = rgpu_reply_u64(&reply, 0), dptr = rgpu_reply_u64(&reply, 1);
-        rgpu_handle_note(rgpu_handle_class("CUgraphNode_st"), node, 0);
-        rgpu_ranges_add(dptr, nodeParams->bytesize, RGPU_RANGE_DEVICE);
-        *pGraphNode = (cudaGraphNode_t)(uintptr_t)node;
+    const struct rgpu_graph_alloc a = { graph, (void *const *)pDependencies, numDependencies,
+                                        &nodeParams->poolProps, nodeParams->accessDescs,
+                                        nodeParams->accessDescCount, nodeParams->bytesize };
+    int rc = rgpu_graph_mem_alloc_ask(LIB, RGPU_CUDART_rgpu_graph_mem_alloc, &a,
+                                      (void **)pGraphNode, &dptr);
+    if (rc == cudaSuccess)
         nodeParams->dptr = (void *)(uintptr_t)dptr;
-    }
-    rgpu_reply_free(&reply);
     return rc;
 }
 
@@ -267,24 +192,9 @@ RGPU_EXPORT cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *fr
                                           cudaGraphNode_t *to, cudaGraphEdgeData *edgeData,
                                           size_t *numEdges)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
-    if (!numEdges || !from != !to || (edgeData && !from))
-        return RESULT(cudaErrorInvalidValue);
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GRAPH_EDGES), 0);
-    msgpack_pack_array(&req.pk, 3);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)graph);
-    msgpack_pack_uint64(&req.pk, from ? *numEdges : 0);
-    msgpack_pack_uint32(&req.pk, edgeData ? 1 : 0);
-    int rc = rgpu_req_exchange(LIB, "cudaGraphGetEdges", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    if (rc == cudaSuccess && rgpu_graph_edges_take(&reply, (void **)from, (void **)to, edgeData,
-                                                   sizeof *edgeData, numEdges) != 0)
-        rc = rgpu_transport_status(LIB, "cudaGraphGetEdges", RGPU_EPROTO);
-    rgpu_reply_free(&reply);
-    return rc;
+    _Static_assert(sizeof *edgeData == sizeof(uint64_t), "8-byte edge records");
+    return rgpu_graph_edges_ask(LIB, RGPU_CUDART_rgpu_graph_edges, graph, (void **)from,
+                                (void **)to, (uint64_t *)(void *)edgeData, numEdges);
 }
 
 /* ---- a kernel node's parameters, queried ------------------------------------------------ */
@@ -297,38 +207,31 @@ const void *rgpu_cudart_host_fn(uint64_t h);
 RGPU_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node,
                                                      struct cudaKernelNodeParams *pNodeParams)
 {
-    struct rgpu_req req;
-    struct rgpu_reply reply;
+    uint64_t kernel = 0;
+    dim3 grid, block;
+    unsigned int shmem = 0;
     if (!pNodeParams)
         return RESULT(cudaErrorInvalidValue);
-    rgpu_req_begin(&req, rgpu_proc_id("cudart", RGPU_H_GRAPH_KERNEL_PARAMS), 0);
-    msgpack_pack_array(&req.pk, 1);
-    msgpack_pack_uint64(&req.pk, (uint64_t)(uintptr_t)node);
-    int rc = rgpu_req_exchange(LIB, "cudaGraphKernelNodeGetParams", &req, &reply);
-    if (rc != RGPU_REPLY_READY)
-        return rc;
-    rc = rgpu_reply_status(LIB, &reply);
-    const void *fn = rc == cudaSuccess ? rgpu_cudart_host_fn(rgpu_reply_u64(&reply, 0)) : NULL;
+    struct rgpu_node_args *a = calloc(1, sizeof *a);
+    if (!a)
+        return RESULT(cudaErrorMemoryAllocation);
+    int rc = rgpu_graph_kernel_params(node, &kernel, &grid, &block, &shmem, a->offsets, a->sizes,
+                                      RGPU_GRAPH_PARAMS_MAX, &a->nparams, a->bytes,
+                                      RGPU_GRAPH_PARAM_BYTES_MAX, &a->nbytes);
+    const void *fn = rc == cudaSuccess ? rgpu_cudart_host_fn(kernel) : NULL;
     if (rc == cudaSuccess && !fn)
         rc = RESULT(cudaErrorInvalidDeviceFunction);
-    void **args = rc == cudaSuccess ? rgpu_keep_node_args((uint64_t)(uintptr_t)node,
-                                                          rgpu_reply_out(&reply, 8),
-                                                          rgpu_reply_bin(&reply, 9))
-                                    : NULL;
+    void **args = rc == cudaSuccess ? rgpu_keep_node_args((uint64_t)(uintptr_t)node, a) : NULL;
     if (rc == cudaSuccess && !args)
         rc = rgpu_transport_status(LIB, "cudaGraphKernelNodeGetParams", RGPU_EPROTO);
     if (rc == cudaSuccess) {
         memset(pNodeParams, 0, sizeof *pNodeParams);
         pNodeParams->func = (void *)fn;
-        pNodeParams->gridDim.x = (unsigned)rgpu_reply_u64(&reply, 1);
-        pNodeParams->gridDim.y = (unsigned)rgpu_reply_u64(&reply, 2);
-        pNodeParams->gridDim.z = (unsigned)rgpu_reply_u64(&reply, 3);
-        pNodeParams->blockDim.x = (unsigned)rgpu_reply_u64(&reply, 4);
-        pNodeParams->blockDim.y = (unsigned)rgpu_reply_u64(&reply, 5);
-        pNodeParams->blockDim.z = (unsigned)rgpu_reply_u64(&reply, 6);
-        pNodeParams->sharedMemBytes = (unsigned)rgpu_reply_u64(&reply, 7);
+        pNodeParams->gridDim = grid;
+        pNodeParams->blockDim = block;
+        pNodeParams->sharedMemBytes = shmem;
         pNodeParams->kernelParams = args;
     }
-    rgpu_reply_free(&reply);
+    free(a);
     return rc;
 }

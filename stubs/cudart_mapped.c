@@ -44,7 +44,7 @@ static cudaError_t zero_device(uint64_t dev, size_t size)
  * say what each address is. */
 static cudaError_t share(uint64_t host, uint64_t dev, size_t size, int flags, int host_kind)
 {
-    return rgpu_mapped_share(LIB, host, dev, size, flags, host_kind) < 0
+    return rgpu_mapped_share(host, dev, size, flags, host_kind) < 0
                ? RESULT(cudaErrorMemoryAllocation) : cudaSuccess;
 }
 
@@ -161,7 +161,7 @@ static int map_pinned_on_demand(uint64_t p)
         return 0;
     if (alloc_device(size, &dev) != cudaSuccess)
         return 0;
-    if (rgpu_mapped_add(LIB, base, dev, size, 0) < 0) {
+    if (rgpu_mapped_add(base, dev, size, 0) < 0) {
         free_device(dev);
         return 0;
     }
@@ -202,7 +202,7 @@ RGPU_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned i
         return RESULT(cudaErrorMemoryAllocation);
     }
     if (zero_device(p, size) != cudaSuccess ||
-        rgpu_mapped_add(LIB, p, p, size, RGPU_MAPPED_MANAGED | RGPU_MAPPED_OWN_HOST) < 0) {
+        rgpu_mapped_add(p, p, size, RGPU_MAPPED_MANAGED | RGPU_MAPPED_OWN_HOST) < 0) {
         rgpu_mapped_unmap(p, size);
         free_device(p);
         *devPtr = NULL;

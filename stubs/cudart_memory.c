@@ -4,7 +4,6 @@
  * server's business when the bytes arrive), and symbols.  Server side:
  * daemon/hand_cudart.c and daemon/copy.c. */
 #include "rgpu_client.h"
-#include "rgpu_hand_procs.h"
 #include "client_ranges.h"
 #include "cudart_own.h"
 #include "cudart_procs.h"

@@ -6,6 +6,7 @@
 #define RGPU_GRAPH_PARAMS_H
 
 #include "rgpu_client.h"
+#include "rgpu_graph_wire.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -24,28 +25,30 @@ struct queried {
 static pthread_mutex_t queried_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct queried *queried;
 
-/* The arguments of node as pointers into a copy kept for it (NULL for a
- * malformed answer). */
-static inline void **rgpu_keep_node_args(uint64_t node, const msgpack_object *layout,
-                                         const msgpack_object *bin)
+/* A query's answer as it travels (rgpu_graph_kernel_params,
+ * rgpu_cu_graph_kernel_params): the kernel's layout and its arguments
+ * packed by it, with room for the most a kernel has. */
+struct rgpu_node_args {
+    uint32_t offsets[RGPU_GRAPH_PARAMS_MAX], sizes[RGPU_GRAPH_PARAMS_MAX];
+    unsigned char bytes[RGPU_GRAPH_PARAM_BYTES_MAX];
+    size_t nparams, nbytes;
+};
+
+/* The arguments of node as pointers into a copy of the answer's kept for
+ * it (NULL for a malformed answer: counts past its room, a parameter
+ * outside the bytes). */
+static inline void **rgpu_keep_node_args(uint64_t node, const struct rgpu_node_args *a)
 {
-    struct rgpu_layout l;
-    if (!layout || !bin || rgpu_layout_parse(layout, &l) < 0)
+    size_t n = a->nparams, nbytes = a->nbytes;
+    const uint32_t *offsets = a->offsets, *sizes = a->sizes;
+    const unsigned char *bytes = a->bytes;
+    if (n > RGPU_GRAPH_PARAMS_MAX || nbytes > RGPU_GRAPH_PARAM_BYTES_MAX)
         return NULL;
     struct queried *q = calloc(1, sizeof *q);
-    int ok = q && bin->via.bin.size >= l.bytes &&
-             (q->bytes = malloc(l.bytes ? l.bytes : 1)) &&
-             (q->args = calloc(l.nparams ? l.nparams : 1, sizeof *q->args));
-    for (unsigned i = 0; ok && i < l.nparams; i++)
-        ok = (size_t)l.offset[i] + l.size[i] <= l.bytes;
-    if (ok) {
-        memcpy(q->bytes, bin->via.bin.ptr, l.bytes);
-        for (unsigned i = 0; i < l.nparams; i++)
-            q->args[i] = q->bytes + l.offset[i];
-        q->node = node;
-    }
-    free(l.offset);
-    free(l.size);
+    int ok = q && (q->bytes = malloc(nbytes ? nbytes : 1)) &&
+             (q->args = calloc(n ? n : 1, sizeof *q->args));
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (size_t)offsets[i] + sizes[i] <= nbytes;
     if (!ok) {
         if (q) {
             free(q->bytes);
@@ -54,6 +57,10 @@ static inline void **rgpu_keep_node_args(uint64_t node, const msgpack_object *la
         free(q);
         return NULL;
     }
+    memcpy(q->bytes, bytes, nbytes);
+    for (size_t i = 0; i < n; i++)
+        q->args[i] = q->bytes + offsets[i];
+    q->node = node;
     pthread_mutex_lock(&queried_lock);
     for (struct queried **p = &queried; *p; p = &(*p)->next)
         if ((*p)->node == node) {

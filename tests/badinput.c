@@ -15,7 +15,7 @@
  * Every wait is bounded (IO_TIMEOUT_S), so a server that hangs shows up as
  * a failure, not as a stuck test.  Valid frames are built with msgpack-c,
  * hostile ones partly by hand: msgpack-c cannot write the lies. */
-#include "rgpu_hand_procs.h"
+#include "rgpu_graph_wire.h"
 #include "rgpu_module_wire.h"
 #include "rgpu_proto.h"
 
@@ -1034,10 +1034,20 @@ static void put_ack_bytes(msgpack_sbuffer *out, uint64_t id, size_t n)
     msg_end(&m, out);
 }
 
-/* A runtime graph procedure's call: nargs unsigneds, the fourth a bin of
- * deps_len bytes when deps_len is not (size_t)-1. */
-static void put_graph_call(msgpack_sbuffer *out, uint64_t serial, const char *name,
-                           const uint64_t *args, unsigned nargs, size_t deps_len)
+/* One argument of a request built by hand: an unsigned, or a bin of len
+ * bytes (zeros when bytes is NULL). */
+struct warg {
+    int is_bin;
+    uint64_t v;
+    const void *bytes;
+    size_t len;
+};
+#define WU(x) { 0, (x), NULL, 0 }
+#define BIN(p, n) { 1, 0, (p), (n) }
+
+/* A call of the runtime's procedure name with these arguments. */
+static void put_rt_call(msgpack_sbuffer *out, uint64_t serial, const char *name,
+                        const struct warg *args, unsigned nargs)
 {
     static const char zeros[64];
     struct msg m;
@@ -1045,12 +1055,12 @@ static void put_graph_call(msgpack_sbuffer *out, uint64_t serial, const char *na
     pack_call_head(&m, serial, rgpu_proc_id("cudart", name));
     msgpack_pack_array(&m.pk, nargs);
     for (unsigned i = 0; i < nargs; i++) {
-        if (i == 3 && deps_len != (size_t)-1) {
-            msgpack_pack_bin(&m.pk, deps_len);
-            msgpack_pack_bin_body(&m.pk, zeros, deps_len);
-        } else {
-            msgpack_pack_uint64(&m.pk, args[i]);
+        if (!args[i].is_bin) {
+            msgpack_pack_uint64(&m.pk, args[i].v);
+            continue;
         }
+        msgpack_pack_bin(&m.pk, args[i].len);
+        msgpack_pack_bin_body(&m.pk, args[i].bytes ? args[i].bytes : zeros, args[i].len);
     }
     msg_end(&m, out);
 }
@@ -1093,24 +1103,35 @@ static int graph_host_requests(void)
     put_host_func(&out, ++serial, 0, RUN_ID | 5);
     if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 2, "host function with a run id") < 0)
         goto done;
-    const uint64_t node[5] = { 0, 0xdead000, 0, 0, 5 };
-    put_graph_call(&out, ++serial, RGPU_H_GRAPH_HOST_NODE, node, 5, 0);
+    /* rgpu_graph_host_node: [op, graph, exec, node, deps, ndeps, token, made] */
+    const struct warg node[8] = { WU(0), WU(0xdead000), WU(0), WU(0), BIN(NULL, 0), WU(0), WU(5),
+                                  WU(8) };
+    put_rt_call(&out, ++serial, "rgpu_graph_host_node", node, 8);
     if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 400, "host node on a forged graph") < 0)
         goto done;
-    const uint64_t copy[16] = { 0, 0xdead000, 0, 0, 0, 1, 3, 64, 1, 1, 0x1000, 0, 0, 0, 0, 0 };
-    put_graph_call(&out, ++serial, RGPU_H_GRAPH_HOST_COPY, copy, 16, 0);
+    /* rgpu_graph_host_copy: [op, graph, exec, node, deps, ndeps, copy, made] */
+    struct rgpu_graph_copy c = { RGPU_COPY_TO_DEVICE, 0, 3, 64, 1, 1, 0x1000, 0, 0, 0, 0, 0 };
+    const struct warg copy[8] = { WU(0), WU(0xdead000), WU(0), WU(0), BIN(NULL, 0), WU(0),
+                                  BIN(&c, sizeof c), WU(8) };
+    put_rt_call(&out, ++serial, "rgpu_graph_host_copy", copy, 8);
     if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 400, "copy node on a forged graph") < 0)
         goto done;
-    const uint64_t capture[13] = { 0, 0, 1, 3, 64, 1, 1, 0x1000, 0, 0, 0, 0, 0 };
-    put_graph_call(&out, ++serial, RGPU_H_CAPTURE_HOST_COPY, capture, 13, (size_t)-1);
+    /* rgpu_capture_host_copy: [stream, ptsz, copy, captured] */
+    const struct warg capture[4] = { WU(0), WU(0), BIN(&c, sizeof c), WU(sizeof(int)) };
+    put_rt_call(&out, ++serial, "rgpu_capture_host_copy", capture, 4);
     if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 1, "capture copy of foreign memory") < 0)
         goto done;
-    const uint64_t nowhere[13] = { 0, 0, 9, 3, 64, 1, 1, 0x1000, 0, 0, 0, 0, 0 };
-    put_graph_call(&out, ++serial, RGPU_H_CAPTURE_HOST_COPY, nowhere, 13, (size_t)-1);
+    struct rgpu_graph_copy nowhere = c;
+    nowhere.direction = 9;
+    const struct warg capture_nowhere[4] = { WU(0), WU(0), BIN(&nowhere, sizeof nowhere),
+                                             WU(sizeof(int)) };
+    put_rt_call(&out, ++serial, "rgpu_capture_host_copy", capture_nowhere, 4);
     if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 1, "capture copy in no direction") < 0)
         goto done;
-    const uint64_t launch[4] = { 0xdead000, 0, 77, 0 };
-    put_graph_call(&out, ++serial, RGPU_H_GRAPH_LAUNCH, launch, 4, (size_t)-1);
+    /* rgpu_graph_launch: [exec, stream, ptsz, marker, marked, plain] */
+    const struct warg launch[6] = { WU(0xdead000), WU(0), WU(0), WU(77), WU(sizeof(int)),
+                                    WU(sizeof(int)) };
+    put_rt_call(&out, ++serial, "rgpu_graph_launch", launch, 6);
     if (send_buf(fd, &out) < 0 || graph_reply(fd, serial, 400, "launch of a forged graph") < 0)
         goto done;
     rc = good_call(fd, ++serial);
@@ -1120,12 +1141,13 @@ done:
     return rc;
 }
 
-/* A graph host node's dependencies that are no whole handles: a malformed
- * request. */
+/* A graph host node's dependencies that are no whole handles (7 bytes for
+ * one): a malformed request. */
 static void b_host_node_deps(msgpack_sbuffer *out)
 {
-    const uint64_t node[5] = { 0, 0xdead000, 0, 0, 5 };
-    put_graph_call(out, BAD_SERIAL, RGPU_H_GRAPH_HOST_NODE, node, 5, 7);
+    const struct warg node[8] = { WU(0), WU(0xdead000), WU(0), WU(0), BIN(NULL, 7), WU(1), WU(5),
+                                  WU(8) };
+    put_rt_call(out, BAD_SERIAL, "rgpu_graph_host_node", node, 8);
 }
 
 /* An acknowledgement whose bytes are no bin: a malformed frame. */

@@ -32,7 +32,8 @@ moves() {
         echo "mapped-roundtrips: $prog failed" >&2
         exit 1
     fi
-    awk '$1 == "rgpu:" && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && $4 == "mapped" \
+    # the shared-memory copies: rgpu's own rgpu_shared_htod and rgpu_shared_dtoh
+    awk '$1 == "rgpu:" && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^rgpu_shared_/ \
          { n += $2 + $3 } END { print n + 0 }' "$tmp/err.$name"
 }
 p=$(moves "$plain" plain)
@@ -42,12 +43,12 @@ echo "requests moving mapped memory: $p for pinned memory alone, $s with shared 
      "$r for registered memory copied through"
 if [ "$p" -ne 0 ]; then
     echo "FAIL: a program that only copies through pinned memory moved mapped memory:"
-    grep mapped "$tmp/err.plain"
+    grep rgpu_shared_ "$tmp/err.plain"
     exit 1
 fi
 if [ "$r" -ne 0 ]; then
     echo "FAIL: memory registered mapped, only copied through, moved mapped memory:"
-    grep mapped "$tmp/err.registered"
+    grep rgpu_shared_ "$tmp/err.registered"
     exit 1
 fi
 if [ "$s" -eq 0 ]; then

@@ -1,11 +1,10 @@
-/* libFuzzer harness: the dispatch of every procedure, generated and
- * hand-written, on the fake GPU backend, in this process.
+/* libFuzzer harness: the dispatch of every procedure on the fake GPU
+ * backend, in this process.
  *
  * What daemon/session.c does with a request after reading it, minus the
  * socket and the threads: the generated path is decode -> guard -> thunk ->
- * encode -> release (as session.c's run_generated), the hand-written one is
- * the procedure's hand_fn.  session_send, the one thing the handlers need
- * from session.c, is session_stub.c's.
+ * encode -> release (as session.c's run_generated).  session_send, the one
+ * thing the serve_ functions need from session.c, is session_stub.c's.
  *
  * The input is a sequence of records (procs.h), each [selector u8][index
  * u16 BE][length u16 BE][msgpack arguments], run in order, so that a call
@@ -107,21 +106,6 @@ static int run_generated(unsigned sel, unsigned index, const msgpack_object *arg
     return transport;
 }
 
-static int run_hand(unsigned sel, unsigned index, const msgpack_object *args,
-                    msgpack_packer *outs)
-{
-    unsigned t = (sel - FUZZ_NGEN) % FUZZ_NHAND;
-    const struct hand_proc *hp = &fuzz_hand[t][index % (unsigned)*fuzz_hand_count[t]];
-    struct hand_call c = { .args = args, .out = outs, .serial = 1 };
-    serve_call = &c;
-    int api = hp->fn(&c);
-    serve_call = NULL;
-    if (c.payload_len && !c.payload)
-        abort();                /* a bin header promising bytes nobody holds */
-    free(c.payload);
-    return api < 0 ? -api : RGPU_OK;
-}
-
 static int run_record(unsigned sel, unsigned index, const char *buf, size_t len)
 {
     msgpack_zone zone;
@@ -130,15 +114,14 @@ static int run_record(unsigned sel, unsigned index, const char *buf, size_t len)
     msgpack_packer pk;
     int transport = RGPU_EPROTO;
 
-    sel %= FUZZ_NGEN + FUZZ_NHAND;
+    sel %= FUZZ_NGEN;
     if (!msgpack_zone_init(&zone, 4096))
         return RGPU_ENOMEM;
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     /* session.c refuses a request whose arguments are not an array. */
     if (rgpu_unpack_frame(buf, len, &zone, &args) == 0 && args.type == MSGPACK_OBJECT_ARRAY)
-        transport = sel < FUZZ_NGEN ? run_generated(sel, index, &args, &pk)
-                                    : run_hand(sel, index, &args, &pk);
+        transport = run_generated(sel, index, &args, &pk);
     if (transport == RGPU_OK && sb.size && rgpu_msgpack_check(sb.data, sb.size) != 0) {
         fprintf(stderr, "fuzz_dispatch: malformed outputs\n");
         abort();

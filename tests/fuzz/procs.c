@@ -1,5 +1,4 @@
-/* The procedure tables of every library, generated and hand-written, as the
- * session serves them (daemon/session.c keeps its own copy, static). */
+/* The procedure tables of every library, as the session serves them (daemon/session.c keeps its own copy, static). */
 #include "procs.h"
 
 #include "cudart_procs.h"
@@ -21,14 +20,6 @@ const struct fuzz_gen fuzz_gen[FUZZ_NGEN] = {
     { &rgpu_rgpu_lib, rgpu_rgpu_server_procs },
 };
 
-const struct hand_proc *const fuzz_hand[FUZZ_NHAND] = {
-    hand_cuda_procs, hand_graph_procs, hand_graph_conditional_procs, hand_graph_host_procs,
-};
-const int *const fuzz_hand_count[FUZZ_NHAND] = {
-    &hand_cuda_nprocs, &hand_graph_nprocs, &hand_graph_conditional_nprocs,
-    &hand_graph_host_nprocs,
-};
-
 const struct rgpu_proc *fuzz_pick_generated(unsigned sel, unsigned index, unsigned *lib)
 {
     *lib = sel % FUZZ_NGEN;
@@ -46,12 +37,5 @@ int fuzz_locate(uint32_t id, unsigned *sel, unsigned *index)
             return 0;
         }
     }
-    for (unsigned t = 0; t < FUZZ_NHAND; t++)
-        for (int k = 0; k < *fuzz_hand_count[t]; k++)
-            if (rgpu_proc_id(fuzz_hand[t][k].lib, fuzz_hand[t][k].name) == id) {
-                *sel = FUZZ_NGEN + t;
-                *index = (unsigned)k;
-                return 0;
-            }
     return -1;
 }

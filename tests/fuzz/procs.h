@@ -1,8 +1,7 @@
 /* The procedures the fuzzers can reach, and how an input names one.
  *
  * A record is [selector u8][index u16 BE][msgpack arguments]: the selector
- * picks one of the generated libraries or one of the hand-written tables
- * (modulo their number), the index a procedure in it (modulo its size), so
+ * picks one of the libraries (modulo their number), the index a procedure in it (modulo its size), so
  * that every byte value names some procedure and a mutation of the header
  * moves to a neighbour instead of to nowhere.  fuzz_dispatch takes several
  * records, each with a u16 BE length before its arguments. */
@@ -16,7 +15,6 @@
 #include "rgpud.h"
 
 #define FUZZ_NGEN 7             /* generated libraries, rgpu's own last */
-#define FUZZ_NHAND 4            /* hand-written tables */
 
 struct fuzz_gen {
     const struct rgpu_lib *lib;
@@ -24,8 +22,6 @@ struct fuzz_gen {
 };
 
 extern const struct fuzz_gen fuzz_gen[FUZZ_NGEN];
-extern const struct hand_proc *const fuzz_hand[FUZZ_NHAND];
-extern const int *const fuzz_hand_count[FUZZ_NHAND];
 
 /* What the last serve_ function said of its call's transport
  * (session_stub.c's serve_transport). */
