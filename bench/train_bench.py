@@ -33,9 +33,11 @@ and ends at a loss read, where the GPU has caught up).
 
 `worker` runs one model in this process and prints, last, one JSON line:
 model, mode (rgpu when rgpu's client library is loaded, else native),
-step_ms, cpu_ms (this process's CPU time per measured step, all its
-threads, user and system: a step whose cpu_ms is near its step_ms is bound
-by the program's own side), steps, waits_per_step and unwaited_per_step (requests that waited
+step_ms, cpu_ms (the CPU time per measured step of this process's busiest
+thread name: a step whose cpu_ms is near its step_ms is bound by the
+program's own side), cpu_threads (the same for the six busiest thread
+names; a pool's threads share a name and are added up), steps,
+waits_per_step and unwaited_per_step (requests that waited
 for rgpud's reply, and that did not, per measured step: rgpu_stats_totals
 from librgpu-client.so.0; null natively), and the logged losses.
 
@@ -43,8 +45,8 @@ from librgpu-client.so.0; null natively), and the logged losses.
 worker (the --rgpu command prefix in front of python3, with RGPU_STATS=1 so
 that rgpu's per-call table lands in the --log file), and prints:
   model | RTT (--label) | native ms | rgpu ms | ratio (rgpu / native) |
-  waits/step | unwaited/step | CPU ms per step of the native and the rgpu
-  process | losses identical (exactly; otherwise the largest absolute
+  waits/step | unwaited/step | CPU ms per step of the busiest thread of the
+  native and the rgpu process | losses identical (exactly; otherwise the largest absolute
   difference)
 `--native-from` takes the native runs from an earlier --json file instead
 of running them again (one native run for several links).  `table` prints
@@ -293,6 +295,39 @@ def image_batches(torch, cfg, seed):
     return next_batch
 
 
+def thread_cpu_ns():
+    """CPU time of each thread of this process so far, in ns, by thread id:
+    {tid: (name, ns)} from /proc (empty where there is none)."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                ns = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        # The main thread apart: pools of threads share its name.
+        out[tid] = (name + " (main)" if tid == str(os.getpid()) else name, ns)
+    return out
+
+
+def cpu_per_thread_name(before, after, steps):
+    """ms of CPU per step that each thread spent between the two samples,
+    the threads of one name added up (a pool's workers share one), the
+    busiest six names."""
+    by_name = {}
+    for tid, (name, ns) in after.items():
+        ms = (ns - before.get(tid, (name, 0))[1]) / 1e6 / steps
+        by_name[name] = by_name.get(name, 0.0) + ms
+    top = sorted(by_name.items(), key=lambda kv: -kv[1])[:6]
+    return {name: round(ms, 2) for name, ms in top}
+
+
 def worker(args):
     # Deterministic kernels, set before CUDA starts.
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -355,18 +390,19 @@ def worker(args):
         torch.cuda.synchronize()
     before = totals() if totals else None
     t0 = time.perf_counter()
-    c0 = time.process_time()
+    c0 = thread_cpu_ns()
     for n in range(args.warmup + 1, total + 1):
         step(n)
     wall = time.perf_counter() - t0
-    cpu = time.process_time() - c0
+    threads = cpu_per_thread_name(c0, thread_cpu_ns(), args.steps)
     after = totals() if totals else None
 
     result = {
         "model": args.model,
         "mode": "rgpu" if totals else "native",
         "step_ms": wall * 1000.0 / args.steps,
-        "cpu_ms": cpu * 1000.0 / args.steps,
+        "cpu_ms": max(threads.values()) if threads else None,
+        "cpu_threads": threads,
         "steps": args.steps,
         "warmup": args.warmup,
         "waits_per_step": (after[0] - before[0]) / args.steps if totals else None,

@@ -901,8 +901,8 @@ run_train() {
     done
     if [ ${#jsons[@]} -gt 0 ]; then
         say "ratio = rgpu / native; waits/step and unwaited: requests per step that waited"
-        say "for rgpud's reply / did not; CPU n/r: CPU ms per step of the native and the"
-        say "rgpu process; losses identical: every logged loss, exactly"
+        say "for rgpud's reply / did not; CPU n/r: CPU ms per step of the busiest thread"
+        say "of the native and the rgpu process (train-logs: the six busiest); losses identical: every logged loss, exactly"
         python3 "$tb" table "${jsons[@]}" | tee -a "$SUMMARY"
         say "(workers' output and rgpu's per-call tables: $trainlog)"
     fi
