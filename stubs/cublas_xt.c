@@ -548,7 +548,10 @@ static cublasStatus_t xt_gemm(cublasXtHandle_t handle, enum xt_type type,
     if (!alpha || !beta || lda < (arows ? arows : 1) || ldb < (brows ? brows : 1) ||
         ldc < (m ? m : 1) || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
         return CUBLAS_STATUS_INVALID_VALUE;
-    if (!m || !n)
+    /* NVIDIA's cuBLASXt computes C tile by tile, each from its blocks of
+     * k: with k of 0 there are none, and C stays as it was (BLAS would
+     * scale it by beta; measured on an H200, CUDA 13.0). */
+    if (!m || !n || !k)
         return CUBLAS_STATUS_SUCCESS;
     struct xt_gemm g = { type, transa, transb, m, n, k, alpha, beta,
                          matrix_of(A, lda), matrix_of(B, ldb), matrix_of(C, ldc) };
