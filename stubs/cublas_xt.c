@@ -548,9 +548,10 @@ static cublasStatus_t xt_gemm(cublasXtHandle_t handle, enum xt_type type,
     if (!alpha || !beta || lda < (arows ? arows : 1) || ldb < (brows ? brows : 1) ||
         ldc < (m ? m : 1) || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
         return CUBLAS_STATUS_INVALID_VALUE;
-    /* NVIDIA's cuBLASXt computes C tile by tile, each from its blocks of
-     * k: with k of 0 there are none, and C stays as it was (BLAS would
-     * scale it by beta; measured on an H200, CUDA 13.0). */
+    /* With k of 0 no tile has a block of k to compute, and C stays as it
+     * was.  BLAS would scale it by beta; NVIDIA's cuBLASXt (CUDA 13.0, on
+     * an H200) returned success and left C as it was in one run, changed
+     * some of it in another: no defined result to copy. */
     if (!m || !n || !k)
         return CUBLAS_STATUS_SUCCESS;
     struct xt_gemm g = { type, transa, transb, m, n, k, alpha, beta,

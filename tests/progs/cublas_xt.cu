@@ -193,9 +193,11 @@ static void device_operands(cublasXtHandle_t h, struct mats *x)
     cudaFree(dC);
 }
 
-// K of zero: BLAS scales C by beta; NVIDIA's cuBLASXt computes no tile and
-// leaves C as it was.  Which one happened is printed, so that a run through
-// rgpu is compared with a native one.  Beta of zero does not read C's values.
+// K of zero: only the status is compared.  BLAS scales C by beta; NVIDIA's
+// cuBLASXt (CUDA 13.0, H200) left C as it was in one run and changed some
+// 2,600 of its 30,000 elements in another, so what it does to C then is
+// not a result to hold rgpu to (rgpu's cuBLASXt leaves C as it was).  Beta
+// of zero does not read C's values.
 static void edge_cases(cublasXtHandle_t h, struct mats *x)
 {
     double al = 1.0, be = 3.0, zero = 0.0;
@@ -203,19 +205,7 @@ static void edge_cases(cublasXtHandle_t h, struct mats *x)
     memcpy(x->got, x->c, (size_t)M * N * sizeof(double));
     cublasStatus_t st = cublasXtDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, M, N, 0, &al, x->a, M, x->b,
                                       1, &be, x->got, M);
-    size_t scaled = 0, same = 0;
-    for (size_t i = 0; i < (size_t)M * N; i++) {
-        scaled += x->got[i] == 3.0 * x->c[i];
-        same += x->got[i] == x->c[i];
-    }
-    const char *what = scaled == (size_t)M * N ? "C scaled by beta"
-                       : same == (size_t)M * N ? "C left as it was"
-                                               : NULL;
-    check(st == CUBLAS_STATUS_SUCCESS && what, "cublasXtDgemm with K of 0",
-          "status %d, %zu of %zu elements scaled, %zu unchanged", (int)st, scaled,
-          (size_t)M * N, same);
-    if (what)
-        printf("cublasXtDgemm with K of 0: %s\n", what);
+    check(st == CUBLAS_STATUS_SUCCESS, "cublasXtDgemm with K of 0", "status %d", (int)st);
 
     for (size_t j = 0; j < (size_t)M * N; j++)
         x->got[j] = 1e300;
