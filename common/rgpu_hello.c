@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -321,42 +324,37 @@ out:
     return rc;
 }
 
-static int read_all(int fd, void *buf, size_t n)
+/* The socket's receive timeout (the client's RGPU_TIMEOUT) in ms, -1 where
+ * it has none: it bounds each handshake message, from its first byte to
+ * its last.  The server's session bounds its whole hello with an alarm. */
+static int receive_timeout_ms(int fd)
 {
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            if (r == 0)
-                errno = p == (char *)buf ? EPIPE : ECONNRESET;
-            return -1;
-        }
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
+    struct timeval tv;
+    socklen_t len = sizeof tv;
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) < 0 || (!tv.tv_sec && !tv.tv_usec))
+        return -1;
+    long ms = (long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
+/* Through common/rgpu_wire.c's reader of single frames, as every frame:
+ * exactly the one message, so that what follows stays in the socket for
+ * the session's reader. */
 int rgpu_hs_recv(int fd, struct rgpu_hs_msg *m, char *why, size_t whylen)
 {
-    uint32_t be;
-    if (read_all(fd, &be, sizeof be) < 0)
-        return -1;
-    uint32_t len = ntohl(be);
-    if (len == 0 || len > HS_FRAME_MAX) {
-        WHY("a %u-byte frame where a handshake message belongs", len);
+    char *frame;
+    size_t len;
+    if (rgpu_read_frame_limited(fd, &frame, &len, HS_FRAME_MAX, receive_timeout_ms(fd)) < 0) {
+        if (errno == EMSGSIZE)
+            WHY("an empty frame or one above %u bytes where a handshake message belongs",
+                HS_FRAME_MAX);
+        else if (errno == ENOMEM)
+            WHY("out of memory");
+        else
+            return -1;
         return -2;
     }
-    char *frame = malloc(len);
-    if (!frame) {
-        WHY("out of memory");
-        return -2;
-    }
-    int rc = read_all(fd, frame, len);
-    if (rc == 0 && rgpu_hs_decode(frame, len, m, why, whylen) < 0)
-        rc = -2;
+    int rc = rgpu_hs_decode(frame, len, m, why, whylen) < 0 ? -2 : 0;
     free(frame);
     return rc;
 }

@@ -261,7 +261,25 @@ static int read_all_until(int fd, void *buf, size_t n, int eof_ok, long deadline
     return read_all_polled(fd, buf, n, eof_ok, deadline);
 }
 
+/* A frame's length from its 4-byte big-endian header: 0, or -1 with errno
+ * EMSGSIZE when it is empty or above max.  Every frame read, buffered or
+ * not, is measured here. */
+static int frame_length(const unsigned char hdr[4], size_t max, size_t *n)
+{
+    *n = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
+    if (*n == 0 || *n > max) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    return 0;
+}
+
 int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int frame_ms)
+{
+    return rgpu_read_frame_limited(fd, buf, len, RGPU_FRAME_MAX, frame_ms);
+}
+
+int rgpu_read_frame_limited(int fd, char **buf, size_t *len, size_t max, int frame_ms)
 {
     unsigned char hdr[4];
     long deadline;
@@ -287,11 +305,9 @@ int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int frame_ms)
     deadline = frame_ms < 0 ? -1 : now_ms() + frame_ms;
     if (read_all_until(fd, hdr + r, sizeof hdr - (size_t)r, 0, deadline) < 0)
         return -1;
-    size_t n = (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
-    if (n == 0 || n > RGPU_FRAME_MAX) {
-        errno = EMSGSIZE;
+    size_t n;
+    if (frame_length(hdr, max, &n) < 0)
         return -1;
-    }
     /* A large frame on a slow link gets 1 ms more per 256 bytes (a floor
      * of 256 KB/s): 72 MiB may take 5 minutes, a small one frame_ms. */
     if (deadline >= 0)
@@ -399,12 +415,9 @@ int rgpu_reader_begin(struct rgpu_reader *r, size_t *len, int frame_ms, long *de
         *deadline = now_ms() + frame_ms;
     if (reader_fill(r, 4, 0, *deadline) < 0)
         return -1;
-    const unsigned char *h = (const unsigned char *)r->buf + r->start;
-    size_t n = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
-    if (n == 0 || n > RGPU_FRAME_MAX) {
-        errno = EMSGSIZE;
+    size_t n;
+    if (frame_length((const unsigned char *)r->buf + r->start, RGPU_FRAME_MAX, &n) < 0)
         return -1;
-    }
     r->start += 4;
     if (*deadline >= 0)
         *deadline += (long)(n >> 8);    /* as rgpu_read_frame_timed */

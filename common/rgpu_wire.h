@@ -53,6 +53,11 @@ int rgpu_read_frame(int fd, char **buf, size_t *len);
  * peer that stops inside a frame is stalled or hostile. */
 int rgpu_read_frame_timed(int fd, char **buf, size_t *len, int frame_ms);
 
+/* rgpu_read_frame_timed for frames of at most max bytes (EMSGSIZE above):
+ * the handshake's, read before the peer is known (common/rgpu_hello.c).
+ * Reads exactly the frame, nothing after it. */
+int rgpu_read_frame_limited(int fd, char **buf, size_t *len, size_t max, int frame_ms);
+
 /* A frame reader that reads ahead: requests sent without waiting (kernel
  * launches, async copies) arrive back to back, and one recv(2) of up to
  * RGPU_READER_BUF bytes then serves many frames instead of two system

@@ -317,8 +317,8 @@ static void refuse_busy(int fd, int lfd, int sfd, const struct rgpud_options *op
     pid_t pid = L.nrefusers < MAX_REFUSERS ? fork() : -1;
     if (pid == 0) {
         struct timeval tv = { REFUSE_HELLO_MS / 1000, 0 };
-        char *hello = NULL, why[160];
-        size_t len;
+        struct rgpu_hs_msg hello;
+        char why[160], bad[160];
         sigset_t all;
         ipc_forget_secret();            /* it reads a stranger's bytes */
         close_listener_fds(lfd, sfd);
@@ -328,7 +328,9 @@ static void refuse_busy(int fd, int lfd, int sfd, const struct rgpud_options *op
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         snprintf(why, sizeof why, "rgpud has %d connections that are not let in yet "
                  "(--max-startups); try again later", opt->max_startups);
-        if (rgpu_read_frame_timed(fd, &hello, &len, REFUSE_HELLO_MS) == 0)
+        /* Read as any handshake message (within the handshake's size);
+         * whatever it says, the answer is busy. */
+        if (rgpu_hs_recv(fd, &hello, bad, sizeof bad) != -1)
             send_busy_welcome(fd, why);
         _exit(0);
     }

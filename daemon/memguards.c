@@ -5,7 +5,8 @@
  * recorded; after every free it is forgotten.  The generated code checks
  * each RGPU_DEVPTR argument and each scalar against what is recorded here
  * (common/rgpu_marshal.c, rgpu_check_args) through the hooks registered
- * below; the hand procedures that copy ask owned_range themselves. */
+ * below; the serve_ functions of rgpu's own copies ask owned_range
+ * themselves. */
 #include "rgpud.h"
 #include "copy.h"
 #include "owned.h"
