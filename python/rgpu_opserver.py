@@ -113,7 +113,10 @@ def _probe_cuda():
             if not torch.cuda.is_available():
                 msg = "no usable CUDA device (torch.cuda.is_available() is False)"
             else:
-                msg = "OK " + torch.cuda.get_device_name(0)
+                # cuDNN's version (0: none): the client makes the choices
+                # PyTorch makes for CUDA tensors by it (rgpu/cuda_choices.py).
+                cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else 0
+                msg = f"OK {cudnn or 0} " + torch.cuda.get_device_name(0)
         except Exception as e:
             msg = f"CUDA failed: {e}"
         os.write(w, msg.encode()[:4000])
@@ -131,7 +134,8 @@ def _probe_cuda():
     if not text.startswith("OK "):
         fail(f"--device cuda: {text or 'the CUDA probe died'} (use --device cpu to serve "
              "PyTorch's CPU device)")
-    return {"device_name": text[3:]}
+    cudnn, _, name = text[3:].partition(" ")
+    return {"device_name": name, "cudnn": int(cudnn) if cudnn.isdigit() else 0}
 
 
 # ---- the sandbox ----------------------------------------------------------------------
@@ -585,7 +589,9 @@ class Executor:
         self.torch.manual_seed(seed)
 
     def op_flags(self, flags):
-        if not (isinstance(flags, list) and len(flags) == 6 and all(isinstance(f, bool) for f in flags)):
+        # Six from clients before cudnn.enabled travelled; seven now.
+        if not (isinstance(flags, list) and len(flags) in (6, 7)
+                and all(isinstance(f, bool) for f in flags)):
             raise BadInput("malformed flags")
         t = self.torch
         # The eager setting only: torch.use_deterministic_algorithms also
@@ -594,6 +600,7 @@ class Executor:
         t._C._set_deterministic_algorithms(flags[0], warn_only=flags[1])
         t.backends.cudnn.deterministic, t.backends.cudnn.benchmark = flags[2], flags[3]
         t.backends.cuda.matmul.allow_tf32, t.backends.cudnn.allow_tf32 = flags[4], flags[5]
+        t.backends.cudnn.enabled = flags[6] if len(flags) == 7 else True
 
     def op_sync(self):
         if self.device.type == "cuda":

@@ -165,6 +165,11 @@ for _name in _WHOLE_FACTORIES:
     _op = getattr(getattr(torch.ops.aten, _base), _overload or "default")
     _aten_lib.impl(_name, _whole(_op), "PrivateUse1")
 
+# Operators whose CUDA kernel PyTorch chooses by the tensors' device
+# (batch_norm's cuDNN kernel) make CUDA's choice on rgpu tensors too.
+from . import cuda_choices as _cuda_choices  # noqa: E402
+_cuda_choices.install(_aten_lib)
+
 # Optimisers and clip_grad_norm_ take their foreach (multi-tensor) forms
 # for rgpu tensors as they do for CUDA's: a handful of operators per step
 # instead of several per parameter.  They choose by the tensors' type.

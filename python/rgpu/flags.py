@@ -11,4 +11,6 @@ def current_flags():
         bool(torch.backends.cudnn.benchmark),
         bool(torch.backends.cuda.matmul.allow_tf32),
         bool(torch.backends.cudnn.allow_tf32),
+        # Whether convolutions (and the like) may take cuDNN's kernels.
+        bool(torch.backends.cudnn.enabled),
     ]

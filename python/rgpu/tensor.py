@@ -882,7 +882,20 @@ def _view_in_place(func, args, kwargs):
     return x
 
 
+def _decomposed(func, args, kwargs):
+    """An operator PyTorch normally decomposes before rgpu sees it, which
+    reaches rgpu whole under torch.inference_mode (no autograd key to
+    decompose at): decomposed here, as anywhere else."""
+    return func.decompose(*args, **kwargs)
+
+
 _SPECIAL = {
     aten._to_copy.default: _to_copy,
     aten.copy_.default: _copy_,
+    # tensor.to(...), .cpu(): to another device they are copies to the
+    # CPU, which an ordinary operation on the meta device cannot be.
+    aten.to.dtype_layout: _decomposed,
+    aten.to.device: _decomposed,
+    aten.to.other: _decomposed,
+    aten.to.dtype: _decomposed,
 }

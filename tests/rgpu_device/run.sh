@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/rgpu_device/run.sh SUITE   (SUITE: device | plans | opserver | sandbox | nanogpt | bench)
+# tests/rgpu_device/run.sh SUITE   (SUITE: device | plans | choices | opserver | sandbox | nanogpt | bench)
 #
 # Runs one of the rgpu device test suites with the Python that
 # tests/rgpu_device/install-torch.sh installs (RGPU_TORCH_PYTHON names
@@ -24,11 +24,12 @@ fi
 export RGPU_OPSERVER_SANDBOX=$sandbox
 case ${1:-} in
     # meson's rgpu-device-device: the device, then its plans and training runs
-    device)   cd "$here" && exec "$py" -m unittest -v test_device test_plans ;;
+    device)   cd "$here" && exec "$py" -m unittest -v test_device test_plans test_cuda_choices ;;
+    choices)  cd "$here" && exec "$py" -m unittest -v test_cuda_choices ;;
     plans)    cd "$here" && exec "$py" -m unittest -v test_plans ;;
     opserver) cd "$here" && exec "$py" -m unittest -v test_opserver ;;
     sandbox)  cd "$here" && exec "$py" -m unittest -v test_sandbox ;;
     nanogpt)  exec "$py" "$here/nanogpt_check.py" ;;
     bench)    shift; exec "$py" "$here/bench_client.py" "$@" ;;
-    *) echo "usage: $0 device|plans|opserver|sandbox|nanogpt|bench" >&2; exit 2 ;;
+    *) echo "usage: $0 device|plans|choices|opserver|sandbox|nanogpt|bench" >&2; exit 2 ;;
 esac

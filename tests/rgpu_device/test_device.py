@@ -93,6 +93,17 @@ class Copies(Case):
         src = torch.randn(3 << 20)            # 12 MB: more than one batch of bytes
         self.both(lambda d: src.to(d) * 2, exact=True)
 
+    def test_copies_in_inference_mode(self):
+        # Under inference_mode tensor.to and .cpu reach rgpu undecomposed.
+        x = torch.arange(6.).reshape(2, 3)
+        with torch.inference_mode():
+            r = (x.to("rgpu") * 2).t()
+            for back in (r.cpu(), r.to("cpu"), r.to(torch.device("cpu"), torch.float64),
+                         r.to(x), r.double().cpu()):
+                self.assertEqual(back.device.type, "cpu")
+                torch.testing.assert_close(back, (x * 2).t(), check_dtype=False)
+            self.assertIs(r.to("rgpu"), r)
+
     def test_module_to(self):
         torch.manual_seed(0)
         m = nn.Linear(4, 3)
