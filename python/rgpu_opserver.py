@@ -488,8 +488,8 @@ class Executor:
         # Views already built and checked, by what the wire said of them:
         # a training step names the same parameters and optimiser states
         # laid out the same way every time.  A storage's views go with it.
-        self.views = {}            # (sid, dtype, sizes, strides, offset) -> tensor
-        self.views_of = {}         # sid -> keys of its views
+        self.views = {}            # sid -> {(dtype, sizes, strides, offset): tensor}
+        self.nviews = 0            # views in self.views
         self.plans = {}            # number -> Plan (op_plan)
         # The requests: ["new", ...] is op_new's, and so on.
         self.handlers = {name[3:]: getattr(self, name) for name in dir(self)
@@ -567,8 +567,9 @@ class Executor:
             return
         self.storage(sid)
         del self.table[sid]
-        for key in self.views_of.pop(sid, ()):
-            self.views.pop(key, None)
+        views = self.views.pop(sid, None)
+        if views is not None:
+            self.nviews -= len(views)
 
     def op_frees(self, sids):
         """Frees each storage of a list; the first bad id is the error."""
@@ -728,27 +729,34 @@ class Executor:
         if not (type(v) is list and len(v) == 5):
             raise BadInput("malformed tensor")
         sid, dtype, size, stride, offset = v
-        key = None
+        layout = None
         if type(sid) is int and type(size) is list and type(stride) is list:
             try:
-                key = (sid, dtype, tuple(size), tuple(stride), offset)
-                cached = self.views.get(key)
+                layout = (dtype, tuple(size), tuple(stride), offset)
+                views = self.views.get(sid)
+                cached = views.get(layout) if views is not None else None
             except TypeError:           # an unhashable value: checked below
-                key = cached = None
+                layout = cached = None
             if cached is not None:
                 return cached
         t = self.view(self.storage(sid), self.dtype(dtype), size, stride, offset,
                       f"tensor handle {sid}")
-        if key is not None:
-            self.keep_view(key, sid, t)
+        if layout is not None:
+            self.keep_view(sid, layout, t)
         return t
 
-    def keep_view(self, key, sid, t):
-        if len(self.views) >= MAX_VIEWS:
+    def keep_view(self, sid, layout, t):
+        """Keeps t as storage sid's view laid out as layout (dtype name,
+        sizes, strides, offset), until the storage is freed."""
+        if self.nviews >= MAX_VIEWS:
             self.views.clear()
-            self.views_of.clear()
-        self.views[key] = t
-        self.views_of.setdefault(sid, []).append(key)
+            self.nviews = 0
+        views = self.views.get(sid)
+        if views is None:
+            views = self.views[sid] = {}
+        if layout not in views:
+            self.nviews += 1
+        views[layout] = t
 
     def view(self, s, d, size, stride, offset, what):
         check_layout(size, stride, offset, self.itemsize[d], s.nbytes(), what)
@@ -818,7 +826,7 @@ class Executor:
         if (r.dtype == d and r.storage_offset() == offset and s.nbytes() >= nbytes
                 and list(r.size()) == size and list(r.stride()) == stride):
             self.table[sid] = s
-            self.keep_result(sid, dtype, r)
+            self.keep_result(sid, (dtype, tuple(size), tuple(stride), offset), r)
             return
         # The server's kernel laid its result out otherwise than the meta
         # kernel said: copy it into the layout the client knows.
@@ -833,11 +841,12 @@ class Executor:
             view.copy_(r)
         self.table[sid] = s
 
-    def keep_result(self, sid, dtype, r):
-        """A result is also the view the next call naming its storage, laid
-        out alike, would build (unless a flag of it would not carry over)."""
+    def keep_result(self, sid, layout, r):
+        """A result is also the view the next call naming its storage laid
+        out as the result is (layout) would build, unless a flag of it would
+        not carry over."""
         if not (r.is_conj() or r.is_neg()):
-            self.keep_view((sid, dtype, tuple(r.size()), r.stride(), r.storage_offset()), sid, r)
+            self.keep_view(sid, layout, r)
 
     # -- plans: a call kept under a number, then run with new values
     def op_plan(self, number, name, args, kwargs, outs, nvalues):
@@ -940,13 +949,13 @@ class Executor:
     def slot_tensor(self, sid, slot):
         if type(sid) is not int:
             raise BadInput("a tensor handle must be an integer")
-        key = (sid,) + slot.layout
-        t = self.views.get(key)
+        views = self.views.get(sid)
+        t = views.get(slot.layout) if views is not None else None
         if t is None:
             _, size, stride, offset = slot.layout
             t = self.view(self.storage(sid), slot.dtype, size, stride, offset,
                           f"tensor handle {sid}")
-            self.keep_view(key, sid, t)
+            self.keep_view(sid, slot.layout, t)
         return t
 
     def register_planned(self, spec, sid, r, name):
@@ -954,7 +963,8 @@ class Executor:
         checked when the plan was made: a result laid out so, in a storage
         of at least nbytes, lies inside it."""
         _, d, dtype, size, stride, offset, nbytes = spec
-        self._new_sid(sid)
+        if not (type(sid) is int and 0 < sid < MAX_SID) or sid in self.table:
+            self._new_sid(sid)          # raises
         t = self.torch
         if (isinstance(r, t.Tensor) and r.dtype == d and r.layout == t.strided
                 and r.device == self.device and r.storage_offset() == offset
@@ -962,7 +972,7 @@ class Executor:
             s = r.untyped_storage()
             if s.nbytes() >= nbytes:
                 self.table[sid] = s
-                self.keep_result(sid, dtype, r)
+                self.keep_result(sid, spec[2:6], r)
                 return
         self.register([sid, dtype, list(size), list(stride), offset, nbytes], r, name)
 
