@@ -28,6 +28,7 @@ import socket
 import stat
 import struct
 import sys
+import time
 
 MIN_PYTHON = (3, 8)
 MIN_TORCH = (2, 0)
@@ -611,6 +612,11 @@ class Executor:
         if self.device.type != "cuda":
             return {}
         return {k: v for k, v in self.torch.cuda.memory_stats().items() if isinstance(v, int)}
+
+    def op_cpu_time(self):
+        """This session's CPU time so far in seconds, all its threads (the
+        client's step-time measurements set it against its own)."""
+        return time.process_time()
 
     def op_empty_cache(self):
         if self.device.type == "cuda":

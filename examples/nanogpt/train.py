@@ -118,6 +118,7 @@ def main():
     wall_from, waits_from = None, None
     for step in range(1, args.steps + 1):
         if step == min(11, args.steps):     # after warm-up: whole steps, batches included
+            server_from = _rgpu_server_cpu(args.device)
             wall_from, waits_from = time.perf_counter(), _rgpu_waits(args.device)
             cpu_from = time.process_time()
         ix = torch.randint(len(data) - args.block - 1, (args.batch,), generator=gen)
@@ -141,6 +142,16 @@ def main():
     print(f"cpu_ms_per_step {(time.process_time() - cpu_from) / counted * 1e3:.2f}")
     if waits_from is not None:
         print(f"rgpu_waits_per_step {(_rgpu_waits(args.device) - waits_from) / counted:.2f}")
+        # The op server session's CPU time (one more wait, not counted above).
+        print(f"server_cpu_ms_per_step "
+              f"{(_rgpu_server_cpu(args.device) - server_from) / counted * 1e3:.2f}")
+
+
+def _rgpu_server_cpu(device):
+    """The op server session's CPU seconds so far (device rgpu), else None."""
+    if not device.startswith("rgpu"):
+        return None
+    return torch.rgpu.server_cpu_time()
 
 
 def _rgpu_waits(device):

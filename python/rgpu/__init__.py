@@ -115,6 +115,12 @@ class _DeviceModule:
         return _session.get().info.get("device_name", "rgpu")
 
     @staticmethod
+    def server_cpu_time():
+        """The op server session's CPU time so far, in seconds (all its
+        threads); waits for the server."""
+        return _session.get().request(["cpu_time"])
+
+    @staticmethod
     def server_info():
         """What the op server said about itself at hello (torch version, device)."""
         return dict(_session.get().info)

@@ -28,7 +28,8 @@
 #    steps each with a loss read every 20 steps, as a training loop logs:
 #    wall ms per step (steps 11..N, batches included), the client's CPU ms
 #    per step (all its threads), requests that waited for the server per
-#    step, and the ratio to native cuda measured the same way right before
+#    step, the op server session's CPU ms per step (all its threads:
+#    torch.rgpu.server_cpu_time), and the ratio to native cuda measured the same way right before
 #    each row (the target is 1.3 at most; a number, not a verdict).
 #
 # With RGPU_STUB_SERVER=ADDR (an rgpud already running; tests/gpu/run.sh
@@ -235,16 +236,16 @@ done
 say ""
 say "nanoGPT (4 layers, d=128, batch 32 x block 64, fp32), $TSTEPS steps, loss read every 20;"
 say "native $NATIVE measured right before each rgpu row (ratio = rgpu wall / that native wall)"
-say "| run | RTT | wall ms/step | client CPU ms/step | waits/step | ratio to native |"
-say "|---|---|---|---|---|---|"
+say "| run | RTT | wall ms/step | client CPU ms/step | server CPU ms/step | waits/step | ratio to native |"
+say "|---|---|---|---|---|---|---|"
 # native_row: native cuda's wall ms per step now, in NATIVE_WALL ("" if it failed).
 native_row() {
     NATIVE_WALL=
     if train "$NATIVE" "$TSTEPS" 20 "$WORK/ops.sock" "$WORK/t-native.out"; then
         NATIVE_WALL=$(field wall_ms_per_step "$WORK/t-native.out")
-        say "| native $NATIVE | - | $NATIVE_WALL | $(field cpu_ms_per_step "$WORK/t-native.out") | - | - |"
+        say "| native $NATIVE | - | $NATIVE_WALL | $(field cpu_ms_per_step "$WORK/t-native.out") | - | - | - |"
     else
-        say "| native $NATIVE | - | failed (see $LOG) | | | |"
+        say "| native $NATIVE | - | failed (see $LOG) | | | | |"
         fail=1
     fi
 }
@@ -254,9 +255,9 @@ row() {   # row LABEL SOCKET
         local wall ratio=-
         wall=$(field wall_ms_per_step "$WORK/t.out")
         [ -n "$NATIVE_WALL" ] && ratio=$(awk "BEGIN { printf \"%.2f\", $wall / $NATIVE_WALL }")
-        say "| device rgpu | $1 | $wall | $(field cpu_ms_per_step "$WORK/t.out") | $(field rgpu_waits_per_step "$WORK/t.out") | $ratio |"
+        say "| device rgpu | $1 | $wall | $(field cpu_ms_per_step "$WORK/t.out") | $(field server_cpu_ms_per_step "$WORK/t.out") | $(field rgpu_waits_per_step "$WORK/t.out") | $ratio |"
     else
-        say "| device rgpu | $1 | failed (see $LOG) | | | |"
+        say "| device rgpu | $1 | failed (see $LOG) | | | | |"
         fail=1
     fi
 }
@@ -267,9 +268,9 @@ stub_row() {
     [ "$STUB_ROWS" != 0 ] || return 0
     if timeout "$STUB_TIMEOUT" "$BUILD/launcher/rgpu" run --server "$2" -- "$PY" "$TRAIN" \
             --device cuda --steps "$STUB_STEPS" --log-every 10 --data "$DATA" >"$WORK/s.out" 2>&1; then
-        say "| stubs (rgpu run) | $1 | $(field wall_ms_per_step "$WORK/s.out") | $(field cpu_ms_per_step "$WORK/s.out") | (RGPU_TRAIN table) | |"
+        say "| stubs (rgpu run) | $1 | $(field wall_ms_per_step "$WORK/s.out") | $(field cpu_ms_per_step "$WORK/s.out") | - | (RGPU_TRAIN table) | |"
     else
-        say "| stubs (rgpu run) | $1 | failed (see $LOG) | | | |"
+        say "| stubs (rgpu run) | $1 | failed (see $LOG) | | | | |"
     fi
     { echo "== stubs over $1 ($2)"; cat "$WORK/s.out"; } >>"$LOG"
 }
@@ -299,7 +300,7 @@ if [ -x "$DELAY" ]; then
         if [ -n "$LINK" ]; then
             row "$rtt ms" "$LINK"
         else
-            say "| device rgpu | $rtt ms | rgpu-delay did not start | | | |"
+            say "| device rgpu | $rtt ms | rgpu-delay did not start | | | | |"
         fi
         if [ "$STUB_ROWS" != 0 ]; then
             link "$rtt" "$RGPU_STUB_SERVER" stublink

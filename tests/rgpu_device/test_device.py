@@ -62,6 +62,16 @@ class Creation(Case):
         self.assertEqual(torch.rgpu.device_count(), 1)
         self.assertIn("rgpu:0", repr(x))
 
+    def test_server_cpu_time(self):
+        before = torch.rgpu.server_cpu_time()
+        x = torch.randn(256, 256, device="rgpu")
+        for _ in range(20):
+            x = (x @ x).tanh()
+        x.sum().item()
+        after = torch.rgpu.server_cpu_time()
+        self.assertIsInstance(before, float)
+        self.assertGreater(after, before)
+
 
 class Copies(Case):
     def test_round_trip_dtypes(self):
