@@ -49,7 +49,9 @@ that rgpu's per-call table lands in the --log file), and prints:
   native and the rgpu process | losses identical (exactly; otherwise the largest absolute
   difference)
 `--native-from` takes the native runs from an earlier --json file instead
-of running them again (one native run for several links).  `table` prints
+of running them again (one native run for several links).  `--repeat N`
+runs N pairs (native, then rgpu) per model and shows the pair of median
+ratio, every pair's ratio after its losses.  `table` prints
 the rows of several --json files as one table.
 
 Deterministic settings (seed, deterministic algorithms, CUBLAS_WORKSPACE_CONFIG,
@@ -531,6 +533,9 @@ def format_row(r):
     same = r["losses_identical"]
     if same.startswith("no"):
         same += f" (max abs diff {r['max_abs_diff']:.3g})"
+    if len(r.get("ratios") or ()) > 1:
+        same += f"  (ratios of {len(r['ratios'])} pairs: " + \
+            ", ".join(f"{x:.2f}" for x in r["ratios"]) + ")"
     errors = [f"{k}: {r[k + '_error']}" for k in ("native", "rgpu") if r.get(k + "_error")]
     if errors:
         same += "  [" + "; ".join(errors) + "]"
@@ -585,20 +590,37 @@ def compare(args):
 def run_models(args, models, prefix, native_rows, env_native, env_rgpu, rows, save):
     for m in models:
         argv = worker_argv(args, m)
-        if m in native_rows:
-            native, nwhy = native_rows[m]
-        elif args.no_native:
-            native, nwhy = None, None
-        else:
-            native, nwhy = run_worker(argv, env_native, args.timeout, args.log, f"{m} native")
-        rgpu, rwhy = None, None
-        if prefix:
-            rgpu, rwhy = run_worker(prefix + argv, env_rgpu, args.timeout, args.log,
-                                    f"{m} rgpu {args.label}")
-        row = make_row(m, args.label, native, rgpu, nwhy, rwhy)
+        pairs = []
+        for i in range(args.repeat):
+            tag = f" (pair {i + 1} of {args.repeat})" if args.repeat > 1 else ""
+            if m in native_rows:
+                native, nwhy = native_rows[m]
+            elif args.no_native:
+                native, nwhy = None, None
+            else:
+                native, nwhy = run_worker(argv, env_native, args.timeout, args.log,
+                                          f"{m} native{tag}")
+            rgpu, rwhy = None, None
+            if prefix:
+                rgpu, rwhy = run_worker(prefix + argv, env_rgpu, args.timeout, args.log,
+                                        f"{m} rgpu {args.label}{tag}")
+            pairs.append(make_row(m, args.label, native, rgpu, nwhy, rwhy))
+        row = median_pair(pairs)
         rows.append(row)
         save(rows)
         print(format_row(row), flush=True)
+
+
+def median_pair(pairs):
+    """Of --repeat pairs (native run, then rgpu run), the one whose ratio is
+    the median, with every pair's ratio beside it: the host's speed drifts
+    between minutes, and one pair's ratio can be off by tens of percent."""
+    measured = sorted((p for p in pairs if p["ratio"] is not None), key=lambda p: p["ratio"])
+    if not measured:
+        return pairs[0]
+    row = dict(measured[(len(measured) - 1) // 2])
+    row["ratios"] = [p["ratio"] for p in measured]
+    return row
 
 
 def table(files):
@@ -648,6 +670,9 @@ def main():
     c.add_argument("--native-from", help="take the native runs from this --json file")
     c.add_argument("--no-native", action="store_true", help="run no native workers")
     c.add_argument("--timeout", type=float, default=600, help="seconds per worker")
+    c.add_argument("--repeat", type=int, default=1,
+                   help="pairs of runs (native, then rgpu) per model; the row is the pair "
+                        "of median ratio, every pair's ratio beside it (default 1)")
     c.add_argument("--json", help="write the rows here")
     c.add_argument("--log", help="append each worker's stdout and stderr here")
     common(c)

@@ -64,4 +64,25 @@ then
     echo "FAIL - default sizes"
     failures=$((failures + 1))
 fi
+# --repeat: the row shown is the pair of median ratio, every ratio beside it.
+if ! "$py" - "$tb" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("tb", sys.argv[1])
+tb = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tb)
+def run(ms):
+    return {"step_ms": ms, "losses": [1.0], "waits_per_step": 0.1, "unwaited_per_step": 9.0}
+pairs = [tb.make_row("convnet", "10 ms", run(n), run(r) if r else None, None, None)
+         for n, r in ((4.0, 6.0), (4.0, 4.4), (5.0, 6.0), (4.0, None))]   # the last: rgpu failed
+row = tb.median_pair(pairs)
+assert [round(x, 6) for x in row["ratios"]] == [1.1, 1.2, 1.5] and round(row["ratio"], 6) == 1.2, row
+line = tb.format_row(row)
+assert "ratios of 3 pairs: 1.10, 1.20, 1.50" in line and "   1.20 " in line, line
+assert tb.median_pair(pairs[3:])["ratio"] is None
+print("ok - --repeat keeps the pair of median ratio: " + line)
+PY
+then
+    echo "FAIL - --repeat"
+    failures=$((failures + 1))
+fi
 [ $failures -eq 0 ]

@@ -39,7 +39,9 @@
 # RGPU_TRAIN_SLOW_STEPS (20) on links of 10 ms round trip or more (losses
 # then compared over the steps both logged), RGPU_TRAIN_TIMEOUT (s per
 # worker, 120), RGPU_TRAIN_BUDGET (s for the whole part, 210: links left
-# when it runs out are skipped, a run cut short shows as a timeout).
+# when it runs out are skipped, a run cut short shows as a timeout),
+# RGPU_TRAIN_REPEAT (1: pairs of native and rgpu runs per model and link;
+# the row shows the pair of median ratio and every pair's ratio).
 # Only this part: RGPU_PROGS=0 RGPU_BENCH=0 RGPU_TRAIN=1.
 #
 # RGPU_DEVICE=1 adds tests/gpu/rgpu_device_check.sh (device "rgpu": nanoGPT
@@ -887,7 +889,7 @@ run_train() {
                 native=(--native-from "$WORK/train-native.json")
             RGPU_KEY_FILE=$WORK/train.key timeout -k 10 "$left" python3 "$tb" compare \
                 --models "$models" --label "$label" --warmup "$warmup" --steps "$link_steps" \
-                --timeout "$((per < left ? per : left))" \
+                --timeout "$((per < left ? per : left))" --repeat "${RGPU_TRAIN_REPEAT:-1}" \
                 "${native[@]}" \
                 --rgpu "$launcher run --server $LINK_SERVER --" \
                 --json "$WORK/train-$n.json" --log "$trainlog" > "$WORK/train-$n.out" 2>&1
