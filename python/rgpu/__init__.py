@@ -68,6 +68,19 @@ class _DeviceModule:
         if index not in (None, 0):
             raise RgpuError(f"rgpu: device {index} does not exist (the op server serves one)")
 
+    class device:
+        """with torch.rgpu.device(0): ... (the one device; any other index
+        raises)."""
+
+        def __init__(self, device):
+            _DeviceModule.set_device(device)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
     @staticmethod
     def synchronize(device=None):
         """Waits until the server has run everything sent so far; raises the
@@ -175,6 +188,14 @@ for _name in _WHOLE_FACTORIES:
 # (batch_norm's cuDNN kernel) make CUDA's choice on rgpu tensors too.
 from . import cuda_choices as _cuda_choices  # noqa: E402
 _cuda_choices.install(_aten_lib)
+
+# Pinned batches (DataLoader(pin_memory=True)) and checkpoints loaded with
+# map_location="rgpu", which PyTorch serves through C++ hooks a device
+# written in Python lacks.
+from . import pinning as _pinning  # noqa: E402
+from . import loading as _loading  # noqa: E402
+_pinning.install(_aten_lib)
+_loading.install()
 
 # Optimisers and clip_grad_norm_ take their foreach (multi-tensor) forms
 # for rgpu tensors as they do for CUDA's: a handful of operators per step

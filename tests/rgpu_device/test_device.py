@@ -351,6 +351,58 @@ class Autograd(Case):
         assert_same(self, t.cpu(), back["t"], exact=True)
         self.assertEqual(back["m"]["weight"].device.type, "rgpu")
 
+    def test_load_a_cpu_checkpoint_onto_rgpu(self):
+        # A checkpoint saved elsewhere (here on the CPU: the file names the
+        # device), loaded with map_location naming rgpu.
+        torch.manual_seed(6)
+        model = nn.Sequential(nn.Embedding(5, 4), nn.Linear(4, 5))
+        model[1].weight = model[0].weight                     # tied, as GPTs do
+        opt = torch.optim.AdamW(model.parameters())
+        model(torch.tensor([1, 2])).sum().backward()
+        opt.step()
+        buf = io.BytesIO()
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "epoch": 3,
+                    "p": nn.Parameter(torch.ones(2))}, buf)
+        for where in ("rgpu", "rgpu:0", torch.device("rgpu", 0), {"cpu": "rgpu"}):
+            with self.subTest(map_location=where):
+                buf.seek(0)
+                ck = torch.load(buf, map_location=where, weights_only=False)
+                sd = ck["model"]
+                self.assertEqual(ck["epoch"], 3)
+                self.assertIsInstance(ck["p"], nn.Parameter)
+                self.assertEqual(ck["p"].device.type, "rgpu")
+                for k, v in sd.items():
+                    assert_same(self, model.state_dict()[k], v, exact=True, what=k)
+                with torch.no_grad():                          # tied: one storage still
+                    sd["0.weight"][0, 0] = 7.0
+                self.assertEqual(sd["1.weight"][0, 0].item(), 7.0)
+                moment = ck["opt"]["state"][0]["exp_avg"]
+                self.assertEqual(moment.device.type, "rgpu")
+                back = nn.Sequential(nn.Embedding(5, 4), nn.Linear(4, 5)).to("rgpu")
+                back.load_state_dict(sd)
+        buf.seek(0)
+        self.assertEqual(torch.load(buf, map_location="cpu")["model"]["0.weight"].device.type,
+                         "cpu")
+        buf.seek(0)
+        with self.assertRaisesRegex(rgpu.RgpuError, "map_location='cpu'"):
+            torch.load(buf, map_location={"cpu": "rgpu", "cuda:0": "cpu"})
+
+    def test_pinned_batches(self):
+        # DataLoader(pin_memory=True) pins for the accelerator, rgpu here.
+        data = torch.utils.data.TensorDataset(torch.arange(24.).reshape(12, 2))
+        got = [b.to("rgpu", non_blocking=True).sum().item() for b, in
+               torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True)]
+        self.assertEqual(got, [28.0, 92.0, 156.0])
+        x = torch.arange(6.).reshape(2, 3).t()
+        p = x.pin_memory()
+        self.assertTrue(torch.equal(p, x))
+        self.assertNotEqual(p.data_ptr(), x.data_ptr())       # a tensor of its own
+        self.assertFalse(p.is_pinned())
+        with torch.rgpu.device(0):
+            self.assertEqual(torch.rgpu.current_device(), 0)
+        with self.assertRaises(rgpu.RgpuError):
+            torch.rgpu.device(1)
+
 
 class Errors(Case):
     def test_server_error_names_the_operation(self):
