@@ -19,6 +19,13 @@ tests/rgpu_device/test_cuda_choices.py compares them with the choices of
 this client's PyTorch on fake CUDA tensors, so that a PyTorch whose rule
 moved fails a test rather than a model.
 
+Results laid out otherwise: cuDNN's convolutions give channels-last
+results for channels-last arguments, where the meta device, which gives
+rgpu its results' layouts, gives contiguous ones; the server would then
+copy each result into the layout the client expects.  RESULT_LAYOUTS lays
+the meta results out as CUDA's (a mistaken guess costs that copy, never
+a wrong value).
+
 Not covered (docs/rgpu-device.md, "Kernels CUDA chooses"):
 scaled_dot_product_attention chooses its fused kernels through a dispatch
 stub that only C++ can fill for a new device, so on rgpu it runs as its
@@ -88,6 +95,51 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
             momentum, eps)[0]
     return aten.batch_norm.default.decompose(input, weight, bias, running_mean, running_var,
                                              training, momentum, eps, cudnn_enabled)
+
+
+# ---- result layouts: what CUDA's kernels lay out otherwise than the meta device
+
+def _cudnn_conv_memory_format(input, weight):
+    """The memory format of cuDNN's convolution results for these arguments
+    (channels-last when either is), or None where the meta device's
+    contiguous results are CUDA's too."""
+    if not torch.backends.cudnn.enabled or torch.float64 in (input.dtype, weight.dtype) \
+            or not server_has_cudnn():
+        return None
+    formats = (suggest_memory_format(input), suggest_memory_format(weight))
+    if weight.dim() == 4 and torch.channels_last in formats:
+        return torch.channels_last
+    if weight.dim() == 5 and torch.channels_last_3d in formats:
+        return torch.channels_last_3d
+    return None
+
+
+def _laid_out(t, memory_format):
+    if t is None or memory_format is None or t.is_contiguous(memory_format=memory_format):
+        return t
+    return t.contiguous(memory_format=memory_format)
+
+
+def convolution_layout(args, out):
+    """convolution(input, weight, ...) on meta tensors gave out."""
+    return _laid_out(out, _cudnn_conv_memory_format(args[0], args[1]))
+
+
+def convolution_backward_layout(args, outs):
+    """convolution_backward(grad_output, input, weight, ...) gave outs:
+    the input's and the weight's gradients take the forward's format."""
+    grad_input, grad_weight, grad_bias = outs
+    memory_format = _cudnn_conv_memory_format(args[1], args[2])
+    return (_laid_out(grad_input, memory_format), _laid_out(grad_weight, memory_format),
+            grad_bias)
+
+
+# operator -> fix(meta arguments, meta results) -> meta results laid out as
+# CUDA's kernels lay them out (tensor.py's _plan applies it).
+RESULT_LAYOUTS = {
+    aten.convolution.default: convolution_layout,
+    aten.convolution_backward.default: convolution_backward_layout,
+}
 
 
 def install(lib):

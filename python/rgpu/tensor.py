@@ -34,6 +34,7 @@ from rgpu_wire import CHUNK
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from . import session as _session
+from .cuda_choices import RESULT_LAYOUTS as _RESULT_LAYOUTS
 from .session import RgpuError
 
 DEVICE = torch.device("rgpu", 0)
@@ -599,6 +600,9 @@ def _plan(func, name, args, kwargs, tensors, storages):
     margs, mkwargs = tree_map(to_meta, (args, kwargs))
     try:
         mout = func(*margs, **mkwargs)
+        layout = _RESULT_LAYOUTS.get(func)
+        if layout is not None:
+            mout = layout(margs, mout)
     except NotImplementedError:
         return _WAIT
     except RuntimeError as e:

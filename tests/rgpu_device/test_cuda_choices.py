@@ -160,6 +160,24 @@ class CudnnServer(unittest.TestCase):
             torch.backends.cudnn.enabled = True
         self.assertEqual(sent, {}, sent)
 
+    def test_channels_last_convolutions(self):
+        # cuDNN (and PyTorch's CPU kernels) give channels-last results for
+        # channels-last arguments; the meta device gives contiguous ones.
+        torch.manual_seed(2)
+        conv = nn.Conv2d(3, 4, 3, padding=1).to(memory_format=torch.channels_last)
+        x = torch.randn(2, 3, 6, 6).to(memory_format=torch.channels_last).requires_grad_()
+        conv_r = nn.Conv2d(3, 4, 3, padding=1).to("rgpu").to(memory_format=torch.channels_last)
+        conv_r.load_state_dict(conv.state_dict())
+        x_r = x.detach().to("rgpu").requires_grad_()
+        y, y_r = conv(x), conv_r(x_r)
+        self.assertTrue(y_r.is_contiguous(memory_format=torch.channels_last))
+        self.assertEqual(y_r.stride(), y.stride())
+        y.square().sum().backward()
+        y_r.square().sum().backward()
+        for want, got in ((y, y_r), (x.grad, x_r.grad), (conv.weight.grad, conv_r.weight.grad)):
+            self.assertEqual(got.stride(), want.stride())
+            torch.testing.assert_close(got.cpu(), want.detach(), rtol=1e-5, atol=1e-5)
+
     def test_no_grad_and_inference(self):
         x = torch.randn(4, 3, 6, 6)
         bn = nn.BatchNorm2d(3)
