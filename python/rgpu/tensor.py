@@ -606,7 +606,11 @@ def _plan(func, name, args, kwargs, tensors, storages):
     except NotImplementedError:
         return _WAIT
     except RuntimeError as e:
-        if "data-dependent" in str(e) or "DynamicOutputShape" in type(e).__name__ \
+        # A shape that depends on the data: the meta kernel says so in
+        # one of these ways (repeat_interleave with a tensor of repeats:
+        # "cannot repeat_interleave a meta tensor without output_size").
+        if "data-dependent" in str(e) or "a meta tensor without" in str(e) \
+                or "DynamicOutputShape" in type(e).__name__ \
                 or "DataDependent" in type(e).__name__:
             return _WAIT
         raise

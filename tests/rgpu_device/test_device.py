@@ -205,6 +205,8 @@ class Math(Case):
         self.both(lambda d: x.to(d)[idx.to(d)], exact=True)
         self.both(lambda d: x.to(d)[x.to(d) > 0], exact=True)             # data-dependent shape
         self.both(lambda d: x.to(d).nonzero(), exact=True)
+        self.both(lambda d: torch.repeat_interleave(torch.arange(3, device=d),
+                                                    idx.to(d)), exact=True)
         self.both(lambda d: torch.gather(x.to(d), 1, torch.tensor([[0], [1], [2], [3], [4], [0]], device=d)),
                   exact=True)
         self.both(lambda d: x.to(d).index_select(0, idx.to(d)), exact=True)
