@@ -491,6 +491,9 @@ class Executor:
         # laid out the same way every time.  A storage's views go with it.
         self.views = {}            # sid -> {(dtype, sizes, strides, offset): tensor}
         self.nviews = 0            # views in self.views
+        # Results the client believes empty that a kernel filled (register):
+        # sid -> {layout: tensor}, until the storage is freed.
+        self.substitutes = {}
         self.plans = {}            # number -> Plan (op_plan)
         # The requests: ["new", ...] is op_new's, and so on.
         self.handlers = {name[3:]: getattr(self, name) for name in dir(self)
@@ -571,6 +574,7 @@ class Executor:
         views = self.views.pop(sid, None)
         if views is not None:
             self.nviews -= len(views)
+        self.substitutes.pop(sid, None)
 
     def op_frees(self, sids):
         """Frees each storage of a list; the first bad id is the error."""
@@ -745,11 +749,17 @@ class Executor:
                 layout = cached = None
             if cached is not None:
                 return cached
-        t = self.view(self.storage(sid), self.dtype(dtype), size, stride, offset,
-                      f"tensor handle {sid}")
+        t = self.substitute(sid, layout) if layout is not None else None
+        if t is None:
+            t = self.view(self.storage(sid), self.dtype(dtype), size, stride, offset,
+                          f"tensor handle {sid}")
         if layout is not None:
             self.keep_view(sid, layout, t)
         return t
+
+    def substitute(self, sid, layout):
+        subs = self.substitutes.get(sid) if self.substitutes else None
+        return subs.get(layout) if subs is not None else None
 
     def keep_view(self, sid, layout, t):
         """Keeps t as storage sid's view laid out as layout (dtype name,
@@ -838,13 +848,18 @@ class Executor:
         # kernel said: copy it into the layout the client knows.
         s = self.torch.UntypedStorage(nbytes, device=self.device)
         view = self.view(s, d, size, stride, offset, f"result of {name}")
-        if r.numel() == 0 and view.numel() > 0:
-            # An empty result where the meta kernel (and CUDA's) has a sized
-            # one: PyTorch's CPU kernels leave results nothing reads empty
-            # (native_batch_norm's saved statistics in eval mode).  Zeros.
-            view.zero_()
-        else:
+        if list(r.size()) == size:
             view.copy_(r)
+        else:
+            # Another shape than the meta kernel's: an auxiliary result that
+            # only the operator's own backward reads, which the kernel makes
+            # as it pleases (cuDNN batch normalisation's reserve; on the CPU,
+            # EmbeddingBag's bags and native_batch_norm's statistics in
+            # evaluation mode, left empty).  The client's storage holds zeros
+            # of the shape it knows; the calls that name the storage laid
+            # out so get the kernel's own result, as they would natively.
+            view.zero_()
+            self.substitutes.setdefault(sid, {})[(dtype, tuple(size), tuple(stride), offset)] = r
         self.table[sid] = s
 
     def keep_result(self, sid, layout, r):
@@ -958,9 +973,11 @@ class Executor:
         views = self.views.get(sid)
         t = views.get(slot.layout) if views is not None else None
         if t is None:
-            _, size, stride, offset = slot.layout
-            t = self.view(self.storage(sid), slot.dtype, size, stride, offset,
-                          f"tensor handle {sid}")
+            t = self.substitute(sid, slot.layout)
+            if t is None:
+                _, size, stride, offset = slot.layout
+                t = self.view(self.storage(sid), slot.dtype, size, stride, offset,
+                              f"tensor handle {sid}")
             self.keep_view(sid, slot.layout, t)
         return t
 

@@ -5,9 +5,10 @@ The client sends cuDNN's batch normalisation (aten::cudnn_batch_norm and
 its backward) where CUDA would run it, which only a CUDA server can run.
 To test the client's side on a machine without a GPU, this module gives
 those two operators CPU kernels made of PyTorch's own batch normalisation
-(what native_batch_norm computes, with cuDNN's result layout: an empty
-reserve, empty saved statistics in evaluation mode), counts their calls,
-and says in its hello that it has cuDNN.
+(what native_batch_norm computes, with cuDNN's result layout: empty saved
+statistics in evaluation mode, and a reserve of 16 bytes which the
+backward checks it gets back, where the meta kernel says the reserve is
+empty), counts their calls, and says in its hello that it has cuDNN.
 
     ["cudnn_calls"]   -> {operator name: calls so far in this session}
 
@@ -21,6 +22,7 @@ import rgpu_opserver  # noqa: E402
 
 _calls = {}
 _lib = None
+RESERVE_BYTES = 16
 
 
 def _count(name):
@@ -34,15 +36,17 @@ def _cudnn_batch_norm(input, weight, bias, running_mean, running_var, training, 
         input, weight, bias, running_mean, running_var, training, momentum, eps)
     if not training:
         mean, invstd = mean.new_empty(0), invstd.new_empty(0)
-    return out, mean, invstd, torch.empty(0, dtype=torch.uint8)
+    # A reserve of its own, as cuDNN may make (the meta kernel says empty):
+    # the backward must get this one back.
+    return out, mean, invstd, torch.arange(RESERVE_BYTES, dtype=torch.uint8)
 
 
 def _cudnn_batch_norm_backward(input, grad_output, weight, running_mean, running_var, save_mean,
                                save_var, eps, reserve):
     import torch
     _count("cudnn_batch_norm_backward")
-    if reserve.numel() != 0:
-        raise RuntimeError("cudnn_batch_norm_backward: a reserve this test server never made")
+    if not torch.equal(reserve, torch.arange(RESERVE_BYTES, dtype=torch.uint8)):
+        raise RuntimeError(f"cudnn_batch_norm_backward: not the forward's reserve ({reserve})")
     return torch.ops.aten.native_batch_norm_backward(
         grad_output, input, weight, running_mean, running_var, save_mean, save_var, True, eps,
         [True, True, True])

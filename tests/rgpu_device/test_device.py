@@ -238,6 +238,20 @@ class Math(Case):
         self.both(lambda d: F.max_pool2d(x.to(d), 2))
         self.both(lambda d: F.batch_norm(x.to(d), None, None, training=True))
 
+    def test_embedding_bag(self):
+        # Its CPU kernel fills auxiliary results (the bag of each index)
+        # that the meta kernel says are empty: the backward gets them.
+        idx, offsets = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 3, 5])
+        for mode in ("sum", "mean", "max"):
+            def f(d):
+                torch.manual_seed(3)
+                bag = nn.EmbeddingBag(10, 4, mode=mode).to(d)
+                out = bag(idx.to(d), offsets.to(d))
+                out.square().sum().backward()
+                return out, bag.weight.grad
+            with self.subTest(mode=mode):
+                self.both(f)
+
     def test_complex(self):
         z = torch.tensor([1 + 2j, -3j])
         self.both(lambda d: z.to(d) * torch.tensor(2 - 1j), exact=True)
