@@ -30,7 +30,8 @@ Not covered (docs/rgpu-device.md, "Kernels CUDA chooses"):
 scaled_dot_product_attention chooses its fused kernels through a dispatch
 stub that only C++ can fill for a new device, so on rgpu it runs as its
 mathematical decomposition (the same results within rounding, more
-memory for long sequences).
+memory for long sequences); LSTM and GRU run PyTorch's fused cells where
+CUDA runs cuDNN's RNN.
 """
 import torch
 from torch._prims_common import suggest_memory_format
@@ -52,11 +53,10 @@ def server_has_cudnn():
 
 
 def cudnn_batch_norm_fits(input, weight, bias, running_mean, running_var, training, eps,
-                          cudnn_enabled, has_cudnn=True):
+                          cudnn_enabled):
     """Whether PyTorch would run batch_norm through cuDNN, were these
-    arguments CUDA tensors (cudnn_enabled: torch.backends.cudnn.enabled;
-    has_cudnn: on a server with cuDNN)."""
-    if not (has_cudnn and cudnn_enabled) or weight is None or bias is None:
+    arguments CUDA tensors (cudnn_enabled: torch.backends.cudnn.enabled)."""
+    if not cudnn_enabled or weight is None or bias is None:
         return False
     if running_mean is None or running_var is None:
         if running_mean is not None or running_var is not None or not training:
