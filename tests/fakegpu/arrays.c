@@ -45,6 +45,12 @@ static size_t format_bytes(CUarray_format f)
 
 static size_t dim(size_t v) { return v ? v : 1; }
 
+// An array's elements live in host memory here, allocated whole: a larger
+// one is refused as a full device refuses it (out of memory), so that a
+// hostile extent (16384 cubed, within the device's limits) cannot take
+// the test machine's memory.
+#define FG_ARRAY_MAX_BYTES (256ull << 20)
+
 static CUresult array_new(const CUDA_ARRAY3D_DESCRIPTOR *d, CUarray *out)
 {
     struct fg_ctx *c;
@@ -57,6 +63,10 @@ static CUresult array_new(const CUDA_ARRAY3D_DESCRIPTOR *d, CUarray *out)
     // The device's 3D limits (cudaDevAttrMaxTexture3DWidth...): 16384.
     if (d->Width > 16384 || d->Height > 16384 || d->Depth > 16384)
         return CUDA_ERROR_INVALID_VALUE;
+    // Each extent is at most 16384 and an element at most 16 bytes: no overflow.
+    if ((unsigned long long)d->Width * dim(d->Height) * dim(d->Depth) * fb * d->NumChannels >
+        FG_ARRAY_MAX_BYTES)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     struct fg_array *a = calloc(1, sizeof *a);
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;

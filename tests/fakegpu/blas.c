@@ -10,7 +10,6 @@
 
 // Operands are staged on the host; a limit keeps a nonsense size from
 // turning into an enormous allocation.
-#define MAX_ELEMS (1ll << 28)
 
 cublasStatus_t fgb_init(void)
 {
@@ -151,7 +150,7 @@ cublasStatus_t fgb_gemm_run(CUstream s, const struct fgb_gemm *g)
 
     if (m == 0 || n == 0)
         return CUBLAS_STATUS_SUCCESS;
-    if (m * n > MAX_ELEMS || m * k > MAX_ELEMS || k * n > MAX_ELEMS)
+    if (m * n > FGB_MAX_ELEMS || m * k > FGB_MAX_ELEMS || k * n > FGB_MAX_ELEMS)
         return CUBLAS_STATUS_ALLOC_FAILED;
     // calloc: with beta == 0, C starts from zeros instead of its contents.
     a = calloc((size_t)(use_ab ? m * k : 1), sizeof *a);

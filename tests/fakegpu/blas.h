@@ -19,6 +19,13 @@
 
 #pragma GCC visibility push(hidden)
 
+// The most elements of one operand the fake computes with: it stages
+// operands in host memory (as doubles, complex as pairs), and a larger one
+// is refused with CUBLAS_STATUS_ALLOC_FAILED, as a GPU short of memory
+// refuses, so that a hostile size cannot take the test machine's memory
+// (or the fuzzers': they stop at 2 GiB).  16M elements: 256 MiB complex.
+#define FGB_MAX_ELEMS (1ll << 24)
+
 // Makes sure the calling thread has a current context, initialising the
 // runtime (primary context) as NVIDIA's libraries do through cudart.
 cublasStatus_t fgb_init(void);

@@ -841,6 +841,8 @@ static cublasStatus_t complex_gemm(cublasHandle_t h, cublasOperation_t transa,
         (r = complex_scalar(h, beta, width, &be)) != CUBLAS_STATUS_SUCCESS)
         return r;
     int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    if (ar * ac > FGB_MAX_ELEMS || br * bc > FGB_MAX_ELEMS || (int64_t)m * n > FGB_MAX_ELEMS)
+        return CUBLAS_STATUS_ALLOC_FAILED;
     struct cplx *a = calloc((size_t)(ar * ac) + 1, sizeof *a);
     struct cplx *b = calloc((size_t)(br * bc) + 1, sizeof *b);
     struct cplx *c = calloc((size_t)m * n, sizeof *c);
