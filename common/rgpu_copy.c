@@ -69,8 +69,8 @@ int rgpu_copy_to_host(const struct rgpu_lib *lib, const struct rgpu_proc *proc, 
     while (landed < posted || (status == 0 && (off < count || posted == 0))) {
         if (posted - landed < DTOH_IN_FLIGHT && status == 0 && (off < count || posted == 0)) {
             struct chunk_out *c = &ring[posted % DTOH_IN_FLIGHT];
-            *c = (struct chunk_out){ (char *)dst + off, chunk_len(count, off), src + off, stream,
-                                     { NULL }, { NULL } };
+            *c = (struct chunk_out){ .data = (char *)dst + off, .count = chunk_len(count, off),
+                                     .src = src + off, .stream = stream };
             c->argv[0] = &c->data;
             c->argv[1] = &c->count;
             c->argv[2] = &c->src;
