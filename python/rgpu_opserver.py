@@ -749,17 +749,23 @@ class Executor:
                 layout = cached = None
             if cached is not None:
                 return cached
-        t = self.substitute(sid, layout) if layout is not None else None
-        if t is None:
-            t = self.view(self.storage(sid), self.dtype(dtype), size, stride, offset,
-                          f"tensor handle {sid}")
-        if layout is not None:
-            self.keep_view(sid, layout, t)
-        return t
+        if layout is None:
+            return self.view(self.storage(sid), self.dtype(dtype), size, stride, offset,
+                             f"tensor handle {sid}")
+        return self.new_view(sid, layout, self.dtype(dtype))
 
-    def substitute(self, sid, layout):
+    def new_view(self, sid, layout, d):
+        """Storage sid laid out as layout (dtype name, sizes, strides,
+        offset; d the dtype), where no view is kept: the kernel's own result
+        when the client's storage stands for one of another shape (register),
+        else a view checked to lie inside the storage; kept from then on."""
         subs = self.substitutes.get(sid) if self.substitutes else None
-        return subs.get(layout) if subs is not None else None
+        t = subs.get(layout) if subs is not None else None
+        if t is None:
+            _, size, stride, offset = layout
+            t = self.view(self.storage(sid), d, size, stride, offset, f"tensor handle {sid}")
+        self.keep_view(sid, layout, t)
+        return t
 
     def keep_view(self, sid, layout, t):
         """Keeps t as storage sid's view laid out as layout (dtype name,
@@ -839,10 +845,11 @@ class Executor:
         if type(nbytes) is not int or not 0 <= nbytes <= MAX_SIZE:
             raise BadInput("bad storage size")
         s = r.untyped_storage()
+        layout = (dtype, tuple(size), tuple(stride), offset)
         if (r.dtype == d and r.storage_offset() == offset and s.nbytes() >= nbytes
                 and list(r.size()) == size and list(r.stride()) == stride):
             self.table[sid] = s
-            self.keep_result(sid, (dtype, tuple(size), tuple(stride), offset), r)
+            self.keep_result(sid, layout, r)
             return
         # The server's kernel laid its result out otherwise than the meta
         # kernel said: copy it into the layout the client knows.
@@ -859,7 +866,7 @@ class Executor:
             # of the shape it knows; the calls that name the storage laid
             # out so get the kernel's own result, as they would natively.
             view.zero_()
-            self.substitutes.setdefault(sid, {})[(dtype, tuple(size), tuple(stride), offset)] = r
+            self.substitutes.setdefault(sid, {})[layout] = r
         self.table[sid] = s
 
     def keep_result(self, sid, layout, r):
@@ -973,12 +980,7 @@ class Executor:
         views = self.views.get(sid)
         t = views.get(slot.layout) if views is not None else None
         if t is None:
-            t = self.substitute(sid, slot.layout)
-            if t is None:
-                _, size, stride, offset = slot.layout
-                t = self.view(self.storage(sid), slot.dtype, size, stride, offset,
-                              f"tensor handle {sid}")
-            self.keep_view(sid, slot.layout, t)
+            t = self.new_view(sid, slot.layout, slot.dtype)
         return t
 
     def register_planned(self, spec, sid, r, name):

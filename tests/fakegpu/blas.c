@@ -8,9 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Operands are staged on the host; a limit keeps a nonsense size from
-// turning into an enormous allocation.
-
 cublasStatus_t fgb_init(void)
 {
     CUcontext c = NULL;

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Tensors are staged on the host; a limit keeps a nonsense size from
-// turning into an enormous allocation.
 // The most elements (and span) of one tensor the fake computes with: it
 // stages tensors in host memory, as doubles with their offsets, and a
 // larger one is refused as a shape it does not support, so that a hostile

@@ -29,8 +29,9 @@
 #    wall ms per step (steps 11..N, batches included), the client's CPU ms
 #    per step (all its threads), requests that waited for the server per
 #    step, the op server session's CPU ms per step (all its threads:
-#    torch.rgpu.server_cpu_time), and the ratio to native cuda measured the same way right before
-#    each row (the target is 1.3 at most; a number, not a verdict).
+#    torch.rgpu.server_cpu_time), and the ratio to native cuda measured the
+#    same way right before each row (the target is 1.3 at most; a number,
+#    not a verdict).
 #
 # With RGPU_STUB_SERVER=ADDR (an rgpud already running; tests/gpu/run.sh
 # passes its own), the table also has the stub path's rows: the same
