@@ -21,6 +21,7 @@ import argparse
 import ctypes
 import gc
 import grp
+import io
 import os
 import re
 import signal
@@ -422,6 +423,7 @@ def serve_client(conn, kind, opts, info):
     # out of the collector's sight, whose full passes over it otherwise cost
     # more than decoding the frames (ten times, for frames of small calls).
     gc.freeze()
+    account = SessionAccount(opts.profile_lines)
     # Confined before the first operation is read, as rgpud's sessions are.
     if opts.sandbox is not None and not opts.sandbox.session(
             opts.session_memory, not opts.no_sandbox, opts.sandbox_audit, module_folders(torch)):
@@ -431,8 +433,17 @@ def serve_client(conn, kind, opts, info):
     conn.settimeout(None)
     log(f"client let in ({who})")
     try:
+        return serve_frames(conn, session, wire, opts, account)
+    finally:
+        account.log_end()
+
+
+def serve_frames(conn, session, wire, opts, account):
+    try:
         while True:
+            account.waiting()
             msg = wire.recv_frame(conn, opts.max_frame)
+            account.running()
             if msg == ["bye"]:
                 return 0
             if not (isinstance(msg, list) and len(msg) == 4 and msg[0] == "batch"
@@ -440,6 +451,8 @@ def serve_client(conn, kind, opts, info):
                 log("the client sent a frame the protocol does not allow; ending its session")
                 return 2
             _, seq, ops, want_reply = msg
+            account.frames += 1
+            account.operations += len(ops)
             result = session.run_batch(ops)
             if want_reply:
                 error, session.error = session.error, None
@@ -452,6 +465,64 @@ def serve_client(conn, kind, opts, info):
     except OSError as e:
         log(f"client connection: {e}")
         return 0
+
+
+class SessionAccount:
+    """Where a session's time went, logged as it ends: running the
+    client's frames or waiting for the next one.  A session that mostly
+    runs bounds the client's steps (the op server is the slower side);
+    one that mostly waits is bound by the client or the link.  With
+    RGPU_OPSERVER_PROFILE=N (--profile N) the running is also profiled,
+    and the N functions that took most time themselves are logged."""
+
+    def __init__(self, profile_lines):
+        self.frames = self.operations = 0
+        self.run_s = self.wait_s = 0.0
+        self.started = self.mark = time.perf_counter()
+        self.cpu_from = time.process_time()
+        self.in_frame = False
+        self.profiler = None
+        self.profile_lines = profile_lines
+        if profile_lines:
+            # Imported before the session is confined, which may forbid
+            # reading the modules later.
+            import cProfile
+            import pstats
+            self.pstats = pstats
+            self.profiler = cProfile.Profile()
+
+    def _lap(self):
+        now = time.perf_counter()
+        spent, self.mark = now - self.mark, now
+        return spent
+
+    def waiting(self):
+        if self.in_frame:
+            self.run_s += self._lap()
+            if self.profiler is not None:
+                self.profiler.disable()
+        self.in_frame = False
+
+    def running(self):
+        self.wait_s += self._lap()
+        self.in_frame = True
+        if self.profiler is not None:
+            self.profiler.enable()
+
+    def log_end(self):
+        """The profile first, if any: the session line is the last."""
+        self.waiting()
+        if self.profiler is not None:
+            out = io.StringIO()
+            self.pstats.Stats(self.profiler, stream=out).sort_stats("tottime").print_stats(
+                self.profile_lines)
+            for line in out.getvalue().splitlines():
+                if line.strip():
+                    log(f"profile: {line}")
+        log(f"session: {self.frames} frames, {self.operations} operations in "
+            f"{time.perf_counter() - self.started:.2f} s; running them {self.run_s:.2f} s, "
+            f"waiting for the client {self.wait_s:.2f} s; CPU "
+            f"{time.process_time() - self.cpu_from:.2f} s")
 
 
 def refuse_session(conn, wire, message):
@@ -1173,8 +1244,21 @@ def parse_args(argv):
     ap.add_argument("--sandbox-lib", default=None, metavar="PATH",
                     help=f"the sandbox module (default: RGPU_OPSERVER_SANDBOX, else "
                          f"{SANDBOX_LIB} beside this program)")
+    ap.add_argument("--profile", type=int, metavar="N", dest="profile_lines",
+                    default=_env_int("RGPU_OPSERVER_PROFILE"),
+                    help="profile each session's running and log, as it ends, the N functions "
+                         "that took most time themselves (RGPU_OPSERVER_PROFILE; slows the "
+                         "session down)")
     ap.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
+
+
+def _env_int(name):
+    text = os.environ.get(name, "")
+    try:
+        return max(int(text), 0) if text else 0
+    except ValueError:
+        fail(f"{name} must be a number of lines, not '{text[:40]}'")
 
 
 def main(argv=None):

@@ -42,6 +42,10 @@
 # RGPU_DEVICE_STUB_ROWS=0 leaves them out.  Each part prints how long it
 # took.
 #
+# RGPU_DEVICE_PROFILE=N then runs nanoGPT once more on a second op server
+# with --profile N and prints the N functions its session spent most time
+# in (docs/rgpu-device.md: where the op server's time goes).
+#
 # Prints one table and "rgpu device check: PASS" or "... FAIL" last; exit
 # status 0 on PASS, 1 on FAIL, 2 when something it needs is missing.
 # The stub path's waits per step for the same model (bench/train_bench.py's
@@ -136,19 +140,39 @@ esac
 began=$SECONDS
 part() { say "($1: $((SECONDS - began)) s)"; began=$SECONDS; }
 # start_opserver: the op server on $WORK/ops.sock with SANDBOX_ARGS, its
-# log appended to $WORK/opserver.log.
+# log appended to $WORK/opserver.log; start_opserver NAME ARGS...: another
+# on $WORK/NAME.sock with ARGS too, its log $WORK/NAME.log.
 start_opserver() {
-    rm -f "$WORK/ops.sock"
+    local name=${1:-ops} log=$WORK/opserver.log
+    shift $(( $# > 0 ))
+    [ "$name" = ops ] || log=$WORK/$name.log
+    rm -f "$WORK/$name.sock"
     RGPU_OPSERVER_SANDBOX=$(realpath -m "$SANDBOX_LIB") setsid "$PY" -m rgpu_opserver \
-        --device "$NATIVE" --listen "unix:$WORK/ops.sock" --group none "${SANDBOX_ARGS[@]}" \
-        >>"$WORK/opserver.log" 2>&1 &
+        --device "$NATIVE" --listen "unix:$WORK/$name.sock" --group none "${SANDBOX_ARGS[@]}" \
+        "$@" >>"$log" 2>&1 &
     OPSERVER_PID=$!
     PIDS+=($!)
     disown
-    if ! wait_for "$WORK/ops.sock" "$OPSERVER_PID"; then
-        cat "$WORK/opserver.log" >&2
+    if ! wait_for "$WORK/$name.sock" "$OPSERVER_PID"; then
+        cat "$log" >&2
         die "rgpu-opserver did not start (its log is above)"
     fi
+}
+# sessions_ended LOG N: LOG has N "session:" lines (a session logs one as it
+# ends, just after its client left), 10 s at most.
+sessions_ended() {
+    for _ in $(seq 100); do
+        [ "$(grep -c 'session: ' "$1")" -ge "$2" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# busy LOG: the share of its last session's time the op server spent
+# running frames ("-" without one): near 100% it is the slower side.
+busy() {
+    grep 'session: ' "$1" | tail -1 |
+        sed -n 's/.*running them \([0-9.]*\) s, waiting for the client \([0-9.]*\) s.*/\1 \2/p' |
+        awk '{ if ($1 + $2 > 0) printf "%.0f%%", 100 * $1 / ($1 + $2); else print "-" }'
 }
 : >"$WORK/opserver.log"
 start_opserver
@@ -237,28 +261,31 @@ done
 say ""
 say "nanoGPT (4 layers, d=128, batch 32 x block 64, fp32), $TSTEPS steps, loss read every 20;"
 say "native $NATIVE measured right before each rgpu row (ratio = rgpu wall / that native wall)"
-say "| run | RTT | wall ms/step | client CPU ms/step | server CPU ms/step | waits/step | ratio to native |"
-say "|---|---|---|---|---|---|---|"
+say "| run | RTT | wall ms/step | client CPU ms/step | server CPU ms/step | server busy | waits/step | ratio to native |"
+say "|---|---|---|---|---|---|---|---|"
 # native_row: native cuda's wall ms per step now, in NATIVE_WALL ("" if it failed).
 native_row() {
     NATIVE_WALL=
     if train "$NATIVE" "$TSTEPS" 20 "$WORK/ops.sock" "$WORK/t-native.out"; then
         NATIVE_WALL=$(field wall_ms_per_step "$WORK/t-native.out")
-        say "| native $NATIVE | - | $NATIVE_WALL | $(field cpu_ms_per_step "$WORK/t-native.out") | - | - | - |"
+        say "| native $NATIVE | - | $NATIVE_WALL | $(field cpu_ms_per_step "$WORK/t-native.out") | - | - | - | - |"
     else
-        say "| native $NATIVE | - | failed (see $LOG) | | | | |"
+        say "| native $NATIVE | - | failed (see $LOG) | | | | | |"
         fail=1
     fi
 }
 row() {   # row LABEL SOCKET
     native_row
+    local ended
+    ended=$(grep -c 'session: ' "$WORK/opserver.log")
     if train rgpu "$TSTEPS" 20 "$2" "$WORK/t.out"; then
-        local wall ratio=-
+        local wall ratio=- busy=-
         wall=$(field wall_ms_per_step "$WORK/t.out")
         [ -n "$NATIVE_WALL" ] && ratio=$(awk "BEGIN { printf \"%.2f\", $wall / $NATIVE_WALL }")
-        say "| device rgpu | $1 | $wall | $(field cpu_ms_per_step "$WORK/t.out") | $(field server_cpu_ms_per_step "$WORK/t.out") | $(field rgpu_waits_per_step "$WORK/t.out") | $ratio |"
+        sessions_ended "$WORK/opserver.log" $((ended + 1)) && busy=$(busy "$WORK/opserver.log")
+        say "| device rgpu | $1 | $wall | $(field cpu_ms_per_step "$WORK/t.out") | $(field server_cpu_ms_per_step "$WORK/t.out") | $busy | $(field rgpu_waits_per_step "$WORK/t.out") | $ratio |"
     else
-        say "| device rgpu | $1 | failed (see $LOG) | | | | |"
+        say "| device rgpu | $1 | failed (see $LOG) | | | | | |"
         fail=1
     fi
 }
@@ -269,9 +296,9 @@ stub_row() {
     [ "$STUB_ROWS" != 0 ] || return 0
     if timeout "$STUB_TIMEOUT" "$BUILD/launcher/rgpu" run --server "$2" -- "$PY" "$TRAIN" \
             --device cuda --steps "$STUB_STEPS" --log-every 10 --data "$DATA" >"$WORK/s.out" 2>&1; then
-        say "| stubs (rgpu run) | $1 | $(field wall_ms_per_step "$WORK/s.out") | $(field cpu_ms_per_step "$WORK/s.out") | - | (RGPU_TRAIN table) | |"
+        say "| stubs (rgpu run) | $1 | $(field wall_ms_per_step "$WORK/s.out") | $(field cpu_ms_per_step "$WORK/s.out") | - | - | (RGPU_TRAIN table) | |"
     else
-        say "| stubs (rgpu run) | $1 | failed (see $LOG) | | | | |"
+        say "| stubs (rgpu run) | $1 | failed (see $LOG) | | | | | |"
     fi
     { echo "== stubs over $1 ($2)"; cat "$WORK/s.out"; } >>"$LOG"
 }
@@ -301,7 +328,7 @@ if [ -x "$DELAY" ]; then
         if [ -n "$LINK" ]; then
             row "$rtt ms" "$LINK"
         else
-            say "| device rgpu | $rtt ms | rgpu-delay did not start | | | | |"
+            say "| device rgpu | $rtt ms | rgpu-delay did not start | | | | | |"
         fi
         if [ "$STUB_ROWS" != 0 ]; then
             link "$rtt" "$RGPU_STUB_SERVER" stublink
@@ -311,6 +338,24 @@ if [ -x "$DELAY" ]; then
 fi
 part "step times"
 [ "$STUB_ROWS" = 0 ] || say "(stub rows: $STUB_STEPS steps each, a loss read every 10)"
+say "(server busy: the share of the op server session's time spent running frames, not"
+say " waiting for the next: near 100%, the op server is the slower side)"
+
+# ---- 5. where the op server's time goes (RGPU_DEVICE_PROFILE=N) -----------------------------
+if [ "${RGPU_DEVICE_PROFILE:-0}" != 0 ]; then
+    start_opserver prof --profile "$RGPU_DEVICE_PROFILE"
+    say ""
+    say "op server profile: nanoGPT $TSTEPS steps on a profiled session (slower than the rows above),"
+    say "the $RGPU_DEVICE_PROFILE functions that took most time themselves:"
+    if train rgpu "$TSTEPS" 20 "$WORK/prof.sock" "$WORK/p.out" &&
+            sessions_ended "$WORK/prof.log" 1; then
+        grep -E 'profile: |session: ' "$WORK/prof.log" | sed 's/^rgpu-opserver\[[0-9]*\]: //'
+    else
+        say "the profiled run failed (see $LOG)"
+    fi
+    cat "$WORK/prof.log" >>"$LOG"
+    part "profile"
+fi
 cat "$WORK/opserver.log" >>"$LOG"
 # What the session sandbox refused or killed: a CUDA session must need
 # nothing it forbids.

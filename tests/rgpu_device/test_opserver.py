@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -491,6 +492,47 @@ class Tcp(unittest.TestCase):
         os.chmod(self.keys, 0o755)
         with self.assertRaisesRegex(RuntimeError, "private to it"):
             OpServer(addr=self.addr, extra=["--key-dir", self.keys])
+
+
+class SessionAccounting(unittest.TestCase):
+    """A session says, as it ends, where its time went; --profile adds
+    where the running went, by function."""
+
+    def run_session(self, server):
+        c = Raw(server.addr)
+        c.ask(["new", 1, 8], ["call", "aten::mul_.Scalar", [tensor(1, [2])], {"other": 2},
+                              [None]])
+        c.ask(["sync"])
+        wire.send_frame(c.sock, ["bye"])
+        c.close()
+        deadline = time.time() + 30
+        while time.time() < deadline and "session: " not in server.output():
+            time.sleep(0.05)
+        return server.output()
+
+    def test_session_end_says_where_time_went(self):
+        server = OpServer()
+        try:
+            out = self.run_session(server)
+        finally:
+            server.stop()
+        self.assertRegex(out, r"session: 2 frames, 3 operations in [0-9.]+ s; running them "
+                              r"[0-9.]+ s, waiting for the client [0-9.]+ s; CPU [0-9.]+ s")
+        self.assertNotIn("profile:", out)
+
+    def test_profile_names_the_functions(self):
+        server = OpServer(env={"RGPU_OPSERVER_PROFILE": "100"})
+        try:
+            out = self.run_session(server)
+        finally:
+            server.stop()
+        self.assertRegex(out, r"session: 2 frames, 3 operations")
+        self.assertRegex(out, r"profile: +ncalls +tottime")
+        self.assertRegex(out, r"profile: .*rgpu_opserver.py:\d+\(run_op\)")
+
+    def test_bad_profile_setting_is_refused(self):
+        with self.assertRaisesRegex(RuntimeError, "RGPU_OPSERVER_PROFILE must be a number"):
+            OpServer(env={"RGPU_OPSERVER_PROFILE": "lots"})
 
 
 def _free_port():
