@@ -13,6 +13,9 @@
 #    connections in flight fail at rgpud, the rest are closed before any
 #    session starts; the client at 127.0.0.1 still gets in, and the log
 #    names the bound.
+#  - busy: a second rgpud with --max-startups 2; a peer at 127.0.0.4 holds
+#    its startup slots and queue: a client with its key gets a busy
+#    welcome naming the bound, and gets in once the peer is gone.
 #
 #   preauth.sh RGPUD AUTHCLIENT LIB_DIR
 set -u
@@ -83,5 +86,46 @@ grep -q '127.0.0.3: .*(--max-auth-failures)' "$tmp/rgpud.log" &&
 RGPU_KEY_FILE=$tmp/lab.key "$client" hello "$tcp" | grep -q '^welcome 0 ' &&
     ok "another source still let in" || bad "another source" "refused"
 
-[ $failures -eq 0 ] || { echo "---- log ----"; tail -n 30 "$tmp/rgpud.log"; }
+# ---- every startup slot taken: a busy answer, then room again ------------------------
+# A second rgpud with 2 startup slots (and 2 waiting): a peer at 127.0.0.4
+# holds them with silent connections; a client with its key from 127.0.0.1
+# must get a busy welcome that says why, promptly, and get in once the
+# peer is gone.
+bport=$(free_port)
+btcp=127.0.0.1:$bport
+setsid "$rgpud" --foreground --lib-dir "$libdir" --listen "$btcp" --key-dir "$tmp/keys" \
+    --max-startups 2 >"$tmp/busy.log" 2>&1 </dev/null &
+pids+=($!)
+for _ in $(seq 50); do
+    [ -n "$(ss -Hltn "sport = :$bport" 2>/dev/null)" ] && break
+    sleep 0.1
+done
+"$client" hold "$btcp" 127.0.0.4 4 6 >"$tmp/bhold.out" &
+holder=$!
+sleep 1
+start=$(date +%s%N)
+out=$(RGPU_KEY_FILE=$tmp/lab.key timeout 20 "$client" hello "$btcp")
+ms=$((($(date +%s%N) - start) / 1000000))
+echo "# while 127.0.0.4 held every startup slot: '$out' in $ms ms"
+case $out in
+    "welcome 7 rgpud has 2 connections that are not let in yet (--max-startups); try again later")
+        [ "$ms" -lt 5000 ] && ok "a client finding every slot taken is told so (busy, $ms ms)" ||
+            bad "busy answer" "it took $ms ms" ;;
+    *) bad "busy answer" "got '$out'" ;;
+esac
+grep -q 'connections not let in yet, the cap (--max-startups): refusing a client' "$tmp/busy.log" &&
+    ok "the busy refusal logged" || bad "busy logged" "$(tail -n 5 "$tmp/busy.log")"
+wait "$holder"
+got=
+for _ in $(seq 30); do
+    got=$(RGPU_KEY_FILE=$tmp/lab.key timeout 20 "$client" hello "$btcp")
+    case $got in "welcome 0 "*) break ;; esac
+    sleep 0.2
+done
+case $got in
+    "welcome 0 "*) ok "let in once the slots are free" ;;
+    *) bad "after the peer left" "got '$got'" ;;
+esac
+
+[ $failures -eq 0 ] || { echo "---- log ----"; tail -n 30 "$tmp/rgpud.log"; tail -n 10 "$tmp/busy.log"; }
 exit $((failures > 0))
