@@ -302,6 +302,103 @@ def listen(addr, gid):
     return kind, sock
 
 
+# ---- the listener's bounds on connections ----------------------------------------------
+
+class Admission:
+    """Bounds on the processes clients can make the listener fork, as
+    rgpud's (docs/security.md, "The limits"): a connection costs a session
+    process from its accept, long before it is let in.  So at most
+    max_startups connections not let in yet from all sources, and
+    per_source from one source (an IPv4 address, an IPv6 /64, a Unix
+    socket's uid); beyond, a connection is closed at accept, with no
+    process.  A connection accepted while max_sessions clients are let in
+    gets a busy welcome from a short-lived process that counts as a
+    startup.  So the listener never has more than max_sessions +
+    max_startups children.  A session tells the listener it let its client
+    in by writing its pid to a pipe the listener reads at each accept."""
+
+    WARN_EVERY_S = 10
+
+    def __init__(self, max_sessions, max_startups, per_source):
+        self.max_sessions, self.max_startups, self.per_source = \
+            max_sessions, max_startups, per_source
+        self.starting = {}          # pid -> source, not let in yet
+        self.let_in = set()         # pids of sessions whose client is in
+        self.per = {}               # source -> its startups
+        self.ended = []             # pids reaped (SIGCHLD), not yet forgotten
+        self.warned = {}            # source -> when its refusal was last logged
+        self.report_r, self.report_w = os.pipe()
+        os.set_blocking(self.report_r, False)
+
+    def source_of(self, conn, kind):
+        if kind == "unix":
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            return "uid " + str(struct.unpack("3i", creds)[1])
+        import ipaddress
+        host = conn.getpeername()[0]
+        addr = ipaddress.ip_address(host.split("%")[0])
+        if addr.version == 4:
+            return str(addr)
+        if addr.ipv4_mapped is not None:
+            return str(addr.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{addr}/64", strict=False))
+
+    def _update(self):
+        while self.ended:
+            pid = self.ended.pop()
+            self.let_in.discard(pid)
+            self._stop_starting(pid)
+        try:
+            data = os.read(self.report_r, 4096)
+        except BlockingIOError:
+            data = b""
+        for (pid,) in struct.iter_unpack("<i", data[:len(data) - len(data) % 4]):
+            if pid in self.starting:
+                self._stop_starting(pid)
+                self.let_in.add(pid)
+
+    def _stop_starting(self, pid):
+        source = self.starting.pop(pid, None)
+        if source is not None:
+            self.per[source] -= 1
+            if not self.per[source]:
+                del self.per[source]
+
+    def decide(self, source):
+        """"start", "busy" or a reason to close the connection at once."""
+        self._update()
+        if len(self.starting) >= self.max_startups:
+            return (f"{self.max_startups} connections not let in yet, from all sources "
+                    "(--max-startups)")
+        if self.per.get(source, 0) >= self.per_source:
+            return f"{self.per_source} connections not let in yet (--per-source-startups)"
+        return "busy" if len(self.let_in) >= self.max_sessions else "start"
+
+    def started(self, pid, source):
+        self.starting[pid] = source
+        self.per[source] = self.per.get(source, 0) + 1
+
+    def refused(self, source, why):
+        now = time.monotonic()
+        if now - self.warned.get(source, -1e9) >= self.WARN_EVERY_S:
+            self.warned[source] = now
+            if len(self.warned) > 4096:
+                self.warned.clear()
+            log(f"{source}: {why}: closing its connections at once (logged once per "
+                f"{self.WARN_EVERY_S} s)")
+
+    def report_let_in(self):
+        """In a session, as its client is let in."""
+        try:
+            os.write(self.report_w, struct.pack("<i", os.getpid()))
+        except OSError:
+            pass
+
+    def in_session(self):
+        """In a new session: the listener's end of the pipe is not its own."""
+        os.close(self.report_r)
+
+
 # ---- one client ------------------------------------------------------------------------
 
 class Refused(Exception):
@@ -385,6 +482,9 @@ def log_session_end(pid, status):
         log(f"session {pid} ended with exit code {os.WEXITSTATUS(status)}")
 
 
+_admission = None
+
+
 def reap_sessions(signum=None, frame=None):
     while True:
         try:
@@ -393,15 +493,52 @@ def reap_sessions(signum=None, frame=None):
             return
         if pid == 0:
             return
+        if _admission is not None:
+            _admission.ended.append(pid)    # forgotten at the next accept
         log_session_end(pid, status)
 
 
-def serve_client(conn, kind, opts, info):
+class HelloTimeout(OSError):
+    pass
+
+
+def _hello_deadline(signum, frame):
+    raise HelloTimeout("did not finish its hello in time")
+
+
+def within_hello_deadline(opts, fn, *args):
+    """fn(*args), ended by HelloTimeout after --hello-timeout seconds in
+    all: a client that sends its hello a byte at a time does not keep a
+    process either."""
+    signal.signal(signal.SIGALRM, _hello_deadline)
+    signal.setitimer(signal.ITIMER_REAL, opts.hello_timeout)
+    try:
+        return fn(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def refuse_busy(conn, opts):
+    """Every session slot is taken: the client hears so in a welcome (read
+    its hello first, as it sends that before it reads anything)."""
+    import rgpu_wire as wire
+    why = (f"the op server serves at most {opts.max_sessions} sessions (--max-sessions); "
+           "try again later")
+    try:
+        conn.settimeout(opts.hello_timeout)
+        within_hello_deadline(opts, wire.recv_frame, conn, 1 << 16)
+        wire.send_frame(conn, ["welcome", wire.PROTO, wire.STATUS_BUSY, {}, why, None])
+    except (OSError, wire.WireError):
+        pass
+    return 2
+
+
+def serve_client(conn, kind, opts, info, admission=None):
     import rgpu_wire as wire
     # A client that connects and says nothing does not keep a process.
     conn.settimeout(opts.hello_timeout)
     try:
-        who, proof = authenticate(conn, kind, opts, wire)
+        who, proof = within_hello_deadline(opts, authenticate, conn, kind, opts, wire)
     except Refused as e:
         status = e.args[1] if len(e.args) > 1 else wire.STATUS_AUTH
         log(f"refusing a client: {e.args[0]}")
@@ -429,6 +566,8 @@ def serve_client(conn, kind, opts, info):
             opts.session_memory, not opts.no_sandbox, opts.sandbox_audit, module_folders(torch)):
         return refuse_session(conn, wire, "the op server could not confine this session "
                                           "(its log says why)")
+    if admission is not None:
+        admission.report_let_in()
     wire.send_frame(conn, ["welcome", wire.PROTO, wire.STATUS_OK, info, f"let in: {who}", proof])
     conn.settimeout(None)
     log(f"client let in ({who})")
@@ -1231,6 +1370,15 @@ def parse_args(argv):
     ap.add_argument("--max-frame", type=int, default=None)
     ap.add_argument("--hello-timeout", type=float, default=10.0,
                     help="seconds a client has for its hello (default 10)")
+    ap.add_argument("--max-sessions", type=_positive, default=64, metavar="N",
+                    help="clients let in at once (default 64); the next one is told the "
+                         "op server is busy")
+    ap.add_argument("--max-startups", type=_positive, default=64, metavar="N",
+                    help="connections not let in yet, from all sources (default 64); more "
+                         "are closed at once")
+    ap.add_argument("--per-source-startups", type=_positive, default=8, metavar="N",
+                    help="connections not let in yet from one address (an IPv6 /64) or "
+                         "uid (default 8); more are closed at once")
     ap.add_argument("--check", action="store_true",
                     help="check the Python environment and the device, then exit")
     ap.add_argument("--session-memory-limit", default=None, metavar="SIZE",
@@ -1251,6 +1399,16 @@ def parse_args(argv):
                          "session down)")
     ap.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
+
+
+def _positive(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number")
+    return n
 
 
 def _env_int(name):
@@ -1295,6 +1453,9 @@ def main(argv=None):
             "do anything this user can")
     elif not opts.sandbox.listener():
         fail("cannot confine the listener (the line above says why)")
+    global _admission
+    _admission = admission = Admission(opts.max_sessions, opts.max_startups,
+                                       opts.per_source_startups)
     signal.signal(signal.SIGCHLD, reap_sessions)
     log(f"listening on {opts.listen}, device {opts.device} ({info['device_name']}), "
         f"PyTorch {info['torch']}, protocol {wire.PROTO}")
@@ -1306,15 +1467,37 @@ def main(argv=None):
             conn, _ = lsock.accept()
         except InterruptedError:
             continue
-        pid = os.fork()
+        try:
+            source = admission.source_of(conn, kind)
+        except (OSError, ValueError) as e:
+            log(f"a connection whose peer is unknown ({e}): closed")
+            conn.close()
+            continue
+        verdict = admission.decide(source)
+        if verdict not in ("start", "busy"):
+            admission.refused(source, verdict)
+            conn.close()
+            continue
+        try:
+            pid = os.fork()
+        except OSError as e:
+            log(f"cannot start a session: {e}")
+            conn.close()
+            continue
         if pid == 0:
             lsock.close()
+            admission.in_session()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             rc = 1
             try:
-                rc = serve_client(conn, kind, opts, info)
+                rc = (serve_client(conn, kind, opts, info, admission) if verdict == "start"
+                      else refuse_busy(conn, opts))
             finally:
                 os._exit(rc)
+        admission.started(pid, source)
+        if verdict == "busy":
+            log(f"{len(admission.let_in)} sessions let in, the cap (--max-sessions): "
+                f"refusing a client from {source}")
         conn.close()
 
 

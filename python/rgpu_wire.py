@@ -39,7 +39,7 @@ KEY_LEN = 32
 KEY_MAGIC = "rgpu-key-1"
 MAC_CLIENT = b"rgpu-client"
 MAC_SERVER = b"rgpu-server"
-STATUS_OK, STATUS_AUTH, STATUS_VERSION, STATUS_SERVER = 0, 1, 2, 3
+STATUS_OK, STATUS_AUTH, STATUS_VERSION, STATUS_SERVER, STATUS_BUSY = 0, 1, 2, 3, 4
 _KEY_ID = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$")
 
 

@@ -535,6 +535,117 @@ class SessionAccounting(unittest.TestCase):
             OpServer(env={"RGPU_OPSERVER_PROFILE": "lots"})
 
 
+class Bounds(unittest.TestCase):
+    """Connections cost the listener a process each from their accept: how
+    many may wait to be let in, from one source and from all, how long a
+    hello may take in all, and how many clients may be in at once."""
+
+    def silent(self, server, n):
+        socks = []
+        for _ in range(n):
+            socks.append(wire.connect(server.addr)[1])
+        time.sleep(0.3)                 # accepted and forked
+        return socks
+
+    def assertClosedAtOnce(self, server):
+        _, sock = wire.connect(server.addr)
+        sock.settimeout(5)
+        start = time.monotonic()
+        try:
+            self.assertEqual(sock.recv(1), b"")
+        finally:
+            sock.close()
+        self.assertLess(time.monotonic() - start, 2)
+
+    def let_in_again(self, server):
+        deadline = time.time() + 10
+        while True:
+            try:
+                c = Raw(server.addr)
+                break
+            except (OSError, wire.WireError):
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+        self.assertIsNone(c.ask(["sync"])[0])
+        c.close()
+
+    def test_one_source_cannot_take_every_startup(self):
+        server = OpServer(extra=["--per-source-startups", "2"])
+        try:
+            socks = self.silent(server, 2)
+            self.assertClosedAtOnce(server)
+            for sock in socks:
+                sock.close()
+            self.let_in_again(server)
+        finally:
+            server.stop()
+        self.assertRegex(server.output(), r"uid \d+: 2 connections not let in yet "
+                                          r"\(--per-source-startups\): closing its connections")
+
+    def test_startups_from_all_sources_bounded(self):
+        server = OpServer(extra=["--max-startups", "2"])
+        try:
+            socks = self.silent(server, 2)
+            self.assertClosedAtOnce(server)
+            for sock in socks:
+                sock.close()
+            self.let_in_again(server)
+        finally:
+            server.stop()
+        self.assertIn("2 connections not let in yet, from all sources (--max-startups)",
+                      server.output())
+
+    def test_hello_has_a_deadline_in_all(self):
+        server = OpServer(extra=["--hello-timeout", "1"])
+        try:
+            _, sock = wire.connect(server.addr)
+            hello = msgpack.packb(["hello", wire.PROTO, "slow client", os.urandom(32)])
+            frame = struct.pack("<I", len(hello)) + hello
+            start = time.monotonic()
+            closed = False
+            for byte in frame[:-1]:             # a byte every 0.3 s: each read is in time
+                try:
+                    sock.sendall(bytes([byte]))
+                except OSError:
+                    closed = True
+                    break
+                time.sleep(0.3)
+                if time.monotonic() - start > 6:
+                    break
+            sock.settimeout(5)
+            if not closed:
+                try:
+                    self.assertEqual(sock.recv(1), b"")
+                except ConnectionResetError:
+                    pass
+            self.assertLess(time.monotonic() - start, 4)
+            sock.close()
+            self.let_in_again(server)
+        finally:
+            server.stop()
+        self.assertIn("did not finish its hello in time", server.output())
+
+    def test_sessions_bounded_with_a_busy_answer(self):
+        server = OpServer(extra=["--max-sessions", "1"])
+        try:
+            first = Raw(server.addr)
+            self.assertIsNone(first.ask(["sync"])[0])
+            with self.assertRaisesRegex(wire.WireError, r"serves at most 1 sessions "
+                                                        r"\(--max-sessions\); try again later"):
+                Raw(server.addr)
+            self.assertIsNone(first.ask(["sync"])[0])     # the one let in goes on
+            first.close()
+            self.let_in_again(server)
+        finally:
+            server.stop()
+        self.assertIn("the cap (--max-sessions): refusing a client", server.output())
+
+    def test_bad_bound_refused(self):
+        with self.assertRaisesRegex(RuntimeError, "not a positive number"):
+            OpServer(extra=["--max-sessions", "0"])
+
+
 def _free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
