@@ -378,14 +378,15 @@ class Admission:
         self.starting[pid] = source
         self.per[source] = self.per.get(source, 0) + 1
 
-    def refused(self, source, why):
+    def warn(self, source, what):
+        """Logs what of source at most once per WARN_EVERY_S: a flood of
+        refused connections does not flood the log."""
         now = time.monotonic()
         if now - self.warned.get(source, -1e9) >= self.WARN_EVERY_S:
             self.warned[source] = now
             if len(self.warned) > 4096:
                 self.warned.clear()
-            log(f"{source}: {why}: closing its connections at once (logged once per "
-                f"{self.WARN_EVERY_S} s)")
+            log(f"{source}: {what} (logged once per {self.WARN_EVERY_S} s)")
 
     def report_let_in(self):
         """In a session, as its client is let in."""
@@ -1475,7 +1476,7 @@ def main(argv=None):
             continue
         verdict = admission.decide(source)
         if verdict not in ("start", "busy"):
-            admission.refused(source, verdict)
+            admission.warn(source, f"{verdict}: closing its connections at once")
             conn.close()
             continue
         try:
@@ -1496,8 +1497,8 @@ def main(argv=None):
                 os._exit(rc)
         admission.started(pid, source)
         if verdict == "busy":
-            log(f"{len(admission.let_in)} sessions let in, the cap (--max-sessions): "
-                f"refusing a client from {source}")
+            admission.warn(source, f"{len(admission.let_in)} sessions let in, the cap "
+                                   "(--max-sessions): refusing its clients")
         conn.close()
 
 

@@ -639,7 +639,7 @@ class Bounds(unittest.TestCase):
             self.let_in_again(server)
         finally:
             server.stop()
-        self.assertIn("the cap (--max-sessions): refusing a client", server.output())
+        self.assertIn("the cap (--max-sessions): refusing its clients", server.output())
 
     def test_bad_bound_refused(self):
         with self.assertRaisesRegex(RuntimeError, "not a positive number"):
