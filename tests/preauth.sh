@@ -42,15 +42,23 @@ done
 sed 's/ other / lab /' "$tmp/other.key" >"$tmp/wrong.key"     # lab's name, other's secret
 chmod 600 "$tmp/wrong.key"
 
-port=$(free_port)
-tcp=127.0.0.1:$port
-setsid "$rgpud" --foreground --lib-dir "$libdir" --listen "$tcp" --key-dir "$tmp/keys" \
-    >"$tmp/rgpud.log" 2>&1 </dev/null &
-pids+=($!)
-for _ in $(seq 50); do
-    [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && break
-    sleep 0.1
-done
+# start_rgpud LOG [ARGS...]: rgpud on a free loopback port with ARGS, its
+# address in ADDR once it listens.
+start_rgpud() {
+    local log=$1 port
+    shift
+    port=$(free_port)
+    ADDR=127.0.0.1:$port
+    setsid "$rgpud" --foreground --lib-dir "$libdir" --listen "$ADDR" --key-dir "$tmp/keys" \
+        "$@" >"$log" 2>&1 </dev/null &
+    pids+=($!)
+    for _ in $(seq 50); do
+        [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && break
+        sleep 0.1
+    done
+}
+start_rgpud "$tmp/rgpud.log"
+tcp=$ADDR
 
 # ---- a peer without a key holds connections ---------------------------------------
 "$client" hold "$tcp" 127.0.0.2 9 200 >"$tmp/hold.out" &
@@ -91,15 +99,8 @@ RGPU_KEY_FILE=$tmp/lab.key "$client" hello "$tcp" | grep -q '^welcome 0 ' &&
 # holds them with silent connections; a client with its key from 127.0.0.1
 # must get a busy welcome that says why, promptly, and get in once the
 # peer is gone.
-bport=$(free_port)
-btcp=127.0.0.1:$bport
-setsid "$rgpud" --foreground --lib-dir "$libdir" --listen "$btcp" --key-dir "$tmp/keys" \
-    --max-startups 2 >"$tmp/busy.log" 2>&1 </dev/null &
-pids+=($!)
-for _ in $(seq 50); do
-    [ -n "$(ss -Hltn "sport = :$bport" 2>/dev/null)" ] && break
-    sleep 0.1
-done
+start_rgpud "$tmp/busy.log" --max-startups 2
+btcp=$ADDR
 "$client" hold "$btcp" 127.0.0.4 4 6 >"$tmp/bhold.out" &
 holder=$!
 sleep 1
