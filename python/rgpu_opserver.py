@@ -686,6 +686,7 @@ class Executor:
         # The device as results name it: "cuda" is cuda:0 (its current
         # index) once a tensor lives there.
         self.device = torch.empty(0, device=device).device
+        self.Tensor, self.strided = torch.Tensor, torch.strided
         self.table = {}            # storage id -> UntypedStorage on self.device
         self.error = None          # the first error since the last answer
         self.failed = set()        # ids promised by operations that failed
@@ -781,18 +782,27 @@ class Executor:
             self.failed.discard(sid)
             return
         self.storage(sid)
+        self.drop(sid)
+
+    def drop(self, sid):
+        """Forgets storage sid, which is in the table, with its views."""
         del self.table[sid]
         views = self.views.pop(sid, None)
         if views is not None:
             self.nviews -= len(views)
-        self.substitutes.pop(sid, None)
+        if self.substitutes:
+            self.substitutes.pop(sid, None)
 
     def op_frees(self, sids):
         """Frees each storage of a list; the first bad id is the error."""
         if type(sids) is not list:
             raise BadInput("malformed frees")
         first = None
+        table, failed = self.table, self.failed
         for sid in sids:
+            if type(sid) is int and sid in table and sid not in failed:
+                self.drop(sid)          # op_free's common case, its checks made here
+                continue
             try:
                 self.op_free(sid)
             except BadInput as e:
@@ -974,9 +984,28 @@ class Executor:
         t = subs.get(layout) if subs is not None else None
         if t is None:
             _, size, stride, offset = layout
-            t = self.view(self.storage(sid), d, size, stride, offset, f"tensor handle {sid}")
+            s = self.storage(sid)
+            what = f"tensor handle {sid}"
+            base = self.kept_on(sid, s, d)
+            if base is None:
+                t = self.view(s, d, size, stride, offset, what)
+            else:
+                check_layout(size, stride, offset, self.itemsize[d], s.nbytes(), what)
+                t = base.as_strided(size, stride, offset)
         self.keep_view(sid, layout, t)
         return t
+
+    def kept_on(self, sid, s, d):
+        """A kept view of storage sid, of dtype d, on s itself (not a
+        substitute): a view of it is made by as_strided, which costs half
+        of an empty tensor set to the storage (on a GPU, a third)."""
+        kept = self.views.get(sid)
+        if kept:
+            cdata = s._cdata
+            for t in kept.values():
+                if t.dtype is d and t.untyped_storage()._cdata == cdata:
+                    return t
+        return None
 
     def keep_view(self, sid, layout, t):
         """Keeps t as storage sid's view laid out as layout (dtype name,
@@ -1123,7 +1152,8 @@ class Executor:
 
     def out_slot(self, spec, nvalues):
         """A template's new storage: (slot, dtype, dtype name, sizes,
-        strides, offset, nbytes), the layout inside nbytes."""
+        strides, offset, nbytes, layout), the layout inside nbytes (layout:
+        the key of views, (dtype name, sizes, strides, offset))."""
         if not (type(spec) is list and len(spec) == 6 and type(spec[0]) is int
                 and 0 <= spec[0] < nvalues):
             raise BadInput("malformed result description")
@@ -1132,7 +1162,8 @@ class Executor:
         if type(nbytes) is not int or not 0 <= nbytes <= MAX_SIZE:
             raise BadInput("bad storage size")
         check_layout(size, stride, offset, self.itemsize[d], nbytes, "a result")
-        return (index, d, dtype, tuple(size), tuple(stride), offset, nbytes)
+        size, stride = tuple(size), tuple(stride)
+        return (index, d, dtype, size, stride, offset, nbytes, (dtype, size, stride, offset))
 
     def op_runs(self, flat):
         """Calls of plans: [number, its values..., number, its values...].
@@ -1159,25 +1190,36 @@ class Executor:
                 self.note_error(plan.name, e)
 
     def run_plan(self, plan, values):
+        """One call of a plan: its slots filled from values, the operator
+        run, its results registered.  The hot path of a training step (a
+        few hundred calls a step): the slot lookups are written out here."""
         if type(plan) is FailedPlan:
             raise BadInput(f"its plan failed ({plan.error})")
         try:
-            for container, key, slot in plan.fills:
-                v = values[slot.index]
-                if slot.layout is None:
-                    if type(v) is not float:
-                        raise BadInput(f"a float slot of {plan.name} holds a {type(v).__name__}")
-                    container[key] = v
-                else:
-                    container[key] = self.slot_tensor(v, slot)
+            for container, key, index in plan.float_fills:
+                v = values[index]
+                if type(v) is not float:
+                    raise BadInput(f"a float slot of {plan.name} holds a {type(v).__name__}")
+                container[key] = v
+            views = self.views
+            for container, key, index, layout, d in plan.tensor_fills:
+                sid = values[index]
+                if type(sid) is not int:
+                    raise BadInput("a tensor handle must be an integer")
+                kept = views.get(sid)
+                t = kept.get(layout) if kept is not None else None
+                container[key] = t if t is not None else self.new_view(sid, layout, d)
             if plan.strided_view is not None:
                 self.check_strided_view(plan.strided_view, plan.func, plan.args, plan.kwargs)
             result = plan.call(*plan.args, **plan.kwargs)
         finally:
-            for container, key, _ in plan.fills:
+            for container, key in plan.places:
                 container[key] = None       # the template keeps no storage alive
+        if plan.one_tensor and type(result) is self.Tensor:
+            flat = (result,)
+        else:
+            flat = list(_flatten(result)) if isinstance(result, (list, tuple)) else [result]
         outs = plan.outs
-        flat = list(_flatten(result)) if isinstance(result, (list, tuple)) else [result]
         if len(flat) != len(outs):
             raise BadInput(f"{plan.name}: the client expected {len(outs)} results, the "
                            f"operator gave {len(flat)}")
@@ -1185,31 +1227,25 @@ class Executor:
             if spec is not None:
                 self.register_planned(spec, values[spec[0]], r, plan.name)
 
-    def slot_tensor(self, sid, slot):
-        if type(sid) is not int:
-            raise BadInput("a tensor handle must be an integer")
-        views = self.views.get(sid)
-        t = views.get(slot.layout) if views is not None else None
-        if t is None:
-            t = self.new_view(sid, slot.layout, slot.dtype)
-        return t
+    def lies_as_planned(self, r, spec):
+        """r is a plain strided tensor on this device laid out as the plan's
+        out_slot spec says, in a storage of at least its nbytes."""
+        return (type(r) is self.Tensor and r.dtype is spec[1] and r.layout is self.strided
+                and r.device == self.device and r.storage_offset() == spec[5]
+                and r.size() == spec[3] and r.stride() == spec[4]
+                and r.untyped_storage().nbytes() >= spec[6])
 
     def register_planned(self, spec, sid, r, name):
         """register() for a plan's result, whose described layout was
         checked when the plan was made: a result laid out so, in a storage
         of at least nbytes, lies inside it."""
-        _, d, dtype, size, stride, offset, nbytes = spec
-        if not (type(sid) is int and 0 < sid < MAX_SID) or sid in self.table:
-            self._new_sid(sid)          # raises
-        t = self.torch
-        if (isinstance(r, t.Tensor) and r.dtype == d and r.layout == t.strided
-                and r.device == self.device and r.storage_offset() == offset
-                and r.size() == size and r.stride() == stride):
-            s = r.untyped_storage()
-            if s.nbytes() >= nbytes:
-                self.table[sid] = s
-                self.keep_result(sid, spec[2:6], r)
-                return
+        if (type(sid) is int and 0 < sid < MAX_SID and sid not in self.table
+                and self.lies_as_planned(r, spec)):
+            self.table[sid] = r.untyped_storage()
+            self.keep_result(sid, spec[7], r)
+            return
+        self._new_sid(sid)
+        _, _, dtype, size, stride, offset, nbytes, _ = spec
         self.register([sid, dtype, list(size), list(stride), offset, nbytes], r, name)
 
     def describe(self, result, args, kwargs, name):
@@ -1265,15 +1301,25 @@ class Slot:
 class Plan:
     """A call kept by op_plan: the operator, its decoded arguments with
     Slot placeholders, where those are (fills: container, key, slot), each
-    result's out_slot or None, and how many values a call takes."""
+    result's out_slot or None, and how many values a call takes.  The fills
+    are also kept split, as run_plan reads them: float_fills (container,
+    key, value index), tensor_fills (container, key, value index, layout,
+    dtype) and places (container, key)."""
 
     __slots__ = ("name", "func", "call", "args", "kwargs", "fills", "outs", "nvalues",
-                 "strided_view")
+                 "strided_view", "float_fills", "tensor_fills", "places", "one_tensor")
 
     def __init__(self, name, func, args, kwargs, fills, outs, nvalues, strided_view):
         self.name, self.func, self.args, self.kwargs = name, func, args, kwargs
         self.fills, self.outs, self.nvalues, self.strided_view = fills, outs, nvalues, strided_view
         self.call = getattr(func, "_op", func)      # the operator without its Python wrapper
+        self.float_fills = tuple((c, k, slot.index) for c, k, slot in fills
+                                 if slot.layout is None)
+        self.tensor_fills = tuple((c, k, slot.index, slot.layout, slot.dtype)
+                                  for c, k, slot in fills if slot.layout is not None)
+        self.places = tuple((c, k) for c, k, _ in fills)
+        # A single tensor result is taken as it is, without flattening.
+        self.one_tensor = len(outs) == 1
 
     def out_slots(self):
         return [o[0] for o in self.outs if o is not None]

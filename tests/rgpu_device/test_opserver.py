@@ -360,6 +360,26 @@ class HostileClient(unittest.TestCase):
         plan = ex.plans[0]
         self.assertEqual([c[k] for c, k, _ in plan.fills], [None, None])
 
+    def test_views_of_kept_results(self):
+        # A view of a storage whose result is kept is made from that result
+        # (as_strided): checked against the storage first, and never laid
+        # over a substitute (the kernel's own result of another shape,
+        # which has a storage of its own).
+        import torch
+        import rgpu_opserver
+        ex = rgpu_opserver.Executor(torch, "cpu")
+        ex.register([1, "float32", [4], [1], 0, 16], torch.arange(4.0), "aten::x")
+        v = ex.tensor([1, "float32", [2], [2], 1])
+        self.assertEqual(v.tolist(), [1.0, 3.0])
+        self.assertEqual(v.untyped_storage()._cdata, ex.table[1]._cdata)
+        with self.assertRaisesRegex(rgpu_opserver.BadInput, "outside the storage"):
+            ex.tensor([1, "float32", [4], [1], 1])
+        ex.register([2, "float32", [4], [1], 0, 16], torch.arange(1.0, 7.0), "aten::x")
+        self.assertEqual(ex.tensor([2, "float32", [4], [1], 0]).tolist(), [1.0, 2, 3, 4, 5, 6])
+        v = ex.tensor([2, "float32", [2], [1], 2])
+        self.assertEqual(v.tolist(), [0.0, 0.0])          # the client's storage, zeroed
+        self.assertEqual(v.untyped_storage()._cdata, ex.table[2]._cdata)
+
     def test_result_count_checked(self):
         self.c.ask(["new", 20, 8])
         self.assertRefused(["call", "aten::neg", [tensor(20, [2])], {}, [None, None]],
