@@ -54,6 +54,13 @@ runs N pairs (native, then rgpu) per model and shows the pair of median
 ratio, every pair's ratio after its losses.  `table` prints
 the rows of several --json files as one table.
 
+Each worker gives PyTorch --threads (4) CPU threads, natively and through
+rgpu alike.  The benchmark runs the program, rgpud and rgpu-delay on one
+machine; with its own choice (every core) PyTorch's pool, spinning after
+each batch it builds, took the cores rgpud and rgpu-delay run on, which a
+client on a machine of its own does not (on the H100: the pool's threads
+used 220-300 ms of CPU per 25 ms resnet step).
+
 Deterministic settings (seed, deterministic algorithms, CUBLAS_WORKSPACE_CONFIG,
 cuDNN deterministic) make the fp32 runs' losses comparable bit for bit on
 one GPU.  Needs CUDA; nothing from rgpu is imported.
@@ -335,6 +342,8 @@ def worker(args):
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     totals = rgpu_totals_reader()
     import torch
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
 
     cfg = dict(DEFAULTS[args.model])
     for k in ("layers", "embed", "heads", "batch", "block", "image", "width"):
@@ -411,7 +420,7 @@ def worker(args):
         "unwaited_per_step": (after[1] - before[1]) / args.steps if totals else None,
         "losses": losses,
         "loss_steps": list(range(LOG_EVERY, total + 1, LOG_EVERY)),
-        "config": cfg,
+        "config": dict(cfg, threads=torch.get_num_threads()),
         "batch_bytes": batch_bytes[0] if batch_bytes else None,
         "device": torch.cuda.get_device_name(0) if dev == "cuda" else dev,
         "torch": torch.__version__,
@@ -424,7 +433,7 @@ def worker(args):
 def worker_argv(args, model):
     argv = [sys.executable, os.path.abspath(__file__), "worker", "--model", model,
             "--warmup", str(args.warmup), "--steps", str(args.steps), "--seed", str(args.seed),
-            "--lr", str(args.lr)]
+            "--lr", str(args.lr), "--threads", str(args.threads)]
     for k in ("layers", "embed", "heads", "batch", "block", "image", "width"):
         v = getattr(args, k)
         if v is not None:
@@ -647,6 +656,9 @@ def main():
         p.add_argument("--steps", type=int, default=50, help="timed steps (default 50)")
         p.add_argument("--seed", type=int, default=1337)
         p.add_argument("--lr", type=float, default=1e-3)
+        p.add_argument("--threads", type=int, default=4,
+                       help="PyTorch CPU threads of each worker (default 4; 0: PyTorch's own "
+                            "choice, every core)")
         g = p.add_argument_group("model sizes (default: each model's own)")
         for k in ("layers", "embed", "heads", "block"):
             g.add_argument("--" + k, type=int, help="GPT " + k)

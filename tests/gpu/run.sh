@@ -41,7 +41,9 @@
 # worker, 120), RGPU_TRAIN_BUDGET (s for the whole part, 210: links left
 # when it runs out are skipped, a run cut short shows as a timeout),
 # RGPU_TRAIN_REPEAT (1: pairs of native and rgpu runs per model and link;
-# the row shows the pair of median ratio and every pair's ratio).
+# the row shows the pair of median ratio and every pair's ratio),
+# RGPU_TRAIN_THREADS (PyTorch CPU threads per worker, native and rgpu
+# alike, 4; 0: every core: train_bench.py's --threads says why).
 # Only this part: RGPU_PROGS=0 RGPU_BENCH=0 RGPU_TRAIN=1.
 #
 # RGPU_DEVICE=1 adds tests/gpu/rgpu_device_check.sh (device "rgpu": nanoGPT
@@ -832,11 +834,11 @@ run_train() {
     local warmup=${RGPU_TRAIN_WARMUP:-10} steps=${RGPU_TRAIN_STEPS:-50}
     local models=${RGPU_TRAIN_MODELS:-gpt-small,gpt-amp,convnet,gpt-bf16,resnet}
     local per=${RGPU_TRAIN_TIMEOUT:-120} deadline=$((SECONDS + ${RGPU_TRAIN_BUDGET:-210}))
-    local slow_steps=${RGPU_TRAIN_SLOW_STEPS:-20} link_steps
+    local slow_steps=${RGPU_TRAIN_SLOW_STEPS:-20} link_steps threads=${RGPU_TRAIN_THREADS:-4}
     local trainlog=$OUTDIR/train-logs.txt
     tb=$(cd "$(dirname "$0")/../.." && pwd)/bench/train_bench.py
     say ""
-    say "== training steps over emulated links: $models; $warmup + $steps steps ($warmup + $slow_steps from 10 ms RTT), mean ms per step"
+    say "== training steps over emulated links: $models; $warmup + $steps steps ($warmup + $slow_steps from 10 ms RTT), mean ms per step; $threads PyTorch CPU threads per worker"
     [ -x "$BUILD/bench/rgpu-delay" ] || { say "(no $BUILD/bench/rgpu-delay: skipped)"; return; }
     [ -x "$launcher" ] || { say "(no $launcher: skipped)"; return; }
     if ! start_train_rgpud; then
@@ -852,7 +854,7 @@ run_train() {
     [ $torch = yes ] || say "(PyTorch with CUDA is not importable here: only the links' round trips)"
     if [ $torch = yes ] && [ "${RGPU_TRAIN_NATIVE_ONCE:-0}" = 1 ]; then
         timeout -k 10 $((deadline - SECONDS)) python3 "$tb" compare --models "$models" \
-            --label native --warmup "$warmup" --steps "$steps" --timeout "$per" \
+            --label native --warmup "$warmup" --steps "$steps" --timeout "$per" --threads "$threads" \
             --json "$WORK/train-native.json" --log "$trainlog" > "$WORK/train-native.out" 2>&1
         cat "$WORK/train-native.out" >> "$LOGS"
     fi
@@ -890,6 +892,7 @@ run_train() {
             RGPU_KEY_FILE=$WORK/train.key timeout -k 10 "$left" python3 "$tb" compare \
                 --models "$models" --label "$label" --warmup "$warmup" --steps "$link_steps" \
                 --timeout "$((per < left ? per : left))" --repeat "${RGPU_TRAIN_REPEAT:-1}" \
+                --threads "$threads" \
                 "${native[@]}" \
                 --rgpu "$launcher run --server $LINK_SERVER --" \
                 --json "$WORK/train-$n.json" --log "$trainlog" > "$WORK/train-$n.out" 2>&1
