@@ -562,6 +562,8 @@ def serve_client(conn, kind, opts, info, admission=None):
     # more than decoding the frames (ten times, for frames of small calls).
     gc.freeze()
     account = SessionAccount(opts.profile_lines)
+    if opts.profile_lines:
+        session.operator_table = {}
     # Confined before the first operation is read, as rgpud's sessions are.
     if opts.sandbox is not None and not opts.sandbox.session(
             opts.session_memory, not opts.no_sandbox, opts.sandbox_audit, module_folders(torch)):
@@ -575,7 +577,7 @@ def serve_client(conn, kind, opts, info, admission=None):
     try:
         return serve_frames(conn, session, wire, opts, account)
     finally:
-        account.log_end()
+        account.log_end(session)
 
 
 def serve_frames(conn, session, wire, opts, account):
@@ -649,8 +651,8 @@ class SessionAccount:
         if self.profiler is not None:
             self.profiler.enable()
 
-    def log_end(self):
-        """The profile first, if any: the session line is the last."""
+    def log_end(self, session):
+        """The profiles first, if any: the session line is the last."""
         self.waiting()
         if self.profiler is not None:
             out = io.StringIO()
@@ -659,10 +661,17 @@ class SessionAccount:
             for line in out.getvalue().splitlines():
                 if line.strip():
                     log(f"profile: {line}")
+        if session.operator_table:
+            log("operators: the operators' own time (all of it, not profiled), the largest first:")
+            ranked = sorted(session.operator_table.items(), key=lambda kv: -kv[1][0])
+            for name, (ns, calls) in ranked[:self.profile_lines]:
+                log(f"operators: {name:48s} {calls:8d} calls {ns / 1e6:9.1f} ms "
+                    f"{ns / calls / 1e3:8.1f} us a call")
         log(f"session: {self.frames} frames, {self.operations} operations in "
             f"{time.perf_counter() - self.started:.2f} s; running them {self.run_s:.2f} s, "
             f"waiting for the client {self.wait_s:.2f} s; CPU "
-            f"{time.process_time() - self.cpu_from:.2f} s")
+            f"{time.process_time() - self.cpu_from:.2f} s; the operators themselves "
+            f"{session.operator_ns / 1e9:.2f} s")
 
 
 def refuse_session(conn, wire, message):
@@ -707,6 +716,11 @@ class Executor:
         # sid -> {layout: tensor}, until the storage is freed.
         self.substitutes = {}
         self.plans = {}            # number -> Plan (op_plan)
+        # Time spent inside the operators (the rest of running is rgpu's
+        # own work), and with --profile the same by operator name:
+        # name -> [ns, calls].
+        self.operator_ns = 0
+        self.operator_table = None
         # The requests: ["new", ...] is op_new's, and so on.
         self.handlers = {name[3:]: getattr(self, name) for name in dir(self)
                          if name.startswith("op_")}
@@ -733,6 +747,21 @@ class Executor:
         if handler is None:
             raise BadInput(f"unknown request '{op[0][:40]}'")
         return handler(*op[1:])
+
+    def run_operator(self, name, call, args, kwargs):
+        """call(*args, **kwargs), its time counted as the operators' own."""
+        began = time.perf_counter_ns()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            spent = time.perf_counter_ns() - began
+            self.operator_ns += spent
+            if self.operator_table is not None:
+                entry = self.operator_table.get(name)
+                if entry is None:
+                    entry = self.operator_table[name] = [0, 0]
+                entry[0] += spent
+                entry[1] += 1
 
     # -- storages
     def storage(self, sid):
@@ -1063,7 +1092,7 @@ class Executor:
         base = func._schema.name[len("aten::"):]
         if base in _STRIDED_VIEWS:
             self.check_strided_view(base, func, a, k)
-        result = func(*a, **k)
+        result = self.run_operator(name, func, a, k)
         flat = list(_flatten(result)) if isinstance(result, (list, tuple)) else [result]
         if outs == "wait":
             return self.describe(result, args, kwargs, name)
@@ -1211,7 +1240,7 @@ class Executor:
                 container[key] = t if t is not None else self.new_view(sid, layout, d)
             if plan.strided_view is not None:
                 self.check_strided_view(plan.strided_view, plan.func, plan.args, plan.kwargs)
-            result = plan.call(*plan.args, **plan.kwargs)
+            result = self.run_operator(plan.name, plan.call, plan.args, plan.kwargs)
         finally:
             for container, key in plan.places:
                 container[key] = None       # the template keeps no storage alive

@@ -170,11 +170,14 @@ sessions_ended() {
     return 1
 }
 # busy LOG: the share of its last session's time the op server spent
-# running frames ("-" without one): near 100% it is the slower side.
+# running frames ("-" without one): near 100% it is the slower side; then
+# the share of that running spent inside the operators themselves (the
+# rest is rgpu's own work on the server).
 busy() {
     grep 'session: ' "$1" | tail -1 |
-        sed -n 's/.*running them \([0-9.]*\) s, waiting for the client \([0-9.]*\) s.*/\1 \2/p' |
-        awk '{ if ($1 + $2 > 0) printf "%.0f%%", 100 * $1 / ($1 + $2); else print "-" }'
+        sed -n 's/.*running them \([0-9.]*\) s, waiting for the client \([0-9.]*\) s.*the operators themselves \([0-9.]*\) s.*/\1 \2 \3/p' |
+        awk '{ if ($1 + $2 > 0) printf "%.0f%%", 100 * $1 / ($1 + $2); else printf "-";
+               if ($1 > 0) printf " (%.0f%% in operators)", 100 * $3 / $1 }'
 }
 : >"$WORK/opserver.log"
 start_opserver
@@ -350,17 +353,18 @@ fi
 part "step times"
 [ "$STUB_ROWS" = 0 ] || say "(stub rows: $STUB_STEPS steps each, a loss read every 10)"
 say "(server busy: the share of the op server session's time spent running frames, not"
-say " waiting for the next: near 100%, the op server is the slower side)"
+say " waiting for the next: near 100%, the op server is the slower side; in operators: the"
+say " share of that running spent inside the ATen operators, the rest is rgpu's own work)"
 
 # ---- 5. where the op server's time goes (RGPU_DEVICE_PROFILE=N) -----------------------------
 if [ "${RGPU_DEVICE_PROFILE:-0}" != 0 ]; then
     start_opserver prof --profile "$RGPU_DEVICE_PROFILE"
     say ""
     say "op server profile: nanoGPT $TSTEPS steps on a profiled session (slower than the rows above),"
-    say "the $RGPU_DEVICE_PROFILE functions that took most time themselves:"
+    say "the $RGPU_DEVICE_PROFILE functions that took most time themselves, then the operators':"
     if train rgpu "$TSTEPS" 20 "$WORK/prof.sock" "$WORK/p.out" &&
             sessions_ended "$WORK/prof.log" 1; then
-        grep -E 'profile: |session: ' "$WORK/prof.log" | sed 's/^rgpu-opserver\[[0-9]*\]: //'
+        grep -E 'profile: |operators: |session: ' "$WORK/prof.log" | sed 's/^rgpu-opserver\[[0-9]*\]: //'
     else
         say "the profiled run failed (see $LOG)"
     fi

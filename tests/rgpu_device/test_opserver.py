@@ -537,8 +537,10 @@ class SessionAccounting(unittest.TestCase):
         finally:
             server.stop()
         self.assertRegex(out, r"session: 2 frames, 3 operations in [0-9.]+ s; running them "
-                              r"[0-9.]+ s, waiting for the client [0-9.]+ s; CPU [0-9.]+ s")
+                              r"[0-9.]+ s, waiting for the client [0-9.]+ s; CPU [0-9.]+ s; "
+                              r"the operators themselves [0-9.]+ s")
         self.assertNotIn("profile:", out)
+        self.assertNotIn("operators:", out)
 
     def test_profile_names_the_functions(self):
         server = OpServer(env={"RGPU_OPSERVER_PROFILE": "100"})
@@ -549,6 +551,8 @@ class SessionAccounting(unittest.TestCase):
         self.assertRegex(out, r"session: 2 frames, 3 operations")
         self.assertRegex(out, r"profile: +ncalls +tottime")
         self.assertRegex(out, r"profile: .*rgpu_opserver.py:\d+\(run_op\)")
+        # Each operator's own time, whole: the one call of aten::mul_.Scalar.
+        self.assertRegex(out, r"operators: aten::mul_\.Scalar +1 calls +[0-9.]+ ms +[0-9.]+ us a call")
 
     def test_bad_profile_setting_is_refused(self):
         with self.assertRaisesRegex(RuntimeError, "RGPU_OPSERVER_PROFILE must be a number"):
