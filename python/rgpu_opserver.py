@@ -41,6 +41,7 @@ MAX_DEPTH = 16
 MAX_SIZE = 1 << 50
 MAX_SID = 1 << 53
 MAX_VIEWS = 1 << 14            # views a session keeps built (Executor.views)
+MAX_LAYOUTS = 1 << 16          # distinct layouts a session keeps interned (Executor.layouts)
 MAX_PLANS = 1 << 16            # plans a session keeps (numbers 0 .. MAX_PLANS-1)
 MAX_PLAN_VALUES = 1 << 20      # values one call of a plan takes
 _WIRE_SCALARS = frozenset((bool, int, float, str))      # msgpack's, as it decodes them
@@ -710,12 +711,13 @@ class Executor:
         # Views already built and checked, by what the wire said of them:
         # a training step names the same parameters and optimiser states
         # laid out the same way every time.  A storage's views go with it.
-        self.views = {}            # sid -> {(dtype, sizes, strides, offset): tensor}
+        self.views = {}            # sid -> {Layout: tensor}
         self.nviews = 0            # views in self.views
         # Results the client believes empty that a kernel filled (register):
         # sid -> {layout: tensor}, until the storage is freed.
         self.substitutes = {}
         self.plans = {}            # number -> Plan (op_plan)
+        self.layouts = {}          # (dtype name, sizes, strides, offset) -> Layout
         # Time spent inside the operators (the rest of running is rgpu's
         # own work), and with --profile the same by operator name:
         # name -> [ns, calls].
@@ -943,11 +945,30 @@ class Executor:
         if not (type(v) is list and len(v) == 5 and type(v[0]) is int and 0 <= v[0] < nslots):
             raise BadInput("malformed tensor slot")
         index, dtype, size, stride, offset = v
-        d = self.dtype(dtype)
         # Well formed; whether it fits its storage is checked when a call
         # names the storage.
-        check_layout(size, stride, offset, self.itemsize[d], 1 << 120, "a tensor slot")
-        return Slot(index, (dtype, tuple(size), tuple(stride), offset), d)
+        return Slot(index, self.layout(dtype, size, stride, offset, "a tensor slot"))
+
+    def layout(self, dtype, size, stride, offset, what):
+        """The Layout of a dtype name, sizes, strides and offset from the
+        wire: checked to be well formed the first time, then the same
+        object each time (until MAX_LAYOUTS distinct ones were seen; the
+        views kept under an older one stay valid, under it)."""
+        try:
+            key = (dtype, tuple(size), tuple(stride), offset)
+            found = self.layouts.get(key)
+        except TypeError:               # not a sequence, or an unhashable value
+            key = found = None
+        if found is not None:
+            return found
+        d = self.dtype(dtype)
+        extent = layout_extent(size, stride, offset, self.itemsize[d], what)
+        if key is None:                 # layout_extent refuses what made it so
+            raise BadInput(f"malformed sizes or strides for {what}")
+        if len(self.layouts) >= MAX_LAYOUTS:
+            self.layouts.clear()
+        found = self.layouts[key] = Layout(dtype, d, key[1], key[2], offset, extent)
+        return found
 
     def dtype(self, name):
         d = self.dtypes.get(name) if isinstance(name, str) else None
@@ -989,45 +1010,36 @@ class Executor:
         if not (type(v) is list and len(v) == 5):
             raise BadInput("malformed tensor")
         sid, dtype, size, stride, offset = v
-        layout = None
-        if type(sid) is int and type(size) is list and type(stride) is list:
-            try:
-                layout = (dtype, tuple(size), tuple(stride), offset)
-                views = self.views.get(sid)
-                cached = views.get(layout) if views is not None else None
-            except TypeError:           # an unhashable value: checked below
-                layout = cached = None
-            if cached is not None:
-                return cached
-        if layout is None:
-            return self.view(self.storage(sid), self.dtype(dtype), size, stride, offset,
-                             f"tensor handle {sid}")
-        return self.new_view(sid, layout, self.dtype(dtype))
+        if type(sid) is not int:
+            self.storage(sid)           # raises
+        layout = self.layout(dtype, size, stride, offset, f"tensor handle {sid}")
+        views = self.views.get(sid)
+        cached = views.get(layout) if views is not None else None
+        return cached if cached is not None else self.new_view(sid, layout)
 
-    def new_view(self, sid, layout, d):
-        """Storage sid laid out as layout (dtype name, sizes, strides,
-        offset; d the dtype), where no view is kept: the kernel's own result
-        when the client's storage stands for one of another shape (register),
-        else a view checked to lie inside the storage; kept from then on."""
+    def new_view(self, sid, layout):
+        """Storage sid laid out as layout (a Layout), where no view is kept:
+        the kernel's own result when the client's storage stands for one of
+        another shape (register), else a view checked to lie inside the
+        storage; kept from then on."""
         subs = self.substitutes.get(sid) if self.substitutes else None
         t = subs.get(layout) if subs is not None else None
         if t is None:
-            _, size, stride, offset = layout
             s = self.storage(sid)
-            what = f"tensor handle {sid}"
-            base = self.kept_on(sid, s, d)
+            if layout.extent > s.nbytes():
+                raise BadInput(f"view outside the storage of tensor handle {sid}")
+            base = self.kept_on(sid, s, layout.dtype)
             if base is None:
-                t = self.view(s, d, size, stride, offset, what)
+                t = self.set_view(s, layout.dtype, layout.size, layout.stride, layout.offset)
             else:
-                check_layout(size, stride, offset, self.itemsize[d], s.nbytes(), what)
-                t = base.as_strided(size, stride, offset)
+                t = base.as_strided(layout.size, layout.stride, layout.offset)
         self.keep_view(sid, layout, t)
         return t
 
     def kept_on(self, sid, s, d):
         """A kept view of storage sid, of dtype d, on s itself (not a
-        substitute): a view of it is made by as_strided, which costs half
-        of an empty tensor set to the storage (on a GPU, a third)."""
+        substitute): a view of it is made by as_strided, which costs about
+        half of an empty tensor set to the storage (on the CPU device)."""
         kept = self.views.get(sid)
         if kept:
             cdata = s._cdata
@@ -1037,8 +1049,8 @@ class Executor:
         return None
 
     def keep_view(self, sid, layout, t):
-        """Keeps t as storage sid's view laid out as layout (dtype name,
-        sizes, strides, offset), until the storage is freed."""
+        """Keeps t as storage sid's view laid out as layout (a Layout),
+        until the storage is freed."""
         if self.nviews >= MAX_VIEWS:
             self.views.clear()
             self.nviews = 0
@@ -1051,6 +1063,10 @@ class Executor:
 
     def view(self, s, d, size, stride, offset, what):
         check_layout(size, stride, offset, self.itemsize[d], s.nbytes(), what)
+        return self.set_view(s, d, size, stride, offset)
+
+    def set_view(self, s, d, size, stride, offset):
+        """A tensor over storage s laid out so, already checked to lie in it."""
         return self.torch.empty(0, dtype=d, device=self.device).set_(s, offset, size, stride)
 
     def check_strided_view(self, base, func, a, k):
@@ -1114,7 +1130,7 @@ class Executor:
         if type(nbytes) is not int or not 0 <= nbytes <= MAX_SIZE:
             raise BadInput("bad storage size")
         s = r.untyped_storage()
-        layout = (dtype, tuple(size), tuple(stride), offset)
+        layout = self.layout(dtype, size, stride, offset, f"the result of {name}")
         if (r.dtype == d and r.storage_offset() == offset and s.nbytes() >= nbytes
                 and list(r.size()) == size and list(r.stride()) == stride):
             self.table[sid] = s
@@ -1181,18 +1197,17 @@ class Executor:
 
     def out_slot(self, spec, nvalues):
         """A template's new storage: (slot, dtype, dtype name, sizes,
-        strides, offset, nbytes, layout), the layout inside nbytes (layout:
-        the key of views, (dtype name, sizes, strides, offset))."""
+        strides, offset, nbytes, Layout), the layout inside nbytes."""
         if not (type(spec) is list and len(spec) == 6 and type(spec[0]) is int
                 and 0 <= spec[0] < nvalues):
             raise BadInput("malformed result description")
         index, dtype, size, stride, offset, nbytes = spec
-        d = self.dtype(dtype)
+        layout = self.layout(dtype, size, stride, offset, "a result")
         if type(nbytes) is not int or not 0 <= nbytes <= MAX_SIZE:
             raise BadInput("bad storage size")
-        check_layout(size, stride, offset, self.itemsize[d], nbytes, "a result")
-        size, stride = tuple(size), tuple(stride)
-        return (index, d, dtype, size, stride, offset, nbytes, (dtype, size, stride, offset))
+        if layout.extent > nbytes:
+            raise BadInput("view outside the storage of a result")
+        return (index, layout.dtype, dtype, layout.size, layout.stride, offset, nbytes, layout)
 
     def op_runs(self, flat):
         """Calls of plans: [number, its values..., number, its values...].
@@ -1231,13 +1246,13 @@ class Executor:
                     raise BadInput(f"a float slot of {plan.name} holds a {type(v).__name__}")
                 container[key] = v
             views = self.views
-            for container, key, index, layout, d in plan.tensor_fills:
+            for container, key, index, layout in plan.tensor_fills:
                 sid = values[index]
                 if type(sid) is not int:
                     raise BadInput("a tensor handle must be an integer")
                 kept = views.get(sid)
                 t = kept.get(layout) if kept is not None else None
-                container[key] = t if t is not None else self.new_view(sid, layout, d)
+                container[key] = t if t is not None else self.new_view(sid, layout)
             if plan.strided_view is not None:
                 self.check_strided_view(plan.strided_view, plan.func, plan.args, plan.kwargs)
             result = self.run_operator(plan.name, plan.call, plan.args, plan.kwargs)
@@ -1318,13 +1333,26 @@ class Executor:
 
 class Slot:
     """A template's slot: value `index` of each call, a storage id of a
-    tensor laid out as layout (dtype name, sizes, strides, offset) says,
-    or a float (layout None)."""
+    tensor laid out as layout (a Layout) says, or a float (layout None)."""
 
-    __slots__ = ("index", "layout", "dtype")
+    __slots__ = ("index", "layout")
 
-    def __init__(self, index, layout, dtype=None):
-        self.index, self.layout, self.dtype = index, layout, dtype
+    def __init__(self, index, layout):
+        self.index, self.layout = index, layout
+
+
+class Layout:
+    """A layout the wire named: dtype (its name and the torch dtype),
+    sizes, strides, offset (elements), and extent, the bytes of storage it
+    reaches (so that a view's bounds check is one comparison).  One object
+    per distinct layout (Executor.layout), so the caches of views are keyed
+    by identity."""
+
+    __slots__ = ("dtype_name", "dtype", "size", "stride", "offset", "extent")
+
+    def __init__(self, dtype_name, dtype, size, stride, offset, extent):
+        self.dtype_name, self.dtype, self.size, self.stride = dtype_name, dtype, size, stride
+        self.offset, self.extent = offset, extent
 
 
 class Plan:
@@ -1332,8 +1360,8 @@ class Plan:
     Slot placeholders, where those are (fills: container, key, slot), each
     result's out_slot or None, and how many values a call takes.  The fills
     are also kept split, as run_plan reads them: float_fills (container,
-    key, value index), tensor_fills (container, key, value index, layout,
-    dtype) and places (container, key)."""
+    key, value index), tensor_fills (container, key, value index, Layout)
+    and places (container, key)."""
 
     __slots__ = ("name", "func", "call", "args", "kwargs", "fills", "outs", "nvalues",
                  "strided_view", "float_fills", "tensor_fills", "places", "one_tensor")
@@ -1344,7 +1372,7 @@ class Plan:
         self.call = getattr(func, "_op", func)      # the operator without its Python wrapper
         self.float_fills = tuple((c, k, slot.index) for c, k, slot in fills
                                  if slot.layout is None)
-        self.tensor_fills = tuple((c, k, slot.index, slot.layout, slot.dtype)
+        self.tensor_fills = tuple((c, k, slot.index, slot.layout)
                                   for c, k, slot in fills if slot.layout is not None)
         self.places = tuple((c, k) for c, k, _ in fills)
         # A single tensor result is taken as it is, without flattening.
@@ -1379,6 +1407,14 @@ def check_layout(size, stride, offset, itemsize, nbytes, what):
     """sizes, strides and an offset from the wire are checked integers, and
     the elements they reach lie inside a storage of nbytes (an empty view
     too: its offset may not point past the storage)."""
+    if layout_extent(size, stride, offset, itemsize, what) > nbytes:
+        raise BadInput(f"view outside the storage of {what}")
+
+
+def layout_extent(size, stride, offset, itemsize, what):
+    """The bytes of storage a layout from the wire reaches (an empty
+    view's: up to its offset), once its sizes, strides and offset are
+    checked integers."""
     if not (type(size) in (list, tuple) and type(stride) in (list, tuple)
             and len(size) == len(stride) <= MAX_DIMS
             and type(offset) is int and 0 <= offset < MAX_SIZE):
@@ -1390,8 +1426,7 @@ def check_layout(size, stride, offset, itemsize, nbytes, what):
         if n == 0:
             empty = True
         end += (n - 1) * st
-    if (offset if empty else end) * itemsize > nbytes:
-        raise BadInput(f"view outside the storage of {what}")
+    return (offset if empty else end) * itemsize
 
 
 _aten_operators = None

@@ -380,6 +380,30 @@ class HostileClient(unittest.TestCase):
         self.assertEqual(v.tolist(), [0.0, 0.0])          # the client's storage, zeroed
         self.assertEqual(v.untyped_storage()._cdata, ex.table[2]._cdata)
 
+    def test_layouts_interned_and_bounded(self):
+        # A layout is checked once and kept as one object; past the bound
+        # the kept ones are dropped, and the views made under them still
+        # read what they should.
+        from unittest import mock
+        import torch
+        import rgpu_opserver
+        ex = rgpu_opserver.Executor(torch, "cpu")
+        ex.run_batch([["new", 1, 64], ["write", 1, 0, struct.pack("<16f", *range(16))]])
+        self.assertIsNone(ex.error)
+        self.assertIs(ex.layout("float32", [4], [1], 0, "x"), ex.layout("float32", [4], [1], 0, "x"))
+        with mock.patch.object(rgpu_opserver, "MAX_LAYOUTS", 4):
+            first = ex.tensor([1, "float32", [4], [1], 0])
+            for k in range(10):
+                self.assertEqual(ex.tensor([1, "float32", [2], [1], k]).tolist(), [k, k + 1.0])
+            self.assertLessEqual(len(ex.layouts), 4)
+            self.assertEqual(ex.tensor([1, "float32", [4], [1], 0]).tolist(), [0.0, 1, 2, 3])
+            self.assertEqual(first.tolist(), [0.0, 1, 2, 3])
+        for size in ([[1]], "x", [1.5], [-1]):
+            with self.assertRaisesRegex(rgpu_opserver.BadInput, "malformed sizes or strides"):
+                ex.tensor([1, "float32", size, [1], 0])
+        with self.assertRaisesRegex(rgpu_opserver.BadInput, "outside the storage"):
+            ex.tensor([1, "float32", [4], [1], 13])
+
     def test_result_count_checked(self):
         self.c.ask(["new", 20, 8])
         self.assertRefused(["call", "aten::neg", [tensor(20, [2])], {}, [None, None]],
