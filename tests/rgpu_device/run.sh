@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/rgpu_device/run.sh SUITE   (SUITE: device | plans | choices | opserver | sandbox | nanogpt | bench)
+# tests/rgpu_device/run.sh SUITE   (SUITE: device | plans | choices | opserver | sandbox | nanogpt | bench | replay)
 #
 # Runs one of the rgpu device test suites with the Python that
 # tests/rgpu_device/install-torch.sh installs (RGPU_TORCH_PYTHON names
@@ -31,5 +31,6 @@ case ${1:-} in
     sandbox)  cd "$here" && exec "$py" -m unittest -v test_sandbox ;;
     nanogpt)  exec "$py" "$here/nanogpt_check.py" ;;
     bench)    shift; exec "$py" "$here/bench_client.py" "$@" ;;
-    *) echo "usage: $0 device|plans|choices|opserver|sandbox|nanogpt|bench" >&2; exit 2 ;;
+    replay)   shift; exec "$py" "$here/bench_replay.py" "$@" ;;
+    *) echo "usage: $0 device|plans|choices|opserver|sandbox|nanogpt|bench|replay" >&2; exit 2 ;;
 esac
